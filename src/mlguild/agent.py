@@ -1,0 +1,166 @@
+"""The agent loop: select an action, propose, execute, score, record — until a budget ends.
+
+The journal is written before and after every node, so a hard kill loses at most the node
+being executed, and ``resume`` continues from the journal without re-running finished nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from typing import Callable
+
+from .errors import BudgetExhausted
+from .executor import NodeRunner, Outcome, sha256_text
+from .protocols import Action, Context, HistoryItem, ParentView, Proposal
+from .rundir import RunDir, atomic_write
+from .search.graph import Node
+from .state import RunState, replay
+
+_MIN_SCRIPT_S = 5.0            # below this much time left, a new node cannot do useful work
+_HISTORY_LIMIT = 60            # bounded history: context never grows with the graph
+
+
+class Agent:
+    def __init__(self, run: RunDir, brain, policy, sandbox, on_event: Callable[[str, dict], None] | None = None):
+        self.run = run
+        self.brain = brain
+        self.policy = policy
+        self.runner = NodeRunner(run, sandbox)
+        self.state: RunState = replay(run.journal.records, self.runner.metric.direction)
+        self.on_event = on_event or (lambda kind, data: None)
+        self._session_start = time.monotonic()
+
+    # --- budget ---
+    def elapsed(self) -> float:
+        return time.monotonic() - self._session_start
+
+    def remaining_s(self) -> float | None:
+        budget = self.run.config.budget.time_s
+        return None if budget is None else budget - self.state.spent_s - self.elapsed()
+
+    def _check_budget(self) -> float:
+        """Raise BudgetExhausted, or return the timeout the next script may have."""
+        budget = self.run.config.budget
+        if budget.iterations is not None and len(self.state.graph) >= budget.iterations:
+            raise BudgetExhausted("iterations")
+        timeout = self.run.config.sandbox.script_timeout_s
+        remaining = self.remaining_s()
+        if remaining is not None:
+            if remaining < _MIN_SCRIPT_S:
+                raise BudgetExhausted("time")
+            timeout = min(timeout, remaining)
+        return timeout
+
+    # --- the loop ---
+    def run_loop(self) -> str:
+        journal = self.run.journal
+        journal.append("session_started", resumed=self.state.sessions > 0, session_elapsed_s=0.0)
+        self.state.sessions += 1
+        reason = "error"
+        try:
+            self._sync_best()
+            for node in self.state.unfinished():        # killed mid-node last time
+                self._finish_interrupted(node)
+            while True:
+                timeout = self._check_budget()
+                action = self.policy.select(self.state.graph, len(self.state.graph))
+                self.step(action, timeout)
+        except BudgetExhausted as exc:
+            reason = f"budget: {exc.which}"
+        except KeyboardInterrupt:
+            reason = "interrupted by user"
+        finally:
+            journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
+            self.on_event("session_ended", {"reason": reason})
+        return reason
+
+    def step(self, action: Action, timeout: float) -> Node:
+        graph = self.state.graph
+        node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
+        started = time.monotonic()
+        self.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
+        try:
+            proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
+            failure = None
+        except Exception as exc:   # a brain bug or a bad reply must not end the run
+            proposal, failure = Proposal(plan=f"(the brain failed: {exc})", code=""), f"{type(exc).__name__}: {exc}"
+        brain_s = time.monotonic() - started
+        node.plan, node.meta = proposal.plan, proposal.meta
+        self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
+        graph.add(node)
+        node.attempts = 1
+        self.run.journal.append("node_started", node={
+            "id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration,
+            "plan": node.plan, "meta": node.meta, "code_sha256": sha256_text(proposal.code), "reason": action.reason,
+        }, session_elapsed_s=round(self.elapsed(), 3))
+        if failure is not None:
+            outcome = Outcome("brain_error", failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
+        else:
+            outcome = self.runner.execute(node, timeout, seed=self.run.config.brain.seed)
+        outcome.timing["brain_s"] = round(brain_s, 4)
+        self._finish(node, outcome)
+        return node
+
+    def _finish_interrupted(self, node: Node) -> None:
+        """Re-run a node a kill interrupted, once; a second interruption marks it failed."""
+        if node.attempts >= 2 or not (self.run.node_dir(node.id) / "solution.py").exists():
+            self._finish(node, Outcome("interrupted", failure="the run was killed while this node ran, twice"))
+            return
+        node.attempts += 1
+        self.run.journal.append("node_started", node={"id": node.id, "op": node.op, "parents": list(node.parents),
+                                                     "iteration": node.iteration, "restart": True},
+                                session_elapsed_s=round(self.elapsed(), 3))
+        self._finish(node, self.runner.execute(node, self._check_budget(), seed=self.run.config.brain.seed))
+
+    def _finish(self, node: Node, outcome: Outcome) -> None:
+        started = time.monotonic()
+        node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
+        node.printed_score, node.timing = outcome.printed_score, outcome.timing
+        self.runner.write_report(node, outcome)
+        outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
+        self.run.journal.append("node_finished", id=node.id, status=node.status, score=node.score,
+                                failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score,
+                                timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
+        is_best = self._sync_best()
+        self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})
+
+    def _sync_best(self) -> bool:
+        """Make best/ hold the graph's best node. Also repairs a kill between node_finished and
+        best_changed: the journal says which node is best only once best/ really holds it."""
+        best = self.state.graph.best()
+        if best is None or best.id == self.state.best_id:
+            return False
+        self._promote(best)
+        self.state.best_id = best.id
+        self.run.journal.append("best_changed", id=best.id, score=best.score, session_elapsed_s=round(self.elapsed(), 3))
+        return True
+
+    def _promote(self, node: Node) -> None:
+        """Copy the node's solution, submission and report into best/ (each file atomically)."""
+        src, best = self.run.node_dir(node.id), self.run.best_dir
+        for name, dest in (("solution.py", "solution.py"), ("plan.md", "plan.md"), ("report.md", "report.md"),
+                           ("output/submission.csv", "submission.csv"), ("output/holdout.csv", "holdout.csv")):
+            tmp = best / f".{dest}.tmp"
+            shutil.copyfile(src / name, tmp)
+            tmp.replace(best / dest)
+        atomic_write(best / "best.json", json.dumps({"node": node.id, "holdout_score": node.score,
+                                                      "metric": self.runner.metric.name}, indent=2))
+
+    # --- context for the brain: isolated and bounded ---
+    def _context(self, action: Action, iteration: int, timeout: float) -> Context:
+        graph = self.state.graph
+        parents = tuple(self._parent_view(graph[p]) for p in action.parents)
+        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta) for n in list(graph)[-_HISTORY_LIMIT:])
+        return Context(
+            task=self.run.spec.public_dict(), description=self.run.description, profile=self.run.profile.to_dict(),
+            parents=parents, history=history, direction=self.runner.metric.direction,
+            script_timeout_s=timeout, seed=self.run.config.brain.seed, iteration=iteration,
+        )
+
+    def _parent_view(self, node: Node) -> ParentView:
+        d = self.run.node_dir(node.id)
+        read = lambda name: (d / name).read_text(errors="replace") if (d / name).exists() else ""
+        return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
+                          node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])

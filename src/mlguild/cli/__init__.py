@@ -1,0 +1,1 @@
+"""The command-line interface: a typer app, one file per command group."""

@@ -1,0 +1,31 @@
+"""The ``mlguild`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from .inspect_cmd import show, status
+from .run_cmd import resume, run
+from .task_cmd import examples, init
+
+app = typer.Typer(
+    name="mlguild",
+    help="An autonomous ML engineer: improves a solution unattended, scored on labels it keeps sealed.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(init)
+app.command()(examples)
+app.command()(run)
+app.command()(resume)
+app.command()(status)
+app.command()(show)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""`mlguild status` and `mlguild show`: read-only views of a run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.syntax import Syntax
+from rich.table import Table
+
+from ..errors import RunError
+from ..journal import read_journal
+from ..metrics import get_metric
+from ..state import replay
+from ..task import TaskSpec
+from .common import console, default_runs_dir, resolve_run, user_errors
+
+
+def _load(run: str | None, runs_dir: Path | None):
+    path = resolve_run(run, runs_dir or default_runs_dir())
+    if not (path / "journal.jsonl").exists():
+        raise RunError(f"{path} is not a run directory", "list runs with `ls runs/`")
+    spec = TaskSpec.model_validate(json.loads((path / "task.json").read_text())["spec"])
+    state = replay(read_journal(path / "journal.jsonl"), get_metric(spec.metric).direction)
+    return path, spec, state
+
+
+def status(
+    run: Optional[str] = typer.Argument(None, help="Run directory (default: the latest)."),
+    runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
+) -> None:
+    """A table of the run's nodes: op, parent, status, holdout score, time."""
+    with user_errors():
+        path, spec, state = _load(run, runs_dir)
+        best = state.best_id
+        table = Table("node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)", "run s", "what")
+        for node in state.graph:
+            score = f"{node.score:.6g}" if node.score is not None else "—"
+            printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
+            style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending") else None)
+            table.add_row(node.id + (" ★" if node.id == best else ""), node.op, ",".join(node.parents) or "—",
+                          node.status, score, printed, f"{node.timing.get('exec_s', 0):.1f}",
+                          str(node.meta.get("recipe", ""))[:40], style=style)
+        console.print(f"run {path}")
+        console.print(f"task {spec.name}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
+                      f"time spent {state.spent_s:.0f} s; last stop: {state.finished_reason or 'running or killed'}")
+        console.print(table)
+        if state.final_grade:
+            g = state.final_grade
+            console.print(f"final test grade ({spec.metric}, node {g['node']}, graded once): {g.get('test_score')}")
+
+
+def show(
+    node_id: str = typer.Argument(..., help="Node id, e.g. n0003 (or 'best')."),
+    run: Optional[str] = typer.Option(None, "--run", "-r", help="Run directory (default: the latest)."),
+    runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
+    lines: int = typer.Option(30, help="Output lines to show."),
+) -> None:
+    """One node: plan, code, output tail and score."""
+    with user_errors():
+        path, spec, state = _load(run, runs_dir)
+        if node_id == "best":
+            if not state.best_id:
+                raise RunError("this run has no scored node yet", f"see `mlguild status {path}`")
+            node_id = state.best_id
+        if node_id not in state.graph.nodes:
+            raise RunError(f"no node {node_id} in {path}", f"list nodes with `mlguild status {path}`")
+        node = state.graph[node_id]
+        node_dir = path / "nodes" / node_id
+        read = lambda name: (node_dir / name).read_text(errors="replace") if (node_dir / name).exists() else ""
+        console.rule(f"{node_id}: {node.op} of {','.join(node.parents) or '—'} — {node.status}")
+        console.print(read("plan.md").strip())
+        console.rule("solution.py")
+        console.print(Syntax(read("solution.py"), "python", line_numbers=True))
+        for name in ("stdout.txt", "stderr.txt"):
+            tail = read(name).splitlines()[-lines:]
+            if tail:
+                console.rule(f"{name} (last {len(tail)} lines)")
+                console.print("\n".join(tail), markup=False)
+        console.rule("score")
+        console.print(f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)")
+        console.print(f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)")
+        if node.failure:
+            console.print(f"failure: {node.failure}", markup=False)

@@ -1,0 +1,69 @@
+"""`mlguild init` and `mlguild examples`: turning sources into task folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import TaskError
+from ..task import Task, load_task
+from .common import console, mlguild_home, user_errors
+
+
+def resolve_task(source: str, target: str | None = None, fresh: bool = False) -> Task:
+    """A task folder path, or a source (example:NAME, csv:PATH) built into $MLGUILD_HOME/tasks."""
+    from ..sources import init_task
+
+    if ":" not in source or Path(source).exists():
+        return load_task(source)
+    kind, _, rest = source.partition(":")
+    name = rest if kind == "example" else Path(rest).stem
+    dest = mlguild_home() / "tasks" / name
+    if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
+        return load_task(dest)
+    return load_task(init_task(source, dest, target=target, overwrite=True))
+
+
+def init(
+    source: str = typer.Argument(..., help="example:NAME or csv:PATH/TO/train.csv"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
+    target: Optional[str] = typer.Option(None, help="Target column (csv: sources)."),
+    test: Optional[Path] = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
+    id_column: Optional[str] = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
+    task_type: Optional[str] = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
+    metric: Optional[str] = typer.Option(None, help="Metric name (a sensible default per task type)."),
+    force: bool = typer.Option(False, help="Overwrite an existing task folder."),
+) -> None:
+    """Convert a source into a task folder (task.yaml, description.md, public/, private/)."""
+    from ..sources import init_task
+
+    with user_errors():
+        kind, _, rest = source.partition(":")
+        if not rest:
+            raise TaskError(f"{source!r} is not a source", "use example:NAME or csv:PATH")
+        name = rest if kind == "example" else Path(rest).stem
+        dest = out or Path("tasks") / name
+        options = {"overwrite": force}
+        if kind == "csv":
+            options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
+        elif any([target, test, id_column, task_type, metric]):
+            raise TaskError("--target/--test/--id/--task-type/--metric apply to csv: sources only", f"run `mlguild init {source}`")
+        path = init_task(source, dest, **options)
+        task = load_task(path)
+        s = task.spec
+        console.print(f"task [bold]{s.name}[/] written to {path}")
+        console.print(f"  {s.task_type}, {s.modality}; metric {s.metric} ({s.metric_direction}); id {s.id_column}; target {', '.join(s.target_columns)}")
+        console.print(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m")
+
+
+def examples() -> None:
+    """List the bundled example tasks."""
+    from ..sources.examples import EXAMPLES
+
+    table = Table("name", "what", "data from")
+    for ex in EXAMPLES.values():
+        table.add_row(f"example:{ex.name}", ex.summary, ex.package)
+    console.print(table)

@@ -1,0 +1,136 @@
+"""Typed, layered configuration: packaged defaults < user YAML < ``a.b=value`` overrides.
+
+The resolved configuration is saved into every run as ``config.yaml`` so a run can be
+understood (and resumed) without the command line that started it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FirewallConfig(_Section):
+    holdout_fraction: float = Field(0.2, gt=0.0, lt=0.9, description="Share of labelled rows sealed as the holdout.")
+    max_holdout_rows: int = Field(50_000, gt=0, description="Cap on holdout rows, so huge tasks score fast.")
+    seed: int = Field(0, description="Seed of the stratified holdout split.")
+
+
+class SandboxConfig(_Section):
+    kind: str = Field("auto", description="Sandbox layer: auto or local.")
+    script_timeout_s: float = Field(300.0, gt=0, description="Wall-clock limit for one script.")
+    tree_memory_mb: int = Field(8192, gt=0, description="Kill a script whose whole process tree uses more RSS.")
+    memory_mb: int | None = Field(None, description="Per-process address-space limit (RLIMIT_AS); off by default.")
+    fsize_mb: int = Field(2048, gt=0, description="Largest single file a script may write.")
+    nofile: int = Field(1024, gt=0, description="Open-file limit for a script.")
+    output_bytes: int = Field(2_000_000, gt=0, description="Stdout/stderr kept per stream (head and tail).")
+    threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
+
+
+class SearchConfig(_Section):
+    policy: str = Field("greedy", description="Search policy name.")
+    num_drafts: int = Field(3, ge=1, description="Independent drafts before improving starts.")
+    max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
+    debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")
+    draft_every: int = Field(6, ge=0, description="Every N-th iteration is a fresh draft (0 = never).")
+    seed: int = Field(0, description="Seed of the policy's random choices.")
+
+
+class BudgetConfig(_Section):
+    time_s: float | None = Field(None, gt=0, description="Wall-clock budget of the whole run (None = unlimited).")
+    iterations: int | None = Field(None, gt=0, description="Maximum number of nodes (None = unlimited).")
+
+
+class BrainConfig(_Section):
+    name: str = Field("recipes", description="Brain: recipes (offline) or scripted (tests, --dry-run).")
+    seed: int = Field(0, description="Seed of the brain's random choices.")
+
+
+class FinalConfig(_Section):
+    grade_test: bool = Field(True, description="Grade the best submission once on sealed test answers at the end.")
+
+
+class Config(_Section):
+    """The whole resolved configuration of a run."""
+
+    firewall: FirewallConfig = FirewallConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    search: SearchConfig = SearchConfig()
+    budget: BudgetConfig = BudgetConfig()
+    brain: BrainConfig = BrainConfig()
+    final: FinalConfig = FinalConfig()
+
+
+def _parse_value(text: str) -> Any:
+    # YAML scalars give the natural types: 3 -> int, 0.5 -> float, true -> bool, null -> None.
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {dotted}: {key} is not a section", "use a.b=value with a known section")
+    node[keys[-1]] = value
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(yaml_path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None) -> Config:
+    """Resolve the configuration. ``overrides`` are ``section.field=value`` strings."""
+    tree: dict[str, Any] = dict(base or {})
+    if yaml_path:
+        path = Path(yaml_path)
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}", f"fix or remove {path}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path} must be a mapping of sections", f"see `mlguild run --help`")
+        tree = _merge(tree, loaded)
+    for item in overrides or []:
+        match = re.fullmatch(r"([A-Za-z_][\w.]*)=(.*)", item.strip())
+        if not match:
+            raise ConfigError(f"override {item!r} is not of the form section.field=value", "e.g. --set search.num_drafts=4")
+        _set_dotted(tree, match.group(1), _parse_value(match.group(2)))
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid configuration: {problems}", "check the names with `mlguild run --help`") from exc
+
+
+def save_config(config: Config, path: Path) -> None:
+    path.write_text(yaml.safe_dump(config.model_dump(), sort_keys=False))
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '5m', '1.5h', '2d' or a plain number of seconds -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
+    if not match:
+        raise ConfigError(f"cannot read duration {text!r}", "use e.g. --time 90s, 5m, 2h")
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    return float(match.group(1)) * scale

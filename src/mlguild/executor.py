@@ -1,0 +1,167 @@
+"""Executing one node: guard, sandboxed run, validation and sealed scoring, node files.
+
+The holdout score is computed here, outside the sandbox, from ``output/holdout.csv`` and the
+sealed labels. A number the script prints is recorded as ``printed_score`` and never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SubmissionError
+from .firewall import read_csv_exact, sealed_paths
+from .guard import check_code
+from .metrics import get_metric
+from .rundir import RunDir, atomic_write
+from .sandbox import ExecStatus, Limits, safe_env
+from .scorer import SubmissionFormat, load_answers, read_submission, score_submission
+from .search.graph import SCORED, Node
+
+_PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+_TAIL = 4000
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Outcome:
+    """What executing a node produced; becomes the node_finished journal record."""
+
+    status: str
+    score: float | None = None
+    failure: str | None = None
+    printed_score: float | None = None
+    timing: dict[str, float] = field(default_factory=dict)
+    exec: dict = field(default_factory=dict)
+
+
+def parse_printed_score(stdout: str) -> float | None:
+    """The last 'cv_score: X'-style number a script printed (for the record only)."""
+    matches = _PRINTED.findall(stdout)
+    try:
+        return float(matches[-1]) if matches else None
+    except ValueError:
+        return None
+
+
+class NodeRunner:
+    """Runs nodes of one run; loads the sealed holdout labels once."""
+
+    def __init__(self, run: RunDir, sandbox):
+        self.run = run
+        self.sandbox = sandbox
+        spec = run.spec
+        self.metric = get_metric(spec.metric)
+        self.fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
+        self.holdout_answers = load_answers(run.workspace.holdout_answers, spec.id_column)
+        data = run.workspace.data_dir
+        self.test_ids = read_csv_exact(data / spec.sample_submission)[spec.id_column].tolist()
+        self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
+
+    def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
+        node_dir = self.run.node_dir(node.id)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        (node_dir / "plan.md").write_text(plan.strip() + "\n")
+        (node_dir / "solution.py").write_text(code)
+        (node_dir / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+        return node_dir
+
+    def execute(self, node: Node, timeout_s: float, seed: int) -> Outcome:
+        """Guard, run and score the node whose files are already written."""
+        node_dir = self.run.node_dir(node.id)
+        code = (node_dir / "solution.py").read_text()
+        started = time.monotonic()
+        verdict = check_code(code, node_dir.resolve(), self.forbidden)
+        if not verdict.ok:
+            return Outcome(verdict.kind or "guard_rejected", failure=verdict.reason,
+                           timing={"exec_s": 0.0, "harness_s": time.monotonic() - started})
+
+        output = node_dir / "output"
+        _clear(output)
+        cfg = self.run.config.sandbox
+        limits = Limits(
+            timeout_s=timeout_s, tree_memory_mb=cfg.tree_memory_mb, memory_mb=cfg.memory_mb,
+            fsize_mb=cfg.fsize_mb, nofile=cfg.nofile, output_bytes=cfg.output_bytes,
+        )
+        threads = cfg.threads or os.cpu_count() or 1
+        env = safe_env({
+            "MLGUILD_DATA": str(self.run.workspace.data_dir.resolve()),
+            "MLGUILD_SEED": str(seed),
+            "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
+            "MLGUILD_THREADS": str(threads),
+        })
+        result = self.sandbox.run(
+            [sys.executable, "solution.py"], cwd=node_dir, env=env, limits=limits,
+            stdout_path=node_dir / "stdout.txt", stderr_path=node_dir / "stderr.txt",
+        )
+        exec_s = result.duration_s
+        outcome = self._judge(result, output)
+        outcome.printed_score = parse_printed_score(result.stdout_tail)
+        outcome.exec = result.to_dict()
+        for key in ("stdout_tail", "stderr_tail"):
+            outcome.exec.pop(key, None)
+        outcome.timing = {"exec_s": round(exec_s, 3), "harness_s": round(time.monotonic() - started - exec_s, 4)}
+        return outcome
+
+    def _judge(self, result, output: Path) -> Outcome:
+        if result.status != ExecStatus.ok:
+            tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
+            what = {
+                ExecStatus.timeout: f"the script ran past its {result.duration_s:.0f} s time limit and was killed",
+                ExecStatus.memory: "the script ran out of memory and was killed",
+            }.get(result.status, f"the script exited with code {result.exit_code} (signal {result.signal})")
+            return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
+        holdout, submission = output / "holdout.csv", output / "submission.csv"
+        missing = [p.name for p in (holdout, submission) if not p.is_file()]
+        if missing:
+            return Outcome("missing_output", failure=f"the script finished but did not write output/{' and output/'.join(missing)}")
+        for path in (holdout, submission):
+            # A link could point the scorer at sealed labels: outputs must be plain files of the node.
+            if path.is_symlink() or path.stat().st_nlink > 1:
+                return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
+        spec = self.run.spec
+        try:
+            read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+        try:
+            scored = score_submission(
+                holdout, self.holdout_answers, self.fmt, self.metric, spec.target_columns,
+                metric_params=spec.metric_params, positive_label=spec.positive_label, classes=spec.classes,
+            )
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
+        return Outcome(SCORED, score=scored.score.value)
+
+    def write_report(self, node: Node, outcome: Outcome) -> None:
+        node_dir = self.run.node_dir(node.id)
+        score = {"node": node.id, "status": outcome.status, "holdout_score": outcome.score,
+                 "metric": self.metric.name, "direction": self.metric.direction,
+                 "printed_score_untrusted": outcome.printed_score, "timing": outcome.timing}
+        atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
+        plan = (node_dir / "plan.md").read_text() if (node_dir / "plan.md").exists() else ""
+        lines = [f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})", "", plan.strip(), "",
+                 f"- status: {outcome.status}",
+                 f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
+                 f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
+                 f"- run time: {outcome.timing.get('exec_s', 0):.1f} s"]
+        if outcome.failure:
+            lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
+        atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _clear(output: Path) -> None:
+    """Remove outputs left by an interrupted earlier attempt, so stale files are never scored."""
+    if output.exists():
+        for path in sorted(output.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
+        output.rmdir()

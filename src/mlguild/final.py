@@ -1,0 +1,49 @@
+"""The final, once-per-run grading of the best submission on sealed test answers.
+
+The search never sees this number: it is computed after the loop, from best/submission.csv,
+recorded in the journal as ``final_graded`` and in ``best/final_grade.json``, and never
+recomputed — grading the test set repeatedly would turn it into a second holdout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from .errors import SubmissionError
+from .executor import NodeRunner
+from .rundir import RunDir, atomic_write
+from .scorer import load_answers, score_submission
+from .state import RunState
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None:
+    """Grade best/submission.csv once. Returns the grade record, or None when there is nothing to grade."""
+    if state.final_grade is not None:
+        return state.final_grade
+    answers_path = run.workspace.test_answers
+    submission = run.best_dir / "submission.csv"
+    if answers_path is None or state.best_id is None or not submission.exists():
+        return None
+    spec = run.spec
+    record: dict = {"node": state.best_id, "metric": spec.metric,
+                    "submission_sha256": _sha(submission), "code_sha256": _sha(run.best_dir / "solution.py"),
+                    "holdout_score": state.graph[state.best_id].score, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    try:
+        result = score_submission(
+            submission, load_answers(answers_path, spec.id_column), runner.fmt, runner.metric, spec.target_columns,
+            metric_params=spec.metric_params, positive_label=spec.positive_label, classes=spec.classes,
+        )
+        record.update(test_score=result.score.value, valid=True)
+    except SubmissionError as exc:
+        record.update(test_score=None, valid=False, error=f"{exc.reason}: {exc.message}")
+    run.journal.append("final_graded", **record)
+    atomic_write(run.best_dir / "final_grade.json", json.dumps(record, indent=2))
+    state.final_grade = record
+    return record

@@ -1,0 +1,288 @@
+"""Firewall: materialise what scripts may read, seal what they must not, and prove it.
+
+``build_workspace`` writes ``run/workspace/data`` (train rows minus a seeded, stratified
+holdout; holdout inputs without labels; test inputs; sample submissions) and
+``run/sealed`` (holdout labels and test answers). Sealed data is *never* inside the
+workspace — the guarantee is that the files do not exist there, not a prompt telling
+scripts to keep away. ``verify_workspace`` is independent of the builder: it re-reads every
+workspace file from disk and checks it against the sealed files and the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import FirewallConfig
+from .errors import FirewallError, TaskError
+from .task import Task
+
+HOLDOUT_INPUTS = "holdout.csv"
+HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
+HOLDOUT_ANSWERS = "holdout_answers.csv"
+TEST_ANSWERS = "test_answers.csv"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_csv_exact(path: Path) -> pd.DataFrame:
+    """Read a CSV keeping every value as the exact string written ("001" stays "001", "NA" stays "NA")."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise TaskError(f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row") from exc
+
+
+def split_holdout(labels: pd.Series, fraction: float, max_rows: int, seed: int, stratify: bool) -> np.ndarray:
+    """Boolean mask of holdout rows: seeded, stratified by label when ``stratify``.
+
+    Every class keeps at least one training row, so a rare class is never sealed away entirely.
+    """
+    n = len(labels)
+    n_holdout = min(int(round(n * fraction)), max_rows, n - 1)
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(n, dtype=bool)
+    if n_holdout <= 0:
+        return mask
+    if not stratify:
+        mask[rng.choice(n, size=n_holdout, replace=False)] = True
+        return mask
+    share = n_holdout / n
+    codes, uniques = pd.factorize(labels, sort=True)
+    for code in range(len(uniques)):
+        rows = np.flatnonzero(codes == code)
+        take = min(int(round(len(rows) * share)), len(rows) - 1)
+        if take > 0:
+            mask[rng.choice(rows, size=take, replace=False)] = True
+    return mask
+
+
+@dataclass
+class Workspace:
+    """Paths of one run's firewalled data."""
+
+    run_dir: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "workspace" / "data"
+
+    @property
+    def sealed_dir(self) -> Path:
+        return self.run_dir / "sealed"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.run_dir / "manifest.json"
+
+    @property
+    def holdout_answers(self) -> Path:
+        return self.sealed_dir / HOLDOUT_ANSWERS
+
+    @property
+    def test_answers(self) -> Path | None:
+        path = self.sealed_dir / TEST_ANSWERS
+        return path if path.exists() else None
+
+    def manifest(self) -> dict:
+        return json.loads(self.manifest_path.read_text())
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False)
+
+
+def _file_entry(path: Path, rows: int | None) -> dict:
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
+
+
+def _make_read_only(root: Path) -> None:
+    # A permission bit, not a security boundary (root ignores it): it stops honest accidents.
+    for path in sorted(root.rglob("*"), reverse=True):
+        mode = path.stat().st_mode
+        path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace:
+    """Materialise the workspace and sealed files of a run, and write the manifest."""
+    ws = Workspace(run_dir)
+    spec = task.spec
+    if ws.data_dir.exists() or ws.sealed_dir.exists():
+        raise FirewallError(f"{run_dir} already has a workspace", "start a new run, or `mlguild resume` this one")
+    ws.data_dir.mkdir(parents=True)
+    ws.sealed_dir.mkdir(parents=True)
+
+    train = read_csv_exact(task.train_path)
+    test = read_csv_exact(task.test_path)
+    _check_ids(train, spec.id_column, task.train_path, spec.ids_unique)
+    _check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
+    if len(train) < 10:
+        raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
+
+    stratify = spec.task_type in ("binary", "multiclass")
+    mask = split_holdout(train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify)
+    fit_rows, holdout_rows = train[~mask], train[mask]
+
+    files: dict[str, dict] = {}
+    out = ws.data_dir
+    _write_csv(fit_rows, out / spec.train_file)
+    files[spec.train_file] = _file_entry(out / spec.train_file, len(fit_rows))
+    _write_csv(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
+    files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
+    _write_csv(test, out / spec.test_file)
+    files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
+
+    sample = read_csv_exact(task.sample_submission_path)
+    shutil.copyfile(task.sample_submission_path, out / spec.sample_submission)
+    files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
+    _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column), out / HOLDOUT_SAMPLE)
+    files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
+
+    (out / "description.md").write_text(task.description)
+    public = {**spec.public_dict(), "holdout_file": HOLDOUT_INPUTS, "holdout_sample_submission": HOLDOUT_SAMPLE}
+    (out / "task.json").write_text(json.dumps(public, indent=2))
+    for name in ("description.md", "task.json"):
+        files[name] = _file_entry(out / name, None)
+
+    # Other public files (images, extra tables) are inputs: copy them unchanged.
+    handled = {spec.train_file, spec.test_file, spec.sample_submission, "description.md"}
+    for src in sorted(task.public_dir.rglob("*")):
+        rel = src.relative_to(task.public_dir).as_posix()
+        if src.is_file() and rel not in handled and not src.is_symlink():
+            dest = out / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            files[rel] = _file_entry(dest, None)
+
+    keep = [spec.id_column, *spec.target_columns]
+    _write_csv(holdout_rows[keep], ws.holdout_answers)
+    sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, len(holdout_rows))}
+    if task.answers_path is not None:
+        shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
+        sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
+
+    manifest = {
+        "task": spec.name,
+        "split": {"seed": cfg.seed, "fraction": cfg.holdout_fraction, "stratified": stratify,
+                  "train_rows": len(fit_rows), "holdout_rows": len(holdout_rows), "test_rows": len(test)},
+        "workspace": files,
+        "sealed": sealed,
+    }
+    ws.manifest_path.write_text(json.dumps(manifest, indent=2))
+    _make_read_only(ws.data_dir)
+    return ws
+
+
+def _holdout_sample(sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """A sample submission for the holdout rows: the holdout ids with the template's first-row values."""
+    frame = pd.DataFrame({id_column: holdout_rows[id_column].to_numpy()})
+    first = sample.iloc[0] if len(sample) else None
+    for col in sample.columns:
+        if col != id_column:
+            frame[col] = first[col] if first is not None else ""
+    return frame[list(sample.columns)]
+
+
+def _check_ids(frame: pd.DataFrame, id_column: str, path: Path, unique: bool) -> None:
+    ids = frame[id_column]
+    if (ids == "").any():
+        raise TaskError(f"{path} has {(ids == '').sum()} rows with an empty id", f"give every row of {path} an id")
+    if unique and ids.duplicated().any():
+        dupes = ids[ids.duplicated()].unique()[:5].tolist()
+        raise TaskError(
+            f"ids in {path} are not unique (e.g. {dupes})",
+            "fix the duplicates, or set ids_unique: false in task.yaml for ranking-style data",
+        )
+
+
+# --- the independent verifier ---
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    checked_files: int
+    problems: list[str] = field(default_factory=list)
+
+
+def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -> VerifyReport:
+    """Re-read every workspace file and prove that no sealed label is present in it.
+
+    Checks: every file matches the manifest (no file added, removed or changed); no CSV that
+    carries a target column contains a holdout or test id; no file is byte-identical to a sealed
+    file; and no sealed ``id,label`` row appears verbatim in any file.
+    """
+    ws = Workspace(run_dir)
+    problems: list[str] = []
+    manifest = ws.manifest()
+    on_disk = {p.relative_to(ws.data_dir).as_posix(): p for p in ws.data_dir.rglob("*") if p.is_file()}
+    if set(on_disk) != set(manifest["workspace"]):
+        problems.append(f"workspace files differ from manifest: {sorted(set(on_disk) ^ set(manifest['workspace']))}")
+
+    sealed_ids: set[str] = set()
+    sealed_rows: set[bytes] = set()
+    sealed_hashes = set()
+    for path in ws.sealed_dir.iterdir():
+        sealed_hashes.add(sha256_file(path))
+        frame = read_csv_exact(path)
+        if id_column in frame.columns:
+            sealed_ids.update(frame[id_column])
+        # Full-row fingerprints of the sealed labels, as they would appear in a CSV line.
+        label_cols = [c for c in frame.columns if c != id_column]
+        if id_column in frame.columns and label_cols:
+            lines = frame[[id_column, *label_cols]].to_csv(index=False, header=False).encode().splitlines()
+            sealed_rows.update(lines)
+
+    for rel, path in sorted(on_disk.items()):
+        entry = manifest["workspace"].get(rel)
+        digest = sha256_file(path)
+        if entry and entry["sha256"] != digest:
+            problems.append(f"{rel} changed since the workspace was built")
+        if digest in sealed_hashes:
+            problems.append(f"{rel} is byte-identical to a sealed file")
+        if path.suffix.lower() == ".csv":
+            problems.extend(_check_csv(rel, path, id_column, target_columns, sealed_ids))
+        problems.extend(_check_rows(rel, path, sealed_rows))
+    return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
+
+
+def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed_ids: set[str]) -> list[str]:
+    frame = read_csv_exact(path)
+    present = [c for c in targets if c in frame.columns]
+    if not present or id_column not in frame.columns:
+        return []
+    overlap = sealed_ids.intersection(frame[id_column])
+    if overlap:
+        return [f"{rel} has label column(s) {present} for {len(overlap)} sealed id(s), e.g. {sorted(overlap)[:3]}"]
+    return []
+
+
+def _check_rows(rel: str, path: Path, sealed_rows: set[bytes]) -> list[str]:
+    if not sealed_rows or path.stat().st_size > 2 * 1024**3:
+        return []
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.rstrip(b"\r\n") in sealed_rows:
+                return [f"{rel} contains a sealed row verbatim: {line[:80]!r}"]
+    return []
+
+
+def sealed_paths(run_dir: Path) -> list[Path]:
+    """Paths a script must never reach (used by the guard)."""
+    return [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl"]
+
+
+__all__ = ["Workspace", "build_workspace", "verify_workspace", "VerifyReport", "split_holdout", "read_csv_exact", "sha256_file", "sealed_paths"]

@@ -1,0 +1,136 @@
+"""A compact profile of the training data: what a brain needs to write a sensible script.
+
+Computed once per run from the *workspace* files (never from sealed data), saved as
+``profile.json`` in the run, and passed to brains; small enough to fit in any prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+ColumnKind = Literal["numeric", "categorical", "text", "datetime", "id", "constant"]
+
+_TEXT_MIN_MEAN_LENGTH = 30    # shorter strings are labels/categories, longer ones are prose
+_MAX_EXAMPLES = 3
+
+
+@dataclass
+class ColumnProfile:
+    name: str
+    kind: ColumnKind
+    dtype: str
+    n_unique: int
+    missing_fraction: float
+    examples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DataProfile:
+    n_train: int
+    n_holdout: int
+    n_test: int
+    columns: list[ColumnProfile]
+    target: dict[str, Any]
+
+    def columns_of(self, kind: ColumnKind) -> list[str]:
+        return [c.name for c in self.columns if c.kind == kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DataProfile":
+        cols = [ColumnProfile(**c) for c in data["columns"]]
+        return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"])
+
+
+def _kind(series: pd.Series, name: str, spec: dict[str, Any]) -> ColumnKind:
+    if name in spec.get("text_columns", []):
+        return "text"
+    non_null = series.dropna()
+    if non_null.nunique() <= 1:
+        return "constant"
+    if pd.api.types.is_bool_dtype(series):
+        return "categorical"
+    if pd.api.types.is_numeric_dtype(series):
+        return "numeric"
+    as_str = non_null.astype(str)
+    if as_str.str.len().mean() >= _TEXT_MIN_MEAN_LENGTH and as_str.nunique() > 0.5 * len(as_str):
+        return "text"
+    sample = as_str.head(200)
+    if sample.str.match(r"^\d{4}-\d{2}-\d{2}").mean() > 0.9:
+        return "datetime"
+    if as_str.nunique() == len(as_str) and len(as_str) > 50:
+        return "id"
+    return "categorical"
+
+
+def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    targets = spec["target_columns"]
+    info: dict[str, Any] = {"columns": targets, "task_type": spec["task_type"]}
+    first = train[targets[0]]
+    if spec["task_type"] in ("binary", "multiclass"):
+        counts = first.astype(str).value_counts()
+        info["classes"] = {str(k): int(v) for k, v in counts.head(50).items()}
+        info["n_classes"] = int(counts.size)
+        info["minority_fraction"] = float(counts.min() / counts.sum())
+    else:
+        values = pd.to_numeric(first, errors="coerce").dropna().to_numpy(dtype=float)
+        if values.size:
+            mean, std = float(values.mean()), float(values.std())
+            skew = float(((values - mean) ** 3).mean() / std**3) if std > 0 else 0.0
+            info.update(min=float(values.min()), max=float(values.max()), mean=mean, std=std, skew=skew)
+    return info
+
+
+def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
+    """Profile the workspace train file; ``spec`` is the public task dict."""
+    train = pd.read_csv(data_dir / spec["train_file"], low_memory=False)
+    n_holdout = _count_rows(data_dir / "holdout.csv")
+    n_test = _count_rows(data_dir / spec["test_file"])
+    skip = {spec["id_column"], *spec["target_columns"]}
+    columns = []
+    for name in train.columns:
+        if name in skip:
+            continue
+        series = train[name]
+        columns.append(
+            ColumnProfile(
+                name=str(name),
+                kind=_kind(series, name, spec),
+                dtype=str(series.dtype),
+                n_unique=int(series.nunique()),
+                missing_fraction=round(float(series.isna().mean()), 4),
+                examples=[str(v)[:60] for v in series.dropna().head(_MAX_EXAMPLES)],
+            )
+        )
+    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec))
+
+
+def _count_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as fh:
+        return max(0, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) - 1)
+
+
+def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
+    """A short human-readable summary for reports and prompts (bounded in size)."""
+    lines = [f"train rows: {profile.n_train}, holdout rows: {profile.n_holdout}, test rows: {profile.n_test}"]
+    kinds: dict[str, int] = {}
+    for c in profile.columns:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    lines.append("feature kinds: " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())))
+    for c in profile.columns[:max_columns]:
+        lines.append(f"- {c.name}: {c.kind} ({c.dtype}), {c.n_unique} unique, {c.missing_fraction:.1%} missing")
+    if len(profile.columns) > max_columns:
+        lines.append(f"- ... and {len(profile.columns) - max_columns} more columns")
+    lines.append(f"target: {profile.target}")
+    return "\n".join(lines)
+
+
+__all__ = ["ColumnProfile", "DataProfile", "profile_workspace", "summary_text"]

@@ -1,0 +1,130 @@
+"""A run is a directory of plain files a human can read (layout in DESIGN.md).
+
+This module creates and opens run directories; it owns their paths, the saved config and
+the task snapshot, and opens the journal. It does not run anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .config import Config, save_config
+from .errors import RunError
+from .firewall import Workspace, build_workspace, verify_workspace
+from .journal import Journal
+from .profile import DataProfile, profile_workspace
+from .task import Task, TaskSpec
+
+
+def new_run_id(task_name: str) -> str:
+    return f"{task_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write to a temp file, fsync, rename over the target, fsync the directory."""
+    raw = data.encode() if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(raw)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class RunDir:
+    path: Path
+    config: Config
+    spec: TaskSpec
+    description: str
+    journal: Journal
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(self.path)
+
+    @property
+    def nodes_dir(self) -> Path:
+        return self.path / "nodes"
+
+    @property
+    def best_dir(self) -> Path:
+        return self.path / "best"
+
+    def node_dir(self, node_id: str) -> Path:
+        return self.nodes_dir / node_id
+
+    @property
+    def profile(self) -> DataProfile:
+        return DataProfile.from_dict(json.loads((self.path / "profile.json").read_text()))
+
+    def lock(self) -> None:
+        """Take the run's writer lock: two agents appending to one journal would corrupt the run."""
+        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunError(f"another mlguild process is working on {self.path}",
+                           "wait for it to finish, or stop it (its pid is in `fuser " + str(self.path / ".lock") + "`)") from None
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        self.journal.close()
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            os.close(fd)
+            self._lock_fd = None
+
+
+def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = None) -> RunDir:
+    """Create the run directory: config, task snapshot, firewalled workspace (verified), profile."""
+    run_id = run_id or new_run_id(task.spec.name)
+    path = Path(runs_dir).expanduser().resolve() / run_id
+    if path.exists():
+        raise RunError(f"run {path} already exists", f"resume it with `mlguild resume {path}`")
+    path.mkdir(parents=True)
+    try:
+        save_config(config, path / "config.yaml")
+        snapshot = {"spec": task.spec.model_dump(), "root": str(task.root), "description": task.description}
+        (path / "task.json").write_text(json.dumps(snapshot, indent=2))
+        ws = build_workspace(task, path, config.firewall)
+        report = verify_workspace(path, task.spec.id_column, task.spec.target_columns)
+        if not report.ok:
+            raise RunError(f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started")
+        profile = profile_workspace(ws.data_dir, {**task.spec.public_dict()})
+        (path / "profile.json").write_text(json.dumps(profile.to_dict(), indent=2))
+        (path / "nodes").mkdir()
+        (path / "best").mkdir()
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)   # a half-built run is worse than none
+        raise
+    journal = Journal(path / "journal.jsonl")
+    journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
+                   verified_files=report.checked_files)
+    return RunDir(path, config, task.spec, task.description, journal)
+
+
+def open_run(path: str | Path) -> RunDir:
+    """Open an existing run directory (for resume, status, show)."""
+    path = Path(path).expanduser().resolve()
+    if not (path / "journal.jsonl").exists() or not (path / "task.json").exists():
+        raise RunError(f"{path} is not a run directory (no journal.jsonl/task.json)", "list runs with `ls runs/`")
+    config = Config.model_validate(yaml.safe_load((path / "config.yaml").read_text()))
+    snapshot = json.loads((path / "task.json").read_text())
+    spec = TaskSpec.model_validate(snapshot["spec"])
+    return RunDir(path, config, spec, snapshot.get("description", ""), Journal(path / "journal.jsonl"))

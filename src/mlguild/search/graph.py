@@ -1,0 +1,107 @@
+"""The search graph: nodes with parents, outcomes and scores.
+
+A node may have several parents (fusion, in a later capability), so this is a graph, not a
+tree. The graph is rebuilt from the journal on resume; nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+from ..metrics import Score
+
+SCORED = "scored"
+PENDING = "pending"
+# Failure kinds a node can end in; each has a name the next debug step receives.
+FAILURES = (
+    "brain_error", "syntax_error", "guard_rejected", "timeout", "memory", "crash",
+    "missing_output", "invalid_output", "interrupted", "sandbox_error",
+)
+DEBUGGABLE = frozenset({"syntax_error", "guard_rejected", "timeout", "memory", "crash", "missing_output", "invalid_output"})
+
+
+@dataclass
+class Node:
+    id: str
+    op: str
+    parents: tuple[str, ...]
+    iteration: int
+    plan: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    status: str = PENDING
+    score: float | None = None
+    failure: str | None = None
+    printed_score: float | None = None
+    debug_depth: int = 0                      # consecutive debug steps along this lineage
+    branch: str = ""                          # id of the draft this lineage started from
+    timing: dict[str, float] = field(default_factory=dict)
+    attempts: int = 0                         # executions started (a resume may restart one)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != PENDING
+
+    @property
+    def ok(self) -> bool:
+        return self.status == SCORED and self.score is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["parents"] = list(self.parents)
+        return data
+
+
+class SearchGraph:
+    """Nodes in creation order, with the metric direction that defines "better"."""
+
+    def __init__(self, direction: str):
+        self.direction = direction
+        self.nodes: dict[str, Node] = {}
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def add(self, node: Node) -> Node:
+        if node.id in self.nodes:
+            raise ValueError(f"node {node.id} already exists")
+        parent = self.nodes.get(node.parents[0]) if node.parents else None
+        node.branch = node.branch or (parent.branch if parent else node.id)
+        if node.op == "debug" and parent is not None:
+            node.debug_depth = parent.debug_depth + 1
+        self.nodes[node.id] = node
+        return node
+
+    def score_of(self, node: Node) -> Score:
+        return Score(node.score, self.direction) if node.ok else Score.worst(self.direction)
+
+    def best(self) -> Node | None:
+        """The scored node with the best holdout score (earliest wins a tie)."""
+        best: Node | None = None
+        for node in self.nodes.values():
+            if node.ok and (best is None or self.score_of(node).better_than(self.score_of(best))):
+                best = node
+        return best
+
+    def ranked(self) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.ok), key=lambda n: -self.score_of(n).key())
+
+    def children(self, node_id: str) -> list[Node]:
+        return [n for n in self.nodes.values() if node_id in n.parents]
+
+    def drafts(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.op == "draft"]
+
+    def failed_leaves(self) -> list[Node]:
+        """Finished, failed nodes that nothing has been built on yet."""
+        with_children = {p for n in self.nodes.values() for p in n.parents}
+        return [n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children]
+
+    def next_id(self) -> str:
+        return f"n{len(self.nodes) + 1:04d}"

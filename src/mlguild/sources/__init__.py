@@ -1,0 +1,29 @@
+"""Task sources: each converts something (a bundled example, a CSV) into a task folder.
+
+``init_task("example:churn", dest)`` or ``init_task("csv:train.csv", dest, target=...)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import TaskError
+
+
+def init_task(source: str, dest: Path, **options) -> Path:
+    """Build a task folder at ``dest`` from ``source`` and return it."""
+    kind, _, rest = source.partition(":")
+    if kind == "example" and rest:
+        from .examples import build_example
+
+        if options.get("target"):
+            raise TaskError("--target does not apply to bundled examples", f"run `mlguild init {source}` without it")
+        return build_example(rest, dest)
+    if kind == "csv" and rest:
+        from .csv_source import build_from_csv
+
+        return build_from_csv(Path(rest), dest, **options)
+    raise TaskError(
+        f"unknown task source {source!r}",
+        "use example:NAME (see `mlguild examples`) or csv:PATH --target COLUMN, or give a task folder",
+    )

@@ -1,0 +1,149 @@
+"""Turn a labelled CSV (and an optional test CSV) into a task folder.
+
+Inference is a starting point the user can override: the id column, the task type and a
+metric are guessed from the data and written into task.yaml, where they are easy to change.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import TaskError
+from ..firewall import read_csv_exact
+from ..task import TaskSpec
+from .layout import prepare_dest, split_test, write_task
+
+_ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
+_MAX_CLASSES_AS_CLASSIFICATION = 30
+_TEXT_MEAN_LENGTH = 30
+
+
+def _read(path: Path, what: str) -> pd.DataFrame:
+    if not path.exists():
+        raise TaskError(f"{what} file {path} does not exist", "check the path")
+    frame = read_csv_exact(path)
+    if frame.empty:
+        raise TaskError(f"{what} file {path} has no data rows", "use a CSV with a header and data rows")
+    if len(frame.columns) < 2:
+        raise TaskError(
+            f"{what} file {path} has a single column {list(frame.columns)[:1]}; is it separated by ';' or tabs?",
+            "save it as a comma-separated CSV",
+        )
+    return frame
+
+
+def infer_id_column(frame: pd.DataFrame, target: str) -> str | None:
+    """A column whose name looks like an id and whose values are unique, else None."""
+    for col in frame.columns:
+        if col != target and _ID_NAME.match(str(col)) and frame[col].is_unique and (frame[col] != "").all():
+            return str(col)
+    return None
+
+
+def infer_task_type(target: pd.Series) -> str:
+    values = target[target != ""]
+    numeric = pd.to_numeric(values, errors="coerce")
+    n_unique = values.nunique()
+    if n_unique == 2:
+        return "binary"
+    if numeric.notna().all():
+        is_integer = (numeric == numeric.round()).all()
+        if is_integer and n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
+            return "multiclass"
+        return "regression"
+    if n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
+        return "multiclass"
+    raise TaskError(
+        f"target {target.name!r} has {n_unique} distinct text values: too many classes to guess a task type",
+        "pass --task-type and --metric explicitly",
+    )
+
+
+def default_metric(task_type: str) -> str:
+    return {"binary": "roc_auc", "multiclass": "logloss", "regression": "rmse"}[task_type]
+
+
+def _positive_label(target: pd.Series) -> str:
+    labels = sorted(target[target != ""].unique(), key=str)
+    for preferred in ("1", "yes", "Yes", "true", "True", "positive"):
+        if preferred in labels:
+            return preferred
+    # The rarer class is usually the one of interest (churners, frauds, survivors).
+    return str(target.value_counts().idxmin())
+
+
+def build_from_csv(
+    train_path: Path,
+    dest: Path,
+    target: str | None = None,
+    test: str | Path | None = None,
+    id_column: str | None = None,
+    task_type: str | None = None,
+    metric: str | None = None,
+    name: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Build a task folder from CSV files. Without a test file, 20% of the rows become the test set."""
+    if not target:
+        raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
+    train = _read(Path(train_path), "train")
+    if target not in train.columns:
+        raise TaskError(f"{train_path} has no column {target!r}; it has {list(train.columns)[:20]}", "pass the right --target")
+    if (train[target] == "").all():
+        raise TaskError(f"target column {target!r} is empty", "pass the right --target")
+    train = train[train[target] != ""].reset_index(drop=True)
+
+    test_frame = _read(Path(test), "test") if test else None
+    id_column = id_column or infer_id_column(train, target)
+    if id_column is None:
+        id_column = "id"
+        train.insert(0, "id", [str(i) for i in range(1, len(train) + 1)])
+        if test_frame is not None:
+            test_frame.insert(0, "id", [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
+    elif id_column not in train.columns:
+        raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
+
+    task_type = task_type or infer_task_type(train[target])
+    metric = metric or default_metric(task_type)
+    classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
+    spec_kwargs = dict(
+        name=name or Path(train_path).stem,
+        task_type=task_type,
+        metric=metric,
+        id_column=id_column,
+        target_columns=[target],
+        source=f"csv:{Path(train_path).resolve()}",
+    )
+    from ..metrics import get_metric
+
+    prediction = get_metric(metric).prediction
+    if prediction == "class_probabilities":
+        spec_kwargs.update(classes=classes, submission_columns=[id_column, *classes])
+    else:
+        spec_kwargs["submission_columns"] = [id_column, target]
+    if task_type == "binary" and prediction in ("probability", "label"):
+        spec_kwargs["positive_label"] = _positive_label(train[target])
+    text_cols = [c for c in train.columns if c not in (target, id_column) and train[c].str.len().mean() >= _TEXT_MEAN_LENGTH]
+    if text_cols:
+        spec_kwargs.update(text_columns=text_cols, modality="text")
+    try:
+        spec = TaskSpec(**spec_kwargs)
+    except ValueError as exc:
+        raise TaskError(f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly") from exc
+
+    if test_frame is None:
+        stratify = target if task_type in ("binary", "multiclass") else None
+        train, test_frame = split_test(train, 0.2, 0, stratify)
+    answers = None
+    if target in test_frame.columns:
+        answers = test_frame[[id_column, target]]
+        test_frame = test_frame.drop(columns=[target])
+    dest = prepare_dest(dest, overwrite)
+    description = (
+        f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
+        f"Metric: {metric}. Converted by `mlguild init csv:{train_path}`.\n"
+    )
+    return write_task(dest, spec, description, train, test_frame, answers)

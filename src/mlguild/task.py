@@ -1,0 +1,225 @@
+"""Task: a competition-style problem, loaded from a task folder.
+
+A task folder has the MLE-bench layout plus our ``task.yaml``::
+
+    <task>/
+      task.yaml            metric, columns, task type, file names (TaskSpec)
+      description.md       the competition text (or public/description.md, as MLE-bench has it)
+      public/              what a script may read: train, test inputs, sample submission, extras
+      private/             test answers, when known (never shown to scripts)
+
+Other sources (a CSV, a bundled example) are converted into this layout by ``mlguild init``.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import TaskError
+from .metrics import get_metric
+
+TaskType = Literal["binary", "multiclass", "regression", "ranking"]
+Modality = Literal["tabular", "text", "image_array"]
+
+
+class TaskSpec(BaseModel):
+    """What ``task.yaml`` holds: everything the harness needs to split, score and explain a task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Short task name, used in run ids.")
+    task_type: TaskType = Field(description="binary, multiclass, regression or ranking.")
+    modality: Modality = Field("tabular", description="What the inputs are: tabular, text or image_array.")
+    metric: str = Field(description="Metric name from the registry (mlguild.metrics).")
+    direction: Literal["maximize", "minimize"] | None = Field(
+        None, description="Optional; when given it must agree with the metric's own direction."
+    )
+    metric_params: dict = Field(default_factory=dict, description="Extra metric arguments, e.g. {k: 5}.")
+    id_column: str = Field(description="Column that identifies a row in train, test and submissions.")
+    target_columns: list[str] = Field(description="Label columns in the train file.")
+    submission_columns: list[str] = Field(description="Exact header of a submission, id column first.")
+    ids_unique: bool = Field(True, description="False when keys repeat (ranking): rows align by position.")
+    positive_label: str | None = Field(None, description="Label of the positive class for binary probability metrics.")
+    classes: list[str] | None = Field(None, description="Class labels, in submission column order for probability submissions.")
+    text_columns: list[str] = Field(default_factory=list, description="Free-text input columns.")
+    train_file: str = Field("train.csv", description="Labelled rows, in public/.")
+    test_file: str = Field("test.csv", description="Test inputs, in public/.")
+    sample_submission: str = Field("sample_submission.csv", description="Submission template for the test rows, in public/.")
+    answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
+    source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "TaskSpec":
+        metric = get_metric(self.metric)
+        if self.direction is not None and self.direction != metric.direction:
+            raise ValueError(
+                f"direction {self.direction!r} contradicts metric {self.metric!r}, "
+                f"which is {metric.direction}; remove 'direction' from task.yaml"
+            )
+        if not self.target_columns:
+            raise ValueError("target_columns is empty: name the label column(s) of the train file")
+        if not self.submission_columns or self.submission_columns[0] != self.id_column:
+            raise ValueError(
+                f"submission_columns must start with the id column {self.id_column!r}, "
+                f"got {self.submission_columns}"
+            )
+        if self.id_column in self.target_columns:
+            raise ValueError("the id column cannot also be a target column")
+        return self
+
+    @property
+    def prediction_columns(self) -> list[str]:
+        """Submission columns other than the id."""
+        return self.submission_columns[1:]
+
+    @property
+    def metric_direction(self) -> str:
+        return get_metric(self.metric).direction
+
+    def public_dict(self) -> dict:
+        """The spec as scripts may see it (no answers location)."""
+        data = self.model_dump()
+        data.pop("answers_file", None)
+        data["direction"] = self.metric_direction
+        data["prediction_kind"] = get_metric(self.metric).prediction
+        return data
+
+
+@dataclass(frozen=True)
+class Task:
+    """A loaded, validated task folder."""
+
+    root: Path
+    spec: TaskSpec
+    description: str
+
+    @property
+    def public_dir(self) -> Path:
+        return self.root / "public"
+
+    @property
+    def private_dir(self) -> Path:
+        return self.root / "private"
+
+    @property
+    def train_path(self) -> Path:
+        return self.public_dir / self.spec.train_file
+
+    @property
+    def test_path(self) -> Path:
+        return self.public_dir / self.spec.test_file
+
+    @property
+    def sample_submission_path(self) -> Path:
+        return self.public_dir / self.spec.sample_submission
+
+    @property
+    def answers_path(self) -> Path | None:
+        """Sealed test answers, or None when the task has none (e.g. a live Kaggle competition)."""
+        if not self.spec.answers_file:
+            return None
+        path = self.private_dir / self.spec.answers_file
+        return path if path.exists() else None
+
+
+def read_header(path: Path) -> list[str]:
+    """The first CSV row of ``path``, as written (a BOM is dropped). Raises TaskError if unreadable."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise TaskError(f"cannot read {path}: {exc}", "check that the file is a UTF-8 CSV") from exc
+    if not header:
+        raise TaskError(f"{path} is empty", "put the header row and data rows in it")
+    return header
+
+
+def load_task(root: str | Path) -> Task:
+    """Load and validate a task folder. Raises TaskError saying what is wrong and how to fix it."""
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise TaskError(
+            f"task folder {root} does not exist",
+            "create one with `mlguild init csv:train.csv --target COLUMN` or `mlguild init example:churn`",
+        )
+    spec_path = root / "task.yaml"
+    if not spec_path.exists():
+        raise TaskError(
+            f"{root} has no task.yaml (metric, id and target columns)",
+            f"write one (see README, 'task.yaml') or convert a CSV with `mlguild init csv:{root}/public/train.csv --target COLUMN`",
+        )
+    try:
+        raw = yaml.safe_load(spec_path.read_text()) or {}
+        spec = TaskSpec.model_validate(raw)
+    except yaml.YAMLError as exc:
+        raise TaskError(f"{spec_path} is not valid YAML: {exc}", f"fix the syntax in {spec_path}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'task.yaml'}: {e['msg']}" for e in exc.errors())
+        raise TaskError(f"{spec_path} is invalid: {problems}", f"edit {spec_path}") from exc
+    except Exception as exc:  # unknown metric and similar registry errors
+        raise TaskError(f"{spec_path} is invalid: {exc}", f"edit {spec_path}") from exc
+
+    description = _read_description(root)
+    task = Task(root=root, spec=spec, description=description)
+    _check_files(task)
+    return task
+
+
+def _read_description(root: Path) -> str:
+    for candidate in (root / "description.md", root / "public" / "description.md"):
+        if candidate.exists():
+            return candidate.read_text(encoding="utf-8", errors="replace")
+    raise TaskError(
+        f"{root} has no description.md",
+        f"write a few lines describing the task into {root}/description.md",
+    )
+
+
+def _check_files(task: Task) -> None:
+    spec = task.spec
+    if not task.public_dir.is_dir():
+        raise TaskError(f"{task.root} has no public/ folder", "put train, test and sample submission files in public/")
+    for label, path in (("train", task.train_path), ("test", task.test_path), ("sample submission", task.sample_submission_path)):
+        if not path.exists():
+            raise TaskError(f"{label} file {path} is missing", f"add it, or set the right file name in {task.root}/task.yaml")
+
+    train_header = read_header(task.train_path)
+    _no_duplicate_columns(train_header, task.train_path)
+    missing = [c for c in [spec.id_column, *spec.target_columns] if c not in train_header]
+    if missing:
+        raise TaskError(
+            f"{task.train_path} lacks column(s) {missing}; it has {train_header[:20]}",
+            f"fix id_column/target_columns in {task.root}/task.yaml",
+        )
+    test_header = read_header(task.test_path)
+    _no_duplicate_columns(test_header, task.test_path)
+    if spec.id_column not in test_header:
+        raise TaskError(f"{task.test_path} has no id column {spec.id_column!r}", "add the id column to the test file")
+    leaked = [c for c in spec.target_columns if c in test_header]
+    if leaked:
+        raise TaskError(
+            f"{task.test_path} contains the target column(s) {leaked}",
+            "move test answers to private/answers.csv and drop them from public/",
+        )
+    sample_header = read_header(task.sample_submission_path)
+    if sample_header != spec.submission_columns:
+        raise TaskError(
+            f"sample submission header {sample_header} differs from submission_columns {spec.submission_columns}",
+            f"make submission_columns in {task.root}/task.yaml match {task.sample_submission_path}",
+        )
+    if spec.task_type in ("binary", "multiclass") and spec.metric == "logloss" and not spec.classes:
+        raise TaskError("a logloss task needs 'classes' (the probability columns)", f"add classes to {task.root}/task.yaml")
+
+
+def _no_duplicate_columns(header: list[str], path: Path) -> None:
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise TaskError(f"{path} has the column {name!r} twice", "rename one of them")
+        seen.add(name)
