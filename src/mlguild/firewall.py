@@ -221,9 +221,9 @@ class VerifyReport:
 def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -> VerifyReport:
     """Re-read every workspace file and prove that no sealed label is present in it.
 
-    Checks: every file matches the manifest (no file added, removed or changed); no CSV that
-    carries a target column contains a holdout or test id; no file is byte-identical to a sealed
-    file; and no sealed ``id,label`` row appears verbatim in any file.
+    Checks: every file matches the manifest (no file added, removed or changed); no CSV column
+    named like a target agrees with the sealed labels on sealed ids beyond chance; and no file
+    is byte-identical to a sealed file.
     """
     ws = Workspace(run_dir)
     problems: list[str] = []
@@ -232,19 +232,15 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
     if set(on_disk) != set(manifest["workspace"]):
         problems.append(f"workspace files differ from manifest: {sorted(set(on_disk) ^ set(manifest['workspace']))}")
 
-    sealed_ids: set[str] = set()
-    sealed_rows: set[bytes] = set()
+    sealed_frames = []
     sealed_hashes = set()
     for path in ws.sealed_dir.iterdir():
         sealed_hashes.add(sha256_file(path))
         frame = read_csv_exact(path)
-        if id_column in frame.columns:
-            sealed_ids.update(frame[id_column])
-        # Full-row fingerprints of the sealed labels, as they would appear in a CSV line.
-        label_cols = [c for c in frame.columns if c != id_column]
-        if id_column in frame.columns and label_cols:
-            lines = frame[[id_column, *label_cols]].to_csv(index=False, header=False).encode().splitlines()
-            sealed_rows.update(lines)
+        if id_column not in frame.columns:
+            continue
+        sealed_frames.append(frame)
+    sealed = pd.concat(sealed_frames, ignore_index=True) if sealed_frames else pd.DataFrame(columns=[id_column])
 
     for rel, path in sorted(on_disk.items()):
         entry = manifest["workspace"].get(rel)
@@ -254,30 +250,60 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
         if digest in sealed_hashes:
             problems.append(f"{rel} is byte-identical to a sealed file")
         if path.suffix.lower() == ".csv":
-            problems.extend(_check_csv(rel, path, id_column, target_columns, sealed_ids))
-        problems.extend(_check_rows(rel, path, sealed_rows))
+            problems.extend(_check_csv(rel, path, id_column, target_columns, sealed))
     return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
 
 
-def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed_ids: set[str]) -> list[str]:
+def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
+    """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
+    sealed labels more often than chance (independence) allows — by 3 standard deviations and at
+    least 5 rows. A constant placeholder (a sample submission) matches exactly at chance; a copy,
+    or a leak of a few percent of rows, does not."""
     frame = read_csv_exact(path)
-    present = [c for c in targets if c in frame.columns]
-    if not present or id_column not in frame.columns:
+    if id_column not in frame.columns:
         return []
-    overlap = sealed_ids.intersection(frame[id_column])
-    if overlap:
-        return [f"{rel} has label column(s) {present} for {len(overlap)} sealed id(s), e.g. {sorted(overlap)[:3]}"]
-    return []
+    problems = _exact_copies(rel, frame, id_column, [c for c in targets if c in sealed.columns], sealed)
+    present = [c for c in targets if c in frame.columns and c in sealed.columns]
+    if not present:
+        return problems
+    joined = frame[[id_column, *present]].merge(sealed[[id_column, *present]], on=id_column, suffixes=("", "__sealed"))
+    for col in present:
+        seen, truth = _normalise(joined[col]), _normalise(joined[f"{col}__sealed"])
+        n = len(joined)
+        if n == 0:
+            continue
+        matches = int((seen == truth).sum())
+        chance = float((truth.value_counts(normalize=True) * seen.value_counts(normalize=True)).sum())
+        expected, spread = n * chance, (n * chance * (1 - chance)) ** 0.5
+        if matches >= 5 and matches > expected + 3 * spread:
+            problems.append(f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
+                            f"(chance: {expected:.0f})")
+    return problems
 
 
-def _check_rows(rel: str, path: Path, sealed_rows: set[bytes]) -> list[str]:
-    if not sealed_rows or path.stat().st_size > 2 * 1024**3:
+def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
+    """Any column, under any name, that reproduces a sealed label exactly on 20+ sealed ids.
+    No honest feature is a perfect copy of the label, so this catches renamed leaks."""
+    on_sealed = frame.merge(sealed[[id_column, *targets]].rename(columns={t: f"{t}__sealed" for t in targets}), on=id_column)
+    if len(on_sealed) < 20:
         return []
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.rstrip(b"\r\n") in sealed_rows:
-                return [f"{rel} contains a sealed row verbatim: {line[:80]!r}"]
-    return []
+    problems = []
+    for target in targets:
+        truth = _normalise(on_sealed[f"{target}__sealed"])
+        if truth.nunique() < 2:
+            continue
+        for col in frame.columns:
+            if col != id_column and col not in targets and (_normalise(on_sealed[col]) == truth).all():
+                problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
+    return problems
+
+
+def _normalise(values: pd.Series) -> pd.Series:
+    """Compare numbers as numbers ("1.0" == "1") and everything else as exact text."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().all():
+        return numbers.round(9).astype(str)
+    return values.astype(str)
 
 
 def sealed_paths(run_dir: Path) -> list[Path]:

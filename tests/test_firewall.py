@@ -1,0 +1,145 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mlguild.config import FirewallConfig
+from mlguild.errors import FirewallError, TaskError
+from mlguild.firewall import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout, verify_workspace
+from mlguild.task import load_task
+
+from conftest import make_task
+
+# An independent search, written without the verifier's code: for every CSV in the workspace
+# and every column under any name, do that column's values reproduce the sealed labels on the
+# sealed ids it lists? Exact reproduction on a non-constant column means a leak (renamed or not).
+SEARCH_SCRIPT = r'''
+import csv, sys
+from pathlib import Path
+ws, sealed, idc = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+targets = sys.argv[4].split(",")
+secret = {}
+for f in sealed.iterdir():
+    for row in csv.DictReader(open(f, newline="")):
+        secret[row[idc]] = [row[t] for t in targets if t in row]
+hits = []
+for f in ws.rglob("*.csv"):
+    rows = [r for r in csv.DictReader(open(f, newline="")) if r.get(idc) in secret]
+    if len(rows) < 20:
+        continue
+    for col in rows[0]:
+        values = [r[col] for r in rows]
+        if len(set(values)) < 2:
+            continue      # a constant column carries no label information
+        for k in range(len(targets)):
+            truth = [secret[r[idc]][k] for r in rows if len(secret[r[idc]]) > k]
+            if len(truth) == len(values) and all(a == b for a, b in zip(values, truth)):
+                hits.append(f"{f.name}: column {col} reproduces sealed {targets[k]}")
+print("\\n".join(hits))
+sys.exit(1 if hits else 0)
+'''
+
+
+def _build(task_dir: Path, tmp_path: Path, **cfg) -> tuple[Workspace, object]:
+    task = load_task(task_dir)
+    run = tmp_path / "run"
+    run.mkdir()
+    return build_workspace(task, run, FirewallConfig(**cfg)), task
+
+
+@pytest.mark.parametrize("name", ["churn", "reviews", "ames", "digits"])
+def test_bundled_workspaces_hold_no_sealed_label(example_tasks, tmp_path, name):
+    ws, task = _build(example_tasks[name], tmp_path)
+    spec = task.spec
+    report = verify_workspace(ws.run_dir, spec.id_column, spec.target_columns)
+    assert report.ok, report.problems
+    assert report.checked_files >= 7
+    # The workspace has no file under sealed names, and no path into sealed/.
+    assert not any(p.name in ("holdout_answers.csv", "test_answers.csv", "answers.csv") for p in ws.data_dir.rglob("*"))
+    result = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(ws.data_dir), str(ws.sealed_dir),
+                             spec.id_column, ",".join(spec.target_columns)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+    # Row accounting: train + holdout = original train; holdout inputs carry no label column.
+    m = ws.manifest()["split"]
+    original = read_csv_exact(task.train_path)
+    assert m["train_rows"] + m["holdout_rows"] == len(original)
+    holdout = read_csv_exact(ws.data_dir / HOLDOUT_INPUTS)
+    assert not set(spec.target_columns) & set(holdout.columns)
+    answers = read_csv_exact(ws.holdout_answers)
+    assert answers[spec.id_column].tolist() == holdout[spec.id_column].tolist()
+
+
+def test_verifier_catches_a_planted_leak(small_task, tmp_path):
+    ws, task = _build(small_task, tmp_path)
+    leak = read_csv_exact(ws.holdout_answers)
+    target = ws.data_dir / "extra_features.csv"
+    target.parent.chmod(0o755)
+    leak.assign(x=1).to_csv(target, index=False)
+    report = verify_workspace(ws.run_dir, "id", ["y"])
+    assert not report.ok
+    text = " ".join(report.problems)
+    assert "extra_features.csv" in text and "matches the sealed labels" in text
+
+
+def test_independent_search_finds_a_renamed_leak(small_task, tmp_path):
+    ws, _ = _build(small_task, tmp_path)
+    leak = read_csv_exact(ws.holdout_answers).rename(columns={"y": "feature_7"})
+    ws.data_dir.chmod(0o755)
+    leak.to_csv(ws.data_dir / "more.csv", index=False)
+    result = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(ws.data_dir), str(ws.sealed_dir), "id", "y"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "feature_7" in result.stdout
+    report = verify_workspace(ws.run_dir, "id", ["y"])
+    assert any("feature_7" in p and "exact copy" in p for p in report.problems)
+
+
+def test_verifier_catches_a_changed_file(small_task, tmp_path):
+    ws, _ = _build(small_task, tmp_path)
+    path = ws.data_dir / "train.csv"
+    path.chmod(0o644)
+    path.write_text(path.read_text() + "zzz,1,1,1,1\n")
+    report = verify_workspace(ws.run_dir, "id", ["y"])
+    assert not report.ok and any("changed" in p for p in report.problems)
+
+
+def test_split_is_seeded_and_stratified():
+    labels = pd.Series(["a"] * 900 + ["b"] * 100)
+    m1 = split_holdout(labels, 0.2, 10_000, seed=3, stratify=True)
+    m2 = split_holdout(labels, 0.2, 10_000, seed=3, stratify=True)
+    m3 = split_holdout(labels, 0.2, 10_000, seed=4, stratify=True)
+    assert (m1 == m2).all() and not (m1 == m3).all()
+    assert m1.sum() == 200 and labels[m1].value_counts()["b"] == 20
+    rare = pd.Series(["a"] * 50 + ["b"])
+    assert not split_holdout(rare, 0.5, 100, 0, True)[50]     # the only "b" stays in train
+
+
+def test_holdout_size_is_configurable_and_capped(small_task, tmp_path):
+    ws, _ = _build(small_task, tmp_path, holdout_fraction=0.3, max_holdout_rows=20)
+    assert ws.manifest()["split"]["holdout_rows"] == 20
+
+
+def test_ids_keep_their_exact_text(tmp_path):
+    root = make_task(tmp_path / "t")
+    train = pd.read_csv(root / "public" / "train.csv", dtype=str)
+    train["id"] = [f"{i:03d}" for i in range(len(train))]
+    train.to_csv(root / "public" / "train.csv", index=False)
+    ws, _ = _build(root, tmp_path)
+    ids = read_csv_exact(ws.data_dir / "train.csv")["id"].tolist() + read_csv_exact(ws.holdout_answers)["id"].tolist()
+    assert "000" in ids and "007" in ids
+
+
+def test_duplicate_ids_are_a_clear_error(tmp_path):
+    root = make_task(tmp_path / "t")
+    train = pd.read_csv(root / "public" / "train.csv", dtype=str)
+    train.loc[5, "id"] = train.loc[6, "id"]
+    train.to_csv(root / "public" / "train.csv", index=False)
+    with pytest.raises(TaskError, match="not unique"):
+        _build(root, tmp_path)
+
+
+def test_workspace_is_not_built_twice(small_task, tmp_path):
+    ws, task = _build(small_task, tmp_path)
+    with pytest.raises(FirewallError):
+        build_workspace(task, ws.run_dir, FirewallConfig())
