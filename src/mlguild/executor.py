@@ -93,7 +93,7 @@ class NodeRunner:
             fsize_mb=cfg.fsize_mb, nofile=cfg.nofile, output_bytes=cfg.output_bytes,
         )
         threads = cfg.threads or os.cpu_count() or 1
-        env = safe_env({
+        env = safe_env(cwd=node_dir, extra={
             "MLGUILD_DATA": str(self.run.workspace.data_dir.resolve()),
             "MLGUILD_SEED": str(seed),
             "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
@@ -113,11 +113,11 @@ class NodeRunner:
         return outcome
 
     def _judge(self, result, output: Path) -> Outcome:
-        if result.status != ExecStatus.ok:
+        if result.status != ExecStatus.OK:
             tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
             what = {
-                ExecStatus.timeout: f"the script ran past its {result.duration_s:.0f} s time limit and was killed",
-                ExecStatus.memory: "the script ran out of memory and was killed",
+                ExecStatus.TIMEOUT: f"the script ran past its {result.duration_s:.0f} s time limit and was killed",
+                ExecStatus.MEMORY: "the script ran out of memory and was killed",
             }.get(result.status, f"the script exited with code {result.exit_code} (signal {result.signal})")
             return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
         holdout, submission = output / "holdout.csv", output / "submission.csv"

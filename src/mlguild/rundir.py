@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from .config import Config, save_config
-from .errors import RunError
-from .firewall import Workspace, build_workspace, verify_workspace
+from .errors import RunError, SubmissionError, TaskError
+from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace, verify_workspace
 from .journal import Journal
 from .profile import DataProfile, profile_workspace
 from .task import Task, TaskSpec
@@ -106,6 +106,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         report = verify_workspace(path, task.spec.id_column, task.spec.target_columns)
         if not report.ok:
             raise RunError(f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started")
+        floor = floor_score(task.spec, ws)
         profile = profile_workspace(ws.data_dir, {**task.spec.public_dict()})
         (path / "profile.json").write_text(json.dumps(profile.to_dict(), indent=2))
         (path / "nodes").mkdir()
@@ -115,8 +116,25 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         raise
     journal = Journal(path / "journal.jsonl")
     journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
-                   verified_files=report.checked_files)
+                   verified_files=report.checked_files, floor_score=floor)
     return RunDir(path, config, task.spec, task.description, journal)
+
+
+def floor_score(spec: TaskSpec, ws: Workspace) -> float:
+    """The holdout score of the constant template (the holdout sample submission): the floor
+    every real model must beat. Scoring it at creation also proves the scorer accepts the task."""
+    from .metrics import get_metric
+    from .scorer import SubmissionFormat, load_answers, score_submission
+
+    fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
+    try:
+        result = score_submission(ws.data_dir / HOLDOUT_SAMPLE, load_answers(ws.holdout_answers, spec.id_column), fmt,
+                                  get_metric(spec.metric), spec.target_columns, metric_params=spec.metric_params,
+                                  positive_label=spec.positive_label, classes=spec.classes)
+    except (SubmissionError, ValueError) as exc:
+        raise TaskError(f"the task's own sample submission cannot be scored on the holdout: {exc}",
+                        "check the metric, positive_label/classes and sample submission in task.yaml") from exc
+    return result.score.value
 
 
 def open_run(path: str | Path) -> RunDir:

