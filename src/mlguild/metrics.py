@@ -1,0 +1,428 @@
+"""Metric registry, Score ordering, and the Worst score that always loses.
+
+A metric's direction lives here, next to its function, so no caller (and no LLM) ever
+decides whether bigger is better. Functions are pure numpy on arrays the Scorer has
+already validated and converted, so ``import mlguild.metrics`` stays fast and needs
+neither scikit-learn nor scipy.
+
+Conventions for ``Metric.fn(y_true, y_pred, **params) -> float``:
+
+* 2-D ``value`` / ``probability`` / ``label`` inputs (several target columns) are scored
+  per column and averaged, like MCRMSE or a column-wise mean AUC.
+* A metric that is undefined on its input (ROC AUC with one class, every group excluded)
+  raises ``ValueError``: that is a property of the task's labels, not of the submission.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy as np
+
+from mlguild.errors import ConfigError
+
+Direction = Literal["maximize", "minimize"]
+Prediction = Literal["label", "probability", "class_probabilities", "value", "ranked_list"]
+# How the Scorer converts the truth column(s) before calling ``fn``:
+#   label: exact strings; integer: ints (and predictions must be ints too);
+#   binary: 0/1 via the positive label; class: index into the class columns;
+#   value: floats; tokens: list of space-separated tokens per row.
+Truth = Literal["label", "integer", "binary", "class", "value", "tokens"]
+
+_DEFAULT_TRUTH: dict[str, str] = {"label": "label", "probability": "binary", "class_probabilities": "class",
+                                  "value": "value", "ranked_list": "tokens"}
+_EPS = 1e-15
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named metric: its function, direction and the kind of prediction it scores.
+
+    ``truth`` says how the Scorer converts the truth column (defaults from ``prediction``);
+    ``params`` names the keyword parameters ``fn`` accepts, so a typo in a task's metric
+    parameters is a clear error rather than a silently ignored option.
+    """
+
+    name: str
+    direction: Direction
+    prediction: Prediction
+    fn: Callable[..., float] = field(repr=False)
+    description: str
+    truth: Truth | None = None
+    params: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise ValueError(f"metric {self.name!r}: direction must be maximize or minimize")
+        if self.prediction not in _DEFAULT_TRUTH:
+            raise ValueError(f"metric {self.name!r}: unknown prediction kind {self.prediction!r}")
+        if self.truth is None:
+            object.__setattr__(self, "truth", _DEFAULT_TRUTH[self.prediction])
+
+    @property
+    def grouped(self) -> bool:
+        """True when the metric needs a ``groups`` array (one group id per row)."""
+        return "groups" in self.params
+
+    def __call__(self, y_true: Any, y_pred: Any, **params: Any) -> float:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise ConfigError(f"metric {self.name!r} does not take parameter(s) {sorted(unknown)}; "
+                              f"it takes {list(self.params) or 'none'}",
+                              fix="correct metric_params in task.yaml")
+        return float(self.fn(y_true, y_pred, **params))
+
+
+# --------------------------------------------------------------------------- Score
+
+
+@dataclass(frozen=True)
+class Score:
+    """A metric value that knows its direction. ``value=None`` is the Worst score.
+
+    NaN and infinite values are stored as ``None``: a broken computation must never win
+    a comparison, and NaN compares False with everything, which would otherwise let it
+    slip through ``max()``.
+    """
+
+    value: float | None
+    direction: Direction
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise ValueError(f"direction must be 'maximize' or 'minimize', got {self.direction!r}")
+        v = self.value
+        if v is not None:
+            v = float(v)
+            object.__setattr__(self, "value", v if math.isfinite(v) else None)
+
+    @classmethod
+    def worst(cls, direction: Direction) -> "Score":
+        """A score that loses to every real score of the same direction."""
+        return cls(None, direction)
+
+    @property
+    def is_worst(self) -> bool:
+        return self.value is None
+
+    def key(self) -> float:
+        """A sort key where bigger is better; ``-inf`` for the worst score."""
+        if self.value is None:
+            return -math.inf
+        return self.value if self.direction == "maximize" else -self.value
+
+    def _check(self, other: "Score") -> None:
+        if not isinstance(other, Score):
+            raise TypeError(f"cannot compare Score with {type(other).__name__}")
+        if other.direction != self.direction:
+            raise ValueError(f"cannot compare a {self.direction} score with a {other.direction} score")
+
+    def better_than(self, other: "Score") -> bool:
+        """Strictly better. Worst is never better than anything, not even another Worst."""
+        self._check(other)
+        return self.key() > other.key()
+
+    def __lt__(self, other: "Score") -> bool:
+        # "less" means "worse", so max(scores) is the best and sorted() goes worst-first.
+        self._check(other)
+        return self.key() < other.key()
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return "worst"
+        v = self.value
+        return f"{v:.4f}" if v == 0 or 1e-3 <= abs(v) < 1e9 else f"{v:.4e}"
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _columnwise(fn: Callable[..., float]) -> Callable[..., float]:
+    """Score 2-D inputs column by column and average (MCRMSE-style)."""
+
+    def wrapped(y_true: Any, y_pred: Any, **params: Any) -> float:
+        t, p = np.asarray(y_true), np.asarray(y_pred)
+        if t.shape != p.shape:
+            raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+        if t.ndim == 2:
+            return float(np.mean([fn(t[:, j], p[:, j], **params) for j in range(t.shape[1])]))
+        return fn(t, p, **params)
+
+    return functools.wraps(fn)(wrapped)
+
+
+def _factorize(values: Any) -> np.ndarray:
+    """Dense integer codes for group ids (hashing: sorting a million strings is slow)."""
+    import pandas as pd  # lazy: slow to import, and only grouped metrics need it
+
+    return pd.factorize(np.asarray(values), sort=False)[0].astype(np.int64)
+
+
+def _grouped_auc(y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group ROC AUC via the Mann-Whitney U statistic, ties getting average ranks.
+
+    Returns (auc per group, mask of groups that have both classes).
+    """
+    y = np.asarray(y_true).astype(bool)
+    s = np.asarray(y_score, dtype=np.float64)
+    n_groups = int(codes.max()) + 1 if len(codes) else 0
+    # by group, then by ascending score; a plain argsort when there is one group (faster)
+    order = np.argsort(s) if n_groups <= 1 else np.lexsort((s, codes))
+    g, ss, yy = codes[order], s[order], y[order]
+    n = len(order)
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = g[1:] != g[:-1]
+    new_block = new_group.copy()
+    new_block[1:] |= ss[1:] != ss[:-1]
+    group_start = np.flatnonzero(new_group)
+    block_start = np.flatnonzero(new_block)
+    block_end = np.append(block_start[1:], n)  # exclusive
+    block_id = np.cumsum(new_block) - 1
+    # 1-based average rank of a tie block, counted from the start of its group
+    gstart_of_block = group_start[np.searchsorted(group_start, block_start, side="right") - 1]
+    avg_rank = (block_start + block_end - 1) / 2.0 - gstart_of_block + 1.0
+    rank_sum = np.bincount(g[yy], weights=avg_rank[block_id][yy], minlength=n_groups)
+    n_pos = np.bincount(g, weights=yy, minlength=n_groups)
+    n_neg = np.bincount(g, minlength=n_groups) - n_pos
+    ok = (n_pos > 0) & (n_neg > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = (rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    return auc, ok
+
+
+def _check_len(*arrays: Any) -> None:
+    lens = {len(a) for a in arrays}
+    if len(lens) > 1:
+        raise ValueError(f"inputs have different lengths: {sorted(lens)}")
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def accuracy(y_true: Any, y_pred: Any) -> float:
+    """Fraction of rows whose predicted label equals the true label (exact match)."""
+    return float(np.mean(np.asarray(y_true) == np.asarray(y_pred)))
+
+
+def _roc_auc_1d(y_true: Any, y_score: Any) -> float:
+    codes = np.zeros(len(y_true), dtype=np.int64)
+    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), codes)
+    if not ok[0]:
+        raise ValueError("roc_auc is undefined: y_true has only one class")
+    return float(auc[0])
+
+
+def gauc(y_true: Any, y_score: Any, groups: Any) -> float:
+    """Mean of per-group ROC AUC; groups with a single class are excluded."""
+    _check_len(y_true, y_score, groups)
+    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), _factorize(groups))
+    if not ok.any():
+        raise ValueError("gauc is undefined: no group has both positives and negatives")
+    return float(np.mean(auc[ok]))
+
+
+def _binary_logloss_1d(y_true: Any, y_prob: Any) -> float:
+    y, p = _as_floats(y_true, y_prob)
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def logloss(y_true: Any, y_prob: Any) -> float:
+    """Multiclass log loss: y_true are class indices, y_prob an (n, k) matrix.
+
+    Like Kaggle: clip to [1e-15, 1-1e-15], renormalise each row, then the mean negative
+    log probability of the true class.
+    """
+    y = np.asarray(y_true, dtype=np.int64)
+    p = np.clip(np.asarray(y_prob, dtype=np.float64), _EPS, 1 - _EPS)
+    if p.ndim != 2 or p.shape[0] != len(y):
+        raise ValueError(f"y_prob must have shape (n, k) with n={len(y)}, got {p.shape}")
+    if len(y) and (y.min() < 0 or y.max() >= p.shape[1]):
+        raise ValueError("a class index in y_true is outside the probability columns")
+    p = p / p.sum(axis=1, keepdims=True)
+    return float(-np.mean(np.log(p[np.arange(len(y)), y])))
+
+
+def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both label arrays as codes over the sorted union of their labels, and its size."""
+    t, p = np.asarray(y_true), np.asarray(y_pred)
+    _check_len(t, p)
+    _, inv = np.unique(np.concatenate([t, p]), return_inverse=True)
+    return inv[: len(t)], inv[len(t):], (int(inv.max()) + 1 if len(inv) else 0)
+
+
+def f1(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Binary F1 of the class ``positive_label`` (0.0 when it never occurs in either)."""
+    t, p = np.asarray(y_true) == positive_label, np.asarray(y_pred) == positive_label
+    _check_len(t, p)
+    tp = np.sum(t & p)
+    denom = 2 * tp + np.sum(~t & p) + np.sum(t & ~p)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def f1_macro(y_true: Any, y_pred: Any) -> float:
+    """Unweighted mean of per-class F1 over every label seen in y_true or y_pred."""
+    ti, pi, k = _shared_codes(y_true, y_pred)
+    tp = np.bincount(ti[ti == pi], minlength=k)
+    denom = np.bincount(ti, minlength=k) + np.bincount(pi, minlength=k)
+    scores = np.divide(2 * tp, denom, out=np.zeros(k, dtype=np.float64), where=denom > 0)
+    return float(np.mean(scores)) if k else 0.0
+
+
+def _as_floats(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+
+
+def _rmse_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.sqrt(np.mean((t - p) ** 2)))
+
+
+def _rmsle_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    if (t <= -1).any() or (p <= -1).any():
+        raise ValueError("rmsle needs every truth and prediction to be > -1")
+    return float(np.sqrt(np.mean((np.log1p(p) - np.log1p(t)) ** 2)))
+
+
+def _mae_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.mean(np.abs(t - p)))
+
+
+def _r2_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    ss_res = np.sum((t - p) ** 2)
+    ss_tot = np.sum((t - t.mean()) ** 2)
+    if ss_tot == 0:  # constant truth: same convention as sklearn's force_finite
+        return 1.0 if ss_res == 0 else 0.0
+    return float(1 - ss_res / ss_tot)
+
+
+def qwk(y_true: Any, y_pred: Any) -> float:
+    """Quadratic weighted kappa over integer labels.
+
+    Same definition as ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``: the
+    categories are the distinct labels seen in either input, weighted by their index in
+    sorted order (identical to the min..max rating form when every rating occurs).
+    """
+    ti, pi, k = _shared_codes(y_true, y_pred)
+    observed = np.bincount(ti * k + pi, minlength=k * k).reshape(k, k).astype(np.float64)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2
+    denom = np.sum(w * expected)
+    if denom == 0:  # a single category everywhere: kappa is 0/0, as in sklearn
+        return math.nan
+    return float(1 - np.sum(w * observed) / denom)
+
+
+def _apk(actual: list, predicted: list, k: int) -> float:
+    if not actual:
+        return 0.0
+    relevant = set(actual)
+    seen: set = set()
+    hits, score = 0, 0.0
+    for i, item in enumerate(predicted[:k]):
+        # a repeated prediction earns nothing the second time (Kaggle's apk)
+        if item in relevant and item not in seen:
+            hits += 1
+            score += hits / (i + 1.0)
+        seen.add(item)
+    return score / min(len(actual), k)
+
+
+def map_at_k(y_true: Any, y_pred: Any, k: int = 5) -> float:
+    """Mean average precision at k (Kaggle's mapk): lists of relevant vs ranked items."""
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"inputs have different lengths: {len(y_true)} != {len(y_pred)}")
+    if int(k) < 1:
+        raise ValueError("map_at_k needs k >= 1")
+    if not len(y_true):
+        return 0.0
+    return float(np.mean([_apk(list(a), list(p), int(k)) for a, p in zip(y_true, y_pred)]))
+
+
+def ndcg_at_k(y_true: Any, y_score: Any, groups: Any, k: int = 10, gain: str = "linear") -> float:
+    """Mean per-group nDCG@k of predicted scores against relevance labels.
+
+    Tied scores share the average gain of their tie block (as sklearn's ``ndcg_score``
+    does), so a constant predictor gets no luck from row order. ``gain`` is ``linear``
+    (rel, sklearn) or ``exponential`` (2**rel - 1, LightGBM). Groups with no relevant
+    item cannot be scored and are excluded.
+    """
+    rel = np.asarray(y_true, dtype=np.float64)
+    s = np.asarray(y_score, dtype=np.float64)
+    _check_len(rel, s, groups)
+    if int(k) < 1:
+        raise ValueError("ndcg_at_k needs k >= 1")
+    if gain not in ("linear", "exponential"):
+        raise ValueError("gain must be 'linear' or 'exponential'")
+    g_all = rel if gain == "linear" else np.exp2(rel) - 1.0
+    codes = _factorize(groups)
+    n, n_groups = len(codes), (int(codes.max()) + 1 if len(codes) else 0)
+
+    def positions(sorted_codes: np.ndarray) -> np.ndarray:
+        start = np.ones(n, dtype=bool)
+        start[1:] = sorted_codes[1:] != sorted_codes[:-1]
+        first = np.flatnonzero(start)
+        return np.arange(n) - first[np.cumsum(start) - 1]
+
+    def discount(pos: np.ndarray) -> np.ndarray:
+        return np.where(pos < int(k), 1.0 / np.log2(pos + 2.0), 0.0)
+
+    order = np.lexsort((-s, codes))
+    gc, sc, gain_sorted = codes[order], s[order], g_all[order]
+    disc = discount(positions(gc))
+    new_block = np.ones(n, dtype=bool)
+    new_block[1:] = (gc[1:] != gc[:-1]) | (sc[1:] != sc[:-1])
+    starts = np.flatnonzero(new_block)
+    sizes = np.diff(np.append(starts, n))
+    block_gain = np.add.reduceat(gain_sorted, starts) / sizes if n else np.zeros(0)
+    block_disc = np.add.reduceat(disc, starts) if n else np.zeros(0)
+    dcg = np.bincount(gc[starts], weights=block_gain * block_disc, minlength=n_groups)
+
+    ideal = np.lexsort((-g_all, codes))
+    gi = codes[ideal]
+    idcg = np.bincount(gi, weights=g_all[ideal] * discount(positions(gi)), minlength=n_groups)
+    ok = idcg > 0
+    if not ok.any():
+        raise ValueError("ndcg_at_k is undefined: no group has a relevant item")
+    return float(np.mean(dcg[ok] / idcg[ok]))
+
+
+# ------------------------------------------------------------------ registry
+
+
+_m = Metric
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in [
+        _m("accuracy", "maximize", "label", _columnwise(accuracy), "fraction of exactly matching labels"),
+        _m("roc_auc", "maximize", "probability", _columnwise(_roc_auc_1d), "binary ROC AUC (ties averaged)"),
+        _m("logloss", "minimize", "class_probabilities", logloss, "multiclass log loss, rows clipped and renormalised"),
+        _m("binary_logloss", "minimize", "probability", _columnwise(_binary_logloss_1d), "binary log loss, clipped to [1e-15, 1-1e-15]"),
+        _m("f1", "maximize", "label", f1, "binary F1 of the positive label", params=("positive_label",)),
+        _m("f1_macro", "maximize", "label", f1_macro, "unweighted mean of per-class F1"),
+        _m("rmse", "minimize", "value", _columnwise(_rmse_1d), "root mean squared error (column-wise mean)"),
+        _m("rmsle", "minimize", "value", _columnwise(_rmsle_1d), "root mean squared log error, values > -1"),
+        _m("mae", "minimize", "value", _columnwise(_mae_1d), "mean absolute error (column-wise mean)"),
+        _m("r2", "maximize", "value", _columnwise(_r2_1d), "coefficient of determination (column-wise mean)"),
+        _m("qwk", "maximize", "label", qwk, "quadratic weighted kappa over integer labels", truth="integer"),
+        _m("map_at_k", "maximize", "ranked_list", map_at_k, "mean average precision at k (Kaggle mapk)", params=("k",)),
+        _m("gauc", "maximize", "value", gauc, "mean per-group ROC AUC, single-class groups excluded", truth="binary", params=("groups",)),
+        _m("ndcg_at_k", "maximize", "value", ndcg_at_k, "mean per-group nDCG@k, groups with no relevant item excluded", params=("groups", "k", "gain")),
+    ]
+}
+
+
+def get_metric(name: str) -> Metric:
+    """The registered metric called ``name``; ``ConfigError`` listing the known names otherwise."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ConfigError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}",
+                          fix="set 'metric' in task.yaml to one of the known metrics") from None
