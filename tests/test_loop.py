@@ -1,23 +1,19 @@
 """The loop end to end with the scripted brain: real sandbox, real scorer, real journal."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import pandas as pd
-import pytest
 
 from mlguild.agent import Agent
-from mlguild.brains.scripted import PRIOR_SCRIPT, ScriptedBrain
+from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.final import grade_final
 from mlguild.journal import read_journal
 from mlguild.protocols import Proposal
-from mlguild.rundir import create_run, open_run
+from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.state import replay

@@ -109,7 +109,7 @@ def load_config(yaml_path: str | Path | None = None, overrides: list[str] | None
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}", f"fix or remove {path}") from exc
         if not isinstance(loaded, dict):
-            raise ConfigError(f"config {path} must be a mapping of sections", f"see `mlguild run --help`")
+            raise ConfigError(f"config {path} must be a mapping of sections", "see `mlguild run --help`")
         tree = _merge(tree, loaded)
     for item in overrides or []:
         match = re.fullmatch(r"([A-Za-z_][\w.]*)=(.*)", item.strip())

@@ -5,12 +5,6 @@ column by column, aligned with the expected ids, and scored with a registered me
 Numbers a script prints are never read. Every rejection is a ``SubmissionError`` whose
 ``reason`` is a short stable code and whose message names the row, column and text.
 
-Why not ``pandas.read_csv``: an extra field in the first data row silently shifts the
-columns, a short row is padded with empty strings that look like real empty fields, and
-``dtype=str`` costs over a second per million rows. So when a file has no quote and no
-bare ``\\r``, each line's field count (commas + 1) is counted on the bytes with numpy
-and the text is cut with ``str.split``; otherwise the csv module (RFC 4180) reads it.
-
 Choices worth knowing:
 * A UTF-8 byte-order mark is stripped and accepted (Excel writes one); the header must
   still match exactly once it is removed.
@@ -22,11 +16,8 @@ Choices worth knowing:
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import math
-import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +28,7 @@ import pandas as pd
 
 from mlguild.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import Metric, Score
-
-_BOM = b"\xef\xbb\xbf"
-_FIX = "write the file with the sample submission's header, ids and row order (UTF-8, comma-separated)"
-Table = tuple[list[str], list[list[str]]]  # header, one list of strings per column
-
+from mlguild.strict_csv import fail, read_table, to_frame, to_objects
 
 @dataclass(frozen=True)
 class SubmissionFormat:
@@ -70,7 +57,6 @@ class SubmissionFormat:
         """The prediction columns: everything but the id and key columns."""
         return [c for c in self.columns if c != self.id_column and c not in self.key_columns]
 
-
 @dataclass(frozen=True)
 class ScoreResult:
     """The outcome of scoring one valid submission."""
@@ -79,114 +65,10 @@ class ScoreResult:
     n_rows: int
     metric: str
 
-
-def _fail(reason: str, message: str) -> SubmissionError:
-    return SubmissionError(reason, message, fix=_FIX)
-
-
-# ----------------------------------------------------------------- raw table reading
-
-
-def _read_table(path: str | os.PathLike, max_bytes: int | None) -> Table:
-    """Read a CSV with every row's field count checked. Raises SubmissionError."""
-    p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise _fail("missing", f"{p} does not exist") from None
-    if not p.is_file():
-        raise _fail("missing", f"{p} is not a regular file")
-    # Refused from the inode alone, so a huge (or sparse) file costs nothing.
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise _fail("too_large", f"{p} is {st.st_size:,} bytes; the limit is {max_bytes:,} bytes")
-    raw = p.read_bytes()
-    if raw.startswith(_BOM):
-        raw = raw[len(_BOM):]
-    if not raw.strip(b"\r\n"):
-        raise _fail("empty", f"{p} is empty")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise _fail("encoding", f"{p} is not valid UTF-8: byte {raw[e.start]:#04x} at offset "
-                                f"{e.start} (line {line}); save it as UTF-8") from None
-    if "\0" in text:  # never in a real CSV, and parsers stop at it ("0.1\0junk" reads as 0.1)
-        line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
-        raise _fail("encoding", f"{p} contains a NUL byte (line {line}); it is not a text CSV")
-    if "\r" in text:
-        text, raw = text.replace("\r\n", "\n"), raw.replace(b"\r\n", b"\n")
-    if '"' in text or "\r" in text:
-        return _read_quoted(text)
-    return _read_plain(text.rstrip("\n"), raw.rstrip(b"\n"))
-
-
-def _bad_count(row: int, line: int, n_fields: int, n_header: int) -> SubmissionError:
-    if n_fields == 0:
-        return _fail("bad_row", f"row {row} (line {line}) is blank; blank lines are only allowed at the end")
-    return _fail("bad_row", f"row {row} (line {line}) has {n_fields} fields, header has {n_header}")
-
-
-def _read_plain(text: str, raw: bytes) -> Table:
-    """Fast path for files with no quotes and only \\n line ends (the common case)."""
-    header_line, _, body = text.partition("\n")
-    header = header_line.split(",")
-    n = len(header)
-    if not body:
-        return header, [[] for _ in range(n)]
-    # ',' and '\n' never occur inside a multi-byte UTF-8 sequence, so counting them in
-    # the bytes counts them in the text.
-    a = np.frombuffer(raw, dtype=np.uint8)[len(header_line.encode("utf-8")) + 1:]
-    ends = np.append(np.flatnonzero(a == 10), len(a))
-    fields = np.diff(np.searchsorted(np.flatnonzero(a == 44), ends), prepend=0) + 1
-    blank = np.diff(ends, prepend=-1) == 1
-    bad = (fields != n) | blank
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise _bad_count(i + 1, i + 2, 0 if blank[i] else int(fields[i]), n)
-    # Every line has exactly n fields, so the flat split lays the cells out row-major.
-    flat = body.replace("\n", ",").split(",") if n > 1 else body.split("\n")
-    return header, [flat[j::n] for j in range(n)]
-
-
-def _read_quoted(text: str) -> Table:
-    """RFC 4180 path: quoted fields, embedded commas or newlines, bare \\r line ends."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header, *rows = list(reader)
-    except csv.Error as e:
-        raise _fail("bad_row", f"line {reader.line_num} is not valid CSV: {e}") from None
-    while rows and not rows[-1]:  # blank lines at the end are fine
-        rows.pop()
-    n = len(header)
-    if set(map(len, rows)) - {n}:  # rare: parse again to name the first bad row and its line
-        reader = csv.reader(io.StringIO(text, newline=""))
-        next(reader)
-        for i, row in enumerate(reader, start=1):
-            if len(row) != n:
-                raise _bad_count(i, reader.line_num, len(row), n)
-    # itemgetter per column: zip(*rows) over a million rows is several times slower
-    return header, [list(map(operator.itemgetter(j), rows)) for j in range(n)]
-
-
-def _objects(c: Sequence[str]) -> np.ndarray:
-    # Filled by hand: np.asarray(list_of_str) makes a fixed-width unicode array, and
-    # letting pandas infer from lists is several times slower.
-    arr = np.empty(len(c), dtype=object)
-    arr[:] = c
-    return arr
-
-
-def _frame(header: list[str], cols: Sequence[Any], index: pd.Index | None = None) -> pd.DataFrame:
-    data = {h: c if isinstance(c, np.ndarray) else _objects(c) for h, c in zip(header, cols)}
-    return pd.DataFrame(data, index=index, copy=False)
-
-
 def _show(values: Sequence[Any], limit: int = 5) -> str:
     return ", ".join(repr(v) for v in list(values)[:limit]) + (", ..." if len(values) > limit else "")
 
-
 # ----------------------------------------------------------------- public reading
-
 
 def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     """Read a sealed answers CSV as strings (exact text, no NA parsing, ids untouched).
@@ -195,14 +77,13 @@ def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     file is a task problem, never the submission's fault.
     """
     try:
-        header, cols = _read_table(path, max_bytes=None)
+        header, cols = read_table(path, max_bytes=None)
     except SubmissionError as e:
         raise ValueError(f"sealed answers file is malformed ({e.reason}): {e.message}") from None
     if len(set(header)) != len(header) or id_column not in header:
         raise ValueError(f"sealed answers file {path} needs unique column names including "
                          f"{id_column!r}; it has {header}")
-    return _frame(header, cols)
-
+    return to_frame(header, cols)
 
 def read_submission(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str],
                     metric: Metric | None = None) -> pd.DataFrame:
@@ -221,34 +102,32 @@ def read_submission(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids
         _predictions(sub, fmt.value_columns, metric, fmt.id_column)
     return sub if pos is None else sub.iloc[pos]
 
-
 def _load(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray | None]:
     """The submission in file order, and for each expected row its position in the file
     (None when the file is already in expected order). Values are parsed in file order
     because parsing strings scattered by a permutation is several times slower."""
-    header, cols = _read_table(path, fmt.max_bytes)
+    header, cols = read_table(path, fmt.max_bytes)
     if header != list(fmt.columns):
         dups = sorted({h for h in header if header.count(h) > 1})
         why = f"; duplicate name(s) {dups}" if dups else ""
-        raise _fail("bad_header", f"header is {header}, expected {list(fmt.columns)}{why}")
+        raise fail("bad_header", f"header is {header}, expected {list(fmt.columns)}{why}")
     expected = list(expected_ids)
     ids = cols[fmt.columns.index(fmt.id_column)]
     if not ids and expected:
-        raise _fail("empty", f"{path} has a header but no data rows (expected {len(expected):,})")
-    sub = _frame(header, cols, pd.Index(np.arange(1, len(ids) + 1), name="row"))
+        raise fail("empty", f"{path} has a header but no data rows (expected {len(expected):,})")
+    sub = to_frame(header, cols, pd.Index(np.arange(1, len(ids) + 1), name="row"))
     if ids == expected:  # the common case, compared at C speed before any hashing
         return sub, None
     if not fmt.ids_unique:
         _reject_positional(ids, expected)
     return sub, _align_unique(ids, expected)
 
-
 def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     """For each expected id, its position in the file; rejects duplicate, missing, extra ids."""
     # One hash pass over both lists: factorize numbers values by first appearance, so
     # unique expected ids get codes 0..n-1 and a file id's code is its expected position.
     n = len(expected)
-    codes = pd.factorize(_objects(expected + ids))[0]
+    codes = pd.factorize(to_objects(expected + ids))[0]
     if not np.array_equal(codes[:n], np.arange(n)):
         raise ValueError("expected ids are not unique; this task needs ids_unique=False")
     where = codes[n:]  # file row -> expected position; >= n when the id is not expected
@@ -263,15 +142,14 @@ def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     if not sub_index.is_unique:
         dup = sub_index[sub_index.duplicated()].unique()
         second = int(np.flatnonzero(sub_index == dup[0])[1]) + 1
-        raise _fail("duplicate_ids", f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}; "
+        raise fail("duplicate_ids", f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}; "
                                      f"row {second} repeats id {dup[0]!r}")
     extra = sub_index[where >= n]
     miss = exp_index[~exp_index.isin(sub_index)]
     if len(miss):
         also = f"; it also has {len(extra):,} unexpected id(s), e.g. {_show(extra)}" if len(extra) else ""
-        raise _fail("missing_ids", f"{len(miss):,} expected id(s) are missing, e.g. {_show(miss)}{also}")
-    raise _fail("extra_ids", f"{len(extra):,} id(s) are not expected, e.g. {_show(extra)}")
-
+        raise fail("missing_ids", f"{len(miss):,} expected id(s) are missing, e.g. {_show(miss)}{also}")
+    raise fail("extra_ids", f"{len(extra):,} id(s) are not expected, e.g. {_show(extra)}")
 
 def _reject_positional(ids: list[str], expected: list[str]) -> NoReturn:
     """Ids repeat, so rows align by position: explain how this file differs."""
@@ -279,20 +157,17 @@ def _reject_positional(ids: list[str], expected: list[str]) -> NoReturn:
         raise TypeError("expected ids must be strings exactly as written (read them with dtype=str)")
     note = "(rows are matched by position for this task)"
     if len(ids) < len(expected):
-        raise _fail("missing_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
+        raise fail("missing_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
     if len(ids) > len(expected):
-        raise _fail("extra_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
+        raise fail("extra_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
     i = next(k for k, (a, b) in enumerate(zip(ids, expected)) if a != b)
-    raise _fail("reordered", f"row {i + 1} has id {ids[i]!r} where {expected[i]!r} was expected; "
+    raise fail("reordered", f"row {i + 1} has id {ids[i]!r} where {expected[i]!r} was expected; "
                              "ids repeat in this task, so rows must keep the sample submission's order")
-
 
 # ----------------------------------------------------------------- value conversion
 
-
 def _where(sub: pd.DataFrame, i: int, column: str, id_column: str) -> str:
     return f"row {sub.index[i]} (id {sub[id_column].iat[i]!r}), column {column!r}"
-
 
 def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.ndarray:
     """A column as finite float64; ``unit`` also requires values in [0, 1]."""
@@ -310,30 +185,28 @@ def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.nd
             why = "is not a plain decimal number" if finite else "is not a finite number"
         except ValueError:
             reason, why = "not_numeric", "is empty" if not s.strip() else "is not a number"
-        raise _fail(reason, f"{_where(sub, i, column, id_column)}: {s!r} {why} "
+        raise fail(reason, f"{_where(sub, i, column, id_column)}: {s!r} {why} "
                             f"({int(bad.sum()):,} such cell(s) in this column)")
     out = (vals < 0) | (vals > 1) if unit else None
     if out is not None and out.any():
         i = int(np.argmax(out))
-        raise _fail("out_of_range", f"{_where(sub, i, column, id_column)}: probability {text[i]!r} "
+        raise fail("out_of_range", f"{_where(sub, i, column, id_column)}: probability {text[i]!r} "
                                     "is outside [0, 1]")
     return vals
-
 
 def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool) -> np.ndarray:
     text = sub[column].to_numpy()
     empty = text == ""
     if empty.any():
         i = int(np.argmax(empty))
-        raise _fail("empty_label", f"{_where(sub, i, column, id_column)}: the label is empty")
+        raise fail("empty_label", f"{_where(sub, i, column, id_column)}: the label is empty")
     if not integer:
         return text
     ok = pd.Series(text, dtype=object).str.fullmatch(r"[+-]?[0-9]+").to_numpy(dtype=bool)
     if not ok.all():
         i = int(np.argmin(ok))
-        raise _fail("not_integer", f"{_where(sub, i, column, id_column)}: {text[i]!r} is not an integer label")
+        raise fail("not_integer", f"{_where(sub, i, column, id_column)}: {text[i]!r} is not an integer label")
     return text.astype(np.int64)
-
 
 def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_column: str) -> list[Any]:
     """Each prediction column checked and converted for ``metric``; raises SubmissionError."""
@@ -345,7 +218,6 @@ def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_colum
     unit = kind in ("probability", "class_probabilities")
     return [_floats(sub, c, id_column, unit) for c in columns]
 
-
 def _infer_positive(values: np.ndarray, column: str) -> str:
     """The positive label of 0/1 or True/False truths; anything else must be spelled out."""
     seen = set(pd.unique(np.ravel(values)).tolist())
@@ -354,7 +226,6 @@ def _infer_positive(values: np.ndarray, column: str) -> str:
             return pos
     raise ValueError(f"truth column {column!r} holds {sorted(seen)[:5]}, not 0/1 or True/False; "
                      "set the task's positive_label")
-
 
 def _truth(answers: pd.DataFrame, columns: list[str], kind: str, positive_label: str | None) -> Any:
     """Convert truth columns; a problem here is the task's, so it raises ValueError."""
@@ -378,7 +249,6 @@ def _truth(answers: pd.DataFrame, columns: list[str], kind: str, positive_label:
         else:
             out.append(v)
     return out[0] if len(out) == 1 else np.column_stack(out)
-
 
 def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric,
                      target_columns: list[str], metric_params: dict | None = None,
@@ -410,7 +280,7 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
         keys, want = aligned(sub[key].to_numpy()), answers[key].to_numpy()
         if (keys != want).any():
             i = int(np.argmax(keys != want))
-            raise _fail("key_mismatch" if fmt.ids_unique else "reordered",
+            raise fail("key_mismatch" if fmt.ids_unique else "reordered",
                         f"row {aligned(sub.index.to_numpy())[i]} has {key} {keys[i]!r} where {want[i]!r} "
                         "was expected; keep the sample submission's rows and order")
 
@@ -444,17 +314,14 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
     value = metric(y_true, y_pred, **params)
     return ScoreResult(Score(value, metric.direction), n_rows=len(sub), metric=metric.name)
 
-
 # ----------------------------------------------------------------- integrity
 
-
 def fingerprint() -> str:
-    """SHA-256 over the scorer's own source files (this module and metrics.py)."""
+    """SHA-256 over the scorer's own source files (this module, its CSV reader and metrics.py)."""
     h = hashlib.sha256()
-    for name in ("scorer.py", "metrics.py"):
+    for name in ("scorer.py", "strict_csv.py", "metrics.py"):
         h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes() + b"\0")
     return h.hexdigest()
-
 
 def check_fingerprint(expected: str) -> None:
     """Raise ScorerIntegrityError if the scorer's files changed since ``expected`` was taken."""
