@@ -1,0 +1,101 @@
+"""Harness overhead benchmarks (issue: vertical slice). Run by hand, report the figures:
+
+    .venv/bin/python benchmarks/overhead.py [--iterations 30] [--rows 1000000]
+
+1. Per-iteration harness overhead on a bundled task: the wall time of one loop step minus the
+   brain's time and the script's own run (spawn to exit, as the sandbox measures it). What is
+   left is ours: context, files, guard, sandbox start and sweep, validation, scoring, journal
+   fsyncs, reports, best/. Target: median <= 0.2 s.
+2. Validating and scoring a 1,000,000-row submission (id, probability) against sealed labels,
+   in order and shuffled. Target: <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlguild.agent import Agent
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config
+from mlguild.metrics import get_metric
+from mlguild.rundir import create_run
+from mlguild.sandbox import get_sandbox
+from mlguild.scorer import SubmissionFormat, load_answers, score_submission
+from mlguild.search import get_policy
+from mlguild.sources.examples import build_example
+from mlguild.task import load_task
+
+
+def loop_overhead(iterations: int, workdir: Path) -> list[float]:
+    task = load_task(build_example("churn", workdir / "churn"))
+    cfg = load_config(None, [f"budget.iterations={iterations}", "search.draft_every=0"])
+    run = create_run(task, cfg, workdir / "runs")
+    agent = Agent(run, ScriptedBrain(), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    overheads: list[float] = []
+    step = agent.step
+
+    def timed_step(action, timeout):
+        started = time.perf_counter()
+        node = step(action, timeout)
+        total = time.perf_counter() - started
+        overheads.append(total - node.timing.get("brain_s", 0.0) - node.timing.get("exec_s", 0.0))
+        return node
+
+    agent.step = timed_step
+    agent.run_loop()
+    run.close()
+    return overheads
+
+
+def scoring_time(rows: int, workdir: Path) -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    ids = np.array([f"{i:07d}" for i in range(rows)], dtype=object)
+    truth = rng.integers(0, 2, rows)
+    pd.DataFrame({"id": ids, "y": truth}).to_csv(workdir / "answers.csv", index=False)
+    sub = pd.DataFrame({"id": ids, "y": np.clip(truth * 0.3 + rng.random(rows) * 0.7, 0, 1)})
+    sub.to_csv(workdir / "ordered.csv", index=False)
+    sub.sample(frac=1.0, random_state=1).to_csv(workdir / "shuffled.csv", index=False)
+    answers = load_answers(workdir / "answers.csv", "id")
+    fmt = SubmissionFormat("id", ["id", "y"])
+    metric = get_metric("roc_auc")
+    out = {}
+    for name in ("ordered", "shuffled"):
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            result = score_submission(workdir / f"{name}.csv", answers, fmt, metric, ["y"], positive_label="1")
+            times.append(time.perf_counter() - started)
+        out[name] = min(times)
+        out[f"{name}_auc"] = result.score.value
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        overheads = loop_overhead(args.iterations, work)
+        med, p90 = statistics.median(overheads), sorted(overheads)[int(0.9 * (len(overheads) - 1))]
+        print(f"per-iteration harness overhead over {len(overheads)} iterations: "
+              f"median {med * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, max {max(overheads) * 1000:.0f} ms "
+              f"(target: median <= 200 ms) -> {'OK' if med <= 0.2 else 'MISSED'}")
+        scoring = scoring_time(args.rows, work)
+        worst = max(scoring["ordered"], scoring["shuffled"])
+        print(f"validate + score {args.rows:,} rows: ordered {scoring['ordered']:.2f} s, shuffled {scoring['shuffled']:.2f} s "
+              f"(target: <= 2 s) -> {'OK' if worst <= 2.0 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
