@@ -20,15 +20,18 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import mlguild  # noqa: F401
-except ImportError:  # the package is not installed in this venv: test the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
+import mlguild
 from mlguild.errors import ConfigError
-from mlguild.sandbox import ExecResult, ExecStatus, Limits, LocalSandbox, get_sandbox, safe_env
+from mlguild.sandbox import (
+    ExecResult,
+    ExecStatus,
+    Limits,
+    LocalSandbox,
+    get_sandbox,
+    safe_env,
+)
 
-SRC_DIR = Path(__import__("mlguild").__file__).resolve().parents[1]
+SRC_DIR = Path(mlguild.__file__).resolve().parents[1]  # for the agent subprocess's PYTHONPATH
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -63,19 +66,30 @@ def read_pids(path: Path) -> list[int]:
     return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
+def stop_and_kill(marker: str, limit_s: float = 10.0) -> None:
+    """Kill every survivor; SIGSTOP first so a fork loop cannot keep one step ahead."""
+    end = time.monotonic() + limit_s
+    while (left := survivors(marker)) and time.monotonic() < end:
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.02)
+
+
 @pytest.fixture(autouse=True)
 def no_survivors(tmp_path):
     yield
     left = survivors(str(tmp_path))
-    for pid in left:  # clean up before failing, so the next test starts clean
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    stop_and_kill(str(tmp_path))  # clean up before failing, so the next test starts clean
     assert not left, f"processes survived the run: {left}"
 
 
-def run_script(tmp_path: Path, code: str, env: dict | None = None, **limits) -> tuple[ExecResult, float]:
+def run_script(
+    tmp_path: Path, code: str, env: dict | None = None, **limits
+) -> tuple[ExecResult, float]:
     """Run ``code`` as tmp_path/script.py; return the result and the wall time of run()."""
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(code))
@@ -121,7 +135,7 @@ def test_ok_script_output_and_duration(tmp_path):
     assert r.stdout_tail == "hello\n" and r.stderr_tail == "warn\n"
     assert (tmp_path / "stdout.txt").read_text() == "hello\n"
     assert 0 < r.duration_s < 2 and elapsed < 3
-    assert r.to_dict()["status"] == "ok" and r.descendants_killed == 0
+    assert json.loads(json.dumps(r.to_dict()))["status"] == "ok" and r.descendants_killed == 0
 
 
 def test_crash_keeps_traceback(tmp_path):
@@ -187,7 +201,8 @@ def test_double_fork_daemon_killed_when_main_exits(tmp_path):
 
 
 def test_double_fork_daemon_killed_on_timeout(tmp_path):
-    r, _ = run_script(tmp_path, DAEMON + "spawn_daemon('daemon.pid')\ntime.sleep(1000)\n", timeout_s=1)
+    code = DAEMON + "spawn_daemon('daemon.pid')\ntime.sleep(1000)\n"
+    r, _ = run_script(tmp_path, code, timeout_s=1)
     assert r.status is ExecStatus.TIMEOUT
     (daemon,) = read_pids(tmp_path / "daemon.pid")
     assert not alive(daemon)
@@ -215,16 +230,19 @@ def test_fifty_children_in_their_own_groups_all_killed(tmp_path):
     assert r.descendants_killed == 50
 
 
-def test_growing_fork_chain_is_caught(tmp_path):
+@pytest.mark.parametrize("leave_group", ["", "os.setsid()"])
+def test_growing_fork_chain_is_caught(tmp_path, leave_group):
     # Every member forks the next one and then sleeps, so the tree keeps growing while
-    # the sweep runs; killing a member orphans its child to the supervisor.
+    # the sweep runs; killing a member orphans its child to the supervisor. With setsid
+    # each member is alone in its group, so only the per-pid /proc sweep can catch it.
     r, elapsed = run_script(
         tmp_path,
-        """
+        f"""
         import os, time
         if os.fork() == 0:
             while True:
-                time.sleep(0.005)
+                {leave_group}
+                time.sleep(0.003)
                 if os.fork() != 0:
                     while True:
                         time.sleep(1)
@@ -299,7 +317,8 @@ def test_agent_killed_with_sigkill_takes_the_script_down(tmp_path):
         while not ((tmp_path / "main.pid").exists() and (tmp_path / "daemon.pid").exists()):
             assert time.monotonic() < end, "the script never started"
             time.sleep(0.02)
-        main_pid, daemon_pid = read_pids(tmp_path / "main.pid")[0], read_pids(tmp_path / "daemon.pid")[0]
+        (main_pid,) = read_pids(tmp_path / "main.pid")
+        (daemon_pid,) = read_pids(tmp_path / "daemon.pid")
         assert alive(main_pid) and alive(daemon_pid)
         agent.kill()
         agent.wait()
@@ -311,6 +330,51 @@ def test_agent_killed_with_sigkill_takes_the_script_down(tmp_path):
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_script_that_kills_its_supervisor(tmp_path):
+    # Root can kill the supervisor. Then the main script dies of its PDEATHSIG and the
+    # agent kills what is left of the script's session; the run is a sandbox error.
+    r, elapsed = run_script(
+        tmp_path,
+        """
+        import os, signal, time
+        if os.fork() == 0:
+            open('child.pid', 'w').write(str(os.getpid()))
+            time.sleep(1000)
+        while not os.path.exists('child.pid'):
+            time.sleep(0.01)
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(1000)
+        """,
+        timeout_s=30,
+    )
+    assert r.status is ExecStatus.SANDBOX_ERROR and "supervisor" in r.reason
+    assert elapsed < 5 and not alive(read_pids(tmp_path / "child.pid")[0])
+
+
+def test_script_that_freezes_its_supervisor(tmp_path):
+    # SIGSTOP on the supervisor: the agent's safety timer fires, and SIGCONT + SIGTERM
+    # make the supervisor run its own sweep (the child it kills is counted).
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, time
+        if os.fork() == 0:
+            open('child.pid', 'w').write(str(os.getpid()))
+            time.sleep(1000)
+        while not os.path.exists('child.pid'):
+            time.sleep(0.01)
+        os.kill(os.getppid(), signal.SIGSTOP)
+        time.sleep(1000)
+    """))
+    t0 = time.monotonic()
+    r = LocalSandbox(slack_s=1.0).run(
+        [sys.executable, str(script)], tmp_path, safe_env(cwd=tmp_path),
+        Limits(timeout_s=0.5, term_grace_s=0.2), tmp_path / "o.txt", tmp_path / "e.txt",
+    )
+    assert r.status is ExecStatus.SANDBOX_ERROR and "did not finish" in r.reason
+    assert r.descendants_killed >= 1 and time.monotonic() - t0 < 5
+    assert not alive(read_pids(tmp_path / "child.pid")[0])
 
 
 # --- memory --------------------------------------------------------------------------
@@ -348,7 +412,8 @@ def test_tree_cap_sums_over_children(tmp_path):
 
 
 def test_address_space_limit_gives_memory_error(tmp_path):
-    r, _ = run_script(tmp_path, MEMORY_HOG, memory_mb=400, tree_memory_mb=None, timeout_s=20)
+    # the tree cap is only a backstop here: RLIMIT_AS must fire first, at ~400 MB
+    r, _ = run_script(tmp_path, MEMORY_HOG, memory_mb=400, tree_memory_mb=2000, timeout_s=20)
     assert r.status is ExecStatus.MEMORY and not r.memory_exceeded
     assert "MemoryError" in r.stderr_tail
 
@@ -447,4 +512,6 @@ def test_fsize_limit_stops_a_huge_file(tmp_path):
 
 def test_limits_validation(tmp_path):
     with pytest.raises(ValueError):
-        LocalSandbox().run(["true"], tmp_path, {}, Limits(timeout_s=0), tmp_path / "o", tmp_path / "e")
+        LocalSandbox().run(
+            ["true"], tmp_path, {}, Limits(timeout_s=0), tmp_path / "o", tmp_path / "e"
+        )

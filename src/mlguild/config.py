@@ -33,7 +33,7 @@ class SandboxConfig(_Section):
     memory_mb: int | None = Field(None, description="Per-process address-space limit (RLIMIT_AS); off by default.")
     fsize_mb: int = Field(2048, gt=0, description="Largest single file a script may write.")
     nofile: int = Field(1024, gt=0, description="Open-file limit for a script.")
-    output_bytes: int = Field(2_000_000, gt=0, description="Stdout/stderr kept per stream (head and tail).")
+    output_bytes: int = Field(2_000_000, ge=1024, description="Stdout/stderr kept per stream (head and tail).")
     threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
 
 
