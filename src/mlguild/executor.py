@@ -115,10 +115,7 @@ class NodeRunner:
     def _judge(self, result, output: Path) -> Outcome:
         if result.status != ExecStatus.OK:
             tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
-            what = {
-                ExecStatus.TIMEOUT: f"the script ran past its {result.duration_s:.0f} s time limit and was killed",
-                ExecStatus.MEMORY: "the script ran out of memory and was killed",
-            }.get(result.status, f"the script exited with code {result.exit_code} (signal {result.signal})")
+            what = result.reason or f"the script ended with status {result.status.value}"
             return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
         holdout, submission = output / "holdout.csv", output / "submission.csv"
         missing = [p.name for p in (holdout, submission) if not p.is_file()]

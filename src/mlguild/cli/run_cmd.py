@@ -9,7 +9,7 @@ import typer
 
 from ..agent import Agent
 from ..brains import get_brain
-from ..config import load_config, parse_duration
+from ..config import load_config, parse_duration, save_config
 from ..final import grade_final
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import get_sandbox
@@ -105,6 +105,7 @@ def resume(
             if time or iterations:
                 tree = run_dir.config.model_dump()
                 run_dir.config = load_config(None, _overrides([], time, iterations, None, None, None), base=tree)
+                save_config(run_dir.config, run_dir.path / "config.yaml")
             _drive(run_dir)
         finally:
             run_dir.close()
