@@ -13,6 +13,8 @@ from typing import Callable
 
 from .errors import BudgetExhausted
 from .executor import NodeRunner, Outcome, sha256_text
+from .metrics import get_metric
+from .scorer import fingerprint
 from .protocols import Action, Context, HistoryItem, ParentView, Proposal
 from .rundir import RunDir, atomic_write
 from .search.graph import Node
@@ -27,8 +29,8 @@ class Agent:
         self.run = run
         self.brain = brain
         self.policy = policy
-        self.runner = NodeRunner(run, sandbox)
-        self.state: RunState = replay(run.journal.records, self.runner.metric.direction)
+        self.state: RunState = replay(run.journal.records, get_metric(run.spec.metric).direction)
+        self.runner = NodeRunner(run, sandbox, self.state.scorer_fingerprint or fingerprint())
         self.on_event = on_event or (lambda kind, data: None)
         self._session_start = time.monotonic()
 
@@ -117,11 +119,11 @@ class Agent:
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
         node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
-        node.printed_score, node.timing = outcome.printed_score, outcome.timing
+        node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
         self.runner.write_report(node, outcome)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         self.run.journal.append("node_finished", id=node.id, status=node.status, score=node.score,
-                                failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score,
+                                failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score, flags=node.flags,
                                 timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
         is_best = self._sync_best()
         self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})

@@ -21,7 +21,8 @@ from .guard import check_code
 from .metrics import get_metric
 from .rundir import RunDir, atomic_write
 from .sandbox import ExecStatus, Limits, safe_env
-from .scorer import SubmissionFormat, load_answers, read_submission, score_submission
+from .leakcheck import describe, result_flags
+from .scorer import SubmissionFormat, check_fingerprint, load_answers, read_submission, score_submission
 from .search.graph import SCORED, Node
 
 _PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
@@ -40,6 +41,7 @@ class Outcome:
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
+    flags: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     exec: dict = field(default_factory=dict)
 
@@ -56,8 +58,9 @@ def parse_printed_score(stdout: str) -> float | None:
 class NodeRunner:
     """Runs nodes of one run; loads the sealed holdout labels once."""
 
-    def __init__(self, run: RunDir, sandbox):
+    def __init__(self, run: RunDir, sandbox, scorer_fingerprint: str):
         self.run = run
+        self.scorer_fingerprint = scorer_fingerprint
         self.sandbox = sandbox
         spec = run.spec
         self.metric = get_metric(spec.metric)
@@ -126,6 +129,7 @@ class NodeRunner:
             if path.is_symlink() or path.stat().st_nlink > 1:
                 return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
         spec = self.run.spec
+        check_fingerprint(self.scorer_fingerprint)     # a script must not have rewritten the scorer
         try:
             read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
         except SubmissionError as exc:
@@ -137,11 +141,12 @@ class NodeRunner:
             )
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
-        return Outcome(SCORED, score=scored.score.value)
+        value = scored.score.value
+        return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column))
 
     def write_report(self, node: Node, outcome: Outcome) -> None:
         node_dir = self.run.node_dir(node.id)
-        score = {"node": node.id, "status": outcome.status, "holdout_score": outcome.score,
+        score = {"node": node.id, "status": outcome.status, "holdout_score": outcome.score, "flags": outcome.flags,
                  "metric": self.metric.name, "direction": self.metric.direction,
                  "printed_score_untrusted": outcome.printed_score, "timing": outcome.timing}
         atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
@@ -151,6 +156,8 @@ class NodeRunner:
                  f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
                  f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
                  f"- run time: {outcome.timing.get('exec_s', 0):.1f} s"]
+        for flag in outcome.flags:
+            lines.append(f"- ⚠ {describe(flag, self.metric)}")
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")

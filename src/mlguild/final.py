@@ -1,21 +1,22 @@
 """The final, once-per-run grading of the best submission on sealed test answers.
 
 The search never sees this number: it is computed after the loop, from best/submission.csv,
-recorded in the journal as ``final_graded`` and in ``best/final_grade.json``, and never
-recomputed — grading the test set repeatedly would turn it into a second holdout.
+recorded in ``audit/final_grade.json`` (created once, never overwritten), in the journal as
+``final_graded`` and in ``best/final_grade.json``, and never recomputed — grading the test set repeatedly would turn it into a second holdout.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
 from .errors import SubmissionError
 from .executor import NodeRunner
 from .rundir import RunDir, atomic_write
-from .scorer import load_answers, score_submission
+from .scorer import check_fingerprint, load_answers, score_submission
 from .state import RunState
 
 
@@ -23,14 +24,40 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def audit_path(run: RunDir) -> Path:
+    return run.path / "audit" / "final_grade.json"
+
+
+def _write_once(path: Path, record: dict) -> None:
+    """Create the audit record; refuse (FileExistsError) if one exists. fsynced like the journal."""
+    path.parent.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    try:
+        os.write(fd, (json.dumps(record, indent=2) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None:
-    """Grade best/submission.csv once. Returns the grade record, or None when there is nothing to grade."""
+    """Grade best/submission.csv once. Returns the grade record, or None when there is nothing to grade.
+
+    The audit record (node, code hash, submission hash, score, time) is created exclusively
+    before the journal records it, so a kill between the two never allows a second grading.
+    """
     if state.final_grade is not None:
         return state.final_grade
+    audit = audit_path(run)
+    if audit.exists():       # graded, then killed before the journal said so
+        record = json.loads(audit.read_text())
+        run.journal.append("final_graded", **record)
+        state.final_grade = record
+        return record
     answers_path = run.workspace.test_answers
     submission = run.best_dir / "submission.csv"
     if answers_path is None or state.best_id is None or not submission.exists():
         return None
+    check_fingerprint(runner.scorer_fingerprint)
     spec = run.spec
     record: dict = {"node": state.best_id, "metric": spec.metric,
                     "submission_sha256": _sha(submission), "code_sha256": _sha(run.best_dir / "solution.py"),
@@ -43,6 +70,7 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
         record.update(test_score=result.score.value, valid=True)
     except SubmissionError as exc:
         record.update(test_score=None, valid=False, error=f"{exc.reason}: {exc.message}")
+    _write_once(audit, record)
     run.journal.append("final_graded", **record)
     atomic_write(run.best_dir / "final_grade.json", json.dumps(record, indent=2))
     state.final_grade = record

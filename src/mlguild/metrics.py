@@ -53,6 +53,9 @@ class Metric:
     description: str
     truth: Truth | None = None
     params: tuple[str, ...] = ()
+    perfect: float | None = None
+    """The best value the metric can take; None means 1 when maximized, 0 when minimized
+    (true of every metric registered here). Reaching it on a holdout is flagged as a possible leak."""
 
     def __post_init__(self) -> None:
         if self.direction not in ("maximize", "minimize"):
@@ -61,6 +64,8 @@ class Metric:
             raise ValueError(f"metric {self.name!r}: unknown prediction kind {self.prediction!r}")
         if self.truth is None:
             object.__setattr__(self, "truth", _DEFAULT_TRUTH[self.prediction])
+        if self.perfect is None:
+            object.__setattr__(self, "perfect", 1.0 if self.direction == "maximize" else 0.0)
 
     @property
     def grouped(self) -> bool:

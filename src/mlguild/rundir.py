@@ -22,6 +22,7 @@ from .errors import RunError, SubmissionError, TaskError
 from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace, verify_workspace
 from .journal import Journal
 from .profile import DataProfile, profile_workspace
+from .scorer import fingerprint
 from .task import Task, TaskSpec
 
 
@@ -116,7 +117,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         raise
     journal = Journal(path / "journal.jsonl")
     journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
-                   verified_files=report.checked_files, floor_score=floor)
+                   verified_files=report.checked_files, floor_score=floor, scorer_sha256=fingerprint())
     return RunDir(path, config, task.spec, task.description, journal)
 
 

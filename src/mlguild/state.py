@@ -19,6 +19,7 @@ class RunState:
     spent_s: float = 0.0                   # active wall time over all sessions
     sessions: int = 0
     final_grade: dict[str, Any] | None = None
+    scorer_fingerprint: str | None = None      # taken when the run was created
     finished_reason: str | None = None
     _session_elapsed: float = field(default=0.0, repr=False)
 
@@ -54,7 +55,10 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
             node.score = rec.get("score")
             node.failure = rec.get("failure")
             node.printed_score = rec.get("printed_score")
+            node.flags = rec.get("flags", [])
             node.timing = rec.get("timing", {})
+        elif kind == "run_started":
+            state.scorer_fingerprint = rec.get("scorer_sha256")
         elif kind == "best_changed":
             state.best_id = rec["id"]
         elif kind == "final_graded":

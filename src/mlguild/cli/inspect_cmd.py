@@ -42,7 +42,7 @@ def status(
             style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending") else None)
             table.add_row(node.id + (" ★" if node.id == best else ""), node.op, ",".join(node.parents) or "—",
                           node.status, score, printed, f"{node.timing.get('exec_s', 0):.1f}",
-                          str(node.meta.get("recipe", ""))[:40], style=style)
+                          str(node.meta.get("recipe", ""))[:40] + "".join(f" ⚠{f}" for f in node.flags), style=style)
         console.print(f"run {path}")
         console.print(f"task {spec.name}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
                       f"time spent {state.spent_s:.0f} s; last stop: {state.finished_reason or 'running or killed'}")

@@ -53,6 +53,7 @@ class Progress:
             node = data["node"]
             score = f"{node.score:.5g}" if node.score is not None else "—"
             mark = "  [bold green]★ new best[/]" if data["is_best"] else ""
+            mark += "".join(f"  [yellow]⚠ {flag}[/]" for flag in node.flags)
             parent = f" of {','.join(node.parents)}" if node.parents else ""
             what = node.meta.get("recipe") or node.meta.get("summary") or ""
             console.print(

@@ -33,6 +33,7 @@ class Node:
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
+    flags: list[str] = field(default_factory=list)   # leak-check flags (mlguild.leakcheck)
     debug_depth: int = 0                      # consecutive debug steps along this lineage
     branch: str = ""                          # id of the draft this lineage started from
     timing: dict[str, float] = field(default_factory=dict)
