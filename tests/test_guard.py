@@ -30,3 +30,26 @@ def test_paths_into_sealed_data_are_rejected():
 
 def test_neighbouring_paths_are_allowed():
     assert verdict("open('/runs/r1/sealed_notes_elsewhere.txt')\nopen('output/holdout.csv', 'w')\n").ok
+
+
+DATA = RUN / "workspace" / "data"
+
+
+def test_built_paths_into_sealed_data_are_rejected():
+    attacks = [
+        'import os\nopen(os.path.join(os.environ["MLGUILD_DATA"], "..", "..", "sealed", "holdout_answers.csv"))\n',
+        'from pathlib import Path\nimport os\nD = Path(os.environ["MLGUILD_DATA"])\nopen(D / ".." / ".." / "sealed" / "x.csv")\n',
+        'import os\nopen(os.environ["MLGUILD_DATA"] + "/../../journal.jsonl")\n',
+        'import os\nd = os.environ["MLGUILD_DATA"]\nopen(f"{d}/../../sealed/holdout_answers.csv")\n',
+        'from pathlib import Path\nopen(Path("..") / ".." / "sealed")\n',
+    ]
+    for code in attacks:
+        v = check_code(code, NODE, FORBIDDEN, data_dir=DATA)
+        assert not v.ok and v.kind == "guard_rejected", code
+
+
+def test_honest_path_building_passes():
+    code = ('import os\nfrom pathlib import Path\nD = Path(os.environ["MLGUILD_DATA"])\n'
+            'train = D / "train.csv"\nout = os.path.join("output", "holdout.csv")\n'
+            'name = "sealed"\nmodels = {"test": 1, "sealed": 2}\nprint(f"{D}/train.csv")\n')
+    assert check_code(code, NODE, FORBIDDEN, data_dir=DATA).ok

@@ -83,7 +83,7 @@ class NodeRunner:
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
-        verdict = check_code(code, node_dir.resolve(), self.forbidden)
+        verdict = check_code(code, node_dir.resolve(), self.forbidden, data_dir=self.run.workspace.data_dir.resolve())
         if not verdict.ok:
             return Outcome(verdict.kind or "guard_rejected", failure=verdict.reason,
                            timing={"exec_s": 0.0, "harness_s": time.monotonic() - started})
