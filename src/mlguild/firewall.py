@@ -257,7 +257,7 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
 def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
     """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
     sealed labels more often than chance (independence) allows — by 3 standard deviations and at
-    least 5 rows. A constant placeholder (a sample submission) matches exactly at chance; a copy,
+    least 5 rows. A constant template value (a sample submission) matches exactly at chance; a copy,
     or a leak of a few percent of rows, does not."""
     frame = read_csv_exact(path)
     if id_column not in frame.columns:

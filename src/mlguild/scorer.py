@@ -319,7 +319,7 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
 def fingerprint() -> str:
     """SHA-256 over the scorer's own source files (this module, its CSV reader and metrics.py)."""
     h = hashlib.sha256()
-    for name in ("scorer.py", "strict_csv.py", "metrics.py"):
+    for name in ("scorer.py", "strict_csv.py", "metrics.py", "score.py"):
         h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes() + b"\0")
     return h.hexdigest()
 
