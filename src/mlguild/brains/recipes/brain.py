@@ -1,0 +1,228 @@
+"""RecipeBrain: drafts, improves and debugs solutions from a catalogue of proven recipes.
+
+It needs no LLM and no network, so it is the embedded default and the floor any other
+brain must beat. Every choice is a small seeded function of the task, the data profile
+and the history, and every proposal carries its full recipe meta so that the next step
+(improve, debug, fuse) can work from exact parameters instead of parsing code.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import random
+from collections import Counter
+from typing import Any
+
+from ...errors import TaskError
+from ...protocols import Action, Context, ParentView, Proposal
+from .catalog import FALLBACK, RECIPES, Recipe, draft_meta, recipes_for
+from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
+from .render import prediction_kind, render_script
+
+_SLOW = ("timeout", "memory")
+
+
+class RecipeBrain:
+    """Offline brain: ``propose`` returns a plan, a standalone script and the recipe meta."""
+
+    name = "recipes"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def propose(self, action: Action, context: Context) -> Proposal:
+        _check_supported(context.task)
+        parent = _parent(action, context)
+        if action.op == "draft" or parent is None:
+            return self._draft(context)
+        if action.op == "improve":
+            return self._improve(parent, context)
+        if action.op == "debug":
+            return self._debug(parent, context)
+        raise ValueError(f"the recipe brain has no {action.op!r} operation")
+
+    # ------------------------------------------------------------------ operations
+
+    def _draft(self, context: Context, note: str = "") -> Proposal:
+        task, profile = context.task, context.profile
+        names = recipes_for(task)
+        drafts = [h.meta for h in context.history if h.op == "draft" and h.meta.get("brain") == "recipes"]
+        counts = Counter(m.get("recipe") for m in drafts)
+        fresh = [n for n in names if counts[n] == 0]
+        name = fresh[0] if fresh else min(names, key=lambda n: (counts[n], names.index(n)))
+        meta = draft_meta(name, task, profile)
+        recipe = RECIPES[name]
+        lines = [f"## Draft: {recipe.title}", ""]
+        if note:
+            lines += [note, ""]
+        lines += [
+            f"**What:** {recipe.title}; {_data_line(task, profile)}; "
+            f"{meta['run']['n_folds']}-fold cross-validation, test predictions averaged over the fold models.",
+            f"**Why:** {recipe.why}.",
+        ]
+        summary = f"Why this recipe: {recipe.why}."
+        if not fresh:
+            # Every family has a draft already: vary this one so the new draft is not a copy.
+            used = {m.get("move") for m in drafts if m.get("recipe") == name}
+            options = _variants(meta, recipe, context, used) or _variants(meta, recipe, context, set())
+            if options:
+                chosen, varied = self._rng(context, "draft", name).choice(options)
+                move = "+".join(m.name for m in chosen)
+                varied.update(move=move, moves=[move], changed=diff(meta, varied))
+                lines.append(f"**Variation:** every recipe has a draft already, so this one starts with "
+                             f"`{move}` ({_describe(varied['changed'])}): {'; '.join(m.why for m in chosen)}.")
+                summary += f" Varied from the defaults by {move}."
+                meta = varied
+        return self._proposal(lines, summary, meta, context)
+
+    def _improve(self, parent: ParentView, context: Context) -> Proposal:
+        recipe = RECIPES.get(parent.meta.get("recipe", "")) if parent.meta.get("brain") == "recipes" else None
+        if recipe is None:
+            return self._draft(context, f"Parent `{parent.node_id}` was not written by the recipe brain, "
+                                        "so there are no recipe parameters to vary; drafting a recipe instead.")
+        tried = {h.meta.get("move") for h in context.history if h.meta.get("parent") == parent.node_id}
+        options = _variants(parent.meta, recipe, context, tried)
+        if not options:
+            return self._draft(context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead.")
+        chosen, meta = self._rng(context, "improve", parent.node_id).choice(options)
+        name = "+".join(m.name for m in chosen)
+        changed = diff(parent.meta, meta)
+        meta.update(move=name, parent=parent.node_id, moves=[*parent.meta.get("moves", []), name], changed=changed)
+        why = "; ".join(m.why for m in chosen)
+        lines = [
+            f"## Improve: {name} ({recipe.title})",
+            "",
+            f"Parent `{parent.node_id}` scored {_score(parent, context)}.",
+            "",
+            f"**Change:** {_describe(changed)}.",
+            f"**Why:** {why}.",
+        ]
+        summary = f"{recipe.title}, changed from node {parent.node_id} by {name} ({_describe(changed)}): {why}."
+        return self._proposal(lines, summary, meta, context)
+
+    def _debug(self, parent: ParentView, context: Context) -> Proposal:
+        task, profile = context.task, context.profile
+        facts = Facts.of(task, profile)
+        old = parent.meta if parent.meta.get("brain") == "recipes" and parent.meta.get("recipe") in RECIPES else None
+        fallback = FALLBACK.get(task.get("modality", "tabular"), "hist_gb")
+        last_move = (old or {}).get("move") or ""
+        if old is not None and parent.status in _SLOW:
+            meta, move = copy.deepcopy(old), "shrink"
+            shrink(meta, RECIPES[old["recipe"]], facts)
+            why = (f"the run hit its {parent.status} limit, so every costly part is halved: "
+                   "fewer or cheaper models, fewer folds, smaller feature sets, capped training rows")
+        elif old is not None and old.get("changed") and all(m in MOVES for m in last_move.split("+")):
+            meta, move = copy.deepcopy(old), f"undo_{last_move}"
+            undo(meta, old["changed"])
+            why = f"the parent's own change ({last_move}) is the likely cause, so it is undone"
+        elif old is None or old["recipe"] != fallback:
+            meta, move = draft_meta(fallback, task, profile), "fallback"
+            why = ("the failure is not one a parameter explains, so this falls back to the most robust "
+                   f"{task.get('modality', 'tabular')} recipe")
+        else:
+            meta, move = draft_meta(fallback, task, profile), "fallback_shrink"
+            shrink(meta, RECIPES[fallback], facts)
+            why = "the most robust recipe failed too, so it is retried from its defaults at half the cost"
+        same_recipe = old is not None and old["recipe"] == meta["recipe"]
+        changed = diff(old, meta) if same_recipe else {}
+        moves = [*old.get("moves", []), move] if same_recipe else [move]
+        meta.update(move=move, parent=parent.node_id, changed=changed, moves=moves)
+        recipe = RECIPES[meta["recipe"]]
+        lines = [
+            f"## Debug: {move} ({recipe.title})",
+            "",
+            f"**What failed:** node `{parent.node_id}` ended with `{parent.status}`: {_failure_line(parent)}",
+            f"**Change:** {_describe(changed) if changed else f'a fresh script ({recipe.title}, default settings)'}.",
+            f"**Why:** {why}.",
+        ]
+        summary = f"{recipe.title}, fixing node {parent.node_id} ({parent.status}): {why}."
+        return self._proposal(lines, summary, meta, context)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _proposal(self, lines: list[str], summary: str, meta: dict[str, Any], context: Context) -> Proposal:
+        code = render_script(context.task, context.profile, meta, summary)
+        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta)
+
+    def _rng(self, context: Context, *key: str) -> random.Random:
+        # A string seed hashes the same way in every process (unlike hash()), so runs replay.
+        return random.Random(":".join([str(self.seed), str(context.seed), str(context.iteration), *key]))
+
+
+def _check_supported(task: dict[str, Any]) -> None:
+    fix = "use a brain that writes its own code for this task (not --brain recipes)"
+    if task["task_type"] == "ranking" or prediction_kind(task) == "ranked_list":
+        raise TaskError("the recipe brain has no recipes for ranking tasks", fix)
+    if len(task["target_columns"]) != 1:
+        raise TaskError(f"the recipe brain handles one target column; this task has {task['target_columns']}", fix)
+    kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1
+    n_classes = len(task.get("classes") or task["submission_columns"][1:])
+    if n_pred != (n_classes if kind == "class_probabilities" else 1):
+        raise TaskError(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
+
+
+def _parent(action: Action, context: Context) -> ParentView | None:
+    if not context.parents:
+        return None
+    wanted = action.parents[0] if action.parents else None
+    return next((p for p in context.parents if p.node_id == wanted), context.parents[0])
+
+
+def _variants(meta: dict[str, Any], recipe: Recipe, context: Context,
+              tried: set[str]) -> list[tuple[tuple[Move, ...], dict[str, Any]]]:
+    """(moves, resulting meta) for each untried single move on ``meta`` — or each pair, once
+    the singles are used up — leaving out results that some earlier node already ran (a
+    weaker penalty after a stronger one would just repeat the grandparent)."""
+    facts = Facts.of(context.task, context.profile)
+    seen = {_fingerprint(h.meta) for h in context.history} | {_fingerprint(meta)}
+    moves = applicable(meta, recipe, facts)
+    for size in (1, 2):
+        options = []
+        for combo in itertools.combinations(moves, size):
+            if "+".join(m.name for m in combo) in tried:
+                continue
+            trial = copy.deepcopy(meta)
+            for move in combo:
+                move.apply(trial, recipe, facts)
+            if _fingerprint(trial) not in seen:
+                options.append((combo, trial))
+        if options:
+            return options
+    return []
+
+
+def _fingerprint(meta: dict[str, Any]) -> str:
+    """What a script's behaviour depends on: equal fingerprints render equal scripts."""
+    parts = [meta.get(k) for k in ("recipe", "params", "features", "run")]
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def _describe(changed: dict[str, list[Any]]) -> str:
+    parts = []
+    for path, (before, after) in changed.items():
+        key = path.split(".", 1)[1]
+        parts.append(f"`{key}` {before!r} → {after!r}" if before is not None else f"`{key}` = {after!r} (new)")
+    return ", ".join(parts) or "no parameter change"
+
+
+def _data_line(task: dict[str, Any], profile: dict[str, Any]) -> str:
+    kinds = Counter(c["kind"] for c in profile.get("columns", []))
+    cols = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return f"{task['task_type']} task, {profile.get('n_train', '?')} training rows, columns: {cols or 'none profiled'}"
+
+
+def _score(parent: ParentView, context: Context) -> str:
+    if parent.score is None:
+        return "nothing (no score)"
+    return f"{parent.score:.5g} ({context.task['metric']}, {context.direction})"
+
+
+def _failure_line(parent: ParentView) -> str:
+    text = (parent.failure or parent.stderr_tail or "no message").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return f"`{lines[-1][:300]}`" if lines else "no message"
+
+
+__all__ = ["RecipeBrain"]

