@@ -1,0 +1,88 @@
+"""A content-addressed reply cache, so a resumed run never pays twice for the same prompt.
+
+Key: sha256 of (model, messages, max_tokens, temperature) as canonical JSON. Value: the
+Completion, one JSON file per key at ``<dir>/<key[:2]>/<key>.json``.
+
+Files rather than SQLite because the cache lives in the run directory, which DESIGN.md
+promises is plain files a human can read (``cat`` shows the prompt and the reply), and
+because several worker processes may share it: a write is temp file + fsync + ``os.replace``,
+atomic on POSIX, so a reader sees a whole entry or none, with no lock and no journal mode
+to get wrong on a network filesystem. Two workers filling one key race harmlessly: both
+write a valid reply and the last rename wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .base import Completion, Message
+
+FORMAT = 1
+
+
+def cache_key(model: str, messages: list[Message], max_tokens: int, temperature: float) -> str:
+    """The hex sha256 naming one request. Labels (purpose, node) and timeouts are not part of
+    it: they do not change what the model is asked."""
+    payload = {"model": model, "messages": [[m.role, m.content] for m in messages],
+               "max_tokens": int(max_tokens), "temperature": float(temperature)}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ReplyCache:
+    """Replies stored under ``directory`` (created on first write)."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, model: str, messages: list[Message], max_tokens: int, temperature: float) -> Completion | None:
+        """The stored reply marked ``cached=True`` and free (``cost_usd=0``), or None.
+
+        An unreadable entry (hand-edited, or from another format) is a miss, never an error:
+        the worst outcome of a bad cache file must be paying for the call again.
+        """
+        path = self._path(cache_key(model, messages, max_tokens, temperature))
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            if entry.get("format") != FORMAT:
+                return None
+            completion = Completion.from_dict(entry["completion"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return replace(completion, cached=True, cost_usd=0.0, latency_s=0.0)
+
+    def put(self, messages: list[Message], max_tokens: int, temperature: float, completion: Completion) -> Path:
+        """Store ``completion`` under the key of (its model, the request). Atomic; returns the path."""
+        key = cache_key(completion.model, messages, max_tokens, temperature)
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry: dict[str, Any] = {
+            "format": FORMAT,
+            "key": key,
+            "request": {"model": completion.model, "max_tokens": max_tokens, "temperature": temperature,
+                        "messages": [{"role": m.role, "content": m.content} for m in messages]},
+            "completion": replace(completion, cached=False).to_dict(),
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle, ensure_ascii=False, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.directory.glob("*/*.json")) if self.directory.exists() else 0
