@@ -11,7 +11,8 @@ import shutil
 import time
 from typing import Callable
 
-from .errors import BudgetExhausted
+from .coder import CoderFailure
+from .errors import BudgetExhausted, MlguildError
 from .executor import NodeRunner, Outcome, sha256_text
 from .metrics import get_metric
 from .scorer import fingerprint
@@ -32,6 +33,7 @@ class Agent:
         self.state: RunState = replay(run.journal.records, get_metric(run.spec.metric).direction)
         self.runner = NodeRunner(run, sandbox, self.state.scorer_fingerprint or fingerprint())
         self.on_event = on_event or (lambda kind, data: None)
+        self._profile = run.profile.to_dict()
         self._session_start = time.monotonic()
 
     # --- budget ---
@@ -83,10 +85,17 @@ class Agent:
         node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
         started = time.monotonic()
         self.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
+        failed_as = "brain_error"
         try:
             proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
             failure = None
-        except Exception as exc:   # a brain bug or a bad reply must not end the run
+        except (BudgetExhausted, MlguildError):
+            raise                  # a spent LLM budget or an unusable setup stops the run, said clearly
+        except CoderFailure as exc:   # truncated, no code, diff mismatch: named for the next prompt
+            failed_as, failure = exc.failure.kind, exc.failure.message
+            partial = exc.failure.detail if exc.failure.kind == "truncated" else ""
+            proposal = Proposal(plan=f"({exc.failure.kind}: {exc.failure.message})", code=partial)
+        except Exception as exc:   # a brain bug must not end the run
             proposal, failure = Proposal(plan=f"(the brain failed: {exc})", code=""), f"{type(exc).__name__}: {exc}"
         brain_s = time.monotonic() - started
         node.plan, node.meta = proposal.plan, proposal.meta
@@ -98,7 +107,7 @@ class Agent:
             "plan": node.plan, "meta": node.meta, "code_sha256": sha256_text(proposal.code), "reason": action.reason,
         }, session_elapsed_s=round(self.elapsed(), 3))
         if failure is not None:
-            outcome = Outcome("brain_error", failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
+            outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
             outcome = self.runner.execute(node, timeout, seed=self.run.config.brain.seed)
         outcome.timing["brain_s"] = round(brain_s, 4)
@@ -156,9 +165,10 @@ class Agent:
         parents = tuple(self._parent_view(graph[p]) for p in action.parents)
         history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta) for n in list(graph)[-_HISTORY_LIMIT:])
         return Context(
-            task=self.run.spec.public_dict(), description=self.run.description, profile=self.run.profile.to_dict(),
+            task=self.run.spec.public_dict(), description=self.run.description, profile=self._profile,
             parents=parents, history=history, direction=self.runner.metric.direction,
             script_timeout_s=timeout, seed=self.run.config.brain.seed, iteration=iteration,
+            stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
         )
 
     def _parent_view(self, node: Node) -> ParentView:

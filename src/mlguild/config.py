@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .llm.config import LLMConfig
 
 
 class _Section(BaseModel):
@@ -52,8 +53,10 @@ class BudgetConfig(_Section):
 
 
 class BrainConfig(_Section):
-    name: str = Field("recipes", description="Brain: recipes (offline) or scripted (tests, --dry-run).")
+    name: str = Field("auto", description="Brain: auto (llm if a model is set, else recipes), recipes, llm, hybrid, scripted.")
     seed: int = Field(0, description="Seed of the brain's random choices.")
+    diff_mode: bool = Field(True, description="LLM improves as SEARCH/REPLACE edits (falls back to a rewrite).")
+    stepwise: bool = Field(False, description="LLM drafts written part by part: data, features, model, train, predict.")
 
 
 class FinalConfig(_Section):
@@ -69,6 +72,7 @@ class Config(_Section):
     budget: BudgetConfig = BudgetConfig()
     brain: BrainConfig = BrainConfig()
     final: FinalConfig = FinalConfig()
+    llm: LLMConfig = LLMConfig()
 
 
 def _parse_value(text: str) -> Any:

@@ -62,6 +62,7 @@ class Context:
     script_timeout_s: float
     seed: int
     iteration: int
+    stagnation: int = 0              # attempts in the parent's branch since it last improved
 
 
 @dataclass(frozen=True)

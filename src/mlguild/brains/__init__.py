@@ -1,19 +1,49 @@
-"""Brains turn an Action plus Context into a Proposal. Picked by name; heavy ones load lazily."""
+"""Brains turn an Action plus Context into a Proposal. Picked by name; heavy ones load lazily.
+
+- ``recipes``: the offline recipe brain (no LLM) — the default when no model is configured;
+- ``llm``: prompts + Coder over an LLM (``--model provider/name``);
+- ``hybrid``: recipes draft, the LLM improves and repairs;
+- ``scripted``: replays proposals (tests, ``--dry-run``).
+"""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..errors import ConfigError
 
-BRAINS = ("recipes", "scripted")
+BRAINS = ("auto", "recipes", "llm", "hybrid", "scripted")
 
 
-def get_brain(name: str, seed: int = 0):
-    if name == "recipes":
-        from .recipes import RecipeBrain
+def resolve_brain_name(name: str, has_model: bool) -> str:
+    """``auto`` means llm when a model is configured, else recipes."""
+    if name == "auto":
+        return "llm" if has_model else "recipes"
+    if name in ("llm", "hybrid") and not has_model:
+        raise ConfigError(f"--brain {name} needs a model", "pass --model provider/name (e.g. --model ollama/qwen2.5-coder:14b), or use --brain recipes")
+    return name
 
-        return RecipeBrain(seed=seed)
+
+def get_brain(name: str, seed: int = 0, llm_factory: Callable[[], object] | None = None, options=None):
+    """Build a brain by resolved name; ``llm_factory`` builds the LLM only when one is needed."""
     if name == "scripted":
         from .scripted import ScriptedBrain
 
         return ScriptedBrain()
+    if name == "recipes":
+        from .recipes import RecipeBrain
+
+        return RecipeBrain(seed=seed)
+    if name in ("llm", "hybrid"):
+        from .llm_brain import LLMBrain
+
+        if llm_factory is None:
+            raise ConfigError(f"the {name} brain needs an LLM", "pass --model provider/name")
+        llm_brain = LLMBrain(llm_factory(), options)
+        if name == "llm":
+            return llm_brain
+        from .hybrid import HybridBrain
+        from .recipes import RecipeBrain
+
+        return HybridBrain(RecipeBrain(seed=seed), llm_brain)
     raise ConfigError(f"unknown brain {name!r}", f"use --brain with one of: {', '.join(BRAINS)}")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..errors import RunError
 from ..journal import read_journal
+from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..state import replay
 from ..task import TaskSpec
@@ -47,6 +48,9 @@ def status(
         console.print(f"task {spec.name}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
                       f"time spent {state.spent_s:.0f} s; last stop: {state.finished_reason or 'running or killed'}")
         console.print(table)
+        calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
+        if calls:
+            console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_grade:
             g = state.final_grade
             console.print(f"final test grade ({spec.metric}, node {g['node']}, graded once): {g.get('test_score')}")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from ..agent import Agent
-from ..brains import get_brain
+from ..brains import get_brain, resolve_brain_name
+from ..brains.llm_brain import LLMBrainOptions
+from ..brains.scripted import PRIOR_SCRIPT
+from ..llm.config import build_router
+from ..llm.registry import make_llm
+from ..llm.scripted import ScriptedLLM
 from ..config import load_config, parse_duration, save_config
 from ..final import grade_final
 from ..rundir import RunDir, create_run, open_run
@@ -20,8 +27,10 @@ from .task_cmd import resolve_task
 
 
 def _overrides(sets: list[str], time: str | None, iterations: int | None, brain: str | None,
-               script_timeout: str | None, seed: int | None) -> list[str]:
+               script_timeout: str | None, seed: int | None, models: list[str] | None = None) -> list[str]:
     out = list(sets)
+    if models:
+        out.append(f"llm.models={json.dumps(models)}")
     if time:
         out.append(f"budget.time_s={parse_duration(time)}")
     if iterations:
@@ -35,13 +44,37 @@ def _overrides(sets: list[str], time: str | None, iterations: int | None, brain:
     return out
 
 
-def _drive(run: RunDir) -> None:
+def _brain_for(run: RunDir, fake_llm: bool = False):
+    """The brain the config asks for; an LLM is built (and its keys checked) only if needed."""
     cfg = run.config
-    brain = get_brain(cfg.brain.name, seed=cfg.brain.seed)
-    agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm)
+
+    def llm_factory():
+        if fake_llm and not cfg.llm.models:
+            return ScriptedLLM(model="scripted/prior", default=f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n")
+        records = [r for r in run.journal.records if r["type"] == "llm_call"]
+        return build_router(cfg.llm, run_dir=run.path, records=records,
+                            sink=lambda rec: run.journal.append("llm_call", **rec))
+
+    options = LLMBrainOptions(max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                              diff_mode=cfg.brain.diff_mode, stepwise=cfg.brain.stepwise,
+                              threads=cfg.sandbox.threads or os.cpu_count() or 1)
+    brain = get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
+    chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if fake_llm else "")
+    line = {"recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
+            "llm": f"llm ({chain})", "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
+            "scripted": "scripted (dry run)"}[name]
+    return brain, line
+
+
+def _drive(run: RunDir, fake_llm: bool = False) -> None:
+    cfg = run.config
+    brain, brain_line = _brain_for(run, fake_llm)
+    sandbox = get_sandbox(cfg.sandbox.kind)
+    agent = Agent(run, brain, get_policy(cfg.search), sandbox)
     console.print(f"run   {run.path}")
     console.print(f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
-    console.print(f"brain {brain.name}" + (" (offline recipes; no LLM configured)" if brain.name == "recipes" else ""))
+    console.print(f"brain {brain_line}")
     with Progress(agent) as progress:
         agent.on_event = progress
         reason = agent.run_loop()
@@ -62,7 +95,8 @@ def run(
     task: str = typer.Argument(..., help="A task folder, example:NAME, or csv:PATH (then --target)."),
     time: Optional[str] = typer.Option(None, "--time", "-t", help="Wall-clock budget, e.g. 90s, 5m, 2h."),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="Maximum number of nodes."),
-    brain: Optional[str] = typer.Option(None, help="recipes (offline default) or scripted."),
+    brain: Optional[str] = typer.Option(None, help="auto (llm if --model is given, else recipes), recipes, llm, hybrid, scripted."),
+    model: List[str] = typer.Option([], "--model", "-m", help="LLM as provider/name, e.g. openai/gpt-4.1 or ollama/qwen2.5-coder:14b; repeat for a fallback chain."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Scripted brain and tiny budget: checks the whole pipeline in seconds."),
     target: Optional[str] = typer.Option(None, help="Target column, for csv: sources."),
     runs_dir: Path = typer.Option(None, help="Where runs are written (default ./runs or $MLGUILD_RUNS)."),
@@ -77,8 +111,11 @@ def run(
         if dry_run:
             brain = brain or "scripted"
             iterations = iterations or 4
-        overrides = _overrides(set_, time, iterations, brain, script_timeout, seed)
+        overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model)
         cfg = load_config(config, overrides)
+        resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)   # fail before any work
+        for name in cfg.llm.models:
+            make_llm(name)                     # a missing key or SDK fails now, naming the fix
         if cfg.budget.time_s is None and cfg.budget.iterations is None:
             cfg = load_config(config, overrides + ["budget.time_s=600"])
             console.print("no --time or --iterations given: using a 10 minute budget")
@@ -86,7 +123,7 @@ def run(
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         run_dir.lock()
         try:
-            _drive(run_dir)
+            _drive(run_dir, fake_llm=dry_run)
         finally:
             run_dir.close()
 

@@ -15,10 +15,13 @@ SCORED = "scored"
 PENDING = "pending"
 # Failure kinds a node can end in; each has a name the next debug step receives.
 FAILURES = (
-    "brain_error", "syntax_error", "guard_rejected", "timeout", "memory", "crash",
-    "missing_output", "invalid_output", "interrupted", "sandbox_error",
+    "brain_error", "truncated", "no_code", "diff_mismatch", "syntax_error", "guard_rejected",
+    "timeout", "memory", "disk", "crash", "missing_output", "invalid_output", "interrupted", "sandbox_error",
 )
-DEBUGGABLE = frozenset({"syntax_error", "guard_rejected", "timeout", "memory", "crash", "missing_output", "invalid_output"})
+# A truncated node keeps its partial code, so a debug step can complete it; no_code and
+# diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
+DEBUGGABLE = frozenset({"truncated", "syntax_error", "guard_rejected", "timeout", "memory", "disk", "crash",
+                        "missing_output", "invalid_output"})
 
 
 @dataclass
@@ -103,6 +106,19 @@ class SearchGraph:
         """Finished, failed nodes that nothing has been built on yet."""
         with_children = {p for n in self.nodes.values() for p in n.parents}
         return [n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children]
+
+    def stagnation(self, node_id: str) -> int:
+        """Finished nodes in ``node_id``'s branch since the branch's best score was set."""
+        branch = self.nodes[node_id].branch
+        members = [n for n in self.nodes.values() if n.branch == branch and n.finished]
+        best_key, since = None, 0
+        for n in members:   # creation order
+            key = self.score_of(n).key()
+            if n.ok and (best_key is None or key > best_key):
+                best_key, since = key, 0
+            else:
+                since += 1
+        return since
 
     def next_id(self) -> str:
         return f"n{len(self.nodes) + 1:04d}"

@@ -1,0 +1,37 @@
+"""Hybrid brain: recipes give the cold-start drafts, the LLM improves and repairs.
+
+If every model of the LLM chain is parked (quota) the run does not stop: the recipes take
+over the remaining steps, and the switch is said once on the node's plan.
+"""
+
+from __future__ import annotations
+
+from ..llm.errors import AllModelsExhausted
+from ..protocols import Action, Context, Proposal
+
+
+class HybridBrain:
+    name = "hybrid"
+
+    def __init__(self, recipes, llm_brain):
+        self.recipes = recipes
+        self.llm_brain = llm_brain
+        self.llm_down: str | None = None
+
+    def propose(self, action: Action, context: Context) -> Proposal:
+        if action.op == "draft" or self.llm_down:
+            return self._by_recipes(action, context)
+        try:
+            return self.llm_brain.propose(action, context)
+        except AllModelsExhausted as exc:
+            self.llm_down = str(exc).splitlines()[0]
+            proposal = self._by_recipes(action, context)
+            return Proposal(f"(every LLM is parked: {self.llm_down}; the recipes continue)\n\n{proposal.plan}",
+                            proposal.code, proposal.meta)
+
+    def _by_recipes(self, action: Action, context: Context) -> Proposal:
+        # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written
+        # parent is answered with a fresh recipe draft instead.
+        if action.op != "draft" and not all(p.meta.get("recipe") for p in context.parents):
+            action = Action("draft", (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
+        return self.recipes.propose(action, context)

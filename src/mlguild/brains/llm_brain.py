@@ -1,0 +1,186 @@
+"""The LLM brain: prompts from templates, code through the Coder, every failure named.
+
+Context isolation (CoMind's lesson): an implementation prompt sees the task summary, the data
+summary and the current plan or parent code — never the whole history — so prompt size stays
+bounded however long the run. Only the draft prompt gets a short list of what was tried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..coder import (
+    MAX_CONTINUATIONS, CoderFailure, apply_edits, continue_prompt, diff_retry_prompt,
+    extract_code, failure_from_node, join_continuation, parse_edits, should_fallback_to_rewrite,
+)
+from ..coder.stepwise import STEP_ORDER, assemble_parts
+from ..llm.base import LLM, Completion, Message
+from ..profile import DataProfile, summary_text
+from ..prompting import prediction_help, render
+from ..protocols import Action, Context, ParentView, Proposal
+
+_SUMMARY_THRESHOLD = 2500       # shorter descriptions are used as they are (no summary call)
+_TRIED_LIMIT = 12
+_FORMAT_REMINDER = ("Your reply had no Python code. Reply again with a short plan and the complete "
+                    "script in a single ```python fenced block.")
+STEP_HELP = {
+    "data": "load the data files, define the id/target columns and the validation split",
+    "features": "feature engineering and preprocessing shared by train, holdout and test",
+    "model": "the model(s) and their hyperparameters",
+    "train": "training with validation (print `cv_score: <number>`)",
+    "predict": "predicting holdout and test rows and writing output/holdout.csv and output/submission.csv",
+}
+
+
+@dataclass
+class LLMBrainOptions:
+    max_tokens: int = 16384
+    temperature: float = 0.2
+    diff_mode: bool = True          # improve with SEARCH/REPLACE edits, falling back to a rewrite
+    stepwise: bool = False          # write drafts part by part (data, features, model, train, predict)
+    threads: int = 2
+
+
+def stagnation_tier(stagnation: int) -> int:
+    """1: tune; 2: change a component; 3: change the paradigm (MLEvolve's escalation)."""
+    return 1 if stagnation < 2 else 2 if stagnation < 4 else 3
+
+
+class LLMBrain:
+    name = "llm"
+
+    def __init__(self, llm: LLM, options: LLMBrainOptions | None = None):
+        self.llm = llm
+        self.options = options or LLMBrainOptions()
+        self._summary: str | None = None
+
+    # --- entry point ---
+    def propose(self, action: Action, context: Context) -> Proposal:
+        node = f"n{context.iteration + 1:04d}"
+        common = self._common(context)
+        if action.op == "debug":
+            parent = context.parents[0]
+            failure = failure_from_node(parent.status, parent.failure, parent.stderr_tail)
+            prompt = render("debug", **common, parent=parent, failure=failure)
+            plan, code = self._full_script(prompt, "debug", node)
+        elif action.op == "improve":
+            parent = context.parents[0]
+            plan, code = self._improve(common, parent, context, node)
+        else:
+            tried = [_tried_line(h) for h in context.history[-_TRIED_LIMIT:]]
+            if self.options.stepwise:
+                plan, code = self._stepwise(common, tried, node)
+            else:
+                plan, code = self._full_script(render("draft", **common, tried=tried), "draft", node)
+        return Proposal(plan=plan, code=code, meta={"summary": _first_line(plan), "model": self.llm.model})
+
+    # --- prompts ---
+    def _common(self, context: Context) -> dict:
+        task = context.task
+        profile = DataProfile.from_dict(context.profile)
+        return dict(task=task, task_summary=self._task_summary(context, profile),
+                    data_summary=summary_text(profile, max_columns=40), prediction_help=prediction_help(task),
+                    time_budget_s=int(context.script_timeout_s))
+
+    def _task_summary(self, context: Context, profile: DataProfile) -> str:
+        if self._summary is None:
+            if len(context.description) <= _SUMMARY_THRESHOLD:
+                self._summary = context.description.strip()
+            else:   # once per run (and cached across resumes by the LLM cache)
+                prompt = render("task_summary", description=context.description,
+                                data_summary=summary_text(profile, max_columns=40), max_words=250)
+                self._summary = self._ask([Message("user", prompt)], "task_summary", "").text.strip()
+        return self._summary
+
+    def _messages(self, prompt: str) -> list[Message]:
+        system = render("system", threads=self.options.threads, gpu=False, extra_libraries="")
+        return [Message("system", system), Message("user", prompt)]
+
+    def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
+        return self.llm.complete(messages, max_tokens=self.options.max_tokens,
+                                 temperature=self.options.temperature, purpose=purpose, node=node)
+
+    # --- a whole script, completing truncated replies instead of re-deriving them ---
+    def _full_script(self, prompt: str, purpose: str, node: str) -> tuple[str, str]:
+        messages = self._messages(prompt)
+        reply = self._ask(messages, purpose, node)
+        extraction = extract_code(reply.text, reply.finish_reason)
+        if extraction.failure and extraction.failure.kind == "no_code":
+            messages = messages + [Message("assistant", reply.text), Message("user", _FORMAT_REMINDER)]
+            reply = self._ask(messages, f"{purpose}:reformat", node)
+            extraction = extract_code(reply.text, reply.finish_reason)
+        plan = extraction.plan
+        for _ in range(MAX_CONTINUATIONS):
+            if not (extraction.failure and extraction.failure.kind == "truncated"):
+                break
+            partial = extraction.partial or ""
+            messages = messages + [Message("assistant", reply.text), Message("user", continue_prompt(partial))]
+            reply = self._ask(messages, f"{purpose}:continue", node)
+            extraction = join_continuation(partial, reply.text, reply.finish_reason)
+        if extraction.failure is not None:
+            raise CoderFailure(extraction.failure)
+        return plan or "(no plan given)", extraction.code or ""
+
+    # --- improve: diff edits with re-prompts, then a full rewrite ---
+    def _improve(self, common: dict, parent: ParentView, context: Context, node: str) -> tuple[str, str]:
+        stagnation = context.stagnation
+        score = f"{parent.score:.6g}" if parent.score is not None else "—"
+        variables = dict(common, parent=parent, parent_score=score, tier=stagnation_tier(stagnation),
+                         stagnation=stagnation)
+        if not self.options.diff_mode:
+            return self._full_script(render("improve", **variables, diff_mode=False), "improve", node)
+        messages = self._messages(render("improve", **variables, diff_mode=True))
+        code, attempts = parent.code, 0
+        while True:
+            reply = self._ask(messages, "improve:diff" if attempts == 0 else "improve:diff_retry", node)
+            edits = parse_edits(reply.text)
+            if not edits:   # the model answered with a whole script instead: accept it if it is one
+                extraction = extract_code(reply.text, reply.finish_reason)
+                if extraction.ok:
+                    return extraction.plan or "(no plan given)", extraction.code or ""
+                break
+            result = apply_edits(code, edits)
+            code = result.code
+            plan = _prose_before_edits(reply.text)
+            if result.ok:
+                return plan or "(no plan given)", code
+            attempts += 1
+            if should_fallback_to_rewrite(attempts, result.failures, len(edits)):
+                break
+            messages = messages + [Message("assistant", reply.text),
+                                   Message("user", diff_retry_prompt(result.failures))]
+        return self._full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
+
+    # --- stepwise drafts ---
+    def _stepwise(self, common: dict, tried: list[str], node: str) -> tuple[str, str]:
+        plan_prompt = render("draft", **common, tried=tried) + (
+            "\nFor now, reply with the plan only (no code): model, features, validation, in 3-6 sentences.")
+        plan = self._ask(self._messages(plan_prompt), "draft:plan", node).text.strip()
+        parts: dict[str, str] = {}
+        for step in STEP_ORDER:
+            prompt = render("step", **common, plan=plan, previous=assemble_parts(parts) if parts else "",
+                            step=step, step_help=STEP_HELP[step])
+            _, code = self._full_script(prompt, f"draft:{step}", node)
+            parts[step] = code
+        return plan, assemble_parts(parts)
+
+
+def _tried_line(item) -> str:
+    what = item.meta.get("summary") or item.meta.get("recipe") or item.op
+    outcome = f"{item.score:.5g}" if item.score is not None else item.status
+    return f"{str(what)[:100]} -> {outcome}"
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip(" #*-")
+        if line:
+            return line[:120]
+    return ""
+
+
+def _prose_before_edits(text: str) -> str:
+    head = text.split("<<<<<<< SEARCH", 1)[0]
+    return head.replace("```python", "").replace("```", "").strip()
+
+
