@@ -288,7 +288,7 @@ def test_missing_search_names_the_block_and_shows_the_closest_region(base):
     assert "Block 1" in failure.message and "oof[val_idx]" in failure.message
     assert "oof[va] = model.predict_proba(X.iloc[va])[:, 1]" in failure.closest
     assert len(failure.closest.split("\n")) <= 12
-    prompt = diff_retry_prompt(result.failures)
+    prompt = diff_retry_prompt(result.failures, result.code)
     assert failure.closest in prompt and "do not send them again" in prompt
     assert "73 |" not in prompt                                   # no line numbers to copy into a SEARCH
     named = result.failure()

@@ -148,7 +148,7 @@ class LLMBrain:
             if should_fallback_to_rewrite(attempts, result.failures, len(edits)):
                 break
             messages = messages + [Message("assistant", reply.text),
-                                   Message("user", diff_retry_prompt(result.failures))]
+                                   Message("user", diff_retry_prompt(result.failures, code))]
         return self._full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
 
     # --- stepwise drafts ---

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ..prompting import render
+
 from .extract import (
     GENERIC_LANGS,
     PY_LANGS,
@@ -27,24 +29,6 @@ from .extract import (
 MAX_CONTINUATIONS = 3
 TAIL_LINES = 40
 _MAX_OVERLAP = 60
-
-CONTINUE_PROMPT = """\
-Your previous reply was cut off by the output limit partway through the script. Do not start
-over and do not repeat what is already written: continue the script from exactly where it stopped.
-
-The script so far ends with these lines:
-```python
-{tail}
-```
-{where}
-Reply with only the rest of the script in a single ```python block, and close the block at the end.
-"""
-_FRAGMENT = "The last line above is incomplete: begin your reply by writing that whole line again, then continue."
-_COMPLETE = "Begin your reply with the line that comes right after the last line above."
-_EMPTY = """\
-Your previous reply was cut off by the output limit before any code. Write the complete script
-in a single ```python block, with at most a few sentences of explanation before it.
-"""
 
 # Lines a continuation opens with that are not code: "Continuing from where I left off:".
 _CHATTER = re.compile(r"^(?:sure|certainly|ok(?:ay)?|here|continuing|continued|continuation|resuming|"
@@ -62,13 +46,12 @@ def continue_prompt(partial: str, tail_lines: int = TAIL_LINES) -> str:
     ``tail_lines`` lines. When the cut fell mid-line, the model is asked to rewrite that line
     whole (a fragment is easy to mis-join; a repeated whole line is easy to remove)."""
     if not partial.strip():
-        return _EMPTY
+        return render("continue", tail="", fragment=False)
     lines = partial.replace("\r\n", "\n").rstrip(" \t").split("\n")
     fragment = not partial.endswith("\n")
     if not fragment:
         lines = lines[:-1]
-    tail = "\n".join(lines[-tail_lines:])
-    return CONTINUE_PROMPT.format(tail=tail, where=_FRAGMENT if fragment else _COMPLETE)
+    return render("continue", tail="\n".join(lines[-tail_lines:]), fragment=fragment)
 
 
 def join_continuation(partial: str, reply: str, finish_reason: str | None = None) -> Extraction:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..prompting import render
 from .failures import Failure, clip
 from .match import Match, closest_region, find_matches
 
@@ -93,7 +94,7 @@ class EditResult:
             return None
         names = "; ".join(f"block {f.index} ({f.reason.replace('_', ' ')}): {clip(f.first_line, 60)}" for f in self.failures)
         message = f"{len(self.failures)} of {self.total} SEARCH/REPLACE blocks did not apply: {names}"
-        return Failure("diff_mismatch", clip(message), diff_retry_prompt(self.failures))
+        return Failure("diff_mismatch", clip(message), diff_retry_prompt(self.failures, self.code))
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -208,33 +209,17 @@ def _no_match(edit: Edit, lines: list[str], search: list[str]) -> EditFailure:
 
 # --- re-prompting ----------------------------------------------------------------------
 
-DIFF_RETRY_PROMPT = """\
-{count} of your SEARCH/REPLACE blocks could not be applied. The other blocks were applied:
-do not send them again. A SEARCH section must copy lines of the current code exactly,
-including indentation, and must match exactly one place.
-
-{blocks}
-
-Send corrected blocks for these only, in the same format:
-<<<<<<< SEARCH
-(exact current lines)
-=======
-(new lines)
->>>>>>> REPLACE
-"""
-
-
-def diff_retry_prompt(failures: Sequence[EditFailure]) -> str:
+def diff_retry_prompt(failures: Sequence[EditFailure], code: str) -> str:
     """The re-prompt naming each failed block, why it failed, and (for a block that matched
     nothing) the closest region of the current code. The caller shows the current code
-    (``EditResult.code``) with it."""
+    (``EditResult.code``) as ``code``, since applied blocks changed it."""
     parts = []
     for failure in failures:
         part = failure.message
         if failure.closest:
             part += f"\nThe closest region of the current code (lines {failure.where}):\n```python\n{failure.closest}\n```"
         parts.append(part)
-    return DIFF_RETRY_PROMPT.format(count=len(failures), blocks="\n\n".join(parts))
+    return render("diff_retry", count=len(failures), blocks="\n\n".join(parts), code=code.rstrip())
 
 
 def should_fallback_to_rewrite(attempts: int, failures: Sequence[EditFailure], blocks: int | None = None) -> bool:

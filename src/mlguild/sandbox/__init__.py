@@ -1,34 +1,99 @@
 """Running one untrusted script: limits in, typed result out, nothing left running.
 
-``get_sandbox("auto")`` picks the strongest layer available. Today that is the
-always-on stdlib layer (``LocalSandbox``; its module docstring says exactly what it
-covers and what it does not); a namespace layer (bubblewrap) joins the table later.
+Two layers share one contract (``run(argv, cwd, env, limits, stdout_path, stderr_path,
+data_dir=None) -> ExecResult``) and one supervisor:
+
+- ``local`` (local.py): always available, stdlib only; timeouts, the sweep, caps,
+  rlimits, a clean environment. NOT a boundary against hostile code: no network or
+  filesystem isolation, and usually no privilege drop (see its docstring).
+- ``bwrap`` (bwrap.py): the script inside bubblewrap namespaces; no network, only the
+  working directory writable, data read-only at /data, sealed data never mounted.
+
+``get_sandbox("auto")`` picks bwrap when it is usable here (probed once per process),
+else local. ``is_strong`` and ``describe_layer`` tell the caller what it got, so it can
+print it and refuse to start in a strict mode.
 """
 
 from __future__ import annotations
 
 from mlguild.errors import ConfigError
 from mlguild.sandbox.base import ExecResult, ExecStatus, Limits
+from mlguild.sandbox.bwrap import BwrapSandbox, probe
 from mlguild.sandbox.local import LocalSandbox, safe_env
+from mlguild.sandbox.runner import SupervisedSandbox, drop_target
 
-_SANDBOXES = {"local": LocalSandbox}
+_SANDBOXES = {"local": LocalSandbox, "bwrap": BwrapSandbox}
 
 
-def get_sandbox(name: str = "auto") -> LocalSandbox:
-    """Return a sandbox by name: "auto" (the strongest available) or "local".
+def get_sandbox(name: str = "auto", **options) -> SupervisedSandbox:
+    """Return a sandbox by name: "auto" (bwrap if usable here, else local), "local" or
+    "bwrap". ``options`` go to the layer's constructor (e.g. ``gpu=False`` for bwrap;
+    those a layer does not take are ignored, so "auto" accepts bwrap's).
 
-    Raises ConfigError for an unknown name.
+    Raises ConfigError for an unknown name, and for "bwrap" when bubblewrap is unusable.
     """
     if name == "auto":
-        name = "local"
+        name = "bwrap" if probe()[0] else "local"
+    elif name == "bwrap" and not probe()[0]:
+        raise ConfigError(f"sandbox 'bwrap' is not usable here: {probe()[1]}",
+                          fix="install bubblewrap, or set sandbox.kind=auto (or local)")
     try:
-        return _SANDBOXES[name]()
+        cls = _SANDBOXES[name]
     except KeyError:
         known = ", ".join(["auto", *_SANDBOXES])
         raise ConfigError(
             f"unknown sandbox {name!r} (known: {known})",
-            fix="set sandbox.name=auto (or one of the names above)",
+            fix="set sandbox.kind=auto (or one of the names above)",
         ) from None
+    if cls is LocalSandbox:
+        options = {k: v for k, v in options.items() if k == "slack_s"}
+    return cls(**options)
 
 
-__all__ = ["ExecResult", "ExecStatus", "Limits", "LocalSandbox", "get_sandbox", "safe_env"]
+def is_strong(sandbox) -> bool:
+    """True when the layer isolates filesystem, network and processes (the namespace
+    layer); False for the always-on layer, which only contains accidents."""
+    return bool(getattr(sandbox, "strong", False))
+
+
+def describe_layer(sandbox, limits: Limits | None = None) -> str:
+    """One line for the user: which layer runs scripts, and what it lacks.
+
+    ``limits`` (default ``Limits()``) decides which uid drop is described. For the
+    namespace layer this runs its uid probe once (tens of milliseconds).
+    """
+    limits = limits or Limits()
+    target = drop_target(limits)
+    if isinstance(sandbox, BwrapSandbox):
+        if target is None:
+            who = "as the agent's uid in a user namespace"
+        else:
+            why = sandbox.drop_problem(*target)
+            who = f"as uid {target[0]}" if not why else f"as root without capabilities ({why})"
+        gpu = ", ".join(sandbox.devices()) or "none"
+        return ("sandbox: bwrap (namespace layer): no network, own PID namespace, only the "
+                f"node directory writable, data read-only at /data, sealed data never "
+                f"mounted; scripts run {who}; GPU devices: {gpu}")
+    why_not = probe()[1] or "not selected"
+    if target is None:
+        who = "as the agent's uid"
+    else:
+        why = sandbox.drop_problem(*target)
+        who = f"as uid {target[0]}" if not why else f"AS ROOT (uid {target[0]} {why})"
+    return (f"sandbox: local (always-on layer) - WEAK: no network or filesystem isolation "
+            f"(a script can read sealed labels by path, open connections, and signal the "
+            f"agent when it shares its uid); scripts run {who}; namespace layer "
+            f"unavailable: {why_not}")
+
+
+__all__ = [
+    "BwrapSandbox",
+    "ExecResult",
+    "ExecStatus",
+    "Limits",
+    "LocalSandbox",
+    "describe_layer",
+    "get_sandbox",
+    "is_strong",
+    "safe_env",
+]

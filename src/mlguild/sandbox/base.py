@@ -1,8 +1,8 @@
 """The sandbox's typed vocabulary: what a caller asks for (Limits) and gets back (ExecResult).
 
-Every sandbox layer (the always-on local layer, the namespace layer that comes later)
-takes the same Limits and returns the same ExecResult, so the loop never needs to know
-which layer ran a script.
+Every sandbox layer (the always-on local layer, the bubblewrap namespace layer) takes the
+same Limits and returns the same ExecResult, so the loop never needs to know which layer
+ran a script (``ExecResult.layer`` and ``run_uid`` record it for the journal).
 """
 
 from __future__ import annotations
@@ -36,7 +36,23 @@ class Limits:
     nofile: int | None = 1024
     """RLIMIT_NOFILE: open file descriptors per process."""
     nproc: int | None = None
-    """RLIMIT_NPROC: processes per uid. The kernel ignores it for root."""
+    """RLIMIT_NPROC: processes per uid. The kernel ignores it for root. None: ``tree_procs``
+    when the script runs under a dropped uid (see ``run_as_uid``), otherwise unset."""
+    tree_procs: int | None = 1024
+    """Cap on live processes in the script's tree (sampled with the memory); a fork bomb
+    is killed when it passes it (status ``procs``). The only fork cap for a root script."""
+    disk_mb: int | None = 4096
+    """Cap on the disk used under the working directory (sampled; status ``disk``)."""
+    max_files: int | None = 100_000
+    """Cap on the number of files and directories under the working directory."""
+    tmp_mb: int = 1024
+    """Size of the private /tmp and of /dev/shm, each, in the namespace layer (tmpfs: RAM)."""
+    run_as_uid: int | None = 65534
+    """When the agent is root, run the script as this uid (so RLIMIT_NPROC and file
+    permissions apply to it), if the layer can; None: never drop. ``ExecResult.run_uid``
+    says what happened, ``ExecResult.notes`` why a drop was not possible."""
+    run_as_gid: int | None = None
+    """The gid that goes with ``run_as_uid`` (None: the same number as the uid)."""
     output_bytes: int = 2_000_000
     """Bytes kept per stream (head half + tail half); the middle of a flood is dropped."""
 
@@ -54,7 +70,15 @@ class Limits:
             raise ValueError(f"term_grace_s must be >= 0, got {self.term_grace_s}")
         if self.output_bytes < 1024:
             raise ValueError(f"output_bytes must be >= 1024, got {self.output_bytes}")
-        for name in ("cpu_s", "memory_mb", "tree_memory_mb", "fsize_mb", "nofile", "nproc"):
+        if self.tmp_mb <= 0:
+            raise ValueError(f"tmp_mb must be positive, got {self.tmp_mb}")
+        for name in ("run_as_uid", "run_as_gid"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0 or None, got {value}")
+        names = ("cpu_s", "memory_mb", "tree_memory_mb", "fsize_mb", "nofile", "nproc",
+                 "tree_procs", "disk_mb", "max_files")
+        for name in names:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive or None, got {value}")
@@ -67,6 +91,8 @@ class ExecStatus(str, Enum):
     CRASH = "crash"  # nonzero exit, or killed by a signal we did not send
     TIMEOUT = "timeout"  # wall clock (or the RLIMIT_CPU backstop) ran out
     MEMORY = "memory"  # tree RSS cap hit, or the script died of MemoryError / ENOMEM
+    DISK = "disk"  # the working directory passed disk_mb or max_files; killed
+    PROCS = "procs"  # the process tree passed tree_procs (a fork bomb); killed
     SANDBOX_ERROR = "sandbox_error"  # the sandbox itself failed: the script may never have run
 
 
@@ -86,6 +112,12 @@ class ExecResult:
     stdout_tail: str = ""  # last ~4 KB of stdout
     stderr_tail: str = ""  # last ~8 KB of stderr
     descendants_killed: int = 0  # processes alive when the main script ended, killed by the sweep
+    disk_exceeded: bool = False  # the working directory passed disk_mb / max_files; tree killed
+    procs_exceeded: bool = False  # the tree passed tree_procs live processes; tree killed
+    peak_disk_mb: float = 0.0  # largest sampled disk use under the working directory
+    layer: str = ""  # which sandbox layer ran the script ("local", "bwrap")
+    run_uid: int | None = None  # the uid the script ran as (None: it never started)
+    notes: str = ""  # isolation that was asked for but not applied, and why (empty: none)
     reason: str = ""  # one human-readable line: why the run ended this way
 
     def to_dict(self) -> dict:
@@ -108,8 +140,8 @@ def classify(raw: dict, stderr_tail: str) -> tuple[ExecStatus, str]:
     """Turn the supervisor's raw facts into a status and a one-line reason.
 
     Precedence: the sandbox failing beats everything; then the kill we decided on
-    (memory cap, wall clock), because it explains the exit that followed; then what the
-    script did to itself (CPU rlimit, MemoryError, other crashes).
+    (memory, process and disk caps, wall clock), because it explains the exit that
+    followed; then what the script did to itself (CPU rlimit, MemoryError, other crashes).
     """
     if raw.get("error"):
         return ExecStatus.SANDBOX_ERROR, f"sandbox failed: {raw['error']}"
@@ -118,6 +150,15 @@ def classify(raw: dict, stderr_tail: str) -> tuple[ExecStatus, str]:
         return ExecStatus.MEMORY, (
             f"process tree used {raw.get('peak_tree_rss_mb', 0):.0f} MiB, over the "
             f"{raw.get('tree_memory_mb')} MiB cap; killed"
+        )
+    if raw.get("procs_exceeded"):
+        return ExecStatus.PROCS, (
+            f"process tree passed {raw.get('tree_procs')} live processes (fork bomb?); killed"
+        )
+    if raw.get("disk_exceeded"):
+        return ExecStatus.DISK, (
+            f"working directory passed its cap ({raw.get('disk_mb')} MiB, "
+            f"{raw.get('max_files')} files): {raw.get('disk_seen', '')}; killed"
         )
     if raw.get("timed_out"):
         return ExecStatus.TIMEOUT, f"wall-clock timeout after {raw.get('timeout_s')} s; killed"

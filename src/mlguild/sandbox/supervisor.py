@@ -1,30 +1,36 @@
 """Supervisor: runs ONE untrusted script and makes sure nothing it started outlives it.
 
 Run by path, stdlib only, so it starts in ~20 ms and cannot be broken by the project's
-environment: ``python -I -S supervisor.py`` with a JSON spec on stdin (see
-``mlguild.sandbox.local`` for its fields). It writes JSON lines to stdout: first
-``{"event": "started", "pid": <script pid>}``, last ``{"event": "result", ...}``.
+environment: ``python -I -S supervisor.py`` with a JSON spec on stdin (built by
+``mlguild.sandbox.runner``). It writes JSON lines to stdout: first
+``{"event": "started", "pid": <main pid>}``, last ``{"event": "result", ...}``.
 
 What it guarantees while it is alive:
 - it is a child subreaper, so every orphaned descendant (setsid + double-fork daemons,
   abandoned pool workers) reparents to it and is found by walking /proc;
 - the wall-clock deadline: SIGTERM to every descendant, ``term_grace_s``, then SIGKILL;
-- the tree memory cap: sum of RSS over descendants (PSS when the plain sum is over the
-  cap, so copy-on-write pages shared by forked workers are not counted N times);
-- when the main script ends, for any reason, every remaining descendant is SIGKILLed and
+- the tree caps, sampled: resident memory (sum of RSS; PSS when the plain sum is over the
+  cap, so copy-on-write pages shared by forked workers are not counted N times), live
+  processes (``tree_procs``), and the disk used under the working directory;
+- when the main process ends, for any reason, every remaining descendant is SIGKILLed and
   reaped until the kernel says it has no children left; only then is the result written;
 - stdout/stderr are read continuously (a flood never blocks the script) into files that
   keep a head and a tail of ``output_bytes`` in all, with a marker where bytes were dropped;
 - it dies with the agent: PDEATHSIG is SIGTERM, whose handler runs the same sweep.
-It can itself be SIGKILLed by a script running as the same uid; then the main script
-dies (its PDEATHSIG is SIGKILL) and the agent sweeps its session (see local.py).
 
-This module is also imported by local.py for the /proc helpers; importing has no effects.
+``spec["drop"]`` (always-on layer, agent running as root): the script runs as that uid/gid
+if a forked probe that switches to it can reach everything the script needs; otherwise as
+root, with a note in the result. ``spec["wrapped"]`` (namespace layer): the main process
+is bubblewrap; it and its namespace init are spared the SIGTERM (so the script gets its
+grace period) and not counted as the script's processes, and an exit code 128+N from
+bubblewrap means the script died of signal N.
+
+A script running as our uid can SIGKILL us; then the main process dies (its PDEATHSIG is
+SIGKILL) and the agent sweeps its session (see runner.py).
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -34,130 +40,26 @@ import subprocess
 import sys
 import time
 
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
+if __package__:
+    from . import procfs
+    from .capture import CappedSink
+else:  # run by path with -I: our own directory is not on sys.path (appended: stdlib wins)
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    import procfs
+    from capture import CappedSink
+
+PR_SET_NO_NEW_PRIVS = 38
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
 SWEEP_LIMIT_S = 5.0  # a process stuck in uninterruptible sleep must not hang us forever
 DRAIN_LIMIT_S = 2.0  # an fd passed to an outsider must not hang us forever
-MARKER = b"\n[mlguild sandbox: %d bytes dropped here; the head and the tail are kept]\n"
-
-_libc = None
+DISK_DUTY = 0.05  # at most this share of a core goes to walking the working directory
 
 
-def prctl(option: int, arg: int) -> None:
-    """Call prctl(2) with one argument; raise OSError on failure."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    z = ctypes.c_ulong(0)
-    if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), z, z, z) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-# --- /proc ---------------------------------------------------------------------------
-
-
-def proc_table() -> dict[int, tuple[int, int, int, bytes, int]]:
-    """pid -> (ppid, pgrp, session, state, rss_pages) for every process in /proc.
-
-    One read of /proc/<pid>/stat per process (~12 us each), so a scan of a few hundred
-    processes every 150 ms costs well under 1% of a core.
-    """
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-            try:
-                data = os.read(fd, 4096)
-            finally:
-                os.close(fd)
-        except OSError:  # exited between listdir and open
-            continue
-        # comm (field 2) may contain spaces and ')', so split after the last ')'
-        f = data[data.rfind(b")") + 2 :].split()
-        table[int(name)] = (int(f[1]), int(f[2]), int(f[3]), f[0], int(f[21]))
-    return table
-
-
-def descendants(root: int, table: dict) -> list[int]:
-    """Every pid in ``table`` whose parent chain leads to ``root`` (root excluded)."""
-    children: dict[int, list[int]] = {}
-    for pid, row in table.items():
-        children.setdefault(row[0], []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def pss_bytes(pid: int) -> int:
-    """Proportional set size of one process (0 if it is gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-# --- output capture ------------------------------------------------------------------
-
-
-class CappedSink:
-    """Writes a stream to a file, keeping the first half of ``cap`` bytes as they come
-    (so a human can watch them live) and the last half in memory until ``close``."""
-
-    def __init__(self, path: str, cap: int):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.head_left = cap // 2
-        self.tail_cap = cap - cap // 2
-        self.tail = bytearray()
-        self.total = 0
-        self.dropped = 0
-        self.broken = False  # disk full or similar: keep counting, stop writing
-
-    def write(self, data: bytes) -> None:
-        self.total += len(data)
-        if self.head_left > 0:
-            head, data = data[: self.head_left], data[self.head_left :]
-            self.head_left -= len(head)
-            self._write(head)
-        if data:
-            self.tail += data
-            excess = len(self.tail) - self.tail_cap
-            if excess > 0:
-                del self.tail[:excess]
-                self.dropped += excess
-
-    def close(self) -> None:
-        if self.dropped:
-            self._write(MARKER % self.dropped)
-        self._write(bytes(self.tail))
-        os.close(self.fd)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view and not self.broken:
-            try:
-                view = view[os.write(self.fd, view) :]
-            except OSError:
-                self.broken = True
-
-
-# --- the run -------------------------------------------------------------------------
-
-
-def _child_setup(rlimits: dict, supervisor_pid: int) -> None:
+def _child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None,
+                 no_new_privs: bool) -> None:
     """Runs in the script's process between fork and exec (the supervisor is single-threaded)."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != supervisor_pid:  # supervisor died before PDEATHSIG was armed
         os._exit(137)
     for name, (soft, hard) in rlimits.items():
@@ -168,26 +70,42 @@ def _child_setup(rlimits: dict, supervisor_pid: int) -> None:
             # asked above the inherited hard limit: the tighter existing limit stands
             cur_hard = resource.getrlimit(which)[1]
             resource.setrlimit(which, (min(soft, cur_hard), cur_hard))
+    if no_new_privs:
+        # No setuid binary or file capability can give the script more than it starts
+        # with. Not for bwrap, which may itself be setuid; it sets this for the script.
+        procfs.prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if drop is not None:
+        uid, gid = drop
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)  # last: it takes the right to do the calls above
 
 
 class Run:
-    """State of one supervised run; ``main`` is the script's pid."""
+    """State of one supervised run; ``main`` is the first process we started."""
 
     def __init__(self, spec: dict):
         self.spec = spec
         self.me = os.getpid()
         self.main = -1
+        self.wrapped = bool(spec.get("wrapped"))
+        self.wrappers: set[int] = set()
+        self.script_main: int | None = None
         self.main_status: int | None = None
         self.main_end = 0.0
         self.signalled: set[int] = set()
         self.peak_rss = 0
+        self.peak_disk = 0
+        self.disk_seen = ""
         self.timed_out = False
         self.memory_exceeded = False
+        self.procs_exceeded = False
+        self.disk_exceeded = False
         self.stop_signal: int | None = None
         self.leftover = 0
 
     def reap(self) -> bool:
-        """Reap every exited child; record the main script's status. False: no children left."""
+        """Reap every exited child; record the main process's status. False: no children left."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -198,23 +116,40 @@ class Run:
             if pid == self.main:
                 self.main_status, self.main_end = status, time.monotonic()
 
-    def signal_tree(self, sig: int) -> int:
+    def tree(self) -> tuple[dict, list[int]]:
+        """A /proc snapshot and our live descendants; learns the wrapper pids on the way."""
+        table = procfs.proc_table()
+        live = [p for p in procfs.descendants(self.me, table) if table[p][3] != b"Z"]
+        if self.wrapped and self.script_main is None and self.main in table:
+            # bwrap's namespace init is its only child; it never changes once started
+            self.wrappers = {self.main} | {p for p in live if table[p][0] == self.main}
+            inits = self.wrappers - {self.main}
+            # the script's own main process is pid 2 inside the namespace: not a
+            # "descendant killed" when it dies, as in the unwrapped case
+            self.script_main = next((p for p in live if table[p][0] in inits
+                                     and procfs.inner_pid(p) == 2), None)
+        return table, live
+
+    def signal_tree(self, sig: int, spare_wrappers: bool = False) -> int:
         """Send ``sig`` to every live descendant; return how many were signalled.
 
         Whole process groups first: killpg is atomic against a fork in flight (the kernel
         restarts a fork that races a group signal), so a fork loop that stays in its group
         dies in one round however slow the /proc scan is. Every group here lives in a
-        session the script created, so it holds only descendants. Then each pid, for
-        those that left their group.
+        session the script (or bwrap) created, so it holds only descendants. Then each
+        pid, for those that left their group. ``spare_wrappers``: leave bwrap and its
+        namespace init alone (and their group), so the script gets its SIGTERM grace.
         """
-        table = proc_table()
-        live = [p for p in descendants(self.me, table) if table[p][3] != b"Z"]
-        for pgid in {table[p][1] for p in live} - {os.getpgid(0)}:
+        table, live = self.tree()
+        spared = self.wrappers if spare_wrappers else set()
+        targets = [p for p in live if p not in spared]
+        groups = {table[p][1] for p in targets} - {table[p][1] for p in spared if p in table}
+        for pgid in groups - {os.getpgid(0)}:
             try:
                 os.killpg(pgid, sig)
             except ProcessLookupError:
                 pass
-        for pid in live:
+        for pid in targets:
             # pid reuse between the scan and the kill would need the pid space to wrap in
             # those microseconds; zombies we have not reaped cannot be reused at all.
             try:
@@ -222,7 +157,7 @@ class Run:
                 self.signalled.add(pid)
             except ProcessLookupError:
                 pass
-        return len(live)
+        return len(targets)
 
     def sweep(self) -> None:
         """SIGKILL every descendant, repeatedly, until waitpid says no child is left.
@@ -238,24 +173,53 @@ class Run:
                 return
             time.sleep(0.002 if left else 0.01)
 
-    def check_memory(self, cap_bytes: int | None) -> None:
-        """Sample the tree's memory (kept as the peak even with no cap); kill it over the cap."""
-        table = proc_table()
-        pids = descendants(self.me, table)
-        total = sum(table[p][4] for p in pids) * PAGE
-        if cap_bytes and total > cap_bytes:
+    def check_tree(self, mem_cap: int | None, procs_cap: int | None) -> None:
+        """Sample the tree's memory (kept as the peak even with no cap) and size; kill it
+        over either cap."""
+        table, live = self.tree()
+        pids = [p for p in live if p not in self.wrappers]
+        if procs_cap and len(pids) > procs_cap:
+            self.procs_exceeded = True
+            self.sweep()
+            return
+        total = sum(table[p][4] for p in live) * PAGE
+        if mem_cap and total > mem_cap:
             # RSS counts a page shared by N forked workers N times; PSS splits it.
-            total = sum(pss_bytes(p) for p in pids)
+            total = sum(procfs.pss_bytes(p) for p in live)
         self.peak_rss = max(self.peak_rss, total)
-        if cap_bytes and total > cap_bytes:
+        if mem_cap and total > mem_cap:
             self.memory_exceeded = True
             self.sweep()
+
+    def check_disk(self, root: str, cap_bytes: int | None, cap_files: int | None) -> float:
+        """Measure the working directory; kill the tree over a cap. Returns the walk's time."""
+        t0 = time.monotonic()
+        used, files = procfs.dir_usage(root, cap_bytes, cap_files)
+        self.peak_disk = max(self.peak_disk, used)
+        if (cap_bytes is not None and used > cap_bytes) or (
+            cap_files is not None and files > cap_files
+        ):
+            self.disk_exceeded = True
+            self.disk_seen = f"{used / MIB:.0f} MiB in {files} entries (counting stopped there)"
+            self.sweep()
+        return time.monotonic() - t0
 
 
 def run(r: Run, emit) -> dict:
     """Run the script described by ``r.spec`` to the end; return the raw result dict."""
     spec = r.spec
     limits = spec["limits"]
+    notes = list(spec.get("notes", []))
+    run_uid = spec.get("run_uid", os.getuid())
+    drop = None
+    if spec.get("drop"):
+        d = spec["drop"]
+        bad = procfs.access_problem(d["uid"], d["gid"], d["checks"])
+        if bad:
+            notes.append(f"ran as uid {os.getuid()}, not {d['uid']}: {bad} is not reachable by it")
+        else:
+            drop, run_uid = (d["uid"], d["gid"]), d["uid"]
+    nnp = not r.wrapped
     out = CappedSink(spec["stdout_path"], limits["output_bytes"])
     err = CappedSink(spec["stderr_path"], limits["output_bytes"])
     try:
@@ -263,7 +227,7 @@ def run(r: Run, emit) -> dict:
             spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
             start_new_session=True,
-            preexec_fn=lambda: _child_setup(spec["rlimits"], r.me),  # noqa: PLW1509 (single-threaded)
+            preexec_fn=lambda: _child_setup(spec["rlimits"], r.me, drop, nnp),  # noqa: PLW1509
         )
     except (OSError, subprocess.SubprocessError) as exc:
         out.close(), err.close()
@@ -300,9 +264,12 @@ def run(r: Run, emit) -> dict:
 
     deadline = start + limits["timeout_s"]
     kill_at = None
-    cap = limits["tree_memory_mb"] * MIB if limits["tree_memory_mb"] else None
+    mem_cap = limits["tree_memory_mb"] * MIB if limits["tree_memory_mb"] else None
+    disk_cap = limits["disk_mb"] * MIB if limits.get("disk_mb") else None
+    files_cap = limits.get("max_files")
+    watch_disk = disk_cap is not None or files_cap is not None
     poll_s = spec.get("poll_s", 0.15)
-    next_mem = start + poll_s
+    next_tree = next_disk = start + poll_s
     while r.reap() and r.main_status is None:
         now = time.monotonic()
         if r.stop_signal is not None:
@@ -310,20 +277,28 @@ def run(r: Run, emit) -> dict:
             break
         if kill_at is None and now >= deadline:
             r.timed_out = True
-            r.signal_tree(signal.SIGTERM)
+            r.signal_tree(signal.SIGTERM, spare_wrappers=True)
             kill_at = now + limits["term_grace_s"]
         if kill_at is not None and now >= kill_at:
             r.sweep()
             break
-        if now >= next_mem:
-            r.check_memory(cap)
-            next_mem = now + poll_s
-            if r.memory_exceeded:
+        if now >= next_tree:
+            r.check_tree(mem_cap, limits.get("tree_procs"))
+            next_tree = now + poll_s
+            if r.memory_exceeded or r.procs_exceeded:
                 break
-        pump(min(kill_at or deadline, next_mem, now + 0.25))
+        if watch_disk and now >= next_disk:
+            took = r.check_disk(spec["cwd"], disk_cap, files_cap)
+            next_disk = time.monotonic() + max(poll_s, took / DISK_DUTY)
+            if r.disk_exceeded:
+                break
+        pump(min(kill_at or deadline, next_tree, next_disk if watch_disk else deadline,
+                 now + 0.25))
 
     end = r.main_end if r.main_status is not None else time.monotonic()
     r.sweep()  # whatever the main script left behind
+    if watch_disk and not r.disk_exceeded:
+        r.check_disk(spec["cwd"], disk_cap, files_cap)  # a burst that fell between samples
     drain_end = time.monotonic() + DRAIN_LIMIT_S
     while sinks and time.monotonic() < drain_end:
         pump(drain_end)
@@ -333,22 +308,33 @@ def run(r: Run, emit) -> dict:
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     r.peak_rss = max(r.peak_rss, largest)
     status = r.main_status
-    exited = status is not None and os.WIFEXITED(status)
-    signalled = r.signalled - {r.main}
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
+    if r.wrapped and code is not None and 128 < code <= 128 + 64:
+        code, sig = None, code - 128  # bwrap reports a signal death of its child this way
     result = {
-        "exit_code": os.WEXITSTATUS(status) if exited else None,
-        "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
+        "exit_code": code,
+        "signal": sig,
         "duration_s": round(end - start, 4),
         "timed_out": r.timed_out,
         "memory_exceeded": r.memory_exceeded,
+        "procs_exceeded": r.procs_exceeded,
+        "disk_exceeded": r.disk_exceeded,
+        "disk_seen": r.disk_seen,
         "peak_tree_rss_mb": round(r.peak_rss / MIB, 1),
+        "peak_disk_mb": round(r.peak_disk / MIB, 1),
         "stdout_truncated": out.dropped > 0,
         "stderr_truncated": err.dropped > 0,
-        "descendants_killed": len(signalled),
+        "descendants_killed": len(r.signalled - {r.main, r.script_main} - r.wrappers),
         "leftover": r.leftover,
         "undrained": len(sinks),
+        "run_uid": run_uid,
+        "notes": notes,
         "timeout_s": limits["timeout_s"],
         "tree_memory_mb": limits["tree_memory_mb"],
+        "tree_procs": limits.get("tree_procs"),
+        "disk_mb": limits.get("disk_mb"),
+        "max_files": files_cap,
     }
     if r.stop_signal is not None:
         result["error"] = f"supervisor stopped by signal {r.stop_signal}"
@@ -359,10 +345,10 @@ def run(r: Run, emit) -> dict:
 
 def main() -> int:
     spec = json.loads(sys.stdin.buffer.read())
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != spec["agent_pid"]:  # the agent died before PDEATHSIG was armed
         return 1
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    procfs.prctl(procfs.PR_SET_CHILD_SUBREAPER, 1)
     r = Run(spec)
 
     def on_stop(signum, _frame):  # SIGTERM (also our PDEATHSIG): sweep now, then report

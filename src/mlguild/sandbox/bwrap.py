@@ -1,0 +1,332 @@
+"""The namespace layer: the always-on supervisor, with the script inside bubblewrap.
+
+The supervisor stays OUTSIDE the sandbox (it runs ``bwrap ... -- script``): the script
+cannot see, signal or outlive it, and it keeps the host's view of every process for its
+caps and sweep. Killing bwrap's namespace init kills everything inside at once, and
+bwrap's init exits (taking the namespace with it) as soon as the main script exits.
+Each claim below has an adversarial test in tests/adversarial/.
+
+COVERS everything the always-on layer covers (local.py), plus:
+- processes: own PID namespace; the agent, the supervisor and every other host process
+  are invisible (no signal, no ptrace, no /proc/<pid>/environ, no /proc/<pid>/root);
+- network: own network namespace whose only interface is its own loopback: no TCP,
+  UDP, DNS, abstract unix socket or listening port reaches or is reachable from the host;
+- filesystem, by explicit binds only: read-only /usr, /bin, /lib*, /sbin, /opt, a few
+  named files of /etc (no shadow, no keys), the Python environment (prefixes and the
+  absolute ``sys.path`` entries); the data directory read-only at ``/data`` (the script's
+  ``MLGUILD_DATA``); ONE writable bind: the working directory. Sealed labels, the
+  journal, the scorer and the rest of the run directory are never bound (not hidden
+  under another mount: absent). No bind whose source contains the working directory or
+  the data directory is ever made, so a sibling such as ``run/sealed`` cannot come along;
+- private /tmp and /dev/shm, tmpfs capped at ``tmp_mb`` each; no IPC or UTS sharing;
+- privilege: all capabilities dropped, no_new_privs; when the agent is root the script
+  runs as ``run_as_uid`` (setpriv inside the namespace, after bwrap's setup), so
+  RLIMIT_NPROC caps forks in the kernel and the harness's files in the working directory
+  (solution.py, stdout.txt) cannot be changed. Checked once per sandbox by a real probe;
+  where the drop is impossible the script runs as a capability-less root and
+  ``ExecResult.notes`` says so;
+- environment: ``--clearenv`` and exactly the given variables (plus PWD, which bwrap
+  sets on ``--chdir`` as a shell would);
+- GPU: /dev/nvidia* and /dev/dri are passed through when present (``gpu=None``), with
+  /sys read-only for the driver's device enumeration.
+
+DOES NOT COVER:
+- kernel attack surface: the script makes system calls on the host kernel (no seccomp
+  filter); with an agent running as root it can still create a user namespace of its own
+  (bubblewrap can forbid that only when it creates one, i.e. for a non-root agent);
+- CPU share, GPU memory, and memory between samples (no cgroups); tmpfs pages are RAM
+  that the tree memory cap does not see (``tmp_mb`` bounds them);
+- RLIMIT_NPROC counts every process of ``run_as_uid`` on the machine: give concurrent
+  workers different uids if their scripts fork a lot;
+- reading what is bound: the Python environment and system files are readable (not
+  secret by design); anything the operator puts under /opt or in ``extra_ro_binds``.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from mlguild.sandbox.base import Limits
+from mlguild.sandbox.runner import (
+    MIB,
+    Plan,
+    SupervisedSandbox,
+    drop_target,
+    grant_workdir,
+    python_paths,
+    restore_workdir,
+    rlimits_for,
+)
+
+DATA_MOUNT = "/data"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+# What a Python script needs from /etc: name service files without secrets, the dynamic
+# linker's cache, time zone, alternatives (BLAS), fonts and CA certificates.
+ETC_ALLOW = (
+    "passwd", "group", "nsswitch.conf", "host.conf", "hosts", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "localtime", "timezone", "alternatives", "os-release", "debian_version",
+    "fonts", "ssl", "ca-certificates", "mime.types", "gai.conf",
+)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class Binds:
+    """Accumulates bwrap mount arguments: parents created 0755 (bwrap would make them
+    0700, unreadable to a dropped uid), nothing bound twice, nothing that contains a
+    forbidden path."""
+
+    def __init__(self, forbidden: list[str]):
+        self.args: list[str] = []
+        self.bound: list[str] = []
+        self.dirs: set[str] = {"/"}
+        self.forbidden = [os.path.realpath(f) for f in forbidden]
+        self.skipped: list[str] = []
+
+    def covered(self, dest: str) -> bool:
+        return any(_under(dest, b) for b in self.bound)
+
+    def parents(self, dest: str) -> None:
+        parts = Path(dest).parents
+        for parent in reversed([str(p) for p in parts]):
+            if parent not in self.dirs and not self.covered(parent):
+                self.args += ["--perms", "0755", "--dir", parent]
+                self.dirs.add(parent)
+
+    def bind(self, src: str, dest: str | None = None, how: str = "--ro-bind") -> None:
+        src = os.path.normpath(src)
+        dest = os.path.normpath(dest or src)
+        if not os.path.exists(src) or self.covered(dest):
+            return
+        real = os.path.realpath(src)
+        if any(_under(f, real) for f in self.forbidden):
+            self.skipped.append(src)  # it holds the run directory: never expose siblings
+            return
+        self.parents(dest)
+        self.args += [how, src, dest]
+        self.bound.append(dest)
+
+    def system(self, path: str) -> None:
+        """A top-level system path, mirrored: a symlink stays a symlink (/lib -> usr/lib)."""
+        if os.path.islink(path):
+            self.parents(path)
+            self.args += ["--symlink", os.readlink(path), path]
+            self.bound.append(path)
+        else:
+            self.bind(path)
+
+    def etc(self) -> None:
+        self.args += ["--perms", "0755", "--dir", "/etc"]
+        self.dirs.add("/etc")
+        for name in ETC_ALLOW:
+            path = f"/etc/{name}"
+            if os.path.islink(path):
+                self.args += ["--symlink", os.readlink(path), path]
+                self.bound.append(path)
+            else:
+                self.bind(path)
+
+
+def namespace_args(root: bool, drop: bool) -> list[str]:
+    """The isolation flags: every namespace, no capabilities, die with the supervisor."""
+    args = ["--die-with-parent", "--new-session"]
+    if root:
+        # No user namespace: bwrap's root path keeps the real uid 0, so that setpriv can
+        # switch to a real unprivileged uid (in a user namespace only uid 0 is mapped).
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                 "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        if drop:  # only for setpriv, which gives them up before the script starts
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                     "--cap-add", "CAP_SETPCAP"]
+    else:
+        args += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    return args + ["--hostname", "sandbox"]
+
+
+def system_binds(binds: Binds) -> None:
+    for path in SYSTEM_DIRS:
+        if os.path.lexists(path):
+            binds.system(path)
+    binds.etc()
+
+
+def gpu_devices() -> list[str]:
+    """The GPU device nodes of this machine (NVIDIA and DRM), if any."""
+    found = sorted(glob.glob("/dev/nvidia*"))
+    if os.path.exists("/dev/dri"):
+        found.append("/dev/dri")
+    return found
+
+
+@functools.cache
+def probe(bwrap: str | None = None) -> tuple[bool, str]:
+    """(usable, why): can ``bwrap`` run a trivial command with our isolation flags here?
+
+    Cached for the life of the process. ``why`` is "" when usable, else one line with
+    the cause and the fix.
+    """
+    exe = bwrap or shutil.which("bwrap")
+    if exe is None or not os.access(exe, os.X_OK):
+        return False, "bubblewrap is not installed (fix: apt-get install -y bubblewrap)"
+    binds = Binds([])
+    system_binds(binds)
+    true = shutil.which("true") or "/bin/true"
+    argv = [exe, *namespace_args(os.geteuid() == 0, drop=False), *binds.args,
+            "--proc", "/proc", "--dev", "/dev", "--size", str(MIB), "--tmpfs", "/tmp", "--", true]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=20, stdin=subprocess.DEVNULL,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bubblewrap could not run: {exc}"
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return False, (f"bubblewrap fails here: {err[-1] if err else done.returncode} "
+                       "(namespaces disabled? fix: allow user namespaces, or run as root)")
+    return True, ""
+
+
+class BwrapSandbox(SupervisedSandbox):
+    """Runs scripts inside bubblewrap under the supervisor (module docstring: the contract)."""
+
+    layer = "bwrap"
+    name = "bwrap"
+    strong = True
+
+    def __init__(self, bwrap: str | None = None, gpu: bool | None = None,
+                 extra_ro_binds: tuple[str, ...] = (), setpriv: str | None = "auto", **kw):
+        """``gpu``: pass GPU devices through (None: when present). ``extra_ro_binds``:
+        more host paths to show read-only at the same place. ``setpriv``: its path, "auto"
+        to find it, None to never drop the uid (the script is then a root without caps)."""
+        super().__init__(**kw)
+        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.gpu = gpu
+        self.extra_ro_binds = tuple(extra_ro_binds)
+        if setpriv == "auto":
+            setpriv = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv")
+                            if os.access(p, os.X_OK)), None)
+        self.setpriv = setpriv
+        self._drop_checked: dict[tuple[int, int], str] = {}
+
+    def devices(self) -> list[str]:
+        """The device nodes this sandbox passes through."""
+        return gpu_devices() if self.gpu in (None, True) else []
+
+    def mounts(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
+               data_dir: Path | None) -> Binds:
+        """Every mount of one run, in order (parents before children)."""
+        binds = Binds([str(cwd)] + ([str(data_dir)] if data_dir else []))
+        system_binds(binds)
+        for p in python_paths():
+            binds.bind(p)
+        for p in env.get("LD_LIBRARY_PATH", "").split(":"):
+            if os.path.isabs(p):
+                binds.bind(p)
+        for p in self.extra_ro_binds:
+            binds.bind(p)
+        if os.path.isabs(argv[0]):
+            binds.bind(argv[0])
+        binds.args += ["--proc", "/proc", "--dev", "/dev"]
+        devices = self.devices()
+        for dev in devices:
+            binds.args += ["--dev-bind", dev, dev]
+        if devices and os.path.isdir("/sys"):
+            binds.args += ["--ro-bind", "/sys", "/sys"]
+        size = str(limits.tmp_mb * MIB)
+        for tmp in ("/tmp", "/dev/shm"):  # 1777 like the host's: semaphores live in /dev/shm
+            binds.args += ["--perms", "1777", "--size", size, "--tmpfs", tmp]
+        binds.dirs |= {"/tmp", "/dev", "/dev/shm", "/proc"}
+        if data_dir is not None:
+            binds.args += ["--ro-bind", str(data_dir), DATA_MOUNT]
+        binds.parents(str(cwd))
+        binds.args += ["--bind", str(cwd), str(cwd), "--chdir", str(cwd)]
+        return binds
+
+    def drop_problem(self, uid: int, gid: int) -> str:
+        """Why ``uid`` cannot run the interpreter inside the sandbox ("" if it can).
+
+        A real run, once per (uid, gid): bwrap with this layer's mounts, setpriv to the
+        uid, then the interpreter checks it can read every path it imports from."""
+        key = (uid, gid)
+        if key not in self._drop_checked:
+            self._drop_checked[key] = self._probe_drop(uid, gid)
+        return self._drop_checked[key]
+
+    def _probe_drop(self, uid: int, gid: int) -> str:
+        if self.setpriv is None:
+            return "setpriv (util-linux) not found"
+        with tempfile.TemporaryDirectory(prefix="mlguild-probe-") as tmp:
+            granted = grant_workdir(Path(tmp), gid)
+            try:
+                code = ("import os, sys; bad = [p for p in sys.argv[1:] "
+                        "if not os.access(p, os.R_OK)]; print(*bad); sys.exit(bool(bad))")
+                argv, _ = self._command([sys.executable, "-I", "-S", "-c", code,
+                                         *python_paths()], Path(tmp), {}, Limits(), None,
+                                        (uid, gid))
+                done = subprocess.run(argv, capture_output=True, timeout=30,
+                                      stdin=subprocess.DEVNULL, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return f"probe failed: {exc}"
+            finally:
+                restore_workdir(granted)
+        if done.returncode == 0:
+            return ""
+        why = (done.stdout or done.stderr).decode("utf-8", "replace").strip()
+        return f"uid {uid} cannot use the interpreter: {why[-300:] or done.returncode}"
+
+    def _command(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
+                 data_dir: Path | None, drop: tuple[int, int] | None,
+                 ) -> tuple[list[str], list[str]]:
+        """The full bwrap command line, and the binds left out because they hold the run."""
+        binds = self.mounts(argv, cwd, env, limits, data_dir)
+        out = [self.bwrap, *namespace_args(os.geteuid() == 0, drop is not None), *binds.args,
+               "--clearenv"]
+        for name, value in env.items():
+            out += ["--setenv", name, value]
+        out.append("--")
+        if drop is not None:
+            uid, gid = drop
+            out += [self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return out + argv, binds.skipped
+
+    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
+             data_dir: Path | None) -> Plan:
+        """bwrap around the script; ``MLGUILD_DATA=/data``, ``TMPDIR=/tmp``; a uid drop
+        when the agent is root and the probe allows it."""
+        if data_dir is not None:
+            env["MLGUILD_DATA"] = DATA_MOUNT
+        env["TMPDIR"] = "/tmp"
+        notes: list[str] = []
+        granted: list = []
+        target = drop_target(limits)
+        if target is not None:
+            why = self.drop_problem(*target)
+            if not why and data_dir is not None and os.stat(data_dir).st_mode & 0o005 != 0o005:
+                why = f"{data_dir} is not readable by other users"
+            if not why:
+                try:
+                    granted = grant_workdir(cwd, target[1])
+                except OSError as exc:
+                    why = f"could not open {cwd} to it: {exc}"
+            if why:
+                notes.append(f"ran as root without capabilities, not uid {target[0]}: {why}")
+                target = None
+        command, skipped = self._command(argv, cwd, env, limits, data_dir, target)
+        if skipped:
+            notes.append(f"not mounted (they contain the run directory): {', '.join(skipped)}")
+        spec = {"wrapped": True, "run_uid": target[0] if target else os.geteuid()}
+        sup_env = {"PATH": os.environ.get("PATH", os.defpath)}
+        return Plan(command, sup_env, rlimits_for(limits, dropping=target is not None), spec,
+                    notes, granted)
+
+
+__all__ = ["DATA_MOUNT", "BwrapSandbox", "gpu_devices", "probe"]

@@ -1,0 +1,331 @@
+"""The agent's side of every layer: start the supervisor, wait with a safety timer, report.
+
+A layer (local.py, bwrap.py) only decides *what* runs (argv, env, uid, wrapper); this
+module runs it the same way for all of them, so timeouts, the sweep, output capture and
+the typed result behave identically whichever layer is in use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlguild.sandbox import procfs
+from mlguild.sandbox import supervisor as _sup
+from mlguild.sandbox.base import (
+    STDERR_TAIL_BYTES,
+    STDOUT_TAIL_BYTES,
+    ExecResult,
+    Limits,
+    classify,
+)
+
+SUPERVISOR_PATH = Path(_sup.__file__).resolve()
+MIB = 1024 * 1024
+
+
+@dataclass
+class Plan:
+    """What a layer wants run: the supervisor's main argv/env plus spec additions."""
+
+    argv: list[str]
+    env: dict[str, str]
+    rlimits: dict[str, tuple[int, int]]
+    spec: dict = field(default_factory=dict)  # "drop", "wrapped", "run_uid"
+    notes: list[str] = field(default_factory=list)  # isolation asked for and not applied
+    granted: list = field(default_factory=list)  # directory modes to restore afterwards
+
+
+def rlimits_for(limits: Limits, dropping: bool) -> dict[str, tuple[int, int]]:
+    """The (soft, hard) rlimits the script's processes get, by RLIMIT_ name.
+
+    ``dropping``: the script will run under a dedicated uid, where RLIMIT_NPROC works, so
+    it defaults to ``tree_procs`` (the kernel then refuses the fork the sampler would
+    only catch afterwards).
+    """
+    cpu = limits.effective_cpu_s()
+    # soft < hard: SIGXCPU first (reported as a timeout), SIGKILL if it is ignored
+    out = {"CPU": (cpu, cpu + 5), "CORE": (0, 0)}
+    if limits.fsize_mb:
+        out["FSIZE"] = (limits.fsize_mb * MIB,) * 2
+    if limits.nofile:
+        out["NOFILE"] = (limits.nofile,) * 2
+    if limits.memory_mb:
+        out["AS"] = (limits.memory_mb * MIB,) * 2
+    nproc = limits.nproc or (limits.tree_procs if dropping else None)
+    if nproc:
+        out["NPROC"] = (nproc,) * 2
+    return out
+
+
+def drop_target(limits: Limits) -> tuple[int, int] | None:
+    """The (uid, gid) to run the script as, or None when no drop is wanted or needed."""
+    if os.geteuid() != 0 or limits.run_as_uid is None:
+        return None
+    gid = limits.run_as_gid if limits.run_as_gid is not None else limits.run_as_uid
+    return limits.run_as_uid, gid
+
+
+def python_paths() -> list[str]:
+    """Where the running interpreter imports from: its prefixes and every absolute
+    ``sys.path`` entry that exists (site-packages, editable installs, the stdlib zip)."""
+    seen: list[str] = []
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
+    for p in candidates:
+        if p and os.path.isabs(p) and os.path.exists(p) and p not in seen:
+            seen.append(os.path.normpath(p))
+    return seen
+
+
+def grant_workdir(cwd: Path, gid: int) -> list[tuple[str, int, int]]:
+    """Let group ``gid`` create files in ``cwd`` but not remove or replace the harness's.
+
+    Group rwx plus the sticky bit: the script may add files and delete its own, while
+    the harness's files there (solution.py, plan.md, stdout.txt) stay ours. Returns what
+    ``restore_workdir`` needs; raises OSError if the filesystem refuses.
+    """
+    fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        os.fchown(fd, -1, gid)
+        os.fchmod(fd, (st.st_mode & 0o7777) | 0o1070)
+    finally:
+        os.close(fd)
+    return [(str(cwd), st.st_mode & 0o7777, st.st_gid)]
+
+
+def restore_workdir(saved: list[tuple[str, int, int]]) -> None:
+    """Undo ``grant_workdir`` (the script's own files keep its uid)."""
+    for path, mode, gid in saved:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            os.fchown(fd, -1, gid)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+
+class SupervisedSandbox:
+    """Base of every layer: ``run`` is the contract; subclasses implement ``plan``."""
+
+    layer = "?"
+    strong = False  # True: the layer isolates filesystem, network and processes
+
+    def __init__(self, slack_s: float = _sup.SWEEP_LIMIT_S + _sup.DRAIN_LIMIT_S + 5.0):
+        """``slack_s``: how long past timeout + grace the agent waits for the supervisor
+        (which itself needs at most its sweep and drain limits) before forcing it."""
+        self.slack_s = slack_s
+
+    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
+             data_dir: Path | None) -> Plan:
+        """What to run for this script (argv/env already the layer's own copies)."""
+        raise NotImplementedError
+
+    def run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        limits: Limits,
+        stdout_path: Path,
+        stderr_path: Path,
+        data_dir: Path | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` in ``cwd`` with ``env``; block until it and every process it started
+        are gone; return what happened. Output goes to the two paths (created or
+        truncated; they must not be links). ``data_dir``: the read-only input directory
+        (default: ``env["MLGUILD_DATA"]`` when that is a directory); the script finds it
+        in ``MLGUILD_DATA``, set here (the namespace layer shows it at /data). Never
+        raises for anything the script does; raises ValueError for invalid limits or a
+        ``data_dir`` that contains ``cwd`` (it would expose the whole run), and
+        re-raises KeyboardInterrupt after killing the script.
+
+        Afterwards ``cwd`` holds whatever the script left there, links to anywhere
+        included: the caller must not follow links when it reads or writes there
+        (temp files created with O_EXCL, outputs checked to be plain files)."""
+        limits.validate()
+        cwd = Path(cwd).absolute()
+        stdout_path, stderr_path = Path(stdout_path).absolute(), Path(stderr_path).absolute()
+        for p in (stdout_path, stderr_path):
+            p.parent.mkdir(parents=True, exist_ok=True)
+        if data_dir is None and os.path.isdir(env.get("MLGUILD_DATA", "")):
+            data_dir = Path(env["MLGUILD_DATA"])  # callers that only set the variable
+        data_dir = Path(data_dir).resolve() if data_dir is not None else None
+        real_cwd = cwd.resolve()
+        if data_dir is not None and (real_cwd == data_dir or data_dir in real_cwd.parents):
+            raise ValueError(f"data_dir {data_dir} contains the working directory {cwd}")
+        t0 = time.monotonic()
+        plan = self.plan([str(a) for a in argv], cwd, dict(env), limits, data_dir)
+        try:
+            spec = {
+                "argv": plan.argv,
+                "cwd": str(cwd),
+                "env": {str(k): str(v) for k, v in plan.env.items()},
+                "stdout_path": str(stdout_path),
+                "stderr_path": str(stderr_path),
+                "agent_pid": os.getpid(),
+                "rlimits": plan.rlimits,
+                "notes": plan.notes,
+                "limits": {
+                    "timeout_s": limits.timeout_s,
+                    "term_grace_s": limits.term_grace_s,
+                    "tree_memory_mb": limits.tree_memory_mb,
+                    "tree_procs": limits.tree_procs,
+                    "disk_mb": limits.disk_mb,
+                    "max_files": limits.max_files,
+                    "output_bytes": limits.output_bytes,
+                },
+                **plan.spec,
+            }
+            raw = self._supervise(spec, limits)
+        finally:
+            restore_workdir(plan.granted)
+        return _to_result(raw, stdout_path, stderr_path, time.monotonic() - t0, self.layer)
+
+    def _supervise(self, spec: dict, limits: Limits) -> dict:
+        """Start the supervisor on ``spec`` and return its raw result (or an error one)."""
+        sup_env = {k: os.environ[k] for k in ("PATH", "LD_LIBRARY_PATH") if k in os.environ}
+        try:
+            # No preexec_fn: the agent may be multi-threaded, so the supervisor arms its
+            # own PDEATHSIG and checks it was not orphaned before doing so.
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(SUPERVISOR_PATH)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=sup_env, cwd="/", close_fds=True, start_new_session=True,
+            )
+        except OSError as exc:
+            return {"error": f"could not start the supervisor: {exc}"}
+
+        safety_s = limits.timeout_s + limits.term_grace_s + self.slack_s
+        note = ""
+        try:
+            out, err = proc.communicate(json.dumps(spec).encode(), timeout=safety_s)
+        except subprocess.TimeoutExpired:
+            out, err = _stop(proc, self.slack_s)
+            note = f"supervisor did not finish within {safety_s:.0f} s; killed it"
+        except BaseException:  # KeyboardInterrupt, SystemExit: leave nothing running
+            _stop(proc, self.slack_s)
+            raise
+        events = _parse_events(out)
+        raw = events.get("result")
+        if raw is None or proc.returncode != 0 or note:
+            # The supervisor died or hung: its main process died with it (PDEATHSIG);
+            # kill what is left in that process's session.
+            started = events.get("started") or {}
+            if started.get("pid"):
+                kill_session(int(started["pid"]))
+            detail = note or f"supervisor exited with {proc.returncode}"
+            tail = err.decode("utf-8", "replace").strip()[-2000:]
+            raw = {**(raw or {}), "error": f"{detail}{': ' + tail if tail else ''}"}
+        return raw
+
+
+def _stop(proc: subprocess.Popen, wait_s: float) -> tuple[bytes, bytes]:
+    """Ask the supervisor to sweep and stop (SIGTERM); SIGKILL its group if it won't."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)  # in case the script SIGSTOPped it
+        return proc.communicate(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return proc.communicate()
+
+
+def kill_session(sid: int, limit_s: float = 2.0) -> int:
+    """SIGKILL every process in session ``sid`` until none is left; return how many.
+
+    The fallback when the supervisor itself is gone: the main process led that session,
+    so its ordinary children are still in it (a child that called setsid is not; under
+    bwrap the namespace dies with bwrap instead).
+    """
+    killed: set[int] = set()
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        table = procfs.proc_table()
+        live = [p for p, row in table.items() if row[2] == sid and row[3] != b"Z"]
+        if not live:
+            break
+        for pid in live:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    return len(killed)
+
+
+def _parse_events(out: bytes) -> dict[str, dict]:
+    """The supervisor's JSON lines, by event name (the last of each kind wins)."""
+    events: dict[str, dict] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("event"), str):
+            events[obj["event"]] = obj
+    return events
+
+
+def _tail(path: Path, nbytes: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - nbytes))
+            data = f.read()
+    except OSError:
+        return ""
+    # the cut may land inside a UTF-8 character: skip its continuation bytes
+    start = 0
+    while start < min(len(data), 3) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return data[start:].decode("utf-8", "replace")
+
+
+def _to_result(raw: dict, stdout_path: Path, stderr_path: Path, elapsed: float,
+               layer: str) -> ExecResult:
+    stderr_tail = _tail(stderr_path, STDERR_TAIL_BYTES)
+    status, reason = classify(raw, stderr_tail)
+    problems = []
+    if raw.get("leftover"):
+        problems.append(f"{raw['leftover']} process(es) would not die (uninterruptible?)")
+    if raw.get("undrained"):
+        problems.append("an output pipe stayed open after every process was killed")
+    if problems:
+        reason += "; " + "; ".join(problems)
+    return ExecResult(
+        status=status,
+        exit_code=raw.get("exit_code"),
+        signal=raw.get("signal"),
+        duration_s=float(raw.get("duration_s", elapsed)),
+        timed_out=bool(raw.get("timed_out")),
+        memory_exceeded=bool(raw.get("memory_exceeded")),
+        peak_tree_rss_mb=float(raw.get("peak_tree_rss_mb", 0.0)),
+        stdout_truncated=bool(raw.get("stdout_truncated")),
+        stderr_truncated=bool(raw.get("stderr_truncated")),
+        stdout_tail=_tail(stdout_path, STDOUT_TAIL_BYTES),
+        stderr_tail=stderr_tail,
+        descendants_killed=int(raw.get("descendants_killed", 0)),
+        disk_exceeded=bool(raw.get("disk_exceeded")),
+        procs_exceeded=bool(raw.get("procs_exceeded")),
+        peak_disk_mb=float(raw.get("peak_disk_mb", 0.0)),
+        layer=layer,
+        run_uid=raw.get("run_uid"),
+        notes="; ".join(raw.get("notes") or []),
+        reason=reason,
+    )
+
+
+__all__ = ["Plan", "SupervisedSandbox", "grant_workdir", "python_paths", "rlimits_for"]
