@@ -12,7 +12,8 @@ import time
 from typing import Callable
 
 from .coder import CoderFailure
-from .errors import BudgetExhausted, MlguildError
+from .errors import BudgetExhausted, ConfigError, ScorerIntegrityError, TaskError
+from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .executor import NodeRunner, Outcome, sha256_text
 from .metrics import get_metric
 from .scorer import fingerprint
@@ -89,8 +90,10 @@ class Agent:
         try:
             proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
             failure = None
-        except (BudgetExhausted, MlguildError):
-            raise                  # a spent LLM budget or an unusable setup stops the run, said clearly
+        except (BudgetExhausted, AuthError, AllModelsExhausted, ConfigError, TaskError, ScorerIntegrityError):
+            raise                  # a spent budget or an unusable setup stops the run, said clearly
+        except LLMError as exc:    # one request failed for good (e.g. a prompt over the context size)
+            proposal, failed_as, failure = Proposal(plan=f"(the LLM request failed: {exc.message})", code=""), "llm_error", str(exc)
         except CoderFailure as exc:   # truncated, no code, diff mismatch: named for the next prompt
             failed_as, failure = exc.failure.kind, exc.failure.message
             partial = exc.failure.detail if exc.failure.kind == "truncated" else ""

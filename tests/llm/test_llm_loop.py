@@ -106,3 +106,13 @@ def test_quota_on_one_model_while_another_serves(server, point_at, sleeps, tmp_p
     assert [c["outcome"] for c in calls if c["model"].startswith("anthropic")] == ["QuotaExhausted"]
     assert len(server.requests_for("claude-haiku-4-5")) == 1          # parked after the quota error
     assert sum(c["outcome"] == "ok" for c in calls) == 5
+
+
+@needs_openai
+def test_a_request_rejected_for_good_fails_one_node_not_the_run(server, point_at, sleeps, tmp_path):
+    point_at("openai")
+    server.script("gpt-4.1", reply(FULL), server_error(400), reply(FULL), reply(FULL), reply(FULL))
+    agent, run = _run(tmp_path, ["openai/gpt-4.1"], sleeps, **{"budget.iterations": 4})
+    statuses = [n.status for n in agent.state.graph]
+    assert statuses == ["scored", "llm_error", "scored", "scored"], statuses
+    assert "HTTP 400" in agent.state.graph["n0002"].failure

@@ -6,7 +6,7 @@ over the remaining steps, and the switch is said once on the node's plan.
 
 from __future__ import annotations
 
-from ..llm.errors import AllModelsExhausted
+from ..llm.errors import AllModelsExhausted, AuthError, LLMError
 from ..protocols import Action, Context, Proposal
 
 
@@ -25,9 +25,13 @@ class HybridBrain:
             return self.llm_brain.propose(action, context)
         except AllModelsExhausted as exc:
             self.llm_down = str(exc).splitlines()[0]
-            proposal = self._by_recipes(action, context)
-            return Proposal(f"(every LLM is parked: {self.llm_down}; the recipes continue)\n\n{proposal.plan}",
-                            proposal.code, proposal.meta)
+            note = f"every LLM is parked: {self.llm_down}; the recipes continue"
+        except AuthError:
+            raise
+        except LLMError as exc:   # this request failed for good; the next step tries the LLM again
+            note = f"the LLM request failed ({type(exc).__name__}: {exc.message[:200]}); a recipe step instead"
+        proposal = self._by_recipes(action, context)
+        return Proposal(f"({note})\n\n{proposal.plan}", proposal.code, proposal.meta)
 
     def _by_recipes(self, action: Action, context: Context) -> Proposal:
         # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written

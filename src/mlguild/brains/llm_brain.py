@@ -114,8 +114,10 @@ class LLMBrain:
             if not (extraction.failure and extraction.failure.kind == "truncated"):
                 break
             partial = extraction.partial or ""
-            messages = messages + [Message("assistant", reply.text), Message("user", continue_prompt(partial))]
-            reply = self._ask(messages, f"{purpose}:continue", node)
+            # The context is the prompt plus the code so far, not every earlier reply: it stays
+            # within small context windows however many continuations it takes.
+            so_far = Message("assistant", f"{plan}\n\n```python\n{partial}")
+            reply = self._ask(messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node)
             extraction = join_continuation(partial, reply.text, reply.finish_reason)
         if extraction.failure is not None:
             raise CoderFailure(extraction.failure)
