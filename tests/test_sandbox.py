@@ -23,13 +23,17 @@ import pytest
 import mlguild
 from mlguild.errors import ConfigError
 from mlguild.sandbox import (
+    BwrapSandbox,
     ExecResult,
     ExecStatus,
     Limits,
     LocalSandbox,
+    describe_layer,
     get_sandbox,
+    is_strong,
     safe_env,
 )
+from mlguild.sandbox.bwrap import probe
 
 SRC_DIR = Path(mlguild.__file__).resolve().parents[1]  # for the agent subprocess's PYTHONPATH
 
@@ -156,10 +160,36 @@ def test_missing_executable_is_sandbox_error(tmp_path):
 
 
 def test_get_sandbox_names():
-    assert isinstance(get_sandbox(), LocalSandbox)
-    assert isinstance(get_sandbox("local"), LocalSandbox)
+    usable, why = probe()
+    assert isinstance(get_sandbox(), BwrapSandbox if usable else LocalSandbox)
+    assert isinstance(get_sandbox("local", gpu=False), LocalSandbox)  # bwrap's options ignored
+    if usable:
+        assert isinstance(get_sandbox("bwrap"), BwrapSandbox) and why == ""
+    else:
+        with pytest.raises(ConfigError, match="not usable"):
+            get_sandbox("bwrap")
     with pytest.raises(ConfigError, match="unknown sandbox"):
         get_sandbox("docker")
+
+
+def test_probe_explains_a_missing_bwrap():
+    usable, why = probe("/nonexistent/bwrap")
+    assert not usable and "apt-get install -y bubblewrap" in why
+
+
+def test_layer_strength_and_description():
+    local = LocalSandbox()
+    assert not is_strong(local) and local.layer == "local"
+    line = describe_layer(local)
+    assert line.startswith("sandbox: local") and "WEAK" in line and "\n" not in line
+    if os.geteuid() == 0:
+        why = local.drop_problem(65534, 65534)
+        assert ("as uid 65534" in line) == (why == "") and (why in line)
+    if probe()[0]:
+        ns = BwrapSandbox(gpu=False)
+        assert is_strong(ns) and ns.layer == "bwrap"
+        line = describe_layer(ns)
+        assert "no network" in line and "GPU devices: none" in line and "\n" not in line
 
 
 # --- timeouts ------------------------------------------------------------------------
@@ -510,8 +540,12 @@ def test_fsize_limit_stops_a_huge_file(tmp_path):
     assert (tmp_path / "big.bin").stat().st_size <= 1024 * 1024
 
 
-def test_limits_validation(tmp_path):
+@pytest.mark.parametrize("bad", [
+    {"timeout_s": 0}, {"disk_mb": 0}, {"max_files": -1}, {"tree_procs": 0}, {"tmp_mb": 0},
+    {"run_as_uid": -1},
+])
+def test_limits_validation(tmp_path, bad):
     with pytest.raises(ValueError):
         LocalSandbox().run(
-            ["true"], tmp_path, {}, Limits(timeout_s=0), tmp_path / "o", tmp_path / "e"
+            ["true"], tmp_path, {}, Limits(**bad), tmp_path / "o", tmp_path / "e"
         )

@@ -176,6 +176,7 @@ class Agent:
 
     def _parent_view(self, node: Node) -> ParentView:
         d = self.run.node_dir(node.id)
-        read = lambda name: (d / name).read_text(errors="replace") if (d / name).exists() else ""
+        # Never follow a link a script left in its directory: it could point at sealed labels.
+        read = lambda name: (d / name).read_text(errors="replace") if (d / name).is_file() and not (d / name).is_symlink() else ""
         return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
                           node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])

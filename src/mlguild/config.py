@@ -28,7 +28,9 @@ class FirewallConfig(_Section):
 
 
 class SandboxConfig(_Section):
-    kind: str = Field("auto", description="Sandbox layer: auto or local.")
+    kind: str = Field("auto", description="Sandbox layer: auto (bwrap when usable, else local), local or bwrap.")
+    strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
+    gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
     script_timeout_s: float = Field(300.0, gt=0, description="Wall-clock limit for one script.")
     tree_memory_mb: int = Field(8192, gt=0, description="Kill a script whose whole process tree uses more RSS.")
     memory_mb: int | None = Field(None, description="Per-process address-space limit (RLIMIT_AS); off by default.")
@@ -36,6 +38,11 @@ class SandboxConfig(_Section):
     nofile: int = Field(1024, gt=0, description="Open-file limit for a script.")
     output_bytes: int = Field(2_000_000, ge=1024, description="Stdout/stderr kept per stream (head and tail).")
     threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
+    disk_mb: int = Field(4096, gt=0, description="Cap on the bytes a script writes under its node directory.")
+    max_files: int = Field(100_000, gt=0, description="Cap on the files a script creates under its node directory.")
+    tree_procs: int = Field(1024, gt=0, description="Cap on live processes in a script's tree (fork bombs).")
+    tmp_mb: int = Field(1024, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each.")
+    run_as_uid: int | None = Field(65534, description="Unprivileged uid scripts run as when the agent is root (None = never drop).")
 
 
 class SearchConfig(_Section):

@@ -94,10 +94,11 @@ class NodeRunner:
         limits = Limits(
             timeout_s=timeout_s, tree_memory_mb=cfg.tree_memory_mb, memory_mb=cfg.memory_mb,
             fsize_mb=cfg.fsize_mb, nofile=cfg.nofile, output_bytes=cfg.output_bytes,
+            disk_mb=cfg.disk_mb, max_files=cfg.max_files, tree_procs=cfg.tree_procs,
+            tmp_mb=cfg.tmp_mb, run_as_uid=cfg.run_as_uid,
         )
         threads = cfg.threads or os.cpu_count() or 1
-        env = safe_env(cwd=node_dir, extra={
-            "MLGUILD_DATA": str(self.run.workspace.data_dir.resolve()),
+        env = safe_env(cwd=node_dir, extra={      # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)
             "MLGUILD_SEED": str(seed),
             "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
             "MLGUILD_THREADS": str(threads),
@@ -105,6 +106,7 @@ class NodeRunner:
         result = self.sandbox.run(
             [sys.executable, "solution.py"], cwd=node_dir, env=env, limits=limits,
             stdout_path=node_dir / "stdout.txt", stderr_path=node_dir / "stderr.txt",
+            data_dir=self.run.workspace.data_dir.resolve(),
         )
         exec_s = result.duration_s
         outcome = self._judge(result, output)

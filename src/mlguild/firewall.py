@@ -174,6 +174,12 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
         sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
 
+    # Sealed files are for the harness (root) alone: when scripts run as an unprivileged uid,
+    # these modes are what keeps them unreadable even by absolute path.
+    ws.sealed_dir.chmod(0o700)
+    for path in ws.sealed_dir.iterdir():
+        path.chmod(0o600)
+
     manifest = {
         "task": spec.name,
         "split": {"seed": cfg.seed, "fraction": cfg.holdout_fraction, "stratified": stratify,

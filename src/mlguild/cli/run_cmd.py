@@ -19,7 +19,8 @@ from ..llm.scripted import ScriptedLLM
 from ..config import load_config, parse_duration, save_config
 from ..final import grade_final
 from ..rundir import RunDir, create_run, open_run
-from ..sandbox import get_sandbox
+from ..errors import ConfigError
+from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
 from .common import console, default_runs_dir, resolve_run, user_errors
 from .progress import Progress
@@ -70,11 +71,15 @@ def _brain_for(run: RunDir, fake_llm: bool = False):
 def _drive(run: RunDir, fake_llm: bool = False) -> None:
     cfg = run.config
     brain, brain_line = _brain_for(run, fake_llm)
-    sandbox = get_sandbox(cfg.sandbox.kind)
+    sandbox = get_sandbox(cfg.sandbox.kind, gpu=cfg.sandbox.gpu)
+    if cfg.sandbox.strict and not is_strong(sandbox):
+        raise ConfigError(f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
+                          "apt-get install -y bubblewrap (as root), or run without --strict")
     agent = Agent(run, brain, get_policy(cfg.search), sandbox)
     console.print(f"run   {run.path}")
     console.print(f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
     console.print(f"brain {brain_line}")
+    console.print(f"sandbox {describe_layer(sandbox)}")
     with Progress(agent) as progress:
         agent.on_event = progress
         reason = agent.run_loop()
@@ -105,6 +110,7 @@ def run(
     set_: List[str] = typer.Option([], "--set", help="Override a config value: section.field=value (repeatable)."),
     script_timeout: Optional[str] = typer.Option(None, help="Time limit of one script, e.g. 120s."),
     seed: Optional[int] = typer.Option(None, help="Seed for the split, the policy and the brain."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends."""
     with user_errors():
@@ -112,6 +118,8 @@ def run(
             brain = brain or "scripted"
             iterations = iterations or 4
         overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model)
+        if strict:
+            overrides.append("sandbox.strict=true")
         cfg = load_config(config, overrides)
         resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)   # fail before any work
         for name in cfg.llm.models:

@@ -36,8 +36,9 @@ class Limits:
     nofile: int | None = 1024
     """RLIMIT_NOFILE: open file descriptors per process."""
     nproc: int | None = None
-    """RLIMIT_NPROC: processes per uid. The kernel ignores it for root. None: ``tree_procs``
-    when the script runs under a dropped uid (see ``run_as_uid``), otherwise unset."""
+    """RLIMIT_NPROC: processes AND threads per uid, machine-wide. The kernel ignores it for
+    root. None: under a dropped uid (see ``run_as_uid``) a pid-exhaustion backstop of
+    max(4096, 32 per CPU, tree_procs); otherwise unset."""
     tree_procs: int | None = 1024
     """Cap on live processes in the script's tree (sampled with the memory); a fork bomb
     is killed when it passes it (status ``procs``). The only fork cap for a root script."""

@@ -21,7 +21,7 @@ COVERS everything the always-on layer covers (local.py), plus:
 - private /tmp and /dev/shm, tmpfs capped at ``tmp_mb`` each; no IPC or UTS sharing;
 - privilege: all capabilities dropped, no_new_privs; when the agent is root the script
   runs as ``run_as_uid`` (setpriv inside the namespace, after bwrap's setup), so
-  RLIMIT_NPROC caps forks in the kernel and the harness's files in the working directory
+  RLIMIT_NPROC caps tasks in the kernel and the harness's files in the working directory
   (solution.py, stdout.txt) cannot be changed. Checked once per sandbox by a real probe;
   where the drop is impossible the script runs as a capability-less root and
   ``ExecResult.notes`` says so;

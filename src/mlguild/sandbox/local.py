@@ -16,7 +16,7 @@ COVERS (while the agent process is alive, and also when it is killed with SIGKIL
   ``tree_memory_mb`` (status ``memory``); optional RLIMIT_AS per process (``memory_mb``);
 - fork bombs: the number of live processes in the tree is sampled with the memory and
   the tree is killed over ``tree_procs`` (status ``procs``); under a dropped uid the
-  kernel also refuses forks past it (RLIMIT_NPROC);
+  kernel also refuses tasks past RLIMIT_NPROC (see ``Limits.nproc``);
 - disk under the working directory: bytes and entries are sampled (every ~150 ms, less
   often when the walk is slow, and once more after the run, so a burst that ended
   between samples is still reported) and the tree is killed over ``disk_mb`` /

@@ -45,9 +45,10 @@ class Plan:
 def rlimits_for(limits: Limits, dropping: bool) -> dict[str, tuple[int, int]]:
     """The (soft, hard) rlimits the script's processes get, by RLIMIT_ name.
 
-    ``dropping``: the script will run under a dedicated uid, where RLIMIT_NPROC works, so
-    it defaults to ``tree_procs`` (the kernel then refuses the fork the sampler would
-    only catch afterwards).
+    ``dropping``: the script will run under a dedicated uid, where RLIMIT_NPROC works.
+    It counts threads too (OpenBLAS starts one per core in every process), so its
+    default is a pid-exhaustion backstop, not the process cap: the larger of 4096,
+    32 per CPU and ``tree_procs``; ``limits.nproc`` sets it exactly.
     """
     cpu = limits.effective_cpu_s()
     # soft < hard: SIGXCPU first (reported as a timeout), SIGKILL if it is ignored
@@ -58,7 +59,9 @@ def rlimits_for(limits: Limits, dropping: bool) -> dict[str, tuple[int, int]]:
         out["NOFILE"] = (limits.nofile,) * 2
     if limits.memory_mb:
         out["AS"] = (limits.memory_mb * MIB,) * 2
-    nproc = limits.nproc or (limits.tree_procs if dropping else None)
+    nproc = limits.nproc
+    if nproc is None and dropping:
+        nproc = max(4096, 32 * (os.cpu_count() or 1), limits.tree_procs or 0)
     if nproc:
         out["NPROC"] = (nproc,) * 2
     return out

@@ -16,11 +16,11 @@ PENDING = "pending"
 # Failure kinds a node can end in; each has a name the next debug step receives.
 FAILURES = (
     "brain_error", "llm_error", "truncated", "no_code", "diff_mismatch", "syntax_error", "guard_rejected",
-    "timeout", "memory", "disk", "crash", "missing_output", "invalid_output", "interrupted", "sandbox_error",
+    "timeout", "memory", "disk", "procs", "crash", "missing_output", "invalid_output", "interrupted", "sandbox_error",
 )
 # A truncated node keeps its partial code, so a debug step can complete it; no_code and
 # diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
-DEBUGGABLE = frozenset({"truncated", "syntax_error", "guard_rejected", "timeout", "memory", "disk", "crash",
+DEBUGGABLE = frozenset({"truncated", "syntax_error", "guard_rejected", "timeout", "memory", "disk", "procs", "crash",
                         "missing_output", "invalid_output"})
 
 

@@ -1,0 +1,1 @@
+"""Adversarial tests of the sandbox layers: attack scripts that must not succeed."""
