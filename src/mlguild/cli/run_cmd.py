@@ -79,7 +79,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     console.print(f"run   {run.path}")
     console.print(f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
     console.print(f"brain {brain_line}")
-    console.print(f"sandbox {describe_layer(sandbox)}")
+    console.print("sandbox " + describe_layer(sandbox).removeprefix("sandbox: "))
     with Progress(agent) as progress:
         agent.on_event = progress
         reason = agent.run_loop()
