@@ -19,7 +19,7 @@ from mlguild.task import load_task
 
 from conftest import make_task
 from .sdks import needs_anthropic, needs_gemini, needs_openai
-from .servers import quota, rate_limited, reply, server_error, truncated
+from .servers import malformed, quota, rate_limited, reply, server_error, slow, truncated
 
 SCRIPT = '''import math, os
 from pathlib import Path
@@ -58,7 +58,7 @@ def _run(tmp_path, models, sleeps, **sets):
     run = create_run(load_task(task), cfg, tmp_path / "runs")
     ledger = Ledger(sink=lambda rec: run.journal.append("llm_call", **rec))
     router = Router([make_llm(m) for m in models], sleep=sleeps, seed=0, ledger=ledger)
-    brain = LLMBrain(router, LLMBrainOptions(max_tokens=4000))
+    brain = LLMBrain(router, LLMBrainOptions(max_tokens=4000, timeout_s=1.0))
     agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
     agent.run_loop()
     return agent, run
@@ -69,7 +69,7 @@ def test_loop_survives_real_replies_and_service_failures(server, point_at, sleep
     point_at(provider)
     server.script(
         model,
-        rate_limited(7), reply(FULL),                 # n0001: 429 with Retry-After, then a full script
+        rate_limited(7), malformed(), slow(3), reply(FULL),  # n0001: 429, malformed JSON, a reply past the timeout
         truncated(CUT), server_error(500), reply(REST),  # n0002: cut off; the continuation survives a 500
         reply(PROSE), reply(PROSE),                   # n0003: prose twice (once re-prompted): no_code
         reply(GOOD_DIFF),                             # n0004: improve by a diff that applies
@@ -88,6 +88,7 @@ def test_loop_survives_real_replies_and_service_failures(server, point_at, sleep
     calls = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "llm_call"]
     outcomes = [c["outcome"] for c in calls]
     assert outcomes.count("RateLimited") == 1 and outcomes.count("TransientError") == 1
+    assert outcomes.count("BadResponse") == 1 and outcomes.count("LLMTimeout") == 1
     assert {c["purpose"] for c in calls} >= {"draft", "draft:continue", "draft:reformat", "improve:diff",
                                             "improve:diff_retry", "improve:rewrite"}
     assert all(c["node"] for c in calls)

@@ -36,6 +36,7 @@ STEP_HELP = {
 class LLMBrainOptions:
     max_tokens: int = 16384
     temperature: float = 0.2
+    timeout_s: float = 300.0        # one request's wall-clock limit
     diff_mode: bool = True          # improve with SEARCH/REPLACE edits, falling back to a rewrite
     stepwise: bool = False          # write drafts part by part (data, features, model, train, predict)
     threads: int = 2
@@ -97,8 +98,8 @@ class LLMBrain:
         return [Message("system", system), Message("user", prompt)]
 
     def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
-        return self.llm.complete(messages, max_tokens=self.options.max_tokens,
-                                 temperature=self.options.temperature, purpose=purpose, node=node)
+        return self.llm.complete(messages, max_tokens=self.options.max_tokens, temperature=self.options.temperature,
+                                 timeout_s=self.options.timeout_s, purpose=purpose, node=node)
 
     # --- a whole script, completing truncated replies instead of re-deriving them ---
     def _full_script(self, prompt: str, purpose: str, node: str) -> tuple[str, str]:

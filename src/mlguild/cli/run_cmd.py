@@ -57,7 +57,7 @@ def _brain_for(run: RunDir, fake_llm: bool = False):
         return build_router(cfg.llm, run_dir=run.path, records=records,
                             sink=lambda rec: run.journal.append("llm_call", **rec))
 
-    options = LLMBrainOptions(max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+    options = LLMBrainOptions(max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature, timeout_s=cfg.llm.timeout_s,
                               diff_mode=cfg.brain.diff_mode, stepwise=cfg.brain.stepwise,
                               threads=cfg.sandbox.threads or os.cpu_count() or 1)
     brain = get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
