@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from .errors import (AuthError, BadResponse, InvalidRequest, LLMError, LLMTimeout, QuotaExhausted, RateLimited,
                      TransientError)
@@ -136,3 +137,11 @@ def bad_response(model: str, why: str) -> BadResponse:
     """A reply that arrived but cannot be used; the Router retries it a couple of times."""
     return BadResponse(f"{model}: unusable reply ({why})",
                        "usually transient; if it persists the server is not speaking this API", model=model)
+
+
+def body_text(exc: Any) -> str:
+    """The response body of an SDK status error, for classification and messages."""
+    try:
+        return exc.response.text
+    except Exception:  # noqa: BLE001 -- a streamed or closed response has no text; the body will do
+        return str(getattr(exc, "body", "") or exc)

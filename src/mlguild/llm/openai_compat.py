@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from .base import Completion, Message, normalise_finish_reason
-from .classify import bad_response, classify_status, classify_transport
+from .classify import bad_response, body_text, classify_status, classify_transport
 from .errors import missing_sdk
 from .prices import cost_usd
 
@@ -59,7 +59,7 @@ class OpenAICompatLLM:
         try:
             reply = self._client.chat.completions.create(**request, timeout=timeout_s)
         except sdk.APIStatusError as exc:
-            raise classify_status(exc.status_code, _body_text(exc), exc.response.headers,
+            raise classify_status(exc.status_code, body_text(exc), exc.response.headers,
                                   model=self.model, key_env=self.key_env) from None
         except sdk.APIResponseValidationError as exc:
             raise bad_response(self.model, str(exc)) from None
@@ -90,10 +90,3 @@ class OpenAICompatLLM:
         return Completion(text=text, model=self.model, finish_reason=finish, input_tokens=tokens_in,
                           output_tokens=tokens_out, cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
                           latency_s=round(latency_s, 4))
-
-
-def _body_text(exc: Any) -> str:
-    try:
-        return exc.response.text
-    except Exception:  # noqa: BLE001 -- a streamed or closed response has no text; the body will do
-        return str(getattr(exc, "body", "") or exc)

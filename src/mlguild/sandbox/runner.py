@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import ABC, abstractmethod
 import signal
 import subprocess
 import sys
@@ -117,7 +118,7 @@ def restore_workdir(saved: list[tuple[str, int, int]]) -> None:
             os.close(fd)
 
 
-class SupervisedSandbox:
+class SupervisedSandbox(ABC):
     """Base of every layer: ``run`` is the contract; subclasses implement ``plan``."""
 
     layer = "?"
@@ -128,10 +129,10 @@ class SupervisedSandbox:
         (which itself needs at most its sweep and drain limits) before forcing it."""
         self.slack_s = slack_s
 
+    @abstractmethod
     def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
              data_dir: Path | None) -> Plan:
         """What to run for this script (argv/env already the layer's own copies)."""
-        raise NotImplementedError
 
     def run(
         self,
