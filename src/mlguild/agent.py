@@ -7,12 +7,12 @@ being executed, and ``resume`` continues from the journal without re-running fin
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import time
 from typing import Callable
 
 from .coder import CoderFailure
-from .errors import BudgetExhausted, ConfigError, ScorerIntegrityError, TaskError
+from .errors import BrainBroken, BudgetExhausted, ConfigError, ScorerIntegrityError, TaskError
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .executor import NodeRunner, Outcome, sha256_text
 from .metrics import get_metric
@@ -24,6 +24,8 @@ from .state import RunState, replay
 
 _MIN_SCRIPT_S = 5.0            # below this much time left, a new node cannot do useful work
 _HISTORY_LIMIT = 60            # bounded history: context never grows with the graph
+_MAX_BRAIN_FAILURES = 25       # consecutive nodes without code: the brain is broken, stop the run
+_NO_CODE = frozenset({"brain_error", "llm_error", "no_code"})
 
 
 class Agent:
@@ -72,6 +74,7 @@ class Agent:
                 timeout = self._check_budget()
                 action = self.policy.select(self.state.graph, len(self.state.graph))
                 self.step(action, timeout)
+                self._check_brain_health()
         except BudgetExhausted as exc:
             reason = f"budget: {exc.which}"
         except KeyboardInterrupt:
@@ -80,6 +83,12 @@ class Agent:
             journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
             self.on_event("session_ended", {"reason": reason})
         return reason
+
+    def _check_brain_health(self) -> None:
+        recent = list(self.state.graph)[-_MAX_BRAIN_FAILURES:]
+        if len(recent) == _MAX_BRAIN_FAILURES and all(n.status in _NO_CODE for n in recent):
+            raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
+                              f"see `mlguild show {recent[-1].id} --run {self.run.path}`; check the model and its settings")
 
     def step(self, action: Action, timeout: float) -> Node:
         graph = self.state.graph
@@ -101,13 +110,16 @@ class Agent:
         except Exception as exc:   # a brain bug must not end the run
             proposal, failure = Proposal(plan=f"(the brain failed: {exc})", code=""), f"{type(exc).__name__}: {exc}"
         brain_s = time.monotonic() - started
+        remaining = self.remaining_s()
+        if remaining is not None:      # the brain's own time comes out of the script's
+            timeout = max(1.0, min(timeout, remaining))
         node.plan, node.meta = proposal.plan, proposal.meta
         self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
         graph.add(node)
-        node.attempts = 1
+        node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
         self.run.journal.append("node_started", node={
             "id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration,
-            "plan": node.plan, "meta": node.meta, "code_sha256": sha256_text(proposal.code), "reason": action.reason,
+            "plan": node.plan, "meta": node.meta, "code_sha256": node.code_sha256, "reason": action.reason,
         }, session_elapsed_s=round(self.elapsed(), 3))
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
@@ -119,14 +131,25 @@ class Agent:
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""
-        if node.attempts >= 2 or not (self.run.node_dir(node.id) / "solution.py").exists():
-            self._finish(node, Outcome("interrupted", failure="the run was killed while this node ran, twice"))
+        code_path = self.run.node_dir(node.id) / "solution.py"
+        code = code_path.read_text() if code_path.is_file() and not code_path.is_symlink() else ""
+        if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:
+            why = ("twice" if node.attempts >= 2 else
+                   "before its code was complete, or its solution.py changed since it was proposed")
+            self._finish(node, Outcome("interrupted", failure=f"the run was killed while this node ran, {why}"))
+            return
+        remaining = self.remaining_s()
+        if remaining is not None and remaining < _MIN_SCRIPT_S:
+            self._finish(node, Outcome("interrupted", failure="the run was killed while this node ran, and no time is left"))
             return
         node.attempts += 1
         self.run.journal.append("node_started", node={"id": node.id, "op": node.op, "parents": list(node.parents),
                                                      "iteration": node.iteration, "restart": True},
                                 session_elapsed_s=round(self.elapsed(), 3))
-        self._finish(node, self.runner.execute(node, self._check_budget(), seed=self.run.config.brain.seed))
+        # Only the time budget applies here: the node is already counted in the iteration budget.
+        timeout = self.run.config.sandbox.script_timeout_s
+        timeout = timeout if remaining is None else min(timeout, remaining)
+        self._finish(node, self.runner.execute(node, timeout, seed=self.run.config.brain.seed))
 
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
@@ -154,11 +177,10 @@ class Agent:
     def _promote(self, node: Node) -> None:
         """Copy the node's solution, submission and report into best/ (each file atomically)."""
         src, best = self.run.node_dir(node.id), self.run.best_dir
-        for name, dest in (("solution.py", "solution.py"), ("plan.md", "plan.md"), ("report.md", "report.md"),
+        for name, dest in (("solution.py", "solution.py"), ("report.md", "report.md"),
                            ("output/submission.csv", "submission.csv"), ("output/holdout.csv", "holdout.csv")):
-            tmp = best / f".{dest}.tmp"
-            shutil.copyfile(src / name, tmp)
-            tmp.replace(best / dest)
+            atomic_write(best / dest, _read_no_follow(src / name))
+        atomic_write(best / "plan.md", node.plan.strip() + "\n")
         atomic_write(best / "best.json", json.dumps({"node": node.id, "holdout_score": node.score,
                                                       "metric": self.runner.metric.name}, indent=2))
 
@@ -180,3 +202,10 @@ class Agent:
         read = lambda name: (d / name).read_text(errors="replace") if (d / name).is_file() and not (d / name).is_symlink() else ""
         return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
                           node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])
+
+
+def _read_no_follow(path) -> bytes:
+    """A node file's bytes, refusing a link a script may have planted in its directory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()

@@ -41,6 +41,10 @@ class FirewallError(MlguildError):
     """The workspace could not be built, or the verifier found sealed data in it."""
 
 
+class BrainBroken(MlguildError):
+    """The brain keeps producing no code: continuing would only spend budget."""
+
+
 class SubmissionError(MlguildError):
     """A submission file is invalid. ``reason`` is a short stable code (e.g. ``bad_header``)."""
 

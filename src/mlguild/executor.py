@@ -143,6 +143,8 @@ class NodeRunner:
             )
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
+        except ValueError as exc:   # values the metric cannot take (e.g. rmsle of a prediction <= -1)
+            return Outcome("invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}")
         value = scored.score.value
         return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column))
 
@@ -152,8 +154,7 @@ class NodeRunner:
                  "metric": self.metric.name, "direction": self.metric.direction,
                  "printed_score_untrusted": outcome.printed_score, "timing": outcome.timing}
         atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
-        plan = (node_dir / "plan.md").read_text() if (node_dir / "plan.md").exists() else ""
-        lines = [f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})", "", plan.strip(), "",
+        lines = [f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})", "", node.plan.strip(), "",
                  f"- status: {outcome.status}",
                  f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
                  f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,14 +30,20 @@ def audit_path(run: RunDir) -> Path:
 
 
 def _write_once(path: Path, record: dict) -> None:
-    """Create the audit record; refuse (FileExistsError) if one exists. fsynced like the journal."""
+    """Create the audit record whole or not at all; refuse (FileExistsError) if one exists.
+
+    Written to a temp file and fsynced, then hard-linked into place: the link fails if the
+    record exists, and a kill at any moment never leaves a half-written record behind."""
     path.parent.mkdir(exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".final_grade.")
     try:
-        os.write(fd, (json.dumps(record, indent=2) + "\n").encode())
-        os.fsync(fd)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write((json.dumps(record, indent=2) + "\n").encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)
     finally:
-        os.close(fd)
+        os.unlink(tmp)
 
 
 def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None:
@@ -70,6 +77,8 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
         record.update(test_score=result.score.value, valid=True)
     except SubmissionError as exc:
         record.update(test_score=None, valid=False, error=f"{exc.reason}: {exc.message}")
+    except ValueError as exc:
+        record.update(test_score=None, valid=False, error=f"cannot be scored with {spec.metric}: {exc}")
     _write_once(audit, record)
     run.journal.append("final_graded", **record)
     atomic_write(run.best_dir / "final_grade.json", json.dumps(record, indent=2))

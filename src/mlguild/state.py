@@ -48,6 +48,7 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
                 node = Node(id=data["id"], op=data["op"], parents=tuple(data["parents"]),
                             iteration=data["iteration"], plan=data.get("plan", ""), meta=data.get("meta", {}))
                 node.attempts = 1
+                node.code_sha256 = data.get("code_sha256", "")
                 graph.add(node)
         elif kind == "node_finished":
             node = graph[rec["id"]]

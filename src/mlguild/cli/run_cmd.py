@@ -83,7 +83,12 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     with Progress(agent) as progress:
         agent.on_event = progress
         reason = agent.run_loop()
-    grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test else None
+    # The test set is graded once: only a run that ended by its budget, never one stopped by
+    # Ctrl-C (a resume may still find a better node).
+    finished = reason.startswith("budget:")
+    grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test and finished else None
+    if not finished:
+        console.print(f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`")
     best = agent.state.graph[agent.state.best_id] if agent.state.best_id else None
     scored = sum(1 for n in agent.state.graph if n.ok)
     console.print(f"\nstopped: {reason}; {len(agent.state.graph)} nodes, {scored} scored")

@@ -41,6 +41,7 @@ class Node:
     branch: str = ""                          # id of the draft this lineage started from
     timing: dict[str, float] = field(default_factory=dict)
     attempts: int = 0                         # executions started (a resume may restart one)
+    code_sha256: str = ""                     # of the proposed solution.py, as journaled
 
     @property
     def finished(self) -> bool:
