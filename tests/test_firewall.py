@@ -143,3 +143,34 @@ def test_workspace_is_not_built_twice(small_task, tmp_path):
     ws, task = _build(small_task, tmp_path)
     with pytest.raises(FirewallError):
         build_workspace(task, ws.run_dir, FirewallConfig())
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda r: _edit_train(r, lambda f: f.assign(y=f["y"].where(f.index % 4 != 0, ""))), "empty 'y'"),
+    (lambda r: _edit_train(r, lambda f: f.assign(y="1")), "single value"),
+    (lambda r: _edit_yaml(r, positive_label="yes"), "positive_label 'yes' is not among the labels"),
+    (lambda r: (r / "private" / "answers.csv").write_text("id,y\nr00000,1\n"), "test answers"),
+    (lambda r: (r / "private" / "answers.csv").write_text("id,label\n"), "test answers"),
+])
+def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, message):
+    from mlguild.config import load_config
+    from mlguild.rundir import create_run
+
+    root = make_task(tmp_path / "t")
+    breakage(root)
+    with pytest.raises(TaskError, match=message):
+        create_run(load_task(root), load_config(), tmp_path / "runs")
+    assert not list((tmp_path / "runs").glob("*"))         # nothing half-built is left behind
+
+
+def _edit_train(root, change):
+    frame = pd.read_csv(root / "public" / "train.csv", dtype=str, keep_default_na=False)
+    change(frame).to_csv(root / "public" / "train.csv", index=False)
+
+
+def _edit_yaml(root, **changes):
+    import yaml
+
+    spec = yaml.safe_load((root / "task.yaml").read_text())
+    spec.update(changes)
+    (root / "task.yaml").write_text(yaml.safe_dump(spec))

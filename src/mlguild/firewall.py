@@ -131,6 +131,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     _check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
     if len(train) < 10:
         raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
+    _check_labels(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
     mask = split_holdout(train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify)
@@ -190,6 +191,30 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     ws.manifest_path.write_text(json.dumps(manifest, indent=2))
     _make_read_only(ws.data_dir)
     return ws
+
+
+def _check_labels(train: pd.DataFrame, task: Task) -> None:
+    """Labels the harness can score: no empty targets; for classification at least two classes,
+    and the positive label and class columns of task.yaml among the labels really present."""
+    spec = task.spec
+    for col in spec.target_columns:
+        empty = int((train[col].str.strip() == "").sum())
+        if empty:
+            raise TaskError(f"{empty} rows of {task.train_path} have an empty {col!r}",
+                            "remove those rows (or fill them) before running")
+    if spec.task_type not in ("binary", "multiclass"):
+        return
+    labels = sorted(train[spec.target_columns[0]].unique())
+    shown = ", ".join(repr(x) for x in labels[:10])
+    if len(labels) < 2:
+        raise TaskError(f"the target {spec.target_columns[0]!r} has a single value ({shown}): nothing to learn",
+                        "check the target column")
+    if spec.positive_label is not None and spec.positive_label not in labels:
+        raise TaskError(f"positive_label {spec.positive_label!r} is not among the labels ({shown})",
+                        f"set positive_label in {task.root}/task.yaml to one of them")
+    if spec.classes and set(labels) - set(spec.classes):
+        raise TaskError(f"labels {sorted(set(labels) - set(spec.classes))[:10]} are not in classes {spec.classes}",
+                        f"list every class in {task.root}/task.yaml")
 
 
 def _holdout_sample(sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str) -> pd.DataFrame:
@@ -313,8 +338,15 @@ def _normalise(values: pd.Series) -> pd.Series:
 
 
 def sealed_paths(run_dir: Path) -> list[Path]:
-    """Paths a script must never reach (used by the guard)."""
-    return [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl"]
+    """Paths a script must never reach (used by the guard): the sealed labels, the journal, and
+    the original task folder (its train file holds the holdout's labels)."""
+    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl"]
+    snapshot = run_dir / "task.json"
+    if snapshot.exists():
+        root = json.loads(snapshot.read_text()).get("root")
+        if root:
+            paths.append(Path(root))
+    return paths
 
 
 __all__ = ["Workspace", "build_workspace", "verify_workspace", "VerifyReport", "split_holdout", "read_csv_exact", "sha256_file", "sealed_paths"]

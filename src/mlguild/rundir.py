@@ -62,6 +62,7 @@ class RunDir:
     spec: TaskSpec
     description: str
     journal: Journal
+    lock_fd: int | None = None
 
     @property
     def workspace(self) -> Workspace:
@@ -82,23 +83,24 @@ class RunDir:
     def profile(self) -> DataProfile:
         return DataProfile.from_dict(json.loads((self.path / "profile.json").read_text()))
 
-    def lock(self) -> None:
-        """Take the run's writer lock: two agents appending to one journal would corrupt the run."""
-        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunError(f"another mlguild process is working on {self.path}",
-                           "wait for it to finish, or stop it (its pid is in `fuser " + str(self.path / ".lock") + "`)") from None
-        self._lock_fd = fd
-
     def close(self) -> None:
         self.journal.close()
-        fd = getattr(self, "_lock_fd", None)
-        if fd is not None:
-            os.close(fd)
-            self._lock_fd = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+def take_lock(path: Path) -> int:
+    """The run's writer lock, taken before the journal is opened: two writers would corrupt it,
+    and opening a journal repairs (truncates) what looks like a torn tail."""
+    fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunError(f"another mlguild process is working on {path}",
+                       f"wait for it to finish, or stop it (`fuser {path / '.lock'}` shows its pid)") from None
+    return fd
 
 
 def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = None) -> RunDir:
@@ -116,7 +118,9 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         report = verify_workspace(path, task.spec.id_column, task.spec.target_columns)
         if not report.ok:
             raise RunError(f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started")
-        floor = floor_score(task.spec, ws)
+        floor = floor_score(task.spec, ws.data_dir / HOLDOUT_SAMPLE, ws.holdout_answers, "holdout labels")
+        if ws.test_answers is not None:
+            floor_score(task.spec, ws.data_dir / task.spec.sample_submission, ws.test_answers, "test answers")
         profile = profile_workspace(ws.data_dir, {**task.spec.public_dict()})
         (path / "profile.json").write_text(json.dumps(profile.to_dict(), indent=2))
         (path / "nodes").mkdir()
@@ -124,26 +128,31 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)   # a half-built run is worse than none
         raise
+    lock_fd = take_lock(path)
     journal = Journal(path / "journal.jsonl")
     journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
                    verified_files=report.checked_files, floor_score=floor, scorer_sha256=fingerprint())
-    return RunDir(path, config, task.spec, task.description, journal)
+    return RunDir(path, config, task.spec, task.description, journal, lock_fd)
 
 
-def floor_score(spec: TaskSpec, ws: Workspace) -> float:
-    """The holdout score of the constant template (the holdout sample submission): the floor
-    every real model must beat. Scoring it at creation also proves the scorer accepts the task."""
+def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> float:
+    """The score of a constant template (a sample submission) against sealed answers: the floor
+    every real model must beat. Scoring it at creation also proves that the answers and the
+    scorer agree, so a broken answers file is found now, not after hours of search."""
     from .metrics import get_metric
     from .scorer import SubmissionFormat, load_answers, score_submission
 
     fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
     try:
-        result = score_submission(ws.data_dir / HOLDOUT_SAMPLE, load_answers(ws.holdout_answers, spec.id_column), fmt,
+        result = score_submission(submission, load_answers(answers, spec.id_column), fmt,
                                   get_metric(spec.metric), spec.target_columns, metric_params=spec.metric_params,
                                   positive_label=spec.positive_label, classes=spec.classes)
-    except (SubmissionError, ValueError) as exc:
-        raise TaskError(f"the task's own sample submission cannot be scored on the holdout: {exc}",
-                        "check the metric, positive_label/classes and sample submission in task.yaml") from exc
+    except SubmissionError as exc:
+        raise TaskError(f"the task's sample submission does not match its {what} ({exc.reason}): {exc.message}",
+                        "make the sample submission's ids and columns match the answers") from exc
+    except ValueError as exc:
+        raise TaskError(f"the {what} cannot be scored: {exc}",
+                        "check the metric, positive_label/classes and answers in task.yaml and private/") from exc
     return result.score.value
 
 
@@ -152,7 +161,17 @@ def open_run(path: str | Path) -> RunDir:
     path = Path(path).expanduser().resolve()
     if not (path / "journal.jsonl").exists() or not (path / "task.json").exists():
         raise RunError(f"{path} is not a run directory (no journal.jsonl/task.json)", "list runs with `ls runs/`")
-    config = Config.model_validate(yaml.safe_load((path / "config.yaml").read_text()))
-    snapshot = json.loads((path / "task.json").read_text())
-    spec = TaskSpec.model_validate(snapshot["spec"])
-    return RunDir(path, config, spec, snapshot.get("description", ""), Journal(path / "journal.jsonl"))
+    try:
+        config = Config.model_validate(yaml.safe_load((path / "config.yaml").read_text()))
+        snapshot = json.loads((path / "task.json").read_text())
+        spec = TaskSpec.model_validate(snapshot["spec"])
+    except (OSError, ValueError, KeyError, yaml.YAMLError) as exc:
+        raise RunError(f"{path} is incomplete or damaged ({type(exc).__name__}: {exc})",
+                       "start a new run with `mlguild run TASK`") from exc
+    lock_fd = take_lock(path)
+    try:
+        journal = Journal(path / "journal.jsonl")
+    except BaseException:
+        os.close(lock_fd)
+        raise
+    return RunDir(path, config, spec, snapshot.get("description", ""), journal, lock_fd)

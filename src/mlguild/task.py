@@ -86,6 +86,7 @@ class TaskSpec(BaseModel):
         """The spec as scripts may see it (no answers location)."""
         data = self.model_dump()
         data.pop("answers_file", None)
+        data.pop("source", None)        # a path to the full labelled data: never shown to scripts
         data["direction"] = self.metric_direction
         data["prediction_kind"] = get_metric(self.metric).prediction
         return data

@@ -23,7 +23,10 @@ def _load(run: str | None, runs_dir: Path | None):
     path = resolve_run(run, runs_dir or default_runs_dir())
     if not (path / "journal.jsonl").exists():
         raise RunError(f"{path} is not a run directory", "list runs with `ls runs/`")
-    spec = TaskSpec.model_validate(json.loads((path / "task.json").read_text())["spec"])
+    try:
+        spec = TaskSpec.model_validate(json.loads((path / "task.json").read_text())["spec"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise RunError(f"{path}/task.json is missing or damaged: {exc}", "start a new run with `mlguild run TASK`") from exc
     state = replay(read_journal(path / "journal.jsonl"), get_metric(spec.metric).direction)
     return path, spec, state
 

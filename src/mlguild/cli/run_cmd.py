@@ -134,7 +134,6 @@ def run(
             console.print("no --time or --iterations given: using a 10 minute budget")
         loaded = resolve_task(task, target=target)
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
-        run_dir.lock()
         try:
             _drive(run_dir, fake_llm=dry_run)
         finally:
@@ -150,7 +149,6 @@ def resume(
     """Continue a run after a stop or a kill; finished nodes are never re-run."""
     with user_errors():
         run_dir = open_run(resolve_run(run, runs_dir or default_runs_dir()))
-        run_dir.lock()
         try:
             if time or iterations:
                 tree = run_dir.config.model_dump()

@@ -144,6 +144,6 @@ def build_from_csv(
     dest = prepare_dest(dest, overwrite)
     description = (
         f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
-        f"Metric: {metric}. Converted by `mlguild init csv:{train_path}`.\n"
+        f"Metric: {metric}.\n"
     )
     return write_task(dest, spec, description, train, test_frame, answers)
