@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 
 from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
@@ -144,3 +146,13 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
     state = replay(records, "maximize")
     assert state.sessions == 2 and state.best_id is not None
     assert (runs / "r" / "best" / "submission.csv").exists()
+
+
+def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
+    from mlguild.errors import BrainBroken
+
+    agent, run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200,
+                                                                 "search.max_debug_depth": 0})
+    with pytest.raises(BrainBroken, match="same way"):
+        agent.run_loop()
+    assert len(agent.state.graph) == 25

@@ -10,6 +10,8 @@ poison the next test).
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import os
 import signal
 import subprocess
@@ -549,3 +551,25 @@ def test_limits_validation(tmp_path, bad):
         LocalSandbox().run(
             ["true"], tmp_path, {}, Limits(**bad), tmp_path / "o", tmp_path / "e"
         )
+
+
+def test_bwrap_runs_an_interpreter_that_lives_under_tmp(tmp_path):
+    """bwrap mounts in order: the private /tmp must not hide a venv (or a CI clone) under /tmp."""
+    from mlguild.sandbox.bwrap import probe
+
+    usable, why = probe()
+    if not usable:
+        pytest.skip(f"bubblewrap unusable here: {why}")
+    venv = Path(tempfile.mkdtemp(prefix="mlguild-venv-", dir="/tmp"))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        node = tmp_path / "node"
+        node.mkdir()
+        (node / "s.py").write_text("import sys; print('ran', sys.executable)\n")
+        result = get_sandbox("bwrap").run([str(venv / "bin" / "python"), "s.py"], cwd=node, env=safe_env(cwd=node),
+                                          limits=Limits(timeout_s=30), stdout_path=node / "o.txt",
+                                          stderr_path=node / "e.txt")
+        assert result.status == ExecStatus.OK, (node / "e.txt").read_text()
+        assert "ran" in (node / "o.txt").read_text()
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)

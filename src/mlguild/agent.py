@@ -85,10 +85,19 @@ class Agent:
         return reason
 
     def _check_brain_health(self) -> None:
+        """Stop a run that can only burn its budget: the brain produces no code, or every node
+        fails in exactly the same way (a broken environment, not a bad idea)."""
         recent = list(self.state.graph)[-_MAX_BRAIN_FAILURES:]
-        if len(recent) == _MAX_BRAIN_FAILURES and all(n.status in _NO_CODE for n in recent):
+        if len(recent) < _MAX_BRAIN_FAILURES or any(n.ok for n in recent):
+            return
+        fix = f"see `mlguild show {recent[-1].id} --run {self.run.path}`"
+        if all(n.status in _NO_CODE for n in recent):
             raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
-                              f"see `mlguild show {recent[-1].id} --run {self.run.path}`; check the model and its settings")
+                              f"{fix}; check the model and its settings")
+        last_line = lambda n: ((n.failure or "").strip().splitlines() or [""])[-1]   # noqa: E731 (paths differ per node)
+        if len({(n.status, last_line(n)) for n in recent}) == 1:
+            raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way ({recent[-1].status}: "
+                              f"{last_line(recent[-1])[:300]})", f"{fix}; the environment, not the ideas, is broken")
 
     def step(self, action: Action, timeout: float) -> Node:
         graph = self.state.graph

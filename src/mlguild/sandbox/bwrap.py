@@ -225,15 +225,9 @@ class BwrapSandbox(SupervisedSandbox):
         """Every mount of one run, in order (parents before children)."""
         binds = Binds([str(cwd)] + ([str(data_dir)] if data_dir else []))
         system_binds(binds)
-        for p in python_paths():
-            binds.bind(p)
-        for p in env.get("LD_LIBRARY_PATH", "").split(":"):
-            if os.path.isabs(p):
-                binds.bind(p)
-        for p in self.extra_ro_binds:
-            binds.bind(p)
-        if os.path.isabs(argv[0]):
-            binds.bind(argv[0])
+        # The kernel file systems and the private /tmp come before any bind of a path under
+        # them: bwrap mounts in order, so a tmpfs mounted later would hide a Python
+        # environment or a run directory that lives under /tmp (as CI clones may).
         binds.args += ["--proc", "/proc", "--dev", "/dev"]
         devices = self.devices()
         for dev in devices:
@@ -244,6 +238,15 @@ class BwrapSandbox(SupervisedSandbox):
         for tmp in ("/tmp", "/dev/shm"):  # 1777 like the host's: semaphores live in /dev/shm
             binds.args += ["--perms", "1777", "--size", size, "--tmpfs", tmp]
         binds.dirs |= {"/tmp", "/dev", "/dev/shm", "/proc"}
+        for p in python_paths():
+            binds.bind(p)
+        for p in env.get("LD_LIBRARY_PATH", "").split(":"):
+            if os.path.isabs(p):
+                binds.bind(p)
+        for p in self.extra_ro_binds:
+            binds.bind(p)
+        if os.path.isabs(argv[0]):
+            binds.bind(argv[0])
         if data_dir is not None:
             binds.args += ["--ro-bind", str(data_dir), DATA_MOUNT]
         binds.parents(str(cwd))
