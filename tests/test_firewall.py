@@ -174,3 +174,37 @@ def _edit_yaml(root, **changes):
     spec = yaml.safe_load((root / "task.yaml").read_text())
     spec.update(changes)
     (root / "task.yaml").write_text(yaml.safe_dump(spec))
+
+
+def test_repeated_ids_are_split_by_whole_groups(tmp_path):
+    """Ranking data: a user's rows are all in train or all in the holdout; the run starts."""
+    import numpy as np
+    import yaml
+
+    from mlguild.config import load_config
+    from mlguild.rundir import create_run
+
+    rng = np.random.default_rng(0)
+    users = np.repeat([f"u{i:03d}" for i in range(120)], 8)
+    frame = pd.DataFrame({"user": users, "item": rng.integers(0, 50, len(users)),
+                          "score": rng.normal(size=len(users))})
+    frame["click"] = (frame["score"] + rng.normal(size=len(frame)) > 0).astype(int)
+    root = tmp_path / "rank"
+    (root / "public").mkdir(parents=True)
+    (root / "private").mkdir()
+    train, test = frame[frame.user < "u100"], frame[frame.user >= "u100"]
+    train.to_csv(root / "public" / "train.csv", index=False)
+    test.drop(columns=["click"]).to_csv(root / "public" / "test.csv", index=False)
+    test[["user", "click"]].assign(click=0.5).to_csv(root / "public" / "sample_submission.csv", index=False)
+    test[["user", "click"]].to_csv(root / "private" / "answers.csv", index=False)
+    (root / "description.md").write_text("clicks\n")
+    (root / "task.yaml").write_text(yaml.safe_dump({
+        "name": "rank", "task_type": "ranking", "metric": "gauc", "id_column": "user", "ids_unique": False,
+        "target_columns": ["click"], "submission_columns": ["user", "click"]}))
+    run = create_run(load_task(root), load_config(), tmp_path / "runs")
+    ws = run.workspace
+    train_users = set(read_csv_exact(ws.data_dir / "train.csv")["user"])
+    holdout_users = set(read_csv_exact(ws.holdout_answers)["user"])
+    assert holdout_users and not train_users & holdout_users
+    assert all((read_csv_exact(ws.holdout_answers)["user"].value_counts() == 8))
+    run.close()

@@ -134,7 +134,14 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     _check_labels(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
-    mask = split_holdout(train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify)
+    if spec.ids_unique:
+        mask = split_holdout(train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify)
+    else:
+        # Repeated ids are groups (a user's impressions): a group is wholly in train or in the
+        # holdout, or its rows would leak between the two.
+        groups = pd.Series(train[spec.id_column].unique())
+        chosen = split_holdout(groups, cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify=False)
+        mask = train[spec.id_column].isin(set(groups[chosen])).to_numpy()
     fit_rows, holdout_rows = train[~mask], train[mask]
 
     files: dict[str, dict] = {}
@@ -297,7 +304,8 @@ def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed:
     present = [c for c in targets if c in frame.columns and c in sealed.columns]
     if not present:
         return problems
-    joined = frame[[id_column, *present]].merge(sealed[[id_column, *present]], on=id_column, suffixes=("", "__sealed"))
+    joined = _keyed(frame[[id_column, *present]], id_column).merge(
+        _keyed(sealed[[id_column, *present]], id_column), on=[id_column, _POS], suffixes=("", "__sealed"))
     for col in present:
         seen, truth = _normalise(joined[col]), _normalise(joined[f"{col}__sealed"])
         n = len(joined)
@@ -315,7 +323,8 @@ def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed:
 def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
     """Any column, under any name, that reproduces a sealed label exactly on 20+ sealed ids.
     No honest feature is a perfect copy of the label, so this catches renamed leaks."""
-    on_sealed = frame.merge(sealed[[id_column, *targets]].rename(columns={t: f"{t}__sealed" for t in targets}), on=id_column)
+    renamed = sealed[[id_column, *targets]].rename(columns={t: f"{t}__sealed" for t in targets})
+    on_sealed = _keyed(frame, id_column).merge(_keyed(renamed, id_column), on=[id_column, _POS])
     if len(on_sealed) < 20:
         return []
     problems = []
@@ -324,9 +333,18 @@ def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[s
         if truth.nunique() < 2:
             continue
         for col in frame.columns:
-            if col != id_column and col not in targets and (_normalise(on_sealed[col]) == truth).all():
+            if col not in (id_column, _POS) and col not in targets and (_normalise(on_sealed[col]) == truth).all():
                 problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
     return problems
+
+
+_POS = "__position_in_group"
+
+
+def _keyed(frame: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """Rows keyed by (id, position among rows with that id): a plain merge on repeated ids
+    (ranking tasks) would pair every row of a group with every other."""
+    return frame.assign(**{_POS: frame.groupby(id_column, sort=False).cumcount()})
 
 
 def _normalise(values: pd.Series) -> pd.Series:
