@@ -126,3 +126,11 @@ def test_task_type_inference():
     assert infer_task_type(pd.Series(["1", "0", "1"])) == "binary"
     assert infer_task_type(pd.Series([str(i % 5) for i in range(50)])) == "multiclass"
     assert infer_task_type(pd.Series([str(i * 0.37) for i in range(50)])) == "regression"
+
+
+def test_csv_source_rejects_unknown_task_types_and_constant_targets(tmp_path):
+    pd.DataFrame({"x": range(30), "y": [1] * 30}).to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(TaskError, match="single value"):
+        init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t", target="y")
+    with pytest.raises(TaskError, match="not one of"):
+        init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t2", target="y", task_type="ranking")

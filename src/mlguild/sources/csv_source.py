@@ -47,6 +47,8 @@ def infer_task_type(target: pd.Series) -> str:
     values = target[target != ""]
     numeric = pd.to_numeric(values, errors="coerce")
     n_unique = values.nunique()
+    if n_unique < 2:
+        raise TaskError(f"target {target.name!r} has a single value: nothing to learn", "pass the right --target")
     if n_unique == 2:
         return "binary"
     if numeric.notna().all():
@@ -106,6 +108,9 @@ def build_from_csv(
     elif id_column not in train.columns:
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
+    if task_type is not None and task_type not in ("binary", "multiclass", "regression"):
+        raise TaskError(f"--task-type {task_type!r} is not one of binary, multiclass, regression",
+                        "for ranking data write task.yaml by hand (see README, 'task.yaml')")
     task_type = task_type or infer_task_type(train[target])
     metric = metric or default_metric(task_type)
     classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
