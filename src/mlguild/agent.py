@@ -12,13 +12,19 @@ import time
 from typing import Callable
 
 from .coder import CoderFailure
-from .errors import BrainBroken, BudgetExhausted, ConfigError, ScorerIntegrityError, TaskError
-from .llm.errors import AllModelsExhausted, AuthError, LLMError
+from .errors import (
+    BrainBroken,
+    BudgetExhausted,
+    ConfigError,
+    ScorerIntegrityError,
+    TaskError,
+)
 from .executor import NodeRunner, Outcome, sha256_text
+from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
-from .scorer import fingerprint
 from .protocols import Action, Context, HistoryItem, ParentView, Proposal
 from .rundir import RunDir, atomic_write
+from .scorer import fingerprint
 from .search.graph import Node
 from .state import RunState, replay
 

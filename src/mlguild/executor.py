@@ -18,11 +18,17 @@ from pathlib import Path
 from .errors import SubmissionError
 from .firewall import read_csv_exact, sealed_paths
 from .guard import check_code
+from .leakcheck import describe, result_flags
 from .metrics import get_metric
 from .rundir import RunDir, atomic_write
 from .sandbox import ExecStatus, Limits, safe_env
-from .leakcheck import describe, result_flags
-from .scorer import SubmissionFormat, check_fingerprint, load_answers, read_submission, score_submission
+from .scorer import (
+    SubmissionFormat,
+    check_fingerprint,
+    load_answers,
+    read_submission,
+    score_submission,
+)
 from .search.graph import SCORED, Node
 
 _PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")

@@ -13,13 +13,13 @@ from ..agent import Agent
 from ..brains import get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
+from ..config import load_config, parse_duration, save_config
+from ..errors import ConfigError
+from ..final import grade_final
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
-from ..config import load_config, parse_duration, save_config
-from ..final import grade_final
 from ..rundir import RunDir, create_run, open_run
-from ..errors import ConfigError
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
 from .common import console, default_runs_dir, resolve_run, user_errors
