@@ -57,8 +57,8 @@ def continue_prompt(partial: str, tail_lines: int = TAIL_LINES) -> str:
 def join_continuation(partial: str, reply: str, finish_reason: str | None = None) -> Extraction:
     """Join ``partial`` (the code of a ``truncated`` Extraction) with the model's continuation.
 
-    Removes chatter lines, a re-opened fence, placeholder lines and lines repeated from the end
-    of ``partial``; a continuation that restarts the script from its first lines replaces it.
+    Removes chatter lines, a re-opened fence, stand-in lines ("# ... previous code ...") and
+    lines repeated from the end of ``partial``; a continuation that restarts the script from its first lines replaces it.
     The result follows the same truncation rule as ``extract_code``: still truncated (the block
     never closed, or a length stop with code that does not compile) gives a ``truncated``
     Extraction holding the joined partial, ready for another round. ``plan`` is the prose of
@@ -69,7 +69,7 @@ def join_continuation(partial: str, reply: str, finish_reason: str | None = None
     partial = partial.replace("\r\n", "\n")
     joined = _join(partial, cont)
     if joined.rstrip() == partial.rstrip() and not (closed and compiles(joined)):
-        # Nothing was added (a refusal, a placeholder): the script is as cut off as before.
+        # Nothing was added (a refusal, a stand-in line): the script is as cut off as before.
         return truncated(partial, plan)
     return verdict(joined, closed, finish_reason, plan)
 
