@@ -7,7 +7,8 @@ the typed result behave identically whichever layer is in use.
 
 from __future__ import annotations
 
-import json
+import ast
+import marshal
 import os
 from abc import ABC, abstractmethod
 import signal
@@ -212,7 +213,7 @@ class SupervisedSandbox(ABC):
         safety_s = limits.timeout_s + limits.term_grace_s + self.slack_s
         note = ""
         try:
-            out, err = proc.communicate(json.dumps(spec).encode(), timeout=safety_s)
+            out, err = proc.communicate(marshal.dumps(spec), timeout=safety_s)
         except subprocess.TimeoutExpired:
             out, err = _stop(proc, self.slack_s)
             note = f"supervisor did not finish within {safety_s:.0f} s; killed it"
@@ -272,12 +273,12 @@ def kill_session(sid: int, limit_s: float = 2.0) -> int:
 
 
 def _parse_events(out: bytes) -> dict[str, dict]:
-    """The supervisor's JSON lines, by event name (the last of each kind wins)."""
+    """The supervisor's event lines (Python literals), by event name (the last of each kind wins)."""
     events: dict[str, dict] = {}
     for line in out.decode("utf-8", "replace").splitlines():
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = ast.literal_eval(line)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(obj, dict) and isinstance(obj.get("event"), str):
             events[obj["event"]] = obj

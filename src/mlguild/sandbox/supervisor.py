@@ -31,7 +31,7 @@ SIGKILL) and the agent sweeps its session (see runner.py).
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import resource
 import select
@@ -344,7 +344,9 @@ def run(r: Run, emit) -> dict:
 
 
 def main() -> int:
-    spec = json.loads(sys.stdin.buffer.read())
+    # marshal and repr, not json: json pulls in re, and this process's start is every script's
+    # start overhead (the agent reads the lines back with ast.literal_eval).
+    spec = marshal.loads(sys.stdin.buffer.read())
     procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != spec["agent_pid"]:  # the agent died before PDEATHSIG was armed
         return 1
@@ -360,7 +362,7 @@ def main() -> int:
 
     def emit(obj: dict) -> None:
         try:
-            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.write(repr(obj) + "\n")
             sys.stdout.flush()
         except OSError:  # the agent is gone; the sweep still matters, the report does not
             pass
