@@ -20,10 +20,11 @@ from .errors import (
     TaskError,
 )
 from .executor import NodeRunner, Outcome, sha256_text
+from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
 from .protocols import Action, Context, HistoryItem, ParentView, Proposal
-from .rundir import RunDir, atomic_write
+from .rundir import RunDir
 from .scorer import fingerprint
 from .search.graph import Node
 from .state import RunState, replay

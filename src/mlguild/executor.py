@@ -17,10 +17,11 @@ from pathlib import Path
 
 from .errors import SubmissionError
 from .firewall import read_csv_exact, sealed_paths
+from .fsutil import atomic_write
 from .guard import check_code
 from .leakcheck import describe, result_flags
 from .metrics import get_metric
-from .rundir import RunDir, atomic_write
+from .rundir import RunDir
 from .sandbox import ExecStatus, Limits, safe_env
 from .scorer import (
     SubmissionFormat,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .errors import SubmissionError
 from .executor import NodeRunner
-from .rundir import RunDir, atomic_write
+from .fsutil import atomic_write
+from .rundir import RunDir
 from .scorer import check_fingerprint, load_answers, score_submission
 from .state import RunState
 

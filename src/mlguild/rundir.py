@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,30 +28,6 @@ from .task import Task, TaskSpec
 
 def new_run_id(task_name: str) -> str:
     return f"{task_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write to a fresh temp file, fsync, rename over the target, fsync the directory.
-
-    The temp file is created exclusively (mkstemp: O_EXCL), so a link a script planted in a
-    node directory can never redirect this write to another file (the scorer, say).
-    """
-    raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from mlguild.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import Metric, Score
 from mlguild.strict_csv import fail, read_table, to_frame, to_objects
 
+
 @dataclass(frozen=True)
 class SubmissionFormat:
     """The exact shape a submission file must have."""

@@ -10,8 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..coder import (
-    MAX_CONTINUATIONS, CoderFailure, apply_edits, continue_prompt, diff_retry_prompt,
-    extract_code, failure_from_node, join_continuation, parse_edits, should_fallback_to_rewrite,
+    MAX_CONTINUATIONS,
+    CoderFailure,
+    apply_edits,
+    continue_prompt,
+    diff_retry_prompt,
+    extract_code,
+    failure_from_node,
+    join_continuation,
+    parse_edits,
+    should_fallback_to_rewrite,
 )
 from ..coder.stepwise import STEP_ORDER, assemble_parts
 from ..llm.base import LLM, Completion, Message

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 from ..prompting import render
-
 from .extract import (
     GENERIC_LANGS,
     PY_LANGS,

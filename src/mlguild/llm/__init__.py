@@ -13,8 +13,17 @@ Importing this package loads no provider SDK; ``make_llm`` imports only the chos
 
 from .base import LLM, Completion, Message, normalise_finish_reason
 from .cache import ReplyCache, cache_key
-from .errors import (AllModelsExhausted, AuthError, BadResponse, InvalidRequest, LLMError, LLMTimeout, QuotaExhausted,
-                     RateLimited, TransientError)
+from .errors import (
+                     AllModelsExhausted,
+                     AuthError,
+                     BadResponse,
+                     InvalidRequest,
+                     LLMError,
+                     LLMTimeout,
+                     QuotaExhausted,
+                     RateLimited,
+                     TransientError,
+)
 from .ledger import Ledger
 from .registry import PRESETS, make_llm, parse_model_string
 from .router import Router

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..fsutil import atomic_write
 from .base import Completion, Message
 
 FORMAT = 1
@@ -72,16 +71,7 @@ class ReplyCache:
                         "messages": [{"role": m.role, "content": m.content} for m in messages]},
             "completion": replace(completion, cached=False).to_dict(),
         }
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, ensure_ascii=False, indent=1)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
         return path
 
     def __len__(self) -> int:

@@ -16,8 +16,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import (AuthError, BadResponse, InvalidRequest, LLMError, LLMTimeout, QuotaExhausted, RateLimited,
-                     TransientError)
+from .errors import (
+    AuthError,
+    BadResponse,
+    InvalidRequest,
+    LLMError,
+    LLMTimeout,
+    QuotaExhausted,
+    RateLimited,
+    TransientError,
+)
 
 # A long window: waiting Retry-After's few seconds cannot help, so the model is parked.
 _LONG_WINDOW = re.compile(r"per[\s_-]?day|perday|daily|\bRPD\b|per[\s_-]?month|permonth|monthly", re.IGNORECASE)

@@ -5,8 +5,8 @@ Kept out of ``mlguild.llm.__init__`` so importing the protocol does not import p
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -7,8 +7,8 @@ resume (``Ledger.from_records(journal)``), which is what lets a run budget survi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .prices import price_of

@@ -22,7 +22,14 @@ from collections.abc import Callable, Sequence
 from ..errors import BudgetExhausted
 from .base import LLM, Completion, Message
 from .cache import ReplyCache
-from .errors import AllModelsExhausted, BadResponse, LLMError, QuotaExhausted, RateLimited, TransientError
+from .errors import (
+    AllModelsExhausted,
+    BadResponse,
+    LLMError,
+    QuotaExhausted,
+    RateLimited,
+    TransientError,
+)
 from .ledger import Ledger
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 import marshal
 import os
-from abc import ABC, abstractmethod
 import signal
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import SearchConfig
 from ..errors import ConfigError
-from .graph import SearchGraph, Node
+from .graph import Node, SearchGraph
 from .greedy import GreedyPolicy
 
 POLICIES = {"greedy": GreedyPolicy}
