@@ -10,17 +10,18 @@ poison the next test).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from adversarial.arena import alive, kill_all, survivors
 
 import mlguild
 from mlguild.errors import ConfigError
@@ -43,53 +44,15 @@ SRC_DIR = Path(mlguild.__file__).resolve().parents[1]  # for the agent subproces
 # --- helpers -------------------------------------------------------------------------
 
 
-def survivors(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state != b"Z":
-            found.append(int(name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
-
-
 def read_pids(path: Path) -> list[int]:
     return [int(x) for x in path.read_text().split()] if path.exists() else []
-
-
-def stop_and_kill(marker: str, limit_s: float = 10.0) -> None:
-    """Kill every survivor; SIGSTOP first so a fork loop cannot keep one step ahead."""
-    end = time.monotonic() + limit_s
-    while (left := survivors(marker)) and time.monotonic() < end:
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in left:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-        time.sleep(0.02)
 
 
 @pytest.fixture(autouse=True)
 def no_survivors(tmp_path):
     yield
     left = survivors(str(tmp_path))
-    stop_and_kill(str(tmp_path))  # clean up before failing, so the next test starts clean
+    kill_all(str(tmp_path))  # clean up before failing, so the next test starts clean
     assert not left, f"processes survived the run: {left}"
 
 
@@ -555,8 +518,6 @@ def test_limits_validation(tmp_path, bad):
 
 def test_bwrap_runs_an_interpreter_that_lives_under_tmp(tmp_path):
     """bwrap mounts in order: the private /tmp must not hide a venv (or a CI clone) under /tmp."""
-    from mlguild.sandbox.bwrap import probe
-
     usable, why = probe()
     if not usable:
         pytest.skip(f"bubblewrap unusable here: {why}")
