@@ -7,9 +7,8 @@ being executed, and ``resume`` continues from the journal without re-running fin
 from __future__ import annotations
 
 import json
-import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .coder import CoderFailure
 from .errors import (
@@ -19,7 +18,7 @@ from .errors import (
     ScorerIntegrityError,
     TaskError,
 )
-from .executor import NodeRunner, Outcome, sha256_text
+from .executor import NodeRunner, Outcome, read_no_follow, sha256_text
 from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
@@ -171,11 +170,12 @@ class Agent:
         started = time.monotonic()
         node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
         node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
+        node.outputs = outcome.outputs
         self.runner.write_report(node, outcome)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         self.run.journal.append("node_finished", id=node.id, status=node.status, score=node.score,
                                 failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score, flags=node.flags,
-                                timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
+                                outputs=node.outputs, timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
         is_best = self._sync_best()
         self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})
 
@@ -195,7 +195,7 @@ class Agent:
         src, best = self.run.node_dir(node.id), self.run.best_dir
         for name, dest in (("solution.py", "solution.py"), ("report.md", "report.md"),
                            ("output/submission.csv", "submission.csv"), ("output/holdout.csv", "holdout.csv")):
-            atomic_write(best / dest, _read_no_follow(src / name))
+            atomic_write(best / dest, read_no_follow(src / name))
         atomic_write(best / "plan.md", node.plan.strip() + "\n")
         atomic_write(best / "best.json", json.dumps({"node": node.id, "holdout_score": node.score,
                                                       "metric": self.runner.metric.name}, indent=2))
@@ -204,7 +204,8 @@ class Agent:
     def _context(self, action: Action, iteration: int, timeout: float) -> Context:
         graph = self.state.graph
         parents = tuple(self._parent_view(graph[p]) for p in action.parents)
-        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta) for n in list(graph)[-_HISTORY_LIMIT:])
+        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"))
+                        for n in list(graph)[-_HISTORY_LIMIT:])
         return Context(
             task=self.run.spec.public_dict(), description=self.run.description, profile=self._profile,
             parents=parents, history=history, direction=self.runner.metric.direction,
@@ -219,9 +220,3 @@ class Agent:
         return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
                           node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])
 
-
-def _read_no_follow(path) -> bytes:
-    """A node file's bytes, refusing a link a script may have planted in its directory."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()

@@ -51,6 +51,8 @@ class SearchConfig(_Section):
     max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
     debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")
     draft_every: int = Field(6, ge=0, description="Every N-th iteration is a fresh draft (0 = never).")
+    fuse_every: int = Field(5, ge=0, description="Every N-th iteration blends the best node of each branch, when that set is new (0 = never).")
+    fuse_size: int = Field(5, ge=2, description="Most nodes one fuse blends (the best node of each of the best branches).")
     seed: int = Field(0, description="Seed of the policy's random choices.")
 
 

@@ -6,6 +6,7 @@ sealed labels. A number the script prints is recorded as ``printed_score`` and n
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from .search.graph import SCORED, Node
 
 _PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
 _TAIL = 4000
+PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
 
 
 def sha256_text(text: str) -> str:
@@ -51,6 +53,7 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     exec: dict = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)    # optional outputs written, e.g. "oof"
 
 
 def parse_printed_score(stdout: str) -> float | None:
@@ -97,6 +100,8 @@ class NodeRunner:
 
         output = node_dir / "output"
         _clear(output)
+        if node.op == "fuse":
+            self._stage_parent_outputs(node, node_dir / PARENT_OUTPUTS)
         cfg = self.run.config.sandbox
         limits = Limits(
             timeout_s=timeout_s, tree_memory_mb=cfg.tree_memory_mb, memory_mb=cfg.memory_mb,
@@ -153,7 +158,23 @@ class NodeRunner:
         except ValueError as exc:   # values the metric cannot take (e.g. rmsle of a prediction <= -1)
             return Outcome("invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}")
         value = scored.score.value
-        return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column))
+        return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column),
+                       outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [])
+
+    def _stage_parent_outputs(self, node: Node, dest: Path) -> None:
+        """Copy each parent's predictions into ``parents/<id>/`` of the node, the only place a
+        script can read them from (the sandbox binds nothing outside the node and the data).
+        Copies, never links: a link would lead out of the node directory."""
+        _clear(dest)
+        for parent in node.parents:
+            src = self.run.node_dir(parent) / "output"
+            for name in ("oof.csv", "holdout.csv", "submission.csv"):
+                try:
+                    data = read_no_follow(src / name)
+                except OSError:     # a parent without oof.csv is left out by the script
+                    continue
+                (dest / parent).mkdir(parents=True, exist_ok=True)
+                (dest / parent / name).write_bytes(data)
 
     def write_report(self, node: Node, outcome: Outcome) -> None:
         node_dir = self.run.node_dir(node.id)
@@ -171,6 +192,23 @@ class NodeRunner:
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _has_oof(path: Path, columns: list[str]) -> bool:
+    """Whether the optional out-of-fold predictions exist in the submission format (a fuse
+    can blend only nodes that wrote them). Their values are checked by the script that uses them."""
+    if not path.is_file() or path.is_symlink():
+        return False
+    with path.open(newline="", errors="replace") as fh:
+        header, first = fh.readline(), fh.readline()
+    return bool(first.strip()) and next(csv.reader([header]), []) == list(columns)
+
+
+def read_no_follow(path: Path) -> bytes:
+    """A node file's bytes, refusing a link a script may have planted in its directory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def _clear(output: Path) -> None:

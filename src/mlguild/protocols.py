@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Op = Literal["draft", "improve", "debug"]
+Op = Literal["draft", "improve", "debug", "fuse"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class HistoryItem:
     status: str
     score: float | None
     meta: dict[str, Any]
+    exec_s: float | None = None      # how long its script ran (None: it never ran)
 
 
 @dataclass(frozen=True)

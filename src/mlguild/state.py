@@ -58,6 +58,7 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
             node.printed_score = rec.get("printed_score")
             node.flags = rec.get("flags", [])
             node.timing = rec.get("timing", {})
+            node.outputs = rec.get("outputs", [])
         elif kind == "run_started":
             state.scorer_fingerprint = rec.get("scorer_sha256")
         elif kind == "best_changed":

@@ -26,6 +26,7 @@ from ..llm.base import LLM, Completion, Message
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
+from .recipes.fuse import fuse_proposal
 
 _SUMMARY_THRESHOLD = 2500       # shorter descriptions are used as they are (no summary call)
 _TRIED_LIMIT = 12
@@ -65,6 +66,8 @@ class LLMBrain:
 
     # --- entry point ---
     def propose(self, action: Action, context: Context) -> Proposal:
+        if action.op == "fuse":     # a blend fitted on out-of-fold predictions needs no LLM
+            return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
         common = self._common(context)
         if action.op == "debug":

@@ -1,13 +1,14 @@
 """The search graph: nodes with parents, outcomes and scores.
 
-A node may have several parents (fusion, in a later capability), so this is a graph, not a
-tree. The graph is rebuilt from the journal on resume; nothing here touches the disk.
+A node may have several parents (a fuse blends the predictions of several), so this is a
+graph, not a tree. The graph is rebuilt from the journal on resume; nothing here touches the disk.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..metrics import Score
 
@@ -42,6 +43,7 @@ class Node:
     timing: dict[str, float] = field(default_factory=dict)
     attempts: int = 0                         # executions started (a resume may restart one)
     code_sha256: str = ""                     # of the proposed solution.py, as journaled
+    outputs: list[str] = field(default_factory=list)   # optional outputs it wrote, e.g. "oof"
 
     @property
     def finished(self) -> bool:
@@ -77,7 +79,8 @@ class SearchGraph:
         if node.id in self.nodes:
             raise ValueError(f"node {node.id} already exists")
         parent = self.nodes.get(node.parents[0]) if node.parents else None
-        node.branch = node.branch or (parent.branch if parent else node.id)
+        # A fuse draws on several branches, so it starts a branch of its own.
+        node.branch = node.branch or (parent.branch if parent and node.op != "fuse" else node.id)
         if node.op == "debug" and parent is not None:
             node.debug_depth = parent.debug_depth + 1
         self.nodes[node.id] = node
@@ -86,11 +89,12 @@ class SearchGraph:
     def score_of(self, node: Node) -> Score:
         return Score(node.score, self.direction) if node.ok else Score.worst(self.direction)
 
-    def best(self) -> Node | None:
-        """The scored node with the best holdout score (earliest wins a tie)."""
+    def best(self, exclude_ops: tuple[str, ...] = ()) -> Node | None:
+        """The scored node with the best holdout score (earliest wins a tie), leaving out
+        nodes made by ``exclude_ops``."""
         best: Node | None = None
         for node in self.nodes.values():
-            if node.ok and (best is None or self.score_of(node).better_than(self.score_of(best))):
+            if node.ok and node.op not in exclude_ops and (best is None or self.score_of(node).better_than(self.score_of(best))):
                 best = node
         return best
 

@@ -1,5 +1,6 @@
 """Greedy tree search: a few drafts, then improve the best; repair broken leaves (capped per
-lineage); and a fresh draft every few iterations so the search does not collapse onto one lineage."""
+lineage); a fresh draft every few iterations so the search does not collapse onto one lineage;
+and every few iterations a fuse that blends the best node of each branch."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 
 from ..config import SearchConfig
 from ..protocols import Action
-from .graph import DEBUGGABLE, SearchGraph
+from .graph import DEBUGGABLE, Node, SearchGraph
 
 
 class GreedyPolicy:
@@ -30,8 +31,27 @@ class GreedyPolicy:
             target = max(debuggable, key=lambda n: n.iteration)   # freshest failure first
             return Action("debug", (target.id,), f"repair {target.id} ({target.status})")
 
+        if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:
+            members = fuse_members(graph, self.cfg.fuse_size)
+            if members:
+                return Action("fuse", members, f"blend the best node of {len(members)} branches")
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
             return Action("draft", (), f"periodic fresh draft (every {self.cfg.draft_every})")
-        if best is None:
+        # A blend is not improved directly: better members make a better next blend.
+        target = graph.best(exclude_ops=("fuse",))
+        if target is None:
             return Action("draft", (), "nothing scored yet")
-        return Action("improve", (best.id,), f"improve the best node {best.id}")
+        return Action("improve", (target.id,), f"improve the best node {target.id}")
+
+
+def fuse_members(graph: SearchGraph, size: int) -> tuple[str, ...]:
+    """The best node of each of the ``size`` best branches, among scored nodes that wrote
+    out-of-fold predictions and raised no leak flag; empty when fewer than two branches
+    qualify or a fuse of exactly this set exists already."""
+    best_of_branch: dict[str, Node] = {}
+    for node in graph.ranked():
+        if node.op != "fuse" and "oof" in node.outputs and not node.flags:
+            best_of_branch.setdefault(node.branch, node)
+    members = tuple(n.id for n in list(best_of_branch.values())[:size])
+    done = {frozenset(n.parents) for n in graph if n.op == "fuse"}
+    return members if len(members) >= 2 and frozenset(members) not in done else ()

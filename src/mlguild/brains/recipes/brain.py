@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import TaskError
 from ...protocols import Action, Context, ParentView, Proposal
 from .catalog import FALLBACK, RECIPES, Recipe, draft_meta, recipes_for
+from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
 
@@ -35,6 +36,8 @@ class RecipeBrain:
     def propose(self, action: Action, context: Context) -> Proposal:
         _check_supported(context.task)
         parent = _parent(action, context)
+        if action.op == "fuse" and len(context.parents) >= 2:
+            return fuse_proposal(context)
         if action.op == "draft" or parent is None:
             return self._draft(context)
         if action.op == "improve":

@@ -1,0 +1,61 @@
+"""The fuse operator: one script that blends the predictions of several scored nodes.
+
+Any brain can use it (a blend needs no LLM and no knowledge of how the members were built):
+the members' predictions are files the harness copies into the node, and the weights are
+fitted inside the script on the members' out-of-fold predictions for the training rows,
+which are the only labels a script can see. The holdout stays an honest test of the blend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import TaskError
+from ...metrics import get_metric
+from ...protocols import Context, Proposal
+from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
+
+
+def fuse_proposal(context: Context) -> Proposal:
+    """A blend of ``context.parents`` (the Action's parents, best first)."""
+    task = context.task
+    if not task.get("ids_unique", True):
+        raise TaskError("a blend aligns predictions by id, and this task's ids repeat",
+                        "set search.fuse_every=0 for this task")
+    if len(task["target_columns"]) != 1:
+        raise TaskError(f"a blend fits one target column; this task has {task['target_columns']}",
+                        "set search.fuse_every=0 for this task")
+    members = [p.node_id for p in context.parents]
+    if len(members) < 2:
+        raise ValueError("a fuse needs at least two parents")
+    lines = [f"## Fuse: blend of {', '.join(members)}", "", "**Members:**"]
+    for p in context.parents:
+        what = p.meta.get("summary") or p.meta.get("recipe") or p.op
+        lines.append(f"- `{p.node_id}` ({_score(p.score, task)}): {str(what).splitlines()[0][:160]}")
+    why = ("models from different branches make different errors, so a weighted average is usually "
+           "better than its best member; the weights are fitted on out-of-fold predictions, so the "
+           "holdout still measures the blend honestly")
+    lines += ["", "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions.",
+              f"**Why:** {why}."]
+    summary = f"A weighted blend of {', '.join(members)}: {why}."
+    code = render_fuse(task, members, summary)
+    meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
+    return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta)
+
+
+def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
+    kind = prediction_kind(task)
+    cv = _cv_metric(task["metric"])
+    metric_positive = None
+    if task["metric"] == "f1":
+        metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
+    code = _environment().get_template("fuse.py.j2").render(
+        task=task, members=members, summary=summary, kind=kind, cv=cv, target=task["target_columns"][0],
+        positive=str(task.get("positive_label") or "1"), classes=[str(c) for c in (task.get("classes") or [])],
+        metric_positive=metric_positive, greater_is_better=get_metric(cv["name"]).direction == "maximize",
+    )
+    return _hoist_imports(code)
+
+
+def _score(score: float | None, task: dict[str, Any]) -> str:
+    return "no score" if score is None else f"holdout {task['metric']} {score:.5g}"
