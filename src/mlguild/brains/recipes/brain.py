@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import TaskError
 from ...protocols import Action, Context, ParentView, Proposal
 from .catalog import FALLBACK, RECIPES, Recipe, draft_meta, recipes_for
+from .choice import choose
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
@@ -89,7 +90,7 @@ class RecipeBrain:
         options = _variants(parent.meta, recipe, context, tried)
         if not options:
             return self._draft(context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead.")
-        chosen, meta = self._rng(context, "improve", parent.node_id).choice(options)
+        (chosen, meta), reason = choose(options, parent.node_id, context, self._rng(context, "improve", parent.node_id))
         name = "+".join(m.name for m in chosen)
         changed = diff(parent.meta, meta)
         meta.update(move=name, parent=parent.node_id, moves=[*parent.meta.get("moves", []), name], changed=changed)
@@ -101,6 +102,7 @@ class RecipeBrain:
             "",
             f"**Change:** {_describe(changed)}.",
             f"**Why:** {why}.",
+            f"**Why this move now:** {reason}.",
         ]
         summary = f"{recipe.title}, changed from node {parent.node_id} by {name} ({_describe(changed)}): {why}."
         return self._proposal(lines, summary, meta, context)

@@ -1,0 +1,91 @@
+"""Choosing an improve move by its expected gain per second on this task.
+
+Every improve node the recipe brain made is a small experiment: a move applied to a parent,
+with a score change and a run-time change. A move's expected gain is the mean of its
+observed gains (in units of the spread of scores on this task, so the same rule serves AUC
+and RMSE), shrunk toward zero with one pseudo-observation, plus an exploration bonus that
+shrinks as the move is tried. Its expected cost is the geometric mean of its observed
+run-time ratios (child over parent), starting from 1. A pair of moves adds gains and
+multiplies costs. Until anything is observed every move ties, and the seeded draw decides.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from ...protocols import Context, HistoryItem
+
+_EXPLORE = 0.5          # bonus for an untried move, in units of the task's score spread
+_FAILED_GAIN = -0.5     # a move whose child failed: worse than no change
+_TOO_SLOW = 0.9         # an option expected to need more than this share of the time limit is last
+
+
+@dataclass(frozen=True)
+class MoveStats:
+    tries: int
+    gain: float          # shrunk mean gain, in score-spread units (positive = better)
+    cost: float          # expected run-time ratio to the parent
+
+    def value(self) -> float:
+        """Gain per unit of cost, optimistic by the exploration bonus."""
+        hopeful = self.gain + _EXPLORE / math.sqrt(self.tries + 1)
+        return hopeful / self.cost if hopeful > 0 else hopeful * self.cost
+
+
+def move_stats(history: tuple[HistoryItem, ...], direction: str) -> dict[str, MoveStats]:
+    """Per single move name, what its improve nodes on this task have shown so far."""
+    by_id = {h.node_id: h for h in history}
+    scores = [h.score for h in history if h.score is not None]
+    spread = statistics.pstdev(scores) if len(scores) >= 2 else 0.0
+    spread = spread or max(1e-9, abs(scores[0]) * 0.01 if scores else 1.0)
+    sign = 1.0 if direction == "maximize" else -1.0
+    gains: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    for h in history:
+        parent = by_id.get(h.meta.get("parent", ""))
+        if h.op != "improve" or parent is None or parent.score is None or not h.meta.get("move"):
+            continue
+        names = h.meta["move"].split("+")
+        gain = _FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
+        ratio = h.exec_s / parent.exec_s if h.exec_s and parent.exec_s else None
+        for name in names:   # a pair's result is credited to each of its moves, split evenly
+            gains.setdefault(name, []).append(gain / len(names))
+            if ratio is not None:
+                ratios.setdefault(name, []).append(ratio ** (1 / len(names)))
+    stats = {}
+    for name, observed in gains.items():
+        logs = [math.log(max(r, 1e-3)) for r in ratios.get(name, [])]
+        stats[name] = MoveStats(len(observed), sum(observed) / (len(observed) + 1),
+                                math.exp(sum(logs) / (len(logs) + 1)))
+    return stats
+
+
+def choose(options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str, context: Context,
+           rng: random.Random) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str]:
+    """The option (moves, meta) with the best expected gain per second, and a line saying why."""
+    stats = move_stats(context.history, context.direction)
+    parent = next((h for h in context.history if h.node_id == parent_id), None)
+    parent_s = parent.exec_s if parent is not None else None
+
+    def combined(option) -> MoveStats:
+        parts = [stats.get(m.name, MoveStats(0, 0.0, 1.0)) for m in option[0]]
+        return MoveStats(min(p.tries for p in parts), sum(p.gain for p in parts), math.prod(p.cost for p in parts))
+
+    def key(option) -> tuple[bool, float]:
+        s = combined(option)
+        fits = not parent_s or parent_s * s.cost <= _TOO_SLOW * context.script_timeout_s
+        return fits, round(s.value(), 9)
+
+    best_key = max(key(o) for o in options)
+    chosen = rng.choice([o for o in options if key(o) == best_key])
+    s = combined(chosen)
+    if s.tries == 0:
+        why = "not tried on this task yet, so its gain per second is unknown and worth learning"
+    else:
+        why = (f"best expected gain per second on this task: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
+               f"the parent's run time, from {s.tries} earlier tr{'y' if s.tries == 1 else 'ies'}")
+    return chosen, why
