@@ -18,11 +18,12 @@ from .errors import (
     ScorerIntegrityError,
     TaskError,
 )
-from .executor import NodeRunner, Outcome, read_no_follow, sha256_text
+from .executor import REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
 from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
 from .protocols import Action, Context, HistoryItem, ParentView, Proposal
+from .refit import refit_seconds
 from .rundir import RunDir
 from .scorer import fingerprint
 from .search.graph import Node
@@ -61,6 +62,8 @@ class Agent:
         timeout = self.run.config.sandbox.script_timeout_s
         remaining = self.remaining_s()
         if remaining is not None:
+            # Keep back the time the final refit of the current best node will need.
+            remaining -= refit_seconds(self.run, self.state.graph, self.state.graph.best())
             if remaining < _MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
             timeout = min(timeout, remaining)
@@ -146,6 +149,9 @@ class Agent:
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""
+        if node.op == REFIT:    # the final stage reruns its refits from the start when it is reached again
+            self._finish(node, Outcome("interrupted", failure="the run was killed during the final refit"))
+            return
         code_path = self.run.node_dir(node.id) / "solution.py"
         code = code_path.read_text() if code_path.is_file() and not code_path.is_symlink() else ""
         if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:

@@ -36,6 +36,8 @@ from .search.graph import SCORED, Node
 _PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
 _TAIL = 4000
 PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
+REFIT = "refit"              # the op of a final refit node (see mlguild.refit)
+FINAL_OK = "final"           # the status of a refit node that wrote a valid submission
 
 
 def sha256_text(text: str) -> str:
@@ -88,20 +90,23 @@ class NodeRunner:
         (node_dir / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
         return node_dir
 
-    def execute(self, node: Node, timeout_s: float, seed: int) -> Outcome:
-        """Guard, run and score the node whose files are already written."""
+    def execute(self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None) -> Outcome:
+        """Guard, run and score the node whose files are already written. A refit node runs on
+        ``data_dir`` (all labelled rows) and is validated, not scored."""
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
-        verdict = check_code(code, node_dir.resolve(), self.forbidden, data_dir=self.run.workspace.data_dir.resolve())
+        data = (data_dir or self.run.workspace.data_dir).resolve()
+        forbidden = [p for p in self.forbidden if not data.is_relative_to(p)]   # a refit's data is under final/
+        verdict = check_code(code, node_dir.resolve(), forbidden, data_dir=data)
         if not verdict.ok:
             return Outcome(verdict.kind or "guard_rejected", failure=verdict.reason,
                            timing={"exec_s": 0.0, "harness_s": time.monotonic() - started})
 
         output = node_dir / "output"
         _clear(output)
-        if node.op == "fuse":
-            self._stage_parent_outputs(node, node_dir / PARENT_OUTPUTS)
+        if node.op == "fuse" or node.meta.get("stage"):
+            self._stage_parent_outputs(node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS)
         cfg = self.run.config.sandbox
         limits = Limits(
             timeout_s=timeout_s, tree_memory_mb=cfg.tree_memory_mb, memory_mb=cfg.memory_mb,
@@ -118,10 +123,10 @@ class NodeRunner:
         result = self.sandbox.run(
             [sys.executable, "solution.py"], cwd=node_dir, env=env, limits=limits,
             stdout_path=node_dir / "stdout.txt", stderr_path=node_dir / "stderr.txt",
-            data_dir=self.run.workspace.data_dir.resolve(),
+            data_dir=data,
         )
         exec_s = result.duration_s
-        outcome = self._judge(result, output)
+        outcome = self._judge_refit(result, output) if node.op == REFIT else self._judge(result, output)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
@@ -161,20 +166,35 @@ class NodeRunner:
         return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column),
                        outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [])
 
-    def _stage_parent_outputs(self, node: Node, dest: Path) -> None:
-        """Copy each parent's predictions into ``parents/<id>/`` of the node, the only place a
-        script can read them from (the sandbox binds nothing outside the node and the data).
-        Copies, never links: a link would lead out of the node directory."""
+    def _judge_refit(self, result, output: Path) -> Outcome:
+        """A refit's holdout is in its training data, so it has no score: it passes when it
+        wrote a valid submission (mlguild.refit then checks it agrees with the node it refits)."""
+        if result.status != ExecStatus.OK:
+            tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
+            return Outcome(str(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip())
+        submission = output / "submission.csv"
+        if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
+            return Outcome("missing_output", failure="the refit did not write output/submission.csv as a regular file")
+        try:
+            read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+        return Outcome(FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else [])
+
+    def _stage_parent_outputs(self, sources: dict[str, str], dest: Path) -> None:
+        """Copy each source node's predictions into ``parents/<name>/`` of the node, the only
+        place a script can read them from (the sandbox binds nothing outside the node and the
+        data). Copies, never links: a link would lead out of the node directory."""
         _clear(dest)
-        for parent in node.parents:
-            src = self.run.node_dir(parent) / "output"
-            for name in ("oof.csv", "holdout.csv", "submission.csv"):
+        for name, source in sources.items():
+            src = self.run.node_dir(source) / "output"
+            for file in ("oof.csv", "holdout.csv", "submission.csv"):
                 try:
-                    data = read_no_follow(src / name)
-                except OSError:     # a parent without oof.csv is left out by the script
+                    data = read_no_follow(src / file)
+                except OSError:     # a member without oof.csv is left out by the blend
                     continue
-                (dest / parent).mkdir(parents=True, exist_ok=True)
-                (dest / parent / name).write_bytes(data)
+                (dest / name).mkdir(parents=True, exist_ok=True)
+                (dest / name / file).write_bytes(data)
 
     def write_report(self, node: Node, outcome: Outcome) -> None:
         node_dir = self.run.node_dir(node.id)

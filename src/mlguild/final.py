@@ -1,6 +1,7 @@
 """The final, once-per-run grading of the best submission on sealed test answers.
 
-The search never sees this number: it is computed after the loop, from best/submission.csv,
+The search never sees this number: it is computed after the loop, from final/submission.csv
+(the final stage's choice, see mlguild.refit; best/submission.csv when that stage did not run),
 recorded in ``audit/final_grade.json`` (created once, never overwritten), in the journal as
 ``final_graded`` and in ``best/final_grade.json``, and never recomputed — grading the test set repeatedly would turn it into a second holdout.
 """
@@ -62,13 +63,16 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
         state.final_grade = record
         return record
     answers_path = run.workspace.test_answers
-    submission = run.best_dir / "submission.csv"
+    # The final stage's choice (a refit on all labelled rows, or the best node) when it ran.
+    where = run.path / "final" if state.final_choice else run.best_dir
+    submission = where / "submission.csv"
     if answers_path is None or state.best_id is None or not submission.exists():
         return None
     check_fingerprint(runner.scorer_fingerprint)
     spec = run.spec
-    record: dict = {"node": state.best_id, "metric": spec.metric,
-                    "submission_sha256": _sha(submission), "code_sha256": _sha(run.best_dir / "solution.py"),
+    record: dict = {"node": (state.final_choice or {}).get("node", state.best_id), "best_node": state.best_id,
+                    "refit": bool((state.final_choice or {}).get("refit")), "metric": spec.metric,
+                    "submission_sha256": _sha(submission), "code_sha256": _sha(where / "solution.py"),
                     "holdout_score": state.graph[state.best_id].score, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     try:
         result = score_submission(

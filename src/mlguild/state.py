@@ -19,6 +19,7 @@ class RunState:
     spent_s: float = 0.0                   # active wall time over all sessions
     sessions: int = 0
     final_grade: dict[str, Any] | None = None
+    final_choice: dict[str, Any] | None = None     # which node's submission is final (mlguild.refit)
     scorer_fingerprint: str | None = None      # taken when the run was created
     finished_reason: str | None = None
     _session_elapsed: float = field(default=0.0, repr=False)
@@ -63,6 +64,8 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
             state.scorer_fingerprint = rec.get("scorer_sha256")
         elif kind == "best_changed":
             state.best_id = rec["id"]
+        elif kind == "final_chosen":
+            state.final_choice = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")}
         elif kind == "final_graded":
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
         elif kind == "session_ended":

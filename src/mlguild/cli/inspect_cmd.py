@@ -43,10 +43,11 @@ def status(
         for node in state.graph:
             score = f"{node.score:.6g}" if node.score is not None else "—"
             printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
-            style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending") else None)
+            style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending", "final") else None)
+            what = node.meta.get("recipe") or node.meta.get("summary") or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
             table.add_row(node.id + (" ★" if node.id == best else ""), node.op, ",".join(node.parents) or "—",
                           node.status, score, printed, f"{node.timing.get('exec_s', 0):.1f}",
-                          str(node.meta.get("recipe", ""))[:40] + "".join(f" ⚠{f}" for f in node.flags), style=style)
+                          str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags), style=style)
         console.print(f"run {path}")
         console.print(f"task {spec.name}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
                       f"time spent {state.spent_s:.0f} s; last stop: {state.finished_reason or 'running or killed'}")
@@ -54,6 +55,9 @@ def status(
         calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
+        if state.final_choice:
+            c = state.final_choice
+            console.print(f"final submission: node {c['node']} ({c['reason']}) → {path / 'final' / 'submission.csv'}")
         if state.final_grade:
             g = state.final_grade
             console.print(f"final test grade ({spec.metric}, node {g['node']}, graded once): {g.get('test_score')}")

@@ -19,6 +19,7 @@ from ..final import grade_final
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
+from ..refit import Refitter
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
@@ -86,6 +87,8 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     # The test set is graded once: only a run that ended by its budget, never one stopped by
     # Ctrl-C (a resume may still find a better node).
     finished = reason.startswith("budget:")
+    if finished and agent.state.best_id and agent.state.final_choice is None:
+        _final_stage(run, agent)
     grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test and finished else None
     if not finished:
         console.print(f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`")
@@ -96,9 +99,25 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
         console.print("[yellow]no node produced a valid submission[/]; see `mlguild status " + str(run.path) + "`")
         return
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
+    choice = agent.state.final_choice
+    if choice is not None:
+        console.print(f"final {choice['node']}: {choice['reason']}  →  {run.path / 'final' / 'submission.csv'}")
     if grade is not None:
         shown = f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
+
+
+def _final_stage(run: RunDir, agent: Agent) -> None:
+    """Choose the final submission: the best node refitted on all labelled rows (in the time
+    the search kept back for it), or the best node itself."""
+    refitter = Refitter(run, agent.state, agent.runner, agent.elapsed)
+    if not run.config.final.refit:
+        refitter.choose_best("the final refit is off (final.refit=false)")
+        return
+    remaining = agent.remaining_s()
+    timeout = run.config.sandbox.script_timeout_s if remaining is None else min(run.config.sandbox.script_timeout_s, remaining)
+    console.print(f"final refit of {agent.state.best_id} on all labelled rows (up to {timeout:.0f} s)")
+    refitter.run_refit(timeout)
 
 
 def run(

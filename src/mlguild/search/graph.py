@@ -108,9 +108,11 @@ class SearchGraph:
         return [n for n in self.nodes.values() if n.op == "draft"]
 
     def failed_leaves(self) -> list[Node]:
-        """Finished, failed nodes that nothing has been built on yet."""
+        """Finished, failed search nodes that nothing has been built on yet (a failed final
+        refit is not repaired: the final submission falls back to the best node)."""
         with_children = {p for n in self.nodes.values() for p in n.parents}
-        return [n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children]
+        return [n for n in self.nodes.values()
+                if n.status in FAILURES and n.id not in with_children and n.op != "refit"]
 
     def stagnation(self, node_id: str) -> int:
         """Finished nodes in ``node_id``'s branch since the branch's best score was set."""

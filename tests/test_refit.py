@@ -1,0 +1,153 @@
+"""The final refit on all labelled rows: a separate node, checked, chosen or refused, and
+the full-data directory (which holds holdout labels) gone afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlguild.agent import Agent
+from mlguild.brains.recipes import RecipeBrain
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config
+from mlguild.final import grade_final
+from mlguild.guard import check_code
+from mlguild.journal import read_journal
+from mlguild.protocols import Action, Proposal
+from mlguild.refit import Refitter, agreement, full_data_dir, refit_seconds
+from mlguild.rundir import create_run
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.state import replay
+from mlguild.task import load_task
+
+from conftest import make_task
+
+# A logistic curve on x0; it records how many labelled rows it trained on. FLIP makes it
+# predict the reverse when it sees more rows than the search gave it (a refit gone wrong).
+SCRIPT = '''
+import math, os
+from pathlib import Path
+import pandas as pd
+data = Path(os.environ["MLGUILD_DATA"])
+train = pd.read_csv(data / "train.csv", dtype={{"id": str}})
+os.makedirs("output", exist_ok=True)
+Path("output/rows.txt").write_text(str(len(train)))
+if {crash} and len(train) > {search_rows}:
+    raise RuntimeError("out of memory on the larger file")
+sign = -1 if {flip} and len(train) > {search_rows} else 1
+for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
+    frame = pd.read_csv(data / src, dtype={{"id": str}})
+    p = [1 / (1 + math.exp(-3 * sign * x)) for x in frame["x0"]]
+    pd.DataFrame({{"id": frame["id"], "y": p}}).to_csv("output/" + dst, index=False)
+'''
+
+
+def _run(tmp_path, sets=()):
+    cfg = load_config(None, ["search.num_drafts=1", "search.draft_every=0", "budget.iterations=1",
+                             "sandbox.script_timeout_s=60", *sets])
+    return create_run(load_task(make_task(tmp_path / "task", n=400)), cfg, tmp_path / "runs")
+
+
+def _searched(tmp_path, flip=False, crash=False):
+    run = _run(tmp_path)
+    split = run.workspace.manifest()["split"]
+    code = SCRIPT.format(flip=flip, crash=crash, search_rows=split["train_rows"])
+    agent = Agent(run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_policy(run.config.search),
+                  get_sandbox("auto"))
+    agent.run_loop()
+    assert agent.state.best_id == "n0001"
+    return run, agent, split
+
+
+def _rows(run, node_id):
+    return int((run.node_dir(node_id) / "output" / "rows.txt").read_text())
+
+
+def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp_path):
+    run, agent, split = _searched(tmp_path)
+    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(60)
+    graph = agent.state.graph
+    refit = graph[choice["node"]]
+    assert choice["refit"] and refit.op == "refit" and refit.parents == ("n0001",) and refit.status == "final"
+    assert refit.score is None                     # nothing may score it: its holdout is training data
+    assert _rows(run, "n0001") == split["train_rows"]
+    assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"]
+    assert choice["agreement"] > 0.99
+    assert not full_data_dir(run.path).exists()    # the holdout labels are sealed again
+    final = run.path / "final"
+    assert (final / "submission.csv").read_bytes() == (run.node_dir(refit.id) / "output" / "submission.csv").read_bytes()
+    assert json.loads((final / "final.json").read_text())["node"] == refit.id
+    # The journal replays the refit node and the choice; the grade is of the final submission.
+    state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
+    assert state.final_choice["node"] == refit.id and state.graph[refit.id].status == "final"
+    assert state.graph.best().id == "n0001"        # a refit never competes with search nodes
+    grade = grade_final(run, agent.state, agent.runner)
+    assert grade["node"] == refit.id and grade["best_node"] == "n0001" and grade["refit"] and grade["valid"]
+
+
+@pytest.mark.parametrize("how", ["flip", "crash"])
+def test_a_refit_that_breaks_falls_back_to_the_best_node(tmp_path, how):
+    run, agent, _ = _searched(tmp_path, flip=how == "flip", crash=how == "crash")
+    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(60)
+    assert choice["node"] == "n0001" and not choice["refit"]
+    assert ("agrees with n0001 on only" if how == "flip" else "failed (crash)") in choice["reason"]
+    assert (run.path / "final" / "submission.csv").read_bytes() == (run.best_dir / "submission.csv").read_bytes()
+    assert not full_data_dir(run.path).exists()
+    assert agent.state.graph.failed_leaves() == []   # a failed refit is not for the search to repair
+
+
+def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
+    run = _run(tmp_path, ["search.num_drafts=2", "budget.iterations=2", "sandbox.script_timeout_s=120"])
+    agent = Agent(run, RecipeBrain(), get_policy(run.config.search), get_sandbox("auto"))
+    agent.run_loop()
+    members = tuple(n.id for n in agent.state.graph.ranked())
+    fuse = agent.step(Action("fuse", members), 120)
+    assert fuse.ok, fuse.failure
+    agent.state.best_id = fuse.id                  # refit the blend, whatever won
+    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(300)
+    graph = agent.state.graph
+    refits = [n for n in graph if n.op == "refit"]
+    assert [n.meta["refit_of"] for n in refits] == [*members, fuse.id]
+    blend = refits[-1]
+    assert blend.meta["stage"] == {m: r.id for m, r in zip(members, refits, strict=False)}
+    staged = run.node_dir(blend.id) / "parents"
+    for member, refit in blend.meta["stage"].items():
+        assert (staged / member / "submission.csv").read_bytes() == \
+            (run.node_dir(refit) / "output" / "submission.csv").read_bytes()
+    assert choice["node"] == blend.id and choice["refit"], choice
+
+
+def test_search_nodes_may_not_reach_the_refit_data(tmp_path):
+    run = _run(tmp_path)
+    agent = Agent(run, ScriptedBrain(), get_policy(run.config.search), get_sandbox("auto"))
+    code = "print(open('../../final/data/train.csv').read())\n"
+    node_dir = run.node_dir("n0001")
+    node_dir.mkdir(parents=True)
+    verdict = check_code(code, node_dir.resolve(), agent.runner.forbidden, data_dir=run.workspace.data_dir.resolve())
+    assert not verdict.ok and "final" in verdict.reason
+
+
+def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
+    run, agent, split = _searched(tmp_path)
+    best = agent.state.graph["n0001"]
+    best.timing["exec_s"] = 20.0
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    assert refit_seconds(run, agent.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
+    run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + 70     # under the 60 s script limit after the reserve
+    run.config.budget.iterations = None
+    assert agent._check_budget() == pytest.approx(70 - 20.0 * growth * 1.25, abs=1.0)
+    run.config.final.refit = False
+    assert refit_seconds(run, agent.state.graph, best) == 0.0
+
+
+def test_agreement_measures():
+    import pandas as pd
+
+    a = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["0.1", "0.4", "0.35", "0.8"]})
+    same_order = pd.DataFrame({"id": ["4", "3", "2", "1"], "y": ["0.9", "0.3", "0.5", "0.2"]})
+    assert agreement("probability", a, same_order, "id") == pytest.approx(1.0)
+    assert agreement("probability", a, a.assign(y="0.5"), "id") == 0.0          # constant: no correlation
+    labels = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["a", "b", "a", "c"]})
+    assert agreement("label", labels, labels.assign(y=["a", "b", "c", "c"]), "id") == 0.75
