@@ -177,7 +177,7 @@ class Agent:
         node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
         node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
         node.outputs = outcome.outputs
-        self.runner.write_report(node, outcome)
+        self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         self.run.journal.append("node_finished", id=node.id, status=node.status, score=node.score,
                                 failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score, flags=node.flags,

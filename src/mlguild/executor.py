@@ -31,9 +31,11 @@ from .scorer import (
     read_submission,
     score_submission,
 )
-from .search.graph import SCORED, Node
+from .node_report import result_lines
+from .search.graph import SCORED, Node, SearchGraph
 
-_PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+# "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
+_PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
 _TAIL = 4000
 PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
 REFIT = "refit"              # the op of a final refit node (see mlguild.refit)
@@ -196,7 +198,7 @@ class NodeRunner:
                 (dest / name).mkdir(parents=True, exist_ok=True)
                 (dest / name / file).write_bytes(data)
 
-    def write_report(self, node: Node, outcome: Outcome) -> None:
+    def write_report(self, node: Node, outcome: Outcome, graph: SearchGraph | None = None) -> None:
         node_dir = self.run.node_dir(node.id)
         score = {"node": node.id, "status": outcome.status, "holdout_score": outcome.score, "flags": outcome.flags,
                  "metric": self.metric.name, "direction": self.metric.direction,
@@ -209,6 +211,8 @@ class NodeRunner:
                  f"- run time: {outcome.timing.get('exec_s', 0):.1f} s"]
         for flag in outcome.flags:
             lines.append(f"- ⚠ {describe(flag, self.metric)}")
+        if graph is not None:
+            lines += ["", "## Result", *result_lines(node, graph, self.metric.name, node_dir)]
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")

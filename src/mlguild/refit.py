@@ -163,7 +163,7 @@ class Refitter:
         outcome: Outcome = self.runner.execute(node, timeout_s, seed=self.run.config.brain.seed, data_dir=data)
         node.status, node.failure, node.timing = outcome.status, outcome.failure, outcome.timing
         node.outputs = outcome.outputs
-        self.runner.write_report(node, outcome)
+        self.runner.write_report(node, outcome, self.state.graph)
         self.run.journal.append("node_finished", id=node.id, status=node.status, score=None,
                                 failure=(node.failure or "")[-2000:] or None, outputs=node.outputs,
                                 timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
