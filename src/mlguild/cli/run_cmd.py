@@ -94,7 +94,8 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
         console.print(f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`")
     best = agent.state.graph[agent.state.best_id] if agent.state.best_id else None
     scored = sum(1 for n in agent.state.graph if n.ok)
-    console.print(f"\nstopped: {reason}; {len(agent.state.graph)} nodes, {scored} scored")
+    searched = sum(1 for n in agent.state.graph if n.op != "refit")
+    console.print(f"\nstopped: {reason}; {searched} nodes, {scored} scored")
     if best is None:
         console.print("[yellow]no node produced a valid submission[/]; see `mlguild status " + str(run.path) + "`")
         return

@@ -1,0 +1,5 @@
+"""`python -m mlguild` runs the CLI."""
+
+from .cli.app import main
+
+main()
