@@ -57,7 +57,8 @@ class Agent:
     def _check_budget(self) -> float:
         """Raise BudgetExhausted, or return the timeout the next script may have."""
         budget = self.run.config.budget
-        if budget.iterations is not None and len(self.state.graph) >= budget.iterations:
+        searched = sum(1 for n in self.state.graph if n.op != REFIT)   # refits are the final stage, not the search
+        if budget.iterations is not None and searched >= budget.iterations:
             raise BudgetExhausted("iterations")
         timeout = self.run.config.sandbox.script_timeout_s
         remaining = self.remaining_s()

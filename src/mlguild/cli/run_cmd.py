@@ -87,8 +87,9 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     # The test set is graded once: only a run that ended by its budget, never one stopped by
     # Ctrl-C (a resume may still find a better node).
     finished = reason.startswith("budget:")
-    if finished and agent.state.best_id and agent.state.final_choice is None:
-        _final_stage(run, agent)
+    choice = agent.state.final_choice
+    if finished and agent.state.best_id and (choice is None or choice["best"] != agent.state.best_id):
+        _final_stage(run, agent)    # again after a resume that found a better node
     grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test and finished else None
     if not finished:
         console.print(f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`")
