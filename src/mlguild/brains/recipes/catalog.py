@@ -5,7 +5,7 @@ A recipe *meta* is everything a script depends on, as plain JSON::
     {"brain": "recipes", "recipe": "lightgbm", "modality": "tabular",
      "params":   {...},   # passed verbatim to the model constructor (PARAMS in the script)
      "features": {...},   # feature switches and sizes (see the feature templates)
-     "run":      {...},   # n_folds, max_train_rows, cv_budget_share
+     "run":      {...},   # n_folds, max_train_rows, cv_budget_share, seeds
      "moves": [...], "move": None, "parent": None}
 
 so that an improve step can mutate it and re-render, and a person can see exactly what
@@ -14,6 +14,7 @@ differs between two nodes.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,16 @@ class Recipe:
     knobs: dict[str, str] = field(default_factory=dict)   # role (rounds, lr, size, ...) -> parameter name
     class_weight: tuple[str, Any] | None = None           # parameter that reweights classes, and its value
     estimators: tuple[str, str] = ("", "")                # (classifier, regressor) class names for forests
+    stochastic: bool = False       # fits differ by seed (row/column subsampling): seed averaging helps
+    needs: str | None = None       # a module the script imports that the [ml] extra does not install
 
     def estimator(self, classification: bool) -> str:
         return self.estimators[0] if classification else self.estimators[1]
+
+    def available(self) -> bool:
+        """Whether the script can run here: scripts run with this interpreter, so a module
+        this environment lacks would only crash them."""
+        return self.needs is None or importlib.util.find_spec(self.needs) is not None
 
 
 def _lightgbm(rounds: int, lr: float, leaves: int, colsample: float, patience: int,
@@ -57,7 +65,7 @@ _RECIPE_LIST = [
     Recipe("lightgbm", "tabular", "LightGBM on native categorical features",
            "gradient-boosted trees are the strongest usual baseline on tabular data",
            "lightgbm", "columns", "native", _lightgbm(2000, 0.05, 31, 0.8, 100), _GBDT_KNOBS,
-           ("class_weight", "balanced")),
+           ("class_weight", "balanced"), stochastic=True),
     Recipe("linear", "tabular", "Linear model on one-hot categories and scaled numbers",
            "a linear model has a very different bias from trees: a useful baseline and a diverse ensemble member",
            "linear", "columns", "onehot",
@@ -79,14 +87,14 @@ _RECIPE_LIST = [
            lambda c: dict(iterations=2000, learning_rate=0.08, depth=6, l2_leaf_reg=3.0, one_hot_max_size=10,
                           max_ctr_complexity=2, early_stopping_rounds=100),
            dict(rounds="iterations", lr="learning_rate", size="depth", l2="l2_leaf_reg"),
-           ("auto_class_weights", "Balanced")),
+           ("auto_class_weights", "Balanced"), stochastic=True),   # Bayesian bagging of rows
     Recipe("xgboost", "tabular", "XGBoost (histogram method, native categories)",
            "depth-wise trees regularise differently from LightGBM's leaf-wise growth",
            "xgboost", "columns", "native",
            lambda c: dict(n_estimators=2000, learning_rate=0.05, max_depth=6, min_child_weight=1.0, subsample=0.8,
                           colsample_bytree=0.8, reg_lambda=1.0, early_stopping_rounds=100),
            dict(rounds="n_estimators", lr="learning_rate", size="max_depth", l2="reg_lambda",
-                colsample="colsample_bytree", min_leaf="min_child_weight")),
+                colsample="colsample_bytree", min_leaf="min_child_weight"), stochastic=True),
     Recipe("random_forest", "tabular", "Random forest on integer-coded categories",
            "bagged deep trees need little tuning and make errors unlike boosting's",
            "forest", "columns", "ordinal",
@@ -107,8 +115,15 @@ _RECIPE_LIST = [
     Recipe("tfidf_lightgbm", "text", "LightGBM on TF-IDF components and text statistics",
            "trees on a dense summary of the text can mix wording with length and the other columns",
            "lightgbm", "columns", "native", _lightgbm(2000, 0.05, 31, 0.5, 100), _GBDT_KNOBS,
-           ("class_weight", "balanced")),
+           ("class_weight", "balanced"), stochastic=True),
     # ---- image arrays (pixels as columns)
+    # Offered only where torch is installed (the [torch] extra); forests are not marked
+    # stochastic: a forest averaged over seeds is just a bigger forest (see more_trees).
+    Recipe("small_cnn", "image_array", "Small convolutional network (PyTorch, CPU)",
+           "convolutions see strokes and shapes wherever they sit in the image: the usual best model on images",
+           "cnn", "images", "none",
+           lambda c: dict(channels=16, epochs=12, batch_size=64, learning_rate=0.002, weight_decay=0.0001),
+           dict(epochs="epochs", lr="learning_rate"), stochastic=True, needs="torch"),
     Recipe("pixels_linear", "image_array", "Linear model on scaled pixels",
            "a fast, well-understood floor for pixel data",
            "linear", "pixels", "none",
@@ -128,7 +143,7 @@ _RECIPE_LIST = [
     Recipe("pixels_lightgbm", "image_array", "LightGBM on pixels",
            "boosted trees on raw pixels, with column subsampling to keep each tree cheap",
            "lightgbm", "pixels", "none", _lightgbm(400, 0.15, 15, 0.2, 30, max_bin=31), _GBDT_KNOBS,
-           ("class_weight", "balanced")),
+           ("class_weight", "balanced"), stochastic=True),
 ]
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
@@ -145,6 +160,8 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
     log_target = task["metric"] == "rmsle" and target.get("min", 0) >= 0
     if recipe.features == "pixels":
         return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
+    if recipe.features == "images":
+        return {"log_target": log_target}
     text = "stats"
     if recipe.modality == "text":
         text = "tfidf" if recipe.encoding == "onehot" else "svd"
@@ -159,6 +176,8 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         "svd_components": 64 if recipe.modality == "text" else 16,
         "max_levels": 200,
         "min_count": 5,
+        "target_encoding": False,         # out-of-fold category target means, fitted inside each fold
+        "ratios": False,                  # log-ratios of the leading positive numeric columns
     }
 
 
@@ -168,12 +187,14 @@ def _run_defaults(recipe: Recipe, profile: dict[str, Any]) -> dict[str, Any]:
     n_folds = 5 if n_train <= 100_000 else 3
     # Kernel machines cost quadratic time in rows: cap them from the start.
     max_train_rows = 20_000 if recipe.model == "svm_rbf" and n_train > 25_000 else None
-    return {"n_folds": n_folds, "max_train_rows": max_train_rows, "cv_budget_share": 0.5}
+    # seeds: models per fold, each with its own seed, averaged (the seed_averaging move)
+    return {"n_folds": n_folds, "max_train_rows": max_train_rows, "cv_budget_share": 0.5, "seeds": 1}
 
 
 def recipes_for(task: dict[str, Any]) -> list[str]:
-    """Recipe names that serve this task, in draft order."""
-    return DRAFT_ORDER.get(task.get("modality", "tabular"), DRAFT_ORDER["tabular"])
+    """Recipe names that serve this task and can run in this environment, in draft order."""
+    names = DRAFT_ORDER.get(task.get("modality", "tabular"), DRAFT_ORDER["tabular"])
+    return [name for name in names if RECIPES[name].available()]
 
 
 def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:

@@ -31,10 +31,13 @@ class Facts:
     minority_fraction: float
     n_classes: int
     n_train: int
+    max_levels: int = 0      # most distinct values of any categorical column
+    n_numeric: int = 0
 
     @classmethod
     def of(cls, task: dict[str, Any], profile: dict[str, Any]) -> Facts:
-        kinds = {c["kind"] for c in profile.get("columns", [])}
+        columns = profile.get("columns", [])
+        kinds = {c["kind"] for c in columns}
         target = profile.get("target", {})
         return cls(
             classification=task["task_type"] in ("binary", "multiclass"),
@@ -47,6 +50,8 @@ class Facts:
             minority_fraction=float(target.get("minority_fraction") or 0.5),
             n_classes=int(target.get("n_classes") or 2),
             n_train=int(profile.get("n_train") or 0),
+            max_levels=max((int(c.get("n_unique") or 0) for c in columns if c["kind"] == "categorical"), default=0),
+            n_numeric=sum(c["kind"] == "numeric" for c in columns),
         )
 
 
@@ -139,6 +144,24 @@ def _text_on(meta: Meta) -> bool:
     return meta["features"].get("text") in ("tfidf", "svd")
 
 
+# A categorical column with at least this many levels is worth a target encoding (the script
+# encodes the columns at or above it); trees split on a column with fewer levels directly.
+MANY_LEVELS = 10
+SEEDS = 3   # models per fold once seed_averaging is on
+
+
+def _target_encoding_applies(meta: Meta, recipe: Recipe, facts: Facts) -> bool:
+    # Tree recipes on category codes or native categories; CatBoost already encodes its
+    # categories with ordered target statistics, and a linear model's one-hot columns
+    # would need the encodings rescaled.
+    return (recipe.encoding in ("native", "ordinal") and facts.max_levels >= MANY_LEVELS
+            and _feature_is("target_encoding", False)(meta))
+
+
+def _seeds(meta: Meta) -> int:
+    return int(meta["run"].get("seeds") or 1)
+
+
 IMPROVE_MOVES: list[Move] = [
     Move("lower_lr_more_rounds",
          "smaller boosting steps, with more of them allowed, usually generalise better; early stopping still picks the count",
@@ -187,6 +210,21 @@ IMPROVE_MOVES: list[Move] = [
     Move("more_pca_components", "more principal components keep finer detail of the images",
          lambda m, r, f: 0 < m["features"].get("pca_components", 0) < 200,
          lambda m, r, f: m["features"].update(pca_components=m["features"]["pca_components"] * 2)),
+    Move("target_encoding",
+         "a many-level category's mean target is a strong, compact feature; computed inside each fold "
+         "(out of fold for the fit rows), so no row's encoding has seen its own label",
+         _target_encoding_applies, _set_feature("target_encoding", True)),
+    Move("ratios", "trees cannot form the ratio of two columns (a price per area, a rate) from splits on each",
+         lambda m, r, f: r.features == "columns" and f.n_numeric >= 2 and _feature_is("ratios", False)(m),
+         _set_feature("ratios", True)),
+    Move("seed_averaging",
+         f"the model is stochastic (subsampled rows or columns, random initial weights): averaging {SEEDS} seeds per fold lowers "
+         f"the variance of its predictions, at {SEEDS} times the training time",
+         lambda m, r, f: r.stochastic and _seeds(m) < SEEDS,
+         lambda m, r, f: m["run"].update(seeds=SEEDS)),
+    Move("more_epochs", "the network may still be improving; it stops early anyway when its time share is spent",
+         lambda m, r, f: bool(_knob(r, m, "epochs")) and m["params"]["epochs"] < 48,
+         lambda m, r, f: _scale(m, "epochs", 2.0, 1, 48, integer=True)),
 ]
 MOVES: dict[str, Move] = {m.name: m for m in IMPROVE_MOVES}
 
@@ -208,6 +246,10 @@ def shrink(meta: Meta, recipe: Recipe, facts: Facts) -> None:
         params[recipe.knobs["colsample"]] = min(params[recipe.knobs["colsample"]], 0.5)
     if "max_iter" in params and not _knob(recipe, meta, "rounds"):
         params["max_iter"] = max(100, params["max_iter"] // 2)
+    if _knob(recipe, meta, "epochs"):
+        params["epochs"] = max(2, params["epochs"] // 2)
+    if _seeds(meta) > 1:
+        run["seeds"] = max(1, run["seeds"] // 2)
     if _text_on(meta):
         features["max_features"] = max(2000, features["max_features"] // 2)
         features["svd_components"] = max(8, features["svd_components"] // 2)

@@ -18,6 +18,7 @@ import jinja2
 
 from ...metrics import get_metric
 from .catalog import RECIPES
+from .moves import MANY_LEVELS
 
 TEMPLATES = Path(__file__).parent / "templates"
 _IMPORT = re.compile(r"^(import \w|from [\w.]+ import )")
@@ -67,7 +68,7 @@ def _hoist_imports(code: str) -> str:
     """Gather every top-level import line into the ``#<imports>`` marker's place: standard
     library first, then third party, each sorted and deduplicated."""
     lines = code.splitlines()
-    found = {line for line in lines if _IMPORT.match(line)}
+    found = _merge_from_imports({line for line in lines if _IMPORT.match(line)})
     stdlib = set(sys.stdlib_module_names)
 
     def module(line: str) -> str:
@@ -85,6 +86,24 @@ def _hoist_imports(code: str) -> str:
         elif not _IMPORT.match(line):
             out.append(line)
     return _tidy_blank_lines(out)
+
+
+def _merge_from_imports(found: set[str]) -> set[str]:
+    """``from m import a`` and ``from m import b, c`` (written by two templates) become
+    ``from m import a, b, c`` where that fits on one line."""
+    names: dict[str, set[str]] = {}
+    for line in found:
+        if line.startswith("from ") and "(" not in line:
+            module, imported = line[len("from "):].split(" import ", 1)
+            names.setdefault(module, set()).update(n.strip() for n in imported.split(","))
+    merged = {line for line in found if not (line.startswith("from ") and "(" not in line)}
+    for module, imported in names.items():
+        line = f"from {module} import {', '.join(sorted(imported))}"
+        if len(line) <= 100:
+            merged.add(line)
+        else:
+            merged.update(line for line in found if line.startswith(f"from {module} import "))
+    return merged
 
 
 def _tidy_blank_lines(lines: list[str]) -> str:
@@ -178,6 +197,12 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
         "params": meta["params"],
         "features": meta["features"],
         "run": meta["run"],
+        # Settings a meta from an older version may lack (or an undo may set to None).
+        # The fold hook needs feature frames whose index is the row number (native, ordinal).
+        "target_encoding": bool(meta["features"].get("target_encoding")) and recipe.encoding in ("native", "ordinal"),
+        "ratios": bool(meta["features"].get("ratios")),
+        "n_seeds": int(meta["run"].get("seeds") or 1),
+        "many_levels": MANY_LEVELS,
         "cv": _cv_metric(task["metric"]),
     }
     code = _environment().get_template("script.py.j2").render(**context)
