@@ -15,7 +15,7 @@ from mlguild.final import grade_final
 from mlguild.guard import check_code
 from mlguild.journal import read_journal
 from mlguild.protocols import Action, Proposal
-from mlguild.refit import Refitter, agreement, full_data_dir, refit_seconds
+from mlguild.refit import Refitter, agreement, full_data_dir, refit_reserve, refit_seconds
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
@@ -134,10 +134,20 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     best = agent.state.graph["n0001"]
     best.timing["exec_s"] = 20.0
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    best.timing["budget_s"] = 60.0
     assert refit_seconds(run, agent.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
+    best.timing["exec_s"] = 50.0      # it used most of its budget: the refit gets as much per row
+    assert refit_seconds(run, agent.state.graph, best) == pytest.approx(60.0 * growth)
+    assert refit_reserve(run, agent.state.graph, best) == pytest.approx(60.0 * growth)   # no time budget set
+    run.config.budget.time_s = 200.0
+    assert refit_reserve(run, agent.state.graph, best) == 0.0     # over 30% of the budget: no refit planned
+    best.timing["exec_s"] = 10.0
     run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + 70     # under the 60 s script limit after the reserve
     run.config.budget.iterations = None
-    assert agent._check_budget() == pytest.approx(70 - 20.0 * growth * 1.25, abs=1.0)
+    run.config.budget.script_share = 1.0
+    assert agent._check_budget() == pytest.approx(70 - 10.0 * growth * 1.25, abs=1.0)
+    run.config.budget.script_share = 0.1    # one script may use at most a tenth of the run's budget
+    assert agent._check_budget() == pytest.approx(0.1 * run.config.budget.time_s)
     run.config.final.refit = False
     assert refit_seconds(run, agent.state.graph, best) == 0.0
 
@@ -151,3 +161,11 @@ def test_agreement_measures():
     assert agreement("probability", a, a.assign(y="0.5"), "id") == 0.0          # constant: no correlation
     labels = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["a", "b", "a", "c"]})
     assert agreement("label", labels, labels.assign(y=["a", "b", "c", "c"]), "id") == 0.75
+
+
+def test_no_refit_when_too_little_time_is_left(tmp_path):
+    run, agent, _ = _searched(tmp_path)
+    agent.state.graph["n0001"].timing.update(exec_s=50.0, budget_s=60.0)
+    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(30)
+    assert choice["node"] == "n0001" and "not enough time left" in choice["reason"]
+    assert [n.op for n in agent.state.graph] == ["draft"]          # nothing was started

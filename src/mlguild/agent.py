@@ -23,7 +23,7 @@ from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
 from .protocols import Action, Context, HistoryItem, ParentView, Proposal
-from .refit import refit_seconds
+from .refit import refit_reserve
 from .rundir import RunDir
 from .scorer import fingerprint
 from .search.graph import Node
@@ -64,10 +64,10 @@ class Agent:
         remaining = self.remaining_s()
         if remaining is not None:
             # Keep back the time the final refit of the current best node will need.
-            remaining -= refit_seconds(self.run, self.state.graph, self.state.graph.best())
+            remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best())
             if remaining < _MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
-            timeout = min(timeout, remaining)
+            timeout = min(timeout, remaining, max(_MIN_SCRIPT_S, budget.script_share * budget.time_s))
         return timeout
 
     # --- the loop ---

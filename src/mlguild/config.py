@@ -59,6 +59,7 @@ class SearchConfig(_Section):
 class BudgetConfig(_Section):
     time_s: float | None = Field(None, gt=0, description="Wall-clock budget of the whole run (None = unlimited).")
     iterations: int | None = Field(None, gt=0, description="Maximum number of nodes (None = unlimited).")
+    script_share: float = Field(0.4, gt=0, le=1, description="Most of the run's time budget one script may use, so that a short run still makes several attempts.")
 
 
 class BrainConfig(_Section):

@@ -133,7 +133,8 @@ class NodeRunner:
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
             outcome.exec.pop(key, None)
-        outcome.timing = {"exec_s": round(exec_s, 3), "harness_s": round(time.monotonic() - started - exec_s, 4)}
+        outcome.timing = {"exec_s": round(exec_s, 3), "harness_s": round(time.monotonic() - started - exec_s, 4),
+                          "budget_s": round(timeout_s, 3)}     # what MLGUILD_TIME_BUDGET told the script
         return outcome
 
     def _judge(self, result, output: Path) -> Outcome:

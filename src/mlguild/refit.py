@@ -37,6 +37,8 @@ from .search.graph import Node, SearchGraph
 from .state import RunState
 
 _SAFETY = 1.25              # reserve this much more than the measured run times
+_PACED = 0.5                # a script that used this share of its time budget is paced by it
+_MAX_RESERVE = 0.3          # the search keeps back at most this share of the budget for a refit
 
 
 def final_dir(run: RunDir) -> Path:
@@ -61,13 +63,35 @@ def growth(run: RunDir) -> float:
     return (train + holdout) / train
 
 
+def node_refit_seconds(node: Node, grow: float) -> float:
+    """How long the refit of one node needs. A script that ran far inside its time budget
+    needs its measured time, scaled to the larger file; one that used most of its budget is
+    paced by it (it sizes its own work to MLGUILD_TIME_BUDGET), so its refit gets as much
+    budget per row, or it would train less than the node it replaces."""
+    if is_paced(node):
+        return grow * node.timing["budget_s"]
+    return grow * node.timing.get("exec_s", 0.0) * _SAFETY
+
+
+def is_paced(node: Node) -> bool:
+    budget_s = node.timing.get("budget_s", 0.0)
+    return bool(budget_s) and node.timing.get("exec_s", 0.0) >= _PACED * budget_s
+
+
 def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
-    """Time to reserve at the end of the search for refitting ``node``: its chain's measured
-    run times, scaled to the larger training file, with a margin."""
+    """Time the refit of ``node`` (its whole chain) needs, or 0 when refits are off."""
     if node is None or not run.config.final.refit:
         return 0.0
-    measured = sum(n.timing.get("exec_s", 0.0) for n in refit_chain(graph, node))
-    return measured * growth(run) * _SAFETY
+    grow = growth(run)
+    return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node))
+
+
+def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
+    """Time the search keeps back for the refit of ``node``: what it needs, unless that is
+    more than a fair share of the budget (then no refit is planned and the search goes on)."""
+    needed = refit_seconds(run, graph, node)
+    budget = run.config.budget.time_s
+    return needed if budget is None or needed <= _MAX_RESERVE * budget else 0.0
 
 
 def build_full_data(run: RunDir) -> Path:
@@ -126,7 +150,12 @@ class Refitter:
     def run_refit(self, timeout_s: float) -> dict:
         """Refit the best node within ``timeout_s`` and choose the final submission."""
         graph, best = self.state.graph, self.state.graph[self.state.best_id]
+        needed = refit_seconds(self.run, graph, best)
+        if needed > timeout_s:
+            return self._choose(best, None, f"not enough time left to refit {best.id} as long as the search ran it "
+                                            f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)")
         deadline = time.monotonic() + timeout_s
+        grow = growth(self.run)
         data = build_full_data(self.run)
         try:
             refitted: dict[str, Node] = {}
@@ -134,7 +163,9 @@ class Refitter:
                 left = deadline - time.monotonic()
                 if left < 5:
                     return self._choose(best, None, f"no time left to refit {original.id}")
-                node = self._refit_node(original, refitted, data, left)
+                # A paced script gets the budget it sized its work to (scaled); others all that is left.
+                budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
+                node = self._refit_node(original, refitted, data, budget)
                 if node.status != FINAL_OK:
                     return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): "
                                                     f"{(node.failure or '').strip().splitlines()[-1:]}")
@@ -185,6 +216,7 @@ class Refitter:
         chosen = refit or best
         source = self.run.node_dir(chosen.id) / "output" / "submission.csv"
         out = final_dir(self.run)
+        out.mkdir(exist_ok=True)
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         record = {"node": chosen.id, "best": best.id, "refit": refit is not None, "reason": reason,
