@@ -38,6 +38,8 @@ from .search.graph import SCORED, Node, SearchGraph
 _PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
 _TAIL = 4000
 PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
+# Optional class probabilities behind label predictions, which a blend averages when present.
+PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
 REFIT = "refit"              # the op of a final refit node (see mlguild.refit)
 FINAL_OK = "final"           # the status of a refit node that wrote a valid submission
 
@@ -191,7 +193,7 @@ class NodeRunner:
         _clear(dest)
         for name, source in sources.items():
             src = self.run.node_dir(source) / "output"
-            for file in ("oof.csv", "holdout.csv", "submission.csv"):
+            for file in ("oof.csv", "holdout.csv", "submission.csv", *PROBA_FILES):
                 try:
                     data = read_no_follow(src / file)
                 except OSError:     # a member without oof.csv is left out by the blend
