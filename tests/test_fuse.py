@@ -213,3 +213,20 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     third = noisy.step(Action("fuse", members), 120)
     assert not (run.node_dir(third.id) / "parents" / members[0] / "oof.csv").exists()
     assert _weights(run, third).keys() == set(members[1:])
+
+
+def test_a_blend_rerun_with_only_one_member_copies_it(tmp_path):
+    # The final refit reruns a blend with only the members it weighted: possibly just one.
+    import shutil
+
+    task, node, data = _blend_case(tmp_path, "probability")
+    for gone in ("n2", "n3", "n4"):
+        shutil.rmtree(node / "parents" / gone)
+    (node / "solution.py").write_text(render_fuse(task, ["n1", "n2", "n3", "n4"], "rerun"))
+    env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_DATA": str(data)}
+    done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((node / "output" / "fuse_weights.json").read_text())["weights"] == {"n1": 1.0}
+    mine = pd.read_csv(node / "output" / "submission.csv")
+    theirs = pd.read_csv(node / "parents" / "n1" / "submission.csv")
+    assert np.allclose(mine["y"], theirs["y"])

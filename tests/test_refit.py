@@ -109,9 +109,11 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(300)
     graph = agent.state.graph
     refits = [n for n in graph if n.op == "refit"]
-    assert [n.meta["refit_of"] for n in refits] == [*members, fuse.id]
+    weights = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())["weights"]
+    weighted = [m for m in members if weights[m] > 0]     # a member the blend gave no weight is not refitted
+    assert [n.meta["refit_of"] for n in refits] == [*weighted, fuse.id]
     blend = refits[-1]
-    assert blend.meta["stage"] == {m: r.id for m, r in zip(members, refits, strict=False)}
+    assert blend.meta["stage"] == {m: r.id for m, r in zip(weighted, refits, strict=False)}
     staged = run.node_dir(blend.id) / "parents"
     for member, refit in blend.meta["stage"].items():
         assert (staged / member / "submission.csv").read_bytes() == \

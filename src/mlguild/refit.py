@@ -49,11 +49,24 @@ def full_data_dir(run_path: Path) -> Path:
     return run_path / "final" / "data"
 
 
-def refit_chain(graph: SearchGraph, node: Node) -> list[Node]:
-    """The nodes whose scripts a refit of ``node`` reruns, members before their blend."""
-    if node.op == "fuse":
-        return [graph[p] for p in node.parents if p in graph.nodes] + [node]
-    return [node]
+def refit_chain(graph: SearchGraph, node: Node, run: RunDir | None = None) -> list[Node]:
+    """The nodes whose scripts a refit of ``node`` reruns, members before their blend; with
+    ``run``, only the members the blend gave weight to."""
+    if node.op != "fuse":
+        return [node]
+    members = [p for p in node.parents if p in graph.nodes]
+    weights = _blend_weights(run, node) if run is not None else {}
+    if weights:
+        members = [m for m in members if weights.get(m, 0) > 0]
+    return [graph[m] for m in members] + [node]
+
+
+def _blend_weights(run: RunDir, node: Node) -> dict[str, float]:
+    path = run.node_dir(node.id) / "output" / "fuse_weights.json"
+    try:
+        return {str(k): float(v) for k, v in json.loads(read_no_follow(path)).get("weights", {}).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 def growth(run: RunDir) -> float:
@@ -83,7 +96,7 @@ def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
     if node is None or not run.config.final.refit:
         return 0.0
     grow = growth(run)
-    return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node))
+    return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node, run))
 
 
 def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
@@ -159,7 +172,7 @@ class Refitter:
         data = build_full_data(self.run)
         try:
             refitted: dict[str, Node] = {}
-            for original in refit_chain(graph, best):
+            for original in refit_chain(graph, best, self.run):
                 left = deadline - time.monotonic()
                 if left < 5:
                     return self._choose(best, None, f"no time left to refit {original.id}")
@@ -167,8 +180,8 @@ class Refitter:
                 budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
                 node = self._refit_node(original, refitted, data, budget)
                 if node.status != FINAL_OK:
-                    return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): "
-                                                    f"{(node.failure or '').strip().splitlines()[-1:]}")
+                    last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
+                    return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
                 refitted[original.id] = node
             return self._check_and_choose(best, refitted[best.id])
         finally:
@@ -179,7 +192,7 @@ class Refitter:
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
         meta = {"refit_of": original.id, "data": "train + holdout (all labelled rows)"}
         if original.op == "fuse":   # blend the refitted members, staged under their original names
-            meta["stage"] = {p: refitted[p].id for p in original.parents}
+            meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
         node = Node(id=graph.next_id(), op=REFIT, parents=(original.id, *(meta.get("stage") or {}).values()),
                     iteration=len(graph), meta=meta,
                     plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
