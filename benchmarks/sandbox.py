@@ -1,11 +1,13 @@
 """Sandbox layer benchmarks (issue: hardened sandbox). Run by hand, report the figures:
 
-    .venv/bin/python benchmarks/sandbox.py [--runs 30] [--trials 20]
+    .venv/bin/python benchmarks/sandbox.py [--runs 30] [--trials 20] [--no-prestart]
 
 1. Start-to-first-line: from calling ``run()`` to the script's first printed line, for a
    bare ``subprocess`` start (the floor), the always-on layer and the namespace layer.
    The overhead of a layer is its time minus the floor. Target: namespace layer <= 50 ms
-   (median and p90 of --runs runs).
+   (median and p90 of --runs runs). Runs follow each other as an agent's do, so each finds
+   the supervisor its layer started ahead; --no-prestart starts every supervisor on
+   demand (a run after the sandbox was idle, killed or just created).
 2. Kill latency after a timeout: from the wall-clock deadline to ``run()`` returning with
    every descendant reaped, for a script that obeys SIGTERM and one whose whole tree
    (including a setsid daemon) ignores it (default grace 1 s). Target: < 2 s at p99 of
@@ -95,11 +97,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--no-prestart", action="store_true",
+                    help="start each run's supervisor on demand, not ahead")
     args = ap.parse_args()
-    layers = {"local": LocalSandbox()}
+    prestart = not args.no_prestart
+    layers = {"local": LocalSandbox(prestart=prestart)}
     usable, why = probe()
     if usable:
-        layers["bwrap"] = BwrapSandbox()
+        layers["bwrap"] = BwrapSandbox(prestart=prestart)
     else:
         print(f"namespace layer skipped: {why}")
     with tempfile.TemporaryDirectory(prefix="mlguild-bench-") as tmp:

@@ -372,6 +372,71 @@ def test_script_that_freezes_its_supervisor(tmp_path):
     assert not alive(read_pids(tmp_path / "child.pid")[0])
 
 
+# --- the supervisor started ahead for the next run ----------------------------------
+
+
+def test_next_run_survives_its_prestarted_supervisor_killed_or_stopped(tmp_path):
+    # A script sharing the agent's uid can signal the supervisor that waits for the next
+    # run: that run still works, with a fresh one (killed) or after a SIGCONT (stopped).
+    sandbox = LocalSandbox()
+    args = ([sys.executable, "-c", "print('hi')"], tmp_path, safe_env(cwd=tmp_path),
+            Limits(timeout_s=10), tmp_path / "o.txt", tmp_path / "e.txt")
+    assert sandbox.run(*args).status is ExecStatus.OK
+    for sig in (signal.SIGKILL, signal.SIGSTOP):
+        spare = sandbox._spares.spare.proc
+        os.kill(spare.pid, sig)
+        if sig == signal.SIGKILL:
+            spare.wait(timeout=5)
+        t0 = time.monotonic()
+        r = sandbox.run(*args)
+        assert r.status is ExecStatus.OK and r.stdout_tail == "hi\n", r.reason
+        assert time.monotonic() - t0 < 5
+
+
+def test_prestarted_supervisor_goes_with_its_agent(tmp_path):
+    # Idle, it has no PDEATHSIG armed yet: it must leave on the EOF of its spec pipe.
+    agent_code = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from mlguild.sandbox import Limits, LocalSandbox, safe_env
+        d = Path({str(tmp_path)!r})
+        sandbox = LocalSandbox()
+        sandbox.run([sys.executable, "-c", "pass"], d, safe_env(cwd=d), Limits(timeout_s=10),
+                    d / "o.txt", d / "e.txt")
+        print(sandbox._spares.spare.proc.pid, flush=True)
+        time.sleep(60)
+    """)
+    agent = subprocess.Popen([sys.executable, "-c", agent_code], stdout=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
+    try:
+        spare = int(agent.stdout.readline())
+        assert alive(spare)
+        agent.kill()
+        agent.wait()
+        end = time.monotonic() + 5
+        while alive(spare) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert not alive(spare)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+
+
+def test_command_found_on_path_under_a_dropped_uid():
+    # The supervisor searches PATH itself, after the drop: nothing there may need a file
+    # that only the agent's uid can read (e.g. a module of a Python under /root).
+    work = Path(tempfile.mkdtemp(prefix="mlguild-path-"))
+    try:
+        work.chmod(0o755)  # reachable by the dropped uid, as a run directory is
+        r = LocalSandbox().run(["sh", "-c", "id -u"], work, safe_env(cwd=work),
+                               Limits(timeout_s=10), work / "o.txt", work / "e.txt")
+        assert r.status is ExecStatus.OK, r.reason
+        assert r.stdout_tail == f"{r.run_uid}\n"
+    finally:
+        shutil.rmtree(work)
+
+
 # --- memory --------------------------------------------------------------------------
 
 MEMORY_HOG = """

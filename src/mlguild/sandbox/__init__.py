@@ -46,7 +46,7 @@ def get_sandbox(name: str = "auto", **options) -> SupervisedSandbox:
             fix="set sandbox.kind=auto (or one of the names above)",
         ) from None
     if cls is LocalSandbox:
-        options = {k: v for k, v in options.items() if k == "slack_s"}
+        options = {k: v for k, v in options.items() if k in ("slack_s", "prestart")}
     return cls(**options)
 
 

@@ -1,9 +1,12 @@
 """Supervisor: runs ONE untrusted script and makes sure nothing it started outlives it.
 
-Run by path, stdlib only, so it starts in ~20 ms and cannot be broken by the project's
-environment: ``python -I -S supervisor.py`` with a JSON spec on stdin (built by
-``mlguild.sandbox.runner``). It writes JSON lines to stdout: first
-``{"event": "started", "pid": <main pid>}``, last ``{"event": "result", ...}``.
+Stdlib only, so it starts in ~12 ms and cannot be broken by the project's environment:
+``python -I -S`` imports it from its own directory (``runner.SUPERVISOR_ARGV``; running
+it by path works too) with a marshalled spec on stdin (built by
+``mlguild.sandbox.runner``). It writes one Python-literal dict per line to stdout: first
+``{'event': 'started', 'pid': <main pid>}``, last ``{'event': 'result', ...}``. Every
+import here is paid by every run: no json, subprocess or signal (all three pull in re or
+enum).
 
 What it guarantees while it is alive:
 - it is a child subreaper, so every orphaned descendant (setsid + double-fork daemons,
@@ -16,7 +19,8 @@ What it guarantees while it is alive:
   reaped until the kernel says it has no children left; only then is the result written;
 - stdout/stderr are read continuously (a flood never blocks the script) into files that
   keep a head and a tail of ``output_bytes`` in all, with a marker where bytes were dropped;
-- it dies with the agent: PDEATHSIG is SIGTERM, whose handler runs the same sweep.
+- it dies with the agent: PDEATHSIG is SIGTERM, whose handler runs the same sweep (armed
+  once it has its spec; one started ahead that is still waiting for a spec exits on EOF).
 
 ``spec["drop"]`` (always-on layer, agent running as root): the script runs as that uid/gid
 if a forked probe that switches to it can reach everything the script needs; otherwise as
@@ -31,19 +35,19 @@ SIGKILL) and the agent sweeps its session (see runner.py).
 
 from __future__ import annotations
 
+import _signal as signal  # the C module: ``signal`` imports enum (~5 ms of every start)
+import errno
 import marshal
 import os
 import resource
 import select
-import signal
-import subprocess
 import sys
 import time
 
 if __package__:
     from . import procfs
     from .capture import CappedSink
-else:  # run by path with -I: our own directory is not on sys.path (appended: stdlib wins)
+else:  # started with -I: our own directory may not be on sys.path (appended: stdlib wins)
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     import procfs
     from capture import CappedSink
@@ -79,6 +83,77 @@ def _child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | Non
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)  # last: it takes the right to do the calls above
+
+
+def spawn(argv: list[str], cwd: str, env: dict, setup) -> tuple[int, int, int]:
+    """Start ``argv`` as subprocess.Popen(..., stdin=DEVNULL, stdout=PIPE, stderr=PIPE,
+    close_fds=True, start_new_session=True, preexec_fn=setup) would; return (pid, stdout
+    read end, stderr read end). Raises OSError when the child could not be set up or exec
+    failed (the child is reaped then).
+
+    Not subprocess itself: importing it (locale, re, enum, threading) is ~8 ms of every
+    script's start. The supervisor is single-threaded, so a plain fork is safe, and
+    subprocess forks (no vfork) anyway when there is a preexec_fn.
+    """
+    # The PATH search happens here, as subprocess does it: in the child, after the uid drop,
+    # os.execvpe would import a module (warnings) that the dropped uid may not be able to read.
+    if os.path.dirname(argv[0]):
+        candidates = [argv[0]]
+    else:
+        path = env.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(d, argv[0]) for d in path]
+    out_r, out_w = os.pipe()  # non-inheritable (PEP 446): only the dup2 copies reach the script
+    err_r, err_w = os.pipe()
+    report_r, report_w = os.pipe()  # close-on-exec: EOF without a word means exec happened
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (out_r, out_w, err_r, err_w, report_r, report_w):
+            os.close(fd)
+        raise
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            for name in os.listdir("/proc/self/fd"):  # close_fds: nothing else goes across
+                if int(name) > 2 and int(name) != report_w:
+                    try:
+                        os.close(int(name))
+                    except OSError:  # the listing's own descriptor
+                        pass
+            os.chdir(cwd)
+            # Python ignores these; an ignored signal stays ignored across exec, and
+            # RLIMIT_FSIZE must kill the script (SIGXFSZ). subprocess restores them too.
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            os.setsid()
+            setup()
+            failed = None
+            for exe in candidates:
+                try:
+                    os.execve(exe, argv, env)
+                except OSError as exc:  # report the first error other than "not there"
+                    if failed is None or failed.errno in (errno.ENOENT, errno.ENOTDIR):
+                        failed = exc
+            raise failed
+        except BaseException as exc:  # noqa: BLE001 - report anything, then never return
+            try:
+                os.write(report_w, str(exc).encode("utf-8", "replace")[:4000] or b"?")
+            finally:
+                os._exit(127)
+    for fd in (out_w, err_w, report_w):
+        os.close(fd)
+    failure = b""
+    while chunk := os.read(report_r, 4096):
+        failure += chunk
+    os.close(report_r)
+    if failure:
+        os.waitpid(pid, 0)
+        os.close(out_r), os.close(err_r)
+        raise OSError(failure.decode("utf-8", "replace"))
+    return pid, out_r, err_r
 
 
 class Run:
@@ -223,20 +298,16 @@ def run(r: Run, emit) -> dict:
     out = CappedSink(spec["stdout_path"], limits["output_bytes"])
     err = CappedSink(spec["stderr_path"], limits["output_bytes"])
     try:
-        proc = subprocess.Popen(
-            spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
-            start_new_session=True,
-            preexec_fn=lambda: _child_setup(spec["rlimits"], r.me, drop, nnp),  # noqa: PLW1509
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
+        pid, out_r, err_r = spawn(spec["argv"], spec["cwd"], spec["env"],
+                                  lambda: _child_setup(spec["rlimits"], r.me, drop, nnp))
+    except OSError as exc:
         out.close(), err.close()
         return {"error": f"could not start {spec['argv'][:1]}: {exc}"}
     start = time.monotonic()
-    r.main = proc.pid
-    emit({"event": "started", "pid": proc.pid})
+    r.main = pid
+    emit({"event": "started", "pid": pid})
 
-    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    sinks = {out_r: out, err_r: err}
     poller = select.poll()
     for fd in sinks:
         poller.register(fd, select.POLLIN)
@@ -346,7 +417,10 @@ def run(r: Run, emit) -> dict:
 def main() -> int:
     # marshal and repr, not json: json pulls in re, and this process's start is every script's
     # start overhead (the agent reads the lines back with ast.literal_eval).
-    spec = marshal.loads(sys.stdin.buffer.read())
+    data = sys.stdin.buffer.read()
+    if not data:  # a supervisor started ahead whose agent went away without a run for it
+        return 0
+    spec = marshal.loads(data)
     procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != spec["agent_pid"]:  # the agent died before PDEATHSIG was armed
         return 1
