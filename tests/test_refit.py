@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from mlguild.agent import Agent
@@ -171,3 +173,33 @@ def test_no_refit_when_too_little_time_is_left(tmp_path):
     choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(30)
     assert choice["node"] == "n0001" and "not enough time left" in choice["reason"]
     assert [n.op for n in agent.state.graph] == ["draft"]          # nothing was started
+
+
+def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    from mlguild.refit import final_base
+
+    run, agent, _ = _searched(tmp_path)
+    graph = agent.state.graph
+    best = graph["n0001"]
+    # A stand-in blend: n0001's predictions with a little noise, scored a bit lower.
+    blend = graph.add(type(best)(id="n0002", op="fuse", parents=("n0001",), iteration=1))
+    blend.status, blend.score, blend.timing = "scored", best.score - 0.001, dict(best.timing)
+    shutil.copytree(run.node_dir("n0001"), run.node_dir("n0002"))
+    holdout = run.node_dir("n0002") / "output" / "holdout.csv"
+    frame = pd.read_csv(holdout, dtype={"id": str})
+    frame["y"] = (frame["y"] + np.random.default_rng(0).normal(scale=0.01, size=len(frame))).clip(0, 1)
+    frame.to_csv(holdout, index=False)
+    base, why = final_base(run, graph, agent.runner, best)
+    assert base.id == "n0002" and "within noise" in why, why
+    frame["y"] = 1 - frame["y"]                 # now clearly worse: the best node stays
+    frame.to_csv(holdout, index=False)
+    base, why = final_base(run, graph, agent.runner, best)
+    assert base.id == "n0001" and "better than the best blend n0002" in why, why
+    run.config.final.tie_share = 0.0            # never prefer a blend
+    frame["y"] = 1 - frame["y"]
+    frame.to_csv(holdout, index=False)
+    assert final_base(run, graph, agent.runner, best)[0].id == "n0001"

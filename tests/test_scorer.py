@@ -337,3 +337,23 @@ def test_fingerprint_detects_change():
     check_fingerprint(fp)
     with pytest.raises(ScorerIntegrityError):
         check_fingerprint("0" * 64)
+
+
+def test_bootstrap_wins_is_paired_and_strict(tmp_path):
+    import numpy as np
+
+    from mlguild.metrics import get_metric
+    from mlguild.scorer import SubmissionFormat, bootstrap_wins
+
+    rng = np.random.default_rng(0)
+    ids = [f"r{i}" for i in range(300)]
+    truth = rng.integers(0, 2, size=300)
+    answers = pd.DataFrame({"id": ids, "y": truth.astype(str)})
+    good, noise = tmp_path / "good.csv", tmp_path / "noise.csv"
+    pd.DataFrame({"id": ids, "y": truth * 0.6 + rng.random(300) * 0.4}).to_csv(good, index=False)
+    pd.DataFrame({"id": ids, "y": rng.random(300)}).to_csv(noise, index=False)
+    fmt = SubmissionFormat("id", ["id", "y"])
+    args = (answers, fmt, get_metric("roc_auc"), ["y"])
+    assert bootstrap_wins(good, noise, *args, n_resamples=50) == 1.0
+    assert bootstrap_wins(noise, good, *args, n_resamples=50) == 0.0
+    assert bootstrap_wins(good, good, *args, n_resamples=50) == 0.0    # a tie is never a win

@@ -72,6 +72,7 @@ class BrainConfig(_Section):
 class FinalConfig(_Section):
     grade_test: bool = Field(True, description="Grade the final submission once on sealed test answers at the end.")
     refit: bool = Field(True, description="Rerun the best node's script on all labelled rows (train + holdout) for the final submission; the search stops early enough to leave it time.")
+    tie_share: float = Field(0.9, ge=0, le=1, description="The best node is final only if it beats the best blend on this share of bootstrap resamples of the holdout; otherwise the blend is (a tie on a noisy holdout favours the blend).")
     refit_min_agreement: float = Field(0.8, ge=0, le=1, description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).")
 
 

@@ -32,6 +32,7 @@ from .errors import RunError
 from .executor import FINAL_OK, REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
 from .firewall import read_csv_exact
 from .fsutil import atomic_write
+from .scorer import bootstrap_wins
 from .rundir import RunDir
 from .search.graph import Node, SearchGraph
 from .state import RunState
@@ -99,10 +100,37 @@ def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
     return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node, run))
 
 
+def best_blend(graph: SearchGraph) -> Node | None:
+    return next((n for n in graph.ranked() if n.op == "fuse"), None)
+
+
+def final_base(run: RunDir, graph: SearchGraph, runner: NodeRunner, best: Node) -> tuple[Node, str]:
+    """The node the final submission comes from: the best on the holdout, unless the best
+    blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
+    that differ by less than their noise, and picking the maximum of many such scores
+    favours luck; a blend of several models is the more reliable choice on such a tie.
+    "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
+    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox)."""
+    blend = best_blend(graph)
+    if blend is None or blend.id == best.id:
+        return best, f"the best node on the holdout ({best.id})"
+    spec = run.spec
+    wins = bootstrap_wins(run.node_dir(best.id) / "output" / "holdout.csv", run.node_dir(blend.id) / "output" / "holdout.csv",
+                          runner.holdout_answers, runner.fmt, runner.metric, spec.target_columns, spec.metric_params,
+                          spec.positive_label, spec.classes, seed=run.config.brain.seed)
+    needed = run.config.final.tie_share
+    if wins is not None and wins < needed:
+        return blend, (f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
+                       f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})")
+    share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
+    return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
+
+
 def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
-    """Time the search keeps back for the refit of ``node``: what it needs, unless that is
-    more than a fair share of the budget (then no refit is planned and the search goes on)."""
-    needed = refit_seconds(run, graph, node)
+    """Time the search keeps back for the refit of ``node`` (or of the best blend, which the
+    final stage may choose instead): what it needs, unless that is more than a fair share of
+    the budget (then no refit is planned and the search goes on)."""
+    needed = max(refit_seconds(run, graph, node), refit_seconds(run, graph, best_blend(graph)))
     budget = run.config.budget.time_s
     return needed if budget is None or needed <= _MAX_RESERVE * budget else 0.0
 
@@ -155,14 +183,18 @@ class Refitter:
     def __init__(self, run: RunDir, state: RunState, runner: NodeRunner, elapsed):
         self.run, self.state, self.runner = run, state, runner
         self.elapsed = elapsed          # the agent's session clock, for journal records
+        self.base_reason = ""
 
-    def choose_best(self, reason: str) -> dict:
-        best = self.state.graph[self.state.best_id]
-        return self._choose(best, None, reason)
+    def choose_without_refit(self, reason: str) -> dict:
+        base, why = final_base(self.run, self.state.graph, self.runner, self.state.graph[self.state.best_id])
+        return self._choose(base, None, f"{why}; {reason}")
 
     def run_refit(self, timeout_s: float) -> dict:
-        """Refit the best node within ``timeout_s`` and choose the final submission."""
-        graph, best = self.state.graph, self.state.graph[self.state.best_id]
+        """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
+        final submission: the refit if it is sound, else the base node itself."""
+        graph = self.state.graph
+        best, why = final_base(self.run, graph, self.runner, graph[self.state.best_id])
+        self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
             return self._choose(best, None, f"not enough time left to refit {best.id} as long as the search ran it "
@@ -232,7 +264,8 @@ class Refitter:
         out.mkdir(exist_ok=True)
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
-        record = {"node": chosen.id, "best": best.id, "refit": refit is not None, "reason": reason,
+        reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
+        record = {"node": chosen.id, "base": best.id, "best": self.state.best_id, "refit": refit is not None, "reason": reason,
                   "agreement": None if agreement_score is None else round(agreement_score, 6),
                   "submission_sha256": hashlib.sha256(read_no_follow(out / "submission.csv")).hexdigest()}
         atomic_write(out / "final.json", json.dumps(record, indent=2))

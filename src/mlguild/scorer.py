@@ -265,6 +265,43 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
     column) unless a ``groups`` array is given. Raises SubmissionError for anything wrong
     with the file; ValueError for a problem with the task's answers or format.
     """
+    y_true, y_pred, params, n_rows = _prepared(path, answers, fmt, metric, target_columns, metric_params,
+                                               positive_label, classes)
+    value = metric(y_true, y_pred, **params)
+    return ScoreResult(Score(value, metric.direction), n_rows=n_rows, metric=metric.name)
+
+
+def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers: pd.DataFrame,
+                   fmt: SubmissionFormat, metric: Metric, target_columns: list[str], metric_params: dict | None = None,
+                   positive_label: str | None = None, classes: list[str] | None = None,
+                   n_resamples: int = 200, seed: int = 0) -> float | None:
+    """The share of bootstrap resamples of the answer rows on which submission ``a`` scores
+    strictly better than ``b`` (paired: both scored on the same resampled rows). None for
+    grouped metrics and ranked lists, whose rows cannot be resampled one by one, or when no
+    resample could be scored. Same validation as ``score_submission``."""
+    if metric.grouped or metric.prediction == "ranked_list":
+        return None
+    args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes)
+    truth, pred_a, params, _ = _prepared(path_a, *args)
+    _, pred_b, _, _ = _prepared(path_b, *args)
+    truth, pred_a, pred_b = np.asarray(truth), np.asarray(pred_a), np.asarray(pred_b)
+    rng = np.random.default_rng(seed)
+    wins = scored = 0
+    for _ in range(n_resamples):
+        rows = rng.integers(0, len(truth), size=len(truth))
+        try:
+            a = Score(metric(truth[rows], pred_a[rows], **params), metric.direction)
+            b = Score(metric(truth[rows], pred_b[rows], **params), metric.direction)
+        except ValueError:      # e.g. a resample with one class only, for AUC
+            continue
+        scored += 1
+        wins += a.better_than(b)
+    return wins / scored if scored else None
+
+
+def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric, target_columns: list[str],
+              metric_params: dict | None, positive_label: str | None, classes: list[str] | None):
+    """Validate a submission and return (y_true, y_pred, metric params, rows) in answer order."""
     params, idc = dict(metric_params or {}), fmt.id_column
     needed = [idc, *fmt.key_columns, *target_columns]
     if not target_columns or any(c not in answers.columns for c in needed):
@@ -312,8 +349,7 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
         if group_column not in answers.columns:
             raise ValueError(f"group column {group_column!r} is not in the answers")
         params["groups"] = answers[group_column].to_numpy()
-    value = metric(y_true, y_pred, **params)
-    return ScoreResult(Score(value, metric.direction), n_rows=len(sub), metric=metric.name)
+    return y_true, y_pred, params, len(sub)
 
 # ----------------------------------------------------------------- integrity
 

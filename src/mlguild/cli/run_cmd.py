@@ -114,11 +114,10 @@ def _final_stage(run: RunDir, agent: Agent) -> None:
     the search kept back for it), or the best node itself."""
     refitter = Refitter(run, agent.state, agent.runner, agent.elapsed)
     if not run.config.final.refit:
-        refitter.choose_best("the final refit is off (final.refit=false)")
+        refitter.choose_without_refit("the final refit is off (final.refit=false)")
         return
     remaining = agent.remaining_s()
     timeout = run.config.sandbox.script_timeout_s if remaining is None else min(run.config.sandbox.script_timeout_s, remaining)
-    console.print(f"final refit of {agent.state.best_id} on all labelled rows (up to {timeout:.0f} s)")
     refitter.run_refit(timeout)
 
 
