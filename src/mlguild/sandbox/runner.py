@@ -5,18 +5,12 @@ module runs it the same way for all of them, so timeouts, the sweep, output capt
 the typed result behave identically whichever layer is in use.
 
 Starting the supervisor's interpreter is the largest part of a run's start-up, so each
-thread keeps one supervisor started ahead (``prestart``): it boots while the current run
-goes on, then waits, idle and unarmed, for the next run's spec. It is used only by the
-thread that started it (its PDEATHSIG follows that thread, as for a fresh one), only if
-it is still alive, and it exits on EOF if the agent dies first; a sandbox or thread that
-goes away kills its spare.
+thread keeps one supervisor started ahead (``prestart``; see supervisor_start.py).
 """
 
 from __future__ import annotations
 
 import ast
-import atexit
-import contextlib
 import marshal
 import os
 import signal
@@ -24,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,15 +31,8 @@ from mlguild.sandbox.base import (
     Limits,
     classify,
 )
+from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
 
-SUPERVISOR_PATH = Path(_sup.__file__).resolve()
-# The supervisor is imported, not run by path: a script run by path is compiled on every
-# start (~4 ms for this one), an imported module loads from its cached .pyc. -I keeps the
-# working directory and site-packages off sys.path; its own directory is appended, so
-# the standard library still wins over anything placed next to it.
-SUPERVISOR_ARGV = [sys.executable, "-I", "-S", "-c",
-                   ("import os, sys; sys.path.append(sys.argv[1]); import supervisor; "
-                    "os._exit(supervisor.main())"), str(SUPERVISOR_PATH.parent)]
 MIB = 1024 * 1024
 
 
@@ -229,7 +215,7 @@ class SupervisedSandbox(ABC):
     def _start_spare(self) -> None:
         """Start the supervisor for this thread's next run (module docstring)."""
         try:
-            self._spares.spare = _Spare()
+            self._spares.spare = Spare()
         except OSError:
             pass  # the next run starts its own
 
@@ -240,14 +226,14 @@ class SupervisedSandbox(ABC):
         proc = spare.take() if spare is not None else None
         if proc is None:
             try:
-                proc = _start_supervisor()
+                proc = start_supervisor()
             except OSError as exc:
                 return {"error": f"could not start the supervisor: {exc}"}
 
         safety_s = limits.timeout_s + limits.term_grace_s + self.slack_s
         note = ""
         try:
-            rest = _send_nowait(proc, marshal.dumps(spec))
+            rest = send_nowait(proc, marshal.dumps(spec))
             if self.prestart:
                 self._start_spare()  # it boots while this run goes on
             out, err = proc.communicate(rest, timeout=safety_s)
@@ -269,85 +255,6 @@ class SupervisedSandbox(ABC):
             tail = err.decode("utf-8", "replace").strip()[-2000:]
             raw = {**(raw or {}), "error": f"{detail}{': ' + tail if tail else ''}"}
         return raw
-
-
-def _supervisor_env() -> dict[str, str]:
-    return {k: os.environ[k] for k in ("PATH", "LD_LIBRARY_PATH") if k in os.environ}
-
-
-def _start_supervisor() -> subprocess.Popen:
-    # No preexec_fn: the agent may be multi-threaded, so the supervisor arms its own
-    # PDEATHSIG once it has its spec, and checks it was not orphaned before doing so.
-    return subprocess.Popen(
-        SUPERVISOR_ARGV,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=_supervisor_env(), cwd="/", close_fds=True, start_new_session=True,
-    )
-
-
-class _Spare:
-    """A supervisor started ahead for the next run of the thread that holds it."""
-
-    def __init__(self):
-        self.key = (list(SUPERVISOR_ARGV), _supervisor_env())
-        self.proc: subprocess.Popen | None = None
-        self.proc = _start_supervisor()
-        _SPARES.add(self)
-
-    def take(self) -> subprocess.Popen | None:
-        """The process, if it can still serve a run as a fresh one would; else None."""
-        proc = self.proc
-        if (proc is None or proc.poll() is not None
-                or self.key != (SUPERVISOR_ARGV, _supervisor_env())):
-            return None
-        self.proc = None
-        try:
-            proc.send_signal(signal.SIGCONT)  # in case a script sharing our uid stopped it
-        except OSError:
-            pass
-        return proc
-
-    def close(self) -> None:
-        """Kill it if unused (it has no children yet), close its pipes and reap it."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            with proc:
-                proc.kill()
-
-    def forget(self) -> None:
-        """In a forked child of the agent: the process is the parent's; close only our
-        copies of its pipes (so it still sees EOF when the parent goes)."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                pipe.close()
-            proc.returncode = -1  # not our child: nothing to wait for
-
-    def __del__(self):
-        with contextlib.suppress(Exception):  # late in shutdown: it exits on EOF anyway
-            self.close()
-
-
-_SPARES: weakref.WeakSet[_Spare] = weakref.WeakSet()
-# At exit before module teardown (a __del__ then may find subprocess half gone); in a
-# forked child at once, before it could take or kill what is not its child.
-atexit.register(lambda: [spare.close() for spare in list(_SPARES)])
-os.register_at_fork(after_in_child=lambda: [spare.forget() for spare in list(_SPARES)])
-
-
-def _send_nowait(proc: subprocess.Popen, payload: bytes) -> bytes:
-    """Write what the supervisor's stdin pipe takes without blocking; return the rest
-    (communicate() writes it, under its timeout, and closes the pipe)."""
-    fd = proc.stdin.fileno()
-    os.set_blocking(fd, False)
-    try:
-        return payload[os.write(fd, payload):]
-    except BlockingIOError:
-        return payload
-    except BrokenPipeError:  # it is gone: communicate() reports how it ended
-        return b""
-    finally:
-        os.set_blocking(fd, True)
 
 
 def _stop(proc: subprocess.Popen, wait_s: float) -> tuple[bytes, bytes]:

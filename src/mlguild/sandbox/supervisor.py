@@ -1,7 +1,7 @@
 """Supervisor: runs ONE untrusted script and makes sure nothing it started outlives it.
 
 Stdlib only, so it starts in ~12 ms and cannot be broken by the project's environment:
-``python -I -S`` imports it from its own directory (``runner.SUPERVISOR_ARGV``; running
+``python -I -S`` imports it from its own directory (``supervisor_start.SUPERVISOR_ARGV``; running
 it by path works too) with a marshalled spec on stdin (built by
 ``mlguild.sandbox.runner``). It writes one Python-literal dict per line to stdout: first
 ``{'event': 'started', 'pid': <main pid>}``, last ``{'event': 'result', ...}``. Every
