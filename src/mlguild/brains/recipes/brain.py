@@ -15,13 +15,15 @@ import random
 from collections import Counter
 from typing import Any
 
+from ...diagnose import diagnose
 from ...errors import TaskError
-from ...protocols import Action, Context, ParentView, Proposal
-from .catalog import FALLBACK, RECIPES, Recipe, draft_meta, recipes_for
+from ...protocols import LAST_RESORT, Action, Context, ParentView, Proposal
+from .catalog import RECIPES, Recipe, draft_meta, recipes_for
 from .choice import choose
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
+from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 
 _SLOW = ("timeout", "memory")
 
@@ -30,6 +32,7 @@ class RecipeBrain:
     """Offline brain: ``propose`` returns a plan, a standalone script and the recipe meta."""
 
     name = "recipes"
+    has_last_resort = True     # the safest pipeline (see repair.safest_meta)
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -51,6 +54,11 @@ class RecipeBrain:
 
     def _draft(self, context: Context, note: str = "") -> Proposal:
         task, profile = context.task, context.profile
+        repeated = repeated_failure(context)
+        if repeated is not None and not any(h.meta.get(LAST_RESORT) for h in context.history[-3:]):
+            # More drafts of the same kind would fail the same way: try the safest pipeline.
+            return self._safest(context, f"The last three nodes failed the same way (`{repeated}`), "
+                                         "so this draft is the safest pipeline.")
         names = recipes_for(task)
         drafts = [h.meta for h in context.history if h.op == "draft" and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
@@ -61,6 +69,9 @@ class RecipeBrain:
         lines = [f"## Draft: {recipe.title}", ""]
         if note:
             lines += [note, ""]
+        inherited = apply_learned(meta, learned(context.history))
+        if inherited:
+            lines += [f"**Learned on this task:** {'; '.join(inherited)}.", ""]
         lines += [
             f"**What:** {recipe.title}; {_data_line(task, profile)}; "
             f"{meta['run']['n_folds']}-fold cross-validation, test predictions averaged over the fold models.",
@@ -92,6 +103,7 @@ class RecipeBrain:
             return self._draft(context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead.")
         (chosen, meta), reason = choose(options, parent.node_id, context, self._rng(context, "improve", parent.node_id))
         name = "+".join(m.name for m in chosen)
+        meta.pop(LAST_RESORT, None)      # a variation of the safest pipeline is not the safest
         changed = diff(parent.meta, meta)
         meta.update(move=name, parent=parent.node_id, moves=[*parent.meta.get("moves", []), name], changed=changed)
         why = "; ".join(m.why for m in chosen)
@@ -111,25 +123,32 @@ class RecipeBrain:
         task, profile = context.task, context.profile
         facts = Facts.of(task, profile)
         old = parent.meta if parent.meta.get("brain") == "recipes" and parent.meta.get("recipe") in RECIPES else None
-        fallback = FALLBACK.get(task.get("modality", "tabular"), "hist_gb")
+        diagnosis = diagnose(parent.failure or parent.stderr_tail, parent.code, usable_columns(profile))
+        repair = repair_for(old, diagnosis, usable_columns(profile)) if old is not None else None
         last_move = (old or {}).get("move") or ""
         if old is not None and parent.status in _SLOW:
             meta, move = copy.deepcopy(old), "shrink"
             shrink(meta, RECIPES[old["recipe"]], facts)
             why = (f"the run hit its {parent.status} limit, so every costly part is halved: "
                    "fewer or cheaper models, fewer folds, smaller feature sets, capped training rows")
+        elif old is not None and repair is not None:
+            meta, move, why = copy.deepcopy(old), repair.move, repair.why
+            repair.apply(meta)
         elif old is not None and old.get("changed") and all(m in MOVES for m in last_move.split("+")):
             meta, move = copy.deepcopy(old), f"undo_{last_move}"
             undo(meta, old["changed"])
-            why = f"the parent's own change ({last_move}) is the likely cause, so it is undone"
-        elif old is None or old["recipe"] != fallback:
-            meta, move = draft_meta(fallback, task, profile), "fallback"
-            why = ("the failure is not one a parameter explains, so this falls back to the most robust "
-                   f"{task.get('modality', 'tabular')} recipe")
+            why = f"the parent's own change ({last_move}) is the likely cause ({diagnosis.summary()}), so it is undone"
+        elif old is None or not old["features"].get("safe"):
+            meta, move = safest_meta(context), SAFEST
+            why = (f"{diagnosis.summary()}: no single column or optional step explains it, so this falls back to the "
+                   "safest pipeline: only the columns it can parse, missing values kept for a model that accepts them, "
+                   "no optional features")
         else:
-            meta, move = draft_meta(fallback, task, profile), "fallback_shrink"
-            shrink(meta, RECIPES[fallback], facts)
-            why = "the most robust recipe failed too, so it is retried from its defaults at half the cost"
+            meta, move = safest_meta(context), "safest_shrink"
+            shrink(meta, RECIPES[meta["recipe"]], facts)
+            why = f"the safest pipeline failed too ({diagnosis.summary()}), so it is retried at half the cost"
+        if move not in (SAFEST, "safest_shrink"):
+            meta.pop(LAST_RESORT, None)
         same_recipe = old is not None and old["recipe"] == meta["recipe"]
         changed = diff(old, meta) if same_recipe else {}
         moves = [*old.get("moves", []), move] if same_recipe else [move]
@@ -139,11 +158,21 @@ class RecipeBrain:
             f"## Debug: {move} ({recipe.title})",
             "",
             f"**What failed:** node `{parent.node_id}` ended with `{parent.status}`: {_failure_line(parent)}",
+            f"**Diagnosis:** {diagnosis.summary()}.",
             f"**Change:** {_describe(changed) if changed else f'a fresh script ({recipe.title}, default settings)'}.",
             f"**Why:** {why}.",
         ]
         summary = f"{recipe.title}, fixing node {parent.node_id} ({parent.status}): {why}."
         return self._proposal(lines, summary, meta, context)
+
+    def _safest(self, context: Context, note: str) -> Proposal:
+        meta = safest_meta(context)
+        meta.update(move=SAFEST, moves=[SAFEST])
+        recipe = RECIPES[meta["recipe"]]
+        lines = [f"## Draft: the safest pipeline ({recipe.title})", "", note, "",
+                 "**What:** only the columns it can parse, missing values kept for a model that accepts them, "
+                 "no optional features; a column that fails to parse is left out instead of failing the script."]
+        return self._proposal(lines, f"{recipe.title}, the safest pipeline: {note}", meta, context)
 
     # ------------------------------------------------------------------ helpers
 

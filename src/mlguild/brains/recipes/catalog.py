@@ -197,6 +197,16 @@ def recipes_for(task: dict[str, Any]) -> list[str]:
     return [name for name in names if RECIPES[name].available()]
 
 
+def _params(recipe: Recipe, classification: bool, profile: dict[str, Any]) -> Params:
+    params = recipe.defaults(classification)
+    # A leaf of 20 rows is a sensible floor on real data, but on a few dozen rows it leaves
+    # a tree almost no split to make: the floor shrinks with the data (1 row in 25).
+    leaf = recipe.knobs.get("min_leaf")
+    if leaf in ("min_child_samples", "min_samples_leaf") and leaf in params:
+        params[leaf] = min(params[leaf], max(2, int(profile.get("n_train") or 0) // 25))
+    return params
+
+
 def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     """The meta of a fresh draft of recipe ``name`` with its default parameters."""
     recipe = RECIPES[name]
@@ -205,7 +215,7 @@ def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict
         "brain": "recipes",
         "recipe": name,
         "modality": recipe.modality,
-        "params": recipe.defaults(classification),
+        "params": _params(recipe, classification, profile),
         "features": _feature_defaults(recipe, task, profile),
         "run": _run_defaults(recipe, profile),
         "moves": [],

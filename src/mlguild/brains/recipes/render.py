@@ -16,8 +16,11 @@ from typing import Any
 
 import jinja2
 
+from ... import column_parsers
+from ...column_kinds import UNUSABLE
 from ...metrics import get_metric
 from .catalog import RECIPES
+from .excerpt import excerpt
 from .moves import MANY_LEVELS
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -33,6 +36,13 @@ def _literal(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
     return repr(value)
+
+
+def _lines_literal(value: dict[str, list[Any]]) -> str:
+    """A dict of lists with one key per line: long column lists stay readable."""
+    if not value:
+        return "{}"
+    return "{\n" + "".join(f"    {_literal(k)}: {_literal(v)},\n" for k, v in value.items()) + "}"
 
 
 def _dict_literal(params: dict[str, Any]) -> str:
@@ -60,6 +70,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["py"] = _literal
     env.filters["dict_literal"] = _dict_literal
+    env.filters["py_lines"] = _lines_literal
     env.filters["doc"] = _docstring_safe
     return env
 
@@ -160,6 +171,32 @@ def _cv_metric(metric: str) -> dict[str, str]:
     return {"name": name, "import_line": import_line, "expression": expression, "note": note}
 
 
+# The parser each column kind needs (see templates/features/columns.py.j2).
+_PARSERS = {"boolean": "parse_boolean", "datetime": "parse_datetime", "epoch": "parse_epoch",
+            "time": "parse_time_of_day", "list": "list_items"}
+
+
+def _parsers_source(kinds: dict[str, list[str]]) -> str:
+    """The column parsers a script needs for the kinds of its columns, as code: every
+    script parses numbers (its numeric columns, a regression target) and text."""
+    wanted = {"as_text", "parse_number", *(_PARSERS[k] for k in kinds if k in _PARSERS)}
+    return excerpt(Path(column_parsers.__file__).read_text(), frozenset(wanted))
+
+
+def _columns(task: dict[str, Any], profile: dict[str, Any], features: dict[str, Any]) -> dict[str, Any]:
+    """Which columns the script leaves out, and each other column's kind (numeric ones are
+    not listed: that is the default)."""
+    repaired = [str(c) for c in features.get("drop_columns") or []]
+    drop = [c["name"] for c in profile.get("columns", []) if c["kind"] in UNUSABLE]
+    drop += [c for c in repaired if c not in drop]
+    kinds: dict[str, list[str]] = {}
+    for c in profile.get("columns", []):
+        kind = "text" if c["name"] in task.get("text_columns", []) else c["kind"]
+        if c["name"] not in drop and kind != "numeric":
+            kinds.setdefault(kind, []).append(c["name"])
+    return {"drop": drop, "kinds": kinds, "repaired": repaired}
+
+
 def prediction_kind(task: dict[str, Any]) -> str:
     return get_metric(task["metric"]).prediction
 
@@ -169,12 +206,10 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
     recipe = RECIPES[meta["recipe"]]
     kind = prediction_kind(task)
     classification = task["task_type"] in ("binary", "multiclass")
-    kinds = {c["name"]: c["kind"] for c in profile.get("columns", [])}
-    text = [c for c, k in kinds.items() if k == "text"]
-    text += [c for c in task.get("text_columns", []) if c not in text]
     metric_positive = None
     if task["metric"] == "f1":
         metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
+    cols = _columns(task, profile, meta["features"])
     context = {
         "task": task,
         "recipe": recipe,
@@ -186,11 +221,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
         "classes": [str(c) for c in (task.get("classes") or [])],
         "metric_positive": metric_positive,
         "clip_at_zero": task["metric"] == "rmsle",
-        "cols": {
-            "drop": [c for c, k in kinds.items() if k in ("id", "constant")],
-            "text": text,
-            "date": [c for c, k in kinds.items() if k == "datetime"],
-        },
+        "cols": cols,
+        "parsers": _parsers_source(cols["kinds"]),
         "encoding": recipe.encoding,
         "frame": recipe.encoding in ("native", "ordinal", "catboost"),
         "estimator": recipe.estimator(classification),
@@ -201,6 +233,7 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
         # The fold hook needs feature frames whose index is the row number (native, ordinal).
         "target_encoding": bool(meta["features"].get("target_encoding")) and recipe.encoding in ("native", "ordinal"),
         "ratios": bool(meta["features"].get("ratios")),
+        "safe": bool(meta["features"].get("safe")),
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,
         "cv": _cv_metric(task["metric"]),
