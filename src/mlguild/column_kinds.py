@@ -89,30 +89,35 @@ def _numeric_kind(values: pd.Series, name: str) -> ColumnKind:
 
 
 def _text_kind(values: pd.Series, n_rows: int) -> ColumnKind:
-    distinct = pd.Series(values.unique()[:_SAMPLE], dtype=object)
+    counts = values.value_counts().head(_SAMPLE)      # the most frequent distinct values
+    distinct = pd.Series(counts.index, dtype=object)
+    weights = counts.to_numpy(dtype=float)
+
+    def share(parsed: pd.Series) -> float:
+        """The share of rows (among the examined values) whose value parses (is not missing,
+        or is True for a test)."""
+        ok = parsed.fillna(False).astype(bool) if parsed.dtype == bool else parsed.notna()
+        return float(weights[ok.to_numpy()].sum() / weights.sum())
+
     lowered = set(distinct.str.lower())
     if lowered <= set(BOOLEAN_WORDS) and {BOOLEAN_WORDS[w] for w in lowered} == {0.0, 1.0}:
         return "boolean"
-    if _share(list_items(distinct)) >= _MOST:
+    if share(list_items(distinct)) >= _MOST:
         return "list"
-    numbers = _share(parse_number(distinct))
+    numbers = share(parse_number(distinct))
     if numbers >= _NUMBER_SHARE:
         return "number_text"
-    if distinct.str.len().mean() >= _TEXT_MIN_MEAN_LENGTH and values.nunique() > 0.5 * len(values):
+    if distinct.str.len().mean() >= _TEXT_MIN_MEAN_LENGTH and len(counts) > 0.5 * len(values):
         return "text"
-    if _share(parse_time_of_day(distinct)) >= _MOST:
+    if share(parse_time_of_day(distinct)) >= _MOST:
         return "time"
-    if distinct.str.contains(_DATE_SHAPE).mean() >= _MOST and _share(parse_datetime(distinct)) >= _MOST:
+    if share(distinct.str.contains(_DATE_SHAPE)) >= _MOST and share(parse_datetime(distinct)) >= _MOST:
         return "datetime"
     if numbers >= 0.5:
         return "mixed"
-    if values.nunique() == len(values) and n_rows > 50:
+    if len(counts) == len(values) and n_rows > 50:
         return "id"
     return "categorical"
-
-
-def _share(parsed: pd.Series) -> float:
-    return float(parsed.notna().mean()) if len(parsed) else 0.0
 
 
 __all__ = ["KIND_NOTES", "UNUSABLE", "ColumnKind", "detect_kind"]

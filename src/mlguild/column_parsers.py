@@ -102,10 +102,10 @@ def parse_datetime(values: pd.Series) -> pd.Series:
 
 
 def parse_epoch(values: pd.Series) -> pd.Series:
-    """Naive UTC timestamps from epoch numbers, in seconds or (when larger) milliseconds."""
+    """Naive UTC timestamps from epoch numbers, in seconds or (values past 2e10) milliseconds."""
     number = parse_number(values)
-    scale = 1000.0 if number.abs().median() > EPOCH_SECONDS[1] * 10 else 1.0
-    seconds = (number / scale).where(lambda s: s.abs() < 4.0e9)    # beyond year 2096: not a time
+    seconds = number.where(number.abs() < EPOCH_SECONDS[1] * 10, number / 1000.0)   # larger: milliseconds
+    seconds = seconds.where(seconds.abs() < 4.0e9)    # beyond the year 2096: not a time
     return pd.to_datetime(seconds, unit="s", errors="coerce")
 
 
