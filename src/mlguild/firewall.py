@@ -22,10 +22,9 @@ import pandas as pd
 
 from .config import FirewallConfig
 from .errors import FirewallError, TaskError
-from .task import Task
+from .scorer import KNOWN_LABELS
+from .task import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, Task
 
-HOLDOUT_INPUTS = "holdout.csv"
-HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
 
@@ -101,6 +100,18 @@ class Workspace:
         return json.loads(self.manifest_path.read_text())
 
 
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, refused unless it resolves (links included) inside ``folder``; its parent
+    folders are created. TaskSpec already refuses such names: this is the second lock, so that
+    no name, however it got here, makes the firewall write over a file outside the run."""
+    dest = folder / name
+    if not dest.resolve().is_relative_to(folder.resolve()):
+        raise FirewallError(f"refusing to write {name!r}: it leads outside {folder}",
+                            "name files inside the task's public/ folder in task.yaml (e.g. train.csv)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     frame.to_csv(path, index=False)
 
@@ -146,15 +157,15 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     files: dict[str, dict] = {}
     out = ws.data_dir
-    _write_csv(fit_rows, out / spec.train_file)
+    _write_csv(fit_rows, inside(out, spec.train_file))
     files[spec.train_file] = _file_entry(out / spec.train_file, len(fit_rows))
     _write_csv(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
     files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
-    _write_csv(test, out / spec.test_file)
+    _write_csv(test, inside(out, spec.test_file))
     files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
 
     sample = read_csv_exact(task.sample_submission_path)
-    shutil.copyfile(task.sample_submission_path, out / spec.sample_submission)
+    shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
     files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
     _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column), out / HOLDOUT_SAMPLE)
     files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
@@ -170,8 +181,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     for src in sorted(task.public_dir.rglob("*")):
         rel = src.relative_to(task.public_dir).as_posix()
         if src.is_file() and rel not in handled and not src.is_symlink():
-            dest = out / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            if rel in RESERVED_NAMES:
+                raise TaskError(f"{src} has the name of a file the harness writes into the workspace",
+                                f"rename or remove {src}")
+            dest = inside(out, rel)
             shutil.copyfile(src, dest)
             files[rel] = _file_entry(dest, None)
 
@@ -181,6 +194,12 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     if task.answers_path is not None:
         shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
         sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
+    if stratify:
+        # The scorer refuses a predicted label it does not know; a class too rare to reach
+        # the holdout is still a label a model may rightly predict, so it learns them all here.
+        labels = {c: sorted(train[c].unique().tolist()) for c in spec.target_columns}
+        (ws.sealed_dir / KNOWN_LABELS).write_text(json.dumps(labels))
+        sealed[KNOWN_LABELS] = _file_entry(ws.sealed_dir / KNOWN_LABELS, None)
 
     # Sealed files are for the harness (root) alone: when scripts run as an unprivileged uid,
     # these modes are what keeps them unreadable even by absolute path.
@@ -274,6 +293,8 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
     sealed_hashes = set()
     for path in ws.sealed_dir.iterdir():
         sealed_hashes.add(sha256_file(path))
+        if path.suffix.lower() != ".csv":      # e.g. the known labels (JSON): no rows to match
+            continue
         frame = read_csv_exact(path)
         if id_column not in frame.columns:
             continue

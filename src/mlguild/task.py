@@ -15,17 +15,51 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .errors import TaskError
 from .metrics import get_metric
 
 TaskType = Literal["binary", "multiclass", "regression", "ranking"]
 Modality = Literal["tabular", "text", "image_array"]
+
+# Files the firewall writes into a run's workspace itself: a task file of the same name
+# would be overwritten by them (or overwrite them).
+HOLDOUT_INPUTS = "holdout.csv"
+HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
+RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md")
+_FILE_FIELDS = ("train_file", "test_file", "sample_submission", "answers_file")
+
+
+def plain_relative_name(name: str, folder: str) -> str:
+    """``name`` if it is a normalised relative path that stays inside ``folder`` (``train.csv``,
+    ``data/train.csv``); ValueError otherwise. The firewall writes files under these names into
+    a run, so an absolute path or a ``..`` would make it write over files outside the run."""
+    why = None
+    if not name or "\0" in name:
+        why = "is empty" if not name else "contains a NUL byte"
+    elif PurePosixPath(name).is_absolute() or name.startswith("~"):
+        why = "is an absolute path"
+    elif ".." in PurePosixPath(name).parts:
+        why = "climbs out with '..'"
+    elif PurePosixPath(name).as_posix() != name:
+        why = f"is not a plain path (write it as {PurePosixPath(name).as_posix()!r})"
+    if why:
+        raise ValueError(f"{short(name)} {why}: name a file inside the task's {folder}/ folder, e.g. 'train.csv'")
+    return name
+
+
+def short(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters with its length, so a hostile name cannot
+    flood a terminal or a journal."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(str(value)):,} chars)"
 
 
 class TaskSpec(BaseModel):
@@ -54,6 +88,13 @@ class TaskSpec(BaseModel):
     answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
     source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
 
+    @field_validator(*_FILE_FIELDS)
+    @classmethod
+    def _inside_task(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
+
     @model_validator(mode="after")
     def _check(self) -> "TaskSpec":
         metric = get_metric(self.metric)
@@ -71,6 +112,14 @@ class TaskSpec(BaseModel):
             )
         if self.id_column in self.target_columns:
             raise ValueError("the id column cannot also be a target column")
+        public = {"train_file": self.train_file, "test_file": self.test_file, "sample_submission": self.sample_submission}
+        for field, name in public.items():
+            if name in RESERVED_NAMES:
+                raise ValueError(f"{field} {short(name)} is a name the harness writes into the workspace itself "
+                                 f"({', '.join(RESERVED_NAMES)}); rename the file")
+        if len(set(public.values())) < len(public):
+            raise ValueError(f"train_file, test_file and sample_submission must be three different files, "
+                             f"got {', '.join(short(v) for v in public.values())}")
         return self
 
     @property
@@ -142,13 +191,33 @@ def read_header(path: Path) -> list[str]:
 
 
 def load_task(root: str | Path) -> Task:
-    """Load and validate a task folder. Raises TaskError saying what is wrong and how to fix it."""
-    root = Path(root).expanduser().resolve()
-    if not root.is_dir():
+    """Load and validate a task folder. Raises TaskError saying what is wrong and how to fix it.
+
+    Every file the spec names must lie inside the task's public/ (or private/) folder, links
+    resolved: this is checked here, before a run writes anything."""
+    try:
+        root = Path(root).expanduser().resolve()
+        is_dir, is_file = root.is_dir(), root.is_file()
+    except (OSError, RuntimeError) as exc:      # a name too long, a symlink loop
+        raise TaskError(f"cannot open the task folder {short(str(root))}: {exc}",
+                        "give the path of a task folder (one with task.yaml)") from None
+    if is_file:
+        raise TaskError(f"{root} is a file, not a task folder",
+                        f"convert a CSV into one with `mlguild init csv:{root} --target COLUMN`")
+    if not is_dir:
         raise TaskError(
             f"task folder {root} does not exist",
             "create one with `mlguild init csv:train.csv --target COLUMN` or `mlguild init example:churn`",
         )
+    spec = _read_spec(root)
+    description = _read_description(root)
+    task = Task(root=root, spec=spec, description=description)
+    _check_inside(task)
+    _check_files(task)
+    return task
+
+
+def _read_spec(root: Path) -> TaskSpec:
     spec_path = root / "task.yaml"
     if not spec_path.exists():
         raise TaskError(
@@ -157,29 +226,49 @@ def load_task(root: str | Path) -> Task:
         )
     try:
         raw = yaml.safe_load(spec_path.read_text()) or {}
-        spec = TaskSpec.model_validate(raw)
+        return TaskSpec.model_validate(raw)
     except yaml.YAMLError as exc:
         raise TaskError(f"{spec_path} is not valid YAML: {exc}", f"fix the syntax in {spec_path}") from exc
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'task.yaml'}: {e['msg']}" for e in exc.errors())
         raise TaskError(f"{spec_path} is invalid: {problems}", f"edit {spec_path}") from exc
-    except Exception as exc:  # unknown metric and similar registry errors
+    except Exception as exc:  # unknown metric, an unreadable file and similar
         raise TaskError(f"{spec_path} is invalid: {exc}", f"edit {spec_path}") from exc
-
-    description = _read_description(root)
-    task = Task(root=root, spec=spec, description=description)
-    _check_files(task)
-    return task
 
 
 def _read_description(root: Path) -> str:
     for candidate in (root / "description.md", root / "public" / "description.md"):
-        if candidate.exists():
-            return candidate.read_text(encoding="utf-8", errors="replace")
+        if candidate.is_file():
+            try:
+                return candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise TaskError(f"cannot read {candidate}: {exc}", f"make {candidate} a readable text file") from exc
     raise TaskError(
         f"{root} has no description.md",
         f"write a few lines describing the task into {root}/description.md",
     )
+
+
+def _check_inside(task: Task) -> None:
+    """Each named file, links resolved, lies inside public/ (private/ for the answers). The
+    names themselves were checked by TaskSpec; this catches a link that leads out of the task."""
+    spec = task.spec
+    named = [("train_file", task.public_dir, spec.train_file), ("test_file", task.public_dir, spec.test_file),
+             ("sample_submission", task.public_dir, spec.sample_submission)]
+    if spec.answers_file:
+        named.append(("answers_file", task.private_dir, spec.answers_file))
+    for field, folder, name in named:
+        try:
+            target = (folder / name).resolve()
+            inside = target.is_relative_to(folder.resolve())
+        except (OSError, RuntimeError) as exc:
+            raise TaskError(f"{field} {short(name)} cannot be resolved: {exc}",
+                            f"edit {field} in {task.root}/task.yaml") from None
+        if not inside:
+            raise TaskError(
+                f"{field} {short(name)} leads outside {folder} (a link to {short(str(target))})",
+                f"copy the file into {folder} instead of linking to it, or edit {field} in {task.root}/task.yaml",
+            )
 
 
 def _check_files(task: Task) -> None:
@@ -222,5 +311,5 @@ def _no_duplicate_columns(header: list[str], path: Path) -> None:
     seen = set()
     for name in header:
         if name in seen:
-            raise TaskError(f"{path} has the column {name!r} twice", "rename one of them")
+            raise TaskError(f"{path} has the column {short(name)} twice", "rename one of them")
         seen.add(name)
