@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from sklearn import metrics as skm
 
+from mlguild.config import load_config
 from mlguild.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import get_metric
 from mlguild.scorer import (
@@ -357,3 +358,124 @@ def test_bootstrap_wins_is_paired_and_strict(tmp_path):
     assert bootstrap_wins(good, noise, *args, n_resamples=50) == 1.0
     assert bootstrap_wins(noise, good, *args, n_resamples=50) == 0.0
     assert bootstrap_wins(good, good, *args, n_resamples=50) == 0.0    # a tie is never a win
+
+
+# ------------------------------------------------------------------ labels must be known
+
+LABEL_ANSWERS = pd.DataFrame({"id": IDS, "target": ["0", "1", "1", "0"]}, dtype=object)
+
+
+@pytest.mark.parametrize("bad", ["1.0", "True", " 1", "1 ", "yes", "x" * 100_000])
+def test_a_label_that_is_no_known_class_is_refused_not_scored_wrong(tmp_path, bad):
+    text = f"id,target\na,0\nb,{bad}\nc,1\nd,0\n"
+    with pytest.raises(SubmissionError) as exc:
+        score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS)
+    err = exc.value
+    assert err.reason == "unknown_label" and err.message.startswith("row 2 (id 'b'), column 'target'")
+    assert "known: '0', '1'" in err.message and len(err.message) < 400
+    if bad != bad.strip():
+        assert "surrounding spaces" in err.message
+    if len(bad) > 60:
+        assert "100,000 chars" in err.message
+
+
+def test_known_labels_come_from_answers_classes_training_labels_and_the_caller(tmp_path):
+    text = "id,target\na,0\nb,rare\nc,1\nd,0\n"
+    assert reason(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS) == "unknown_label"
+    assert score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS, classes=["0", "1", "rare"]).score.value == 0.75
+    assert score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS, labels={"rare"}).score.value == 0.75
+    # load_answers reads the task's training labels from labels.json beside the answers (the
+    # firewall writes it): a class too rare to reach the holdout is still a label to predict.
+    LABEL_ANSWERS.to_csv(tmp_path / "answers.csv", index=False)
+    assert reason(tmp_path, text, metric="accuracy", answers=load_answers(tmp_path / "answers.csv", "id")) == "unknown_label"
+    (tmp_path / "labels.json").write_text('{"target": ["0", "1", "rare"]}')
+    answers = load_answers(tmp_path / "answers.csv", "id")
+    assert score(tmp_path, text, metric="accuracy", answers=answers).score.value == 0.75
+    assert score(tmp_path, text, metric="accuracy", answers=answers.copy()).score.value == 0.75
+
+
+def test_integer_labels_are_known_by_value(tmp_path):
+    answers = pd.DataFrame({"id": IDS, "target": ["0", "1", "2", "3"]}, dtype=object)
+    assert score(tmp_path, "id,target\na,0\nb,01\nc,+2\nd,3\n", metric="qwk", answers=answers).score.value == 1.0
+    assert reason(tmp_path, "id,target\na,0\nb,7\nc,2\nd,3\n", metric="qwk", answers=answers) == "unknown_label"
+
+
+def test_read_submission_checks_labels_when_given_them(tmp_path):
+    path = write(tmp_path, "id,target\na,0\nb,1.0\nc,1\nd,0\n")
+    assert len(read_submission(path, FMT, IDS, metric=get_metric("accuracy"))) == 4
+    with pytest.raises(SubmissionError) as exc:
+        read_submission(path, FMT, IDS, metric=get_metric("accuracy"), labels={"0", "1"})
+    assert exc.value.reason == "unknown_label"
+
+
+# ------------------------------------------------------------------ messages stay short
+
+
+def test_long_values_are_cut_in_every_message(tmp_path):
+    long = "z" * 100_000
+    cases = [
+        (f"id,target\na,0.1\nb,{long}\nc,0.35\nd,0.4\n", "not_numeric"),
+        (f"id,target\na,0.1\n{long},0.8\nc,0.35\nd,0.4\n", "missing_ids"),
+        (f"id,target\na,0.1\nb,0.8\nc,0.35\nd,0.4\n{long},0.5\n", "extra_ids"),
+        (f"id,{long}\na,0.1\nb,0.8\nc,0.35\nd,0.4\n", "bad_header"),
+    ]
+    for text, code in cases:
+        with pytest.raises(SubmissionError) as exc:
+            score(tmp_path, text)
+        assert exc.value.reason == code and len(exc.value.message) <= 400, exc.value.message
+        assert "100,000 chars" in exc.value.message or "…" in exc.value.message
+
+
+# ------------------------------------------------------------------ oversize and extra rows, streamed
+
+
+def _ids(n):
+    return [f"r{i:06d}" for i in range(n)]
+
+
+def test_reading_stops_once_a_file_has_more_rows_than_expected(tmp_path):
+    """Far more rows than expected: the file is rejected for its extra rows without being read
+    to the end (its end is not even UTF-8, which a full read would report instead)."""
+    ids = _ids(100)
+    rows = "".join(f"{i},0.5\n" for i in ids) + "".join(f"x{i},0.5\n" for i in range(1_200_000))
+    path = write(tmp_path, "id,target\n" + rows + "tail,\xff\n", "big.csv")
+    path.write_bytes(path.read_bytes().replace("\xff".encode(), b"\xff"))
+    assert path.stat().st_size > 8 * 1024**2
+    with pytest.raises(SubmissionError) as exc:
+        read_submission(path, FMT, ids)
+    assert exc.value.reason == "extra_ids"
+    assert "more than the 100 rows expected" in exc.value.message and "row 101" in exc.value.message
+    # Repeated ids are named as such.
+    path.write_bytes(b"id,target\n" + "".join(f"{ids[i % 100]},0.5\n" for i in range(600_000)).encode() + b"\xff\n")
+    with pytest.raises(SubmissionError) as exc:
+        read_submission(path, FMT, ids)
+    assert exc.value.reason == "duplicate_ids" and "row 101 repeats id 'r000000'" in exc.value.message
+
+
+def test_streaming_handles_quoted_newlines_and_trailing_blank_lines(tmp_path):
+    ids = [f"id\n{i}" for i in range(60)]
+    quoted = "".join(f'"id\n{i}","{"a " * 3 + chr(10) * 100_000}"\n' for i in range(60))
+    fmt = SubmissionFormat("id", ["id", "target"])
+    path = write(tmp_path, "id,target\n" + quoted, "quoted.csv")    # 6 MB of newlines, all inside quotes
+    assert path.stat().st_size > 5 * 1024**2
+    assert read_submission(path, fmt, ids)["id"].tolist() == ids
+    extra = "".join(f'"x\n{i}",1\n' for i in range(400_000))
+    path = write(tmp_path, "id,target\n" + quoted + extra + "\xff", "quoted_extra.csv")
+    path.write_bytes(path.read_bytes().replace("\xff".encode(), b"\xff"))
+    with pytest.raises(SubmissionError) as exc:
+        read_submission(path, fmt, ids)
+    assert exc.value.reason == "extra_ids" and "more than the 60 rows expected" in exc.value.message
+    blank_tail = write(tmp_path, GOOD + "\n" * 9_000_000, "blank_tail.csv")
+    assert len(read_submission(blank_tail, FMT, IDS)) == 4
+    blank_middle = write(tmp_path, GOOD + "\n\n" + "e,0.5\n" * 1_000_000, "blank_middle.csv")
+    assert reason(tmp_path, blank_middle.read_text()) == "bad_row"
+
+
+def test_the_size_cap_comes_from_the_config(tmp_path):
+    cfg = load_config(None, ["scorer.max_submission_mb=1"])
+    assert load_config().scorer.max_submission_bytes == 512 * 1024**2
+    fmt = SubmissionFormat("id", ["id", "target"], max_bytes=cfg.scorer.max_submission_bytes)
+    path = write(tmp_path, "id,target\n" + "a,0.1\n" * 200_000)
+    with pytest.raises(SubmissionError) as exc:
+        read_submission(path, fmt, IDS)
+    assert exc.value.reason == "too_large" and "1,048,576" in exc.value.message

@@ -76,6 +76,14 @@ class FinalConfig(_Section):
     refit_min_agreement: float = Field(0.8, ge=0, le=1, description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).")
 
 
+class ScorerConfig(_Section):
+    max_submission_mb: int = Field(512, gt=0, description="Largest submission file (holdout or test predictions) the scorer reads, in MiB; a larger one is refused unread.")
+
+    @property
+    def max_submission_bytes(self) -> int:
+        return self.max_submission_mb * 1024**2
+
+
 class Config(_Section):
     """The whole resolved configuration of a run."""
 
@@ -85,6 +93,7 @@ class Config(_Section):
     budget: BudgetConfig = BudgetConfig()
     brain: BrainConfig = BrainConfig()
     final: FinalConfig = FinalConfig()
+    scorer: ScorerConfig = ScorerConfig()
     llm: LLMConfig = LLMConfig()
 
 

@@ -12,23 +12,36 @@ Choices worth knowing:
 * Ids are exact strings, never parsed: ``"001"`` and ``"1"`` are different ids.
 * Numeric cells may carry surrounding spaces (``" 0.5"``); ids and labels may not, since
   they are compared exactly.
+* For label metrics a predicted label must be a known one: a label of the answers, of the
+  task's ``classes`` or ``positive_label``, or of its training rows (``load_answers`` reads
+  those from ``labels.json`` beside the answers, written by the firewall). ``"1.0"`` for
+  ``"1"``, ``"True"`` for ``"1"`` or ``" 1"`` is refused (``unknown_label``), not scored wrong.
+* A file with more rows than expected is read only until that is certain (see strict_csv).
+* Messages are short and name the row; a cell value in them is cut to a preview.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Collection, NoReturn, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mlguild.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import Metric, Score
-from mlguild.strict_csv import fail, read_table, to_frame, to_objects
+from mlguild.strict_csv import fail, preview, read_table, to_frame, to_objects
+
+KNOWN_LABELS = "labels.json"
+"""Beside a sealed answers file: {target column: every label of the task's training rows}."""
+_ATTR = "mlguild_known_labels"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -40,8 +53,9 @@ class SubmissionFormat:
     """Exact expected header, id column included; order matters."""
     ids_unique: bool = True
     """False for ranking tasks where (user, item) keys repeat: rows are aligned by position."""
-    max_bytes: int = 512 * 1024**2
-    """Files larger than this are refused before a byte is read."""
+    max_bytes: int | None = 512 * 1024**2
+    """Files larger than this are refused before a byte is read (``scorer.max_submission_mb``
+    in the run's config; None: no limit)."""
     key_columns: tuple[str, ...] = ()
     """Other key columns (e.g. the item of a (user, item) row): never parsed as predictions,
     and when scoring they must equal the answers' values row for row."""
@@ -67,7 +81,14 @@ class ScoreResult:
     metric: str
 
 def _show(values: Sequence[Any], limit: int = 5) -> str:
-    return ", ".join(repr(v) for v in list(values)[:limit]) + (", ..." if len(values) > limit else "")
+    return ", ".join(preview(v) for v in list(values)[:limit]) + (", ..." if len(values) > limit else "")
+
+class _Labels(frozenset):
+    """Known labels riding on an answers DataFrame's ``attrs``: pandas deep-copies attrs on
+    every operation, and these never change, so the copy is the object itself."""
+
+    def __deepcopy__(self, memo: dict) -> "_Labels":
+        return self
 
 # ----------------------------------------------------------------- public reading
 
@@ -84,44 +105,72 @@ def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     if len(set(header)) != len(header) or id_column not in header:
         raise ValueError(f"sealed answers file {path} needs unique column names including "
                          f"{id_column!r}; it has {header}")
-    return to_frame(header, cols)
+    frame = to_frame(header, cols)
+    known = Path(path).with_name(KNOWN_LABELS)
+    if known.is_file():
+        try:
+            labels = json.loads(known.read_text())
+            frame.attrs[_ATTR] = _Labels(str(v) for values in labels.values() for v in values)
+        except (OSError, ValueError, AttributeError, TypeError) as e:
+            raise ValueError(f"known labels file {known} is malformed: {e}") from None
+    return frame
 
 def read_submission(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str],
-                    metric: Metric | None = None) -> pd.DataFrame:
+                    metric: Metric | None = None, labels: Collection[str] | None = None) -> pd.DataFrame:
     """Validate a submission's structure and return it as a DataFrame of strings.
 
     Columns are ``fmt.columns``; rows follow ``expected_ids``: reordered by id when
     ``fmt.ids_unique``, otherwise the ids must equal ``expected_ids`` position by position
     (a reordered file is rejected, never silently re-aligned). The index holds each row's
     1-based data-row number in the file (named ``row``) so messages can point at it. With
-    ``metric``, the values of ``fmt.value_columns`` are checked too (as when scoring).
+    ``metric``, the values of ``fmt.value_columns`` are checked too (as when scoring), and
+    with ``labels`` a label metric's predictions must be among them.
     Raises SubmissionError: missing, too_large, empty, encoding, bad_header, bad_row,
     duplicate_ids, missing_ids, extra_ids, reordered, and the value reasons.
     """
     sub, pos = _load(path, fmt, expected_ids)
     if metric is not None:
-        _predictions(sub, fmt.value_columns, metric, fmt.id_column)
+        _predictions(sub, fmt.value_columns, metric, fmt.id_column, labels)
     return sub if pos is None else sub.iloc[pos]
 
 def _load(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray | None]:
     """The submission in file order, and for each expected row its position in the file
     (None when the file is already in expected order). Values are parsed in file order
     because parsing strings scattered by a permutation is several times slower."""
-    header, cols = read_table(path, fmt.max_bytes)
+    expected = list(expected_ids)
+    # At most len(expected) + 1 rows come back: one more than expected is proof enough.
+    header, cols = read_table(path, fmt.max_bytes, max_rows=len(expected))
     if header != list(fmt.columns):
         dups = sorted({h for h in header if header.count(h) > 1})
-        why = f"; duplicate name(s) {dups}" if dups else ""
-        raise fail("bad_header", f"header is {header}, expected {list(fmt.columns)}{why}")
-    expected = list(expected_ids)
+        why = f"; duplicate name(s) {_show(dups)}" if dups else ""
+        raise fail("bad_header", f"header is [{_show(header, 10)}], expected {list(fmt.columns)}{why}")
     ids = cols[fmt.columns.index(fmt.id_column)]
     if not ids and expected:
         raise fail("empty", f"{path} has a header but no data rows (expected {len(expected):,})")
+    if len(ids) > len(expected):
+        _reject_extra_rows(ids, expected, fmt.ids_unique)
     sub = to_frame(header, cols, pd.Index(np.arange(1, len(ids) + 1), name="row"))
     if ids == expected:  # the common case, compared at C speed before any hashing
         return sub, None
     if not fmt.ids_unique:
         _reject_positional(ids, expected)
     return sub, _align_unique(ids, expected)
+
+def _reject_extra_rows(ids: list[str], expected: list[str], unique: bool) -> NoReturn:
+    """The file has more rows than expected; ``ids`` are its first len(expected) + 1 (the
+    rest was not read). Among them an id repeats or one is not expected: say which."""
+    n = len(expected)
+    what = f"the file has more than the {n:,} rows expected (one per id of the sample submission; read up to row {n + 1:,})"
+    index = pd.Index(ids)
+    if unique and not index.is_unique:
+        dup = index[index.duplicated()].unique()
+        second = int(np.flatnonzero(index == dup[0])[1]) + 1
+        raise fail("duplicate_ids", f"{what}: row {second:,} repeats id {preview(dup[0])}; "
+                                     f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}")
+    extra = index[~index.isin(pd.Index(expected))]
+    if unique and len(extra):
+        raise fail("extra_ids", f"{what}: {len(extra):,} id(s) are not expected, e.g. {_show(extra)}")
+    raise fail("extra_ids", f"{what} (rows are matched by position for this task)" if not unique else what)
 
 def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     """For each expected id, its position in the file; rejects duplicate, missing, extra ids."""
@@ -143,8 +192,8 @@ def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     if not sub_index.is_unique:
         dup = sub_index[sub_index.duplicated()].unique()
         second = int(np.flatnonzero(sub_index == dup[0])[1]) + 1
-        raise fail("duplicate_ids", f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}; "
-                                     f"row {second} repeats id {dup[0]!r}")
+        raise fail("duplicate_ids", f"row {second:,} repeats id {preview(dup[0])}; "
+                                     f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}")
     extra = sub_index[where >= n]
     miss = exp_index[~exp_index.isin(sub_index)]
     if len(miss):
@@ -159,16 +208,14 @@ def _reject_positional(ids: list[str], expected: list[str]) -> NoReturn:
     note = "(rows are matched by position for this task)"
     if len(ids) < len(expected):
         raise fail("missing_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
-    if len(ids) > len(expected):
-        raise fail("extra_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
     i = next(k for k, (a, b) in enumerate(zip(ids, expected)) if a != b)
-    raise fail("reordered", f"row {i + 1} has id {ids[i]!r} where {expected[i]!r} was expected; "
+    raise fail("reordered", f"row {i + 1} has id {preview(ids[i])} where {preview(expected[i])} was expected; "
                              "ids repeat in this task, so rows must keep the sample submission's order")
 
 # ----------------------------------------------------------------- value conversion
 
 def _where(sub: pd.DataFrame, i: int, column: str, id_column: str) -> str:
-    return f"row {sub.index[i]} (id {sub[id_column].iat[i]!r}), column {column!r}"
+    return f"row {sub.index[i]} (id {preview(sub[id_column].iat[i])}), column {preview(column)}"
 
 def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.ndarray:
     """A column as finite float64; ``unit`` also requires values in [0, 1]."""
@@ -186,36 +233,57 @@ def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.nd
             why = "is not a plain decimal number" if finite else "is not a finite number"
         except ValueError:
             reason, why = "not_numeric", "is empty" if not s.strip() else "is not a number"
-        raise fail(reason, f"{_where(sub, i, column, id_column)}: {s!r} {why} "
+        raise fail(reason, f"{_where(sub, i, column, id_column)}: {preview(s)} {why} "
                             f"({int(bad.sum()):,} such cell(s) in this column)")
     out = (vals < 0) | (vals > 1) if unit else None
     if out is not None and out.any():
         i = int(np.argmax(out))
-        raise fail("out_of_range", f"{_where(sub, i, column, id_column)}: probability {text[i]!r} "
+        raise fail("out_of_range", f"{_where(sub, i, column, id_column)}: probability {preview(text[i])} "
                                     "is outside [0, 1]")
     return vals
 
-def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool) -> np.ndarray:
+def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool,
+            known: Collection[str] | None) -> np.ndarray:
     text = sub[column].to_numpy()
     empty = text == ""
     if empty.any():
         i = int(np.argmax(empty))
         raise fail("empty_label", f"{_where(sub, i, column, id_column)}: the label is empty")
     if not integer:
+        if known is not None:
+            _known_only(sub, column, id_column, text, pd.Series(text, dtype=object).isin(known).to_numpy(), known)
         return text
-    ok = pd.Series(text, dtype=object).str.fullmatch(r"[+-]?[0-9]+").to_numpy(dtype=bool)
+    ok = pd.Series(text, dtype=object).str.fullmatch(_INTEGER.pattern).to_numpy(dtype=bool)
     if not ok.all():
         i = int(np.argmin(ok))
-        raise fail("not_integer", f"{_where(sub, i, column, id_column)}: {text[i]!r} is not an integer label")
-    return text.astype(np.int64)
+        raise fail("not_integer", f"{_where(sub, i, column, id_column)}: {preview(text[i])} is not an integer label")
+    values = text.astype(np.int64)
+    if known is not None:     # integers compare as numbers: "03" is the label 3
+        ints = {int(k) for k in known if isinstance(k, str) and _INTEGER.fullmatch(k)}
+        _known_only(sub, column, id_column, text, np.isin(values, list(ints)), sorted(ints))
+    return values
 
-def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_column: str) -> list[Any]:
-    """Each prediction column checked and converted for ``metric``; raises SubmissionError."""
+def _known_only(sub: pd.DataFrame, column: str, id_column: str, text: np.ndarray, ok: np.ndarray,
+                known: Collection) -> None:
+    """Reject the first label outside ``known``: scoring it as merely wrong would hide a
+    formatting bug ("1.0" for "1") behind a bad score."""
+    if ok.all():
+        return
+    i = int(np.argmin(ok))
+    spaces = " (it has surrounding spaces)" if isinstance(text[i], str) and text[i] != text[i].strip() else ""
+    shown = sorted(known, key=str)
+    raise fail("unknown_label", f"{_where(sub, i, column, id_column)}: {preview(text[i])} is not a known label"
+                                f"{spaces}; known: {_show(shown, 8)} ({int((~ok).sum()):,} such cell(s))")
+
+def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_column: str,
+                 known: Collection[str] | None = None) -> list[Any]:
+    """Each prediction column checked and converted for ``metric``; raises SubmissionError.
+    ``known``: the labels a label metric's predictions must be among (None: not checked)."""
     kind = metric.prediction
     if kind == "ranked_list":  # space-separated tokens; an empty list is allowed (scores 0)
         return [[s.split() for s in sub[c].tolist()] for c in columns]
     if kind == "label":
-        return [_labels(sub, c, id_column, metric.truth == "integer") for c in columns]
+        return [_labels(sub, c, id_column, metric.truth == "integer", known) for c in columns]
     unit = kind in ("probability", "class_probabilities")
     return [_floats(sub, c, id_column, unit) for c in columns]
 
@@ -253,7 +321,8 @@ def _truth(answers: pd.DataFrame, columns: list[str], kind: str, positive_label:
 
 def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric,
                      target_columns: list[str], metric_params: dict | None = None,
-                     positive_label: str | None = None, classes: list[str] | None = None) -> ScoreResult:
+                     positive_label: str | None = None, classes: list[str] | None = None,
+                     labels: Collection[str] | None = None) -> ScoreResult:
     """Validate a submission file and score it against sealed ``answers``.
 
     ``answers`` is a string DataFrame with the id column, ``target_columns`` and any
@@ -262,11 +331,15 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
     format's value columns) and the one target column holds the class label; otherwise
     the prediction columns are ``target_columns``. Grouped metrics take each row's group
     from ``metric_params["group_column"]`` (a column of ``answers``, default the id
-    column) unless a ``groups`` array is given. Raises SubmissionError for anything wrong
-    with the file; ValueError for a problem with the task's answers or format.
+    column) unless a ``groups`` array is given. For label metrics a predicted label must be
+    known: in the answers, ``classes``, ``positive_label``, the training labels
+    ``load_answers`` found beside the answers, or ``labels`` (more to accept); else
+    ``unknown_label``.
+    Raises SubmissionError for anything wrong with the file; ValueError for a problem with
+    the task's answers or format.
     """
     y_true, y_pred, params, n_rows = _prepared(path, answers, fmt, metric, target_columns, metric_params,
-                                               positive_label, classes)
+                                               positive_label, classes, labels)
     value = metric(y_true, y_pred, **params)
     return ScoreResult(Score(value, metric.direction), n_rows=n_rows, metric=metric.name)
 
@@ -274,14 +347,14 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
 def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers: pd.DataFrame,
                    fmt: SubmissionFormat, metric: Metric, target_columns: list[str], metric_params: dict | None = None,
                    positive_label: str | None = None, classes: list[str] | None = None,
-                   n_resamples: int = 200, seed: int = 0) -> float | None:
+                   n_resamples: int = 200, seed: int = 0, labels: Collection[str] | None = None) -> float | None:
     """The share of bootstrap resamples of the answer rows on which submission ``a`` scores
     strictly better than ``b`` (paired: both scored on the same resampled rows). None for
     grouped metrics and ranked lists, whose rows cannot be resampled one by one, or when no
     resample could be scored. Same validation as ``score_submission``."""
     if metric.grouped or metric.prediction == "ranked_list":
         return None
-    args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes)
+    args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels)
     truth, pred_a, params, _ = _prepared(path_a, *args)
     _, pred_b, _, _ = _prepared(path_b, *args)
     truth, pred_a, pred_b = np.asarray(truth), np.asarray(pred_a), np.asarray(pred_b)
@@ -299,8 +372,20 @@ def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers
     return wins / scored if scored else None
 
 
+def _known_labels(answers: pd.DataFrame, target_columns: list[str], positive_label: str | None,
+                  classes: list[str] | None, labels: Collection[str] | None) -> set[str]:
+    """Every label a prediction may rightly take (see ``score_submission``)."""
+    known = set(pd.unique(answers[target_columns].to_numpy().ravel()).tolist())
+    known.update(classes or ())
+    known.update(answers.attrs.get(_ATTR, ()))
+    known.update(labels or ())
+    if positive_label is not None:
+        known.add(positive_label)
+    return known
+
 def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric, target_columns: list[str],
-              metric_params: dict | None, positive_label: str | None, classes: list[str] | None):
+              metric_params: dict | None, positive_label: str | None, classes: list[str] | None,
+              labels: Collection[str] | None = None):
     """Validate a submission and return (y_true, y_pred, metric params, rows) in answer order."""
     params, idc = dict(metric_params or {}), fmt.id_column
     needed = [idc, *fmt.key_columns, *target_columns]
@@ -319,7 +404,7 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
         if (keys != want).any():
             i = int(np.argmax(keys != want))
             raise fail("key_mismatch" if fmt.ids_unique else "reordered",
-                        f"row {aligned(sub.index.to_numpy())[i]} has {key} {keys[i]!r} where {want[i]!r} "
+                        f"row {aligned(sub.index.to_numpy())[i]} has {key} {preview(keys[i])} where {preview(want[i])} "
                         "was expected; keep the sample submission's rows and order")
 
     if metric.prediction == "class_probabilities":
@@ -339,7 +424,8 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
             raise ValueError(f"target columns {target_columns} must be value columns of the "
                              f"submission {fmt.columns} (ranked lists take exactly one)")
         y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
-        preds = [aligned(p) for p in _predictions(sub, target_columns, metric, idc)]
+        known = _known_labels(answers, target_columns, positive_label, classes, labels) if metric.prediction == "label" else None
+        preds = [aligned(p) for p in _predictions(sub, target_columns, metric, idc, known)]
         y_pred = preds[0] if len(preds) == 1 else np.column_stack(preds)
         if "positive_label" in metric.params and "positive_label" not in params:
             params["positive_label"] = positive_label or _infer_positive(y_true, target_columns[0])
