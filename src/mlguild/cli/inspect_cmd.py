@@ -14,15 +14,15 @@ from ..errors import RunError
 from ..journal import read_journal
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
+from ..rundir import check_run_dir
 from ..state import replay
 from ..task import TaskSpec
-from .common import console, default_runs_dir, resolve_run, user_errors
+from .common import console, default_runs_dir, plain, resolve_run, user_errors
 
 
 def _load(run: str | None, runs_dir: Path | None):
-    path = resolve_run(run, runs_dir or default_runs_dir())
-    if not (path / "journal.jsonl").exists():
-        raise RunError(f"{path} is not a run directory", "list runs with `ls runs/`")
+    path = resolve_run(run, runs_dir or default_runs_dir()).expanduser().absolute()
+    check_run_dir(path)
     try:
         spec = TaskSpec.model_validate(json.loads((path / "task.json").read_text())["spec"])
     except (OSError, ValueError, KeyError) as exc:
@@ -45,22 +45,22 @@ def status(
             printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
             style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending", "final") else None)
             what = node.meta.get("recipe") or node.meta.get("summary") or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
-            table.add_row(node.id + (" ★" if node.id == best else ""), node.op, ",".join(node.parents) or "—",
-                          node.status, score, printed, f"{node.timing.get('exec_s', 0):.1f}",
-                          str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags), style=style)
-        console.print(f"run {path}")
-        console.print(f"task {spec.name}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
-                      f"time spent {state.spent_s:.0f} s; last stop: {state.finished_reason or 'running or killed'}")
+            table.add_row(plain(node.id) + (" ★" if node.id == best else ""), plain(node.op), plain(",".join(node.parents) or "—"),
+                          plain(node.status), score, printed, f"{node.timing.get('exec_s', 0):.1f}",
+                          plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)), style=style)
+        console.print(f"run {plain(path)}")
+        console.print(f"task {plain(spec.name)}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
+                      f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}")
         console.print(table)
         calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_choice:
             c = state.final_choice
-            console.print(f"final submission: node {c['node']} ({c['reason']}) → {path / 'final' / 'submission.csv'}")
+            console.print(f"final submission: node {plain(c['node'])} ({plain(c['reason'])}) → {plain(path / 'final' / 'submission.csv')}")
         if state.final_grade:
             g = state.final_grade
-            console.print(f"final test grade ({spec.metric}, node {g['node']}, graded once): {g.get('test_score')}")
+            console.print(f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}")
 
 
 def show(
@@ -81,8 +81,8 @@ def show(
         node = state.graph[node_id]
         node_dir = path / "nodes" / node_id
         read = lambda name: (node_dir / name).read_text(errors="replace") if (node_dir / name).exists() else ""
-        console.rule(f"{node_id}: {node.op} of {','.join(node.parents) or '—'} — {node.status}")
-        console.print(read("plan.md").strip())
+        console.rule(plain(f"{node_id}: {node.op} of {','.join(node.parents) or '—'} — {node.status}"))
+        console.print(read("plan.md").strip(), markup=False)
         console.rule("solution.py")
         console.print(Syntax(read("solution.py"), "python", line_numbers=True))
         for name in ("stdout.txt", "stderr.txt"):
@@ -91,7 +91,7 @@ def show(
                 console.rule(f"{name} (last {len(tail)} lines)")
                 console.print("\n".join(tail), markup=False)
         console.rule("score")
-        console.print(f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)")
-        console.print(f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)")
+        console.print(f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)", markup=False)
+        console.print(f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)", markup=False)
         if node.failure:
             console.print(f"failure: {node.failure}", markup=False)

@@ -8,7 +8,7 @@ from rich.live import Live
 from rich.text import Text
 
 from ..agent import Agent
-from .common import console
+from .common import console, plain
 
 
 def _clock(seconds: float | None) -> str:
@@ -48,18 +48,16 @@ class Progress:
 
     def __call__(self, kind: str, data: dict) -> None:
         if kind == "node_proposing":
-            self.current = f"{data['op']} {data['id']}: {data['reason']}"
+            self.current = f"{data['op']} {data['id']}: {data['reason']}"    # shown as a Text: no markup
         elif kind == "node_finished":
             node = data["node"]
             score = f"{node.score:.5g}" if node.score is not None else "—"
             mark = "  [bold green]★ new best[/]" if data["is_best"] else ""
-            mark += "".join(f"  [yellow]⚠ {flag}[/]" for flag in node.flags)
+            mark += "".join(f"  [yellow]⚠ {plain(flag)}[/]" for flag in node.flags)
             parent = f" of {','.join(node.parents)}" if node.parents else ""
-            what = node.meta.get("recipe") or node.meta.get("summary") or ""
-            console.print(
-                f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7}{parent:<9} {node.status:<14} {score:>10} "
-                f"{node.timing.get('exec_s', 0):6.1f}s  {what}{mark}"
-            )
+            what = node.meta.get("recipe") or node.meta.get("summary") or ""   # an LLM's words
+            line = f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7}{parent:<9} {node.status:<14} {score:>10} "
+            console.print(f"{plain(line)}{node.timing.get('exec_s', 0):6.1f}s  {plain(what)}{mark}")
             if not console.is_terminal:   # logs and CI: the status line as a plain line now and then
                 console.print(self.__rich__().plain)
             self.current = ""

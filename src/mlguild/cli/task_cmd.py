@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -10,21 +11,34 @@ from rich.table import Table
 
 from ..errors import TaskError
 from ..task import Task, load_task
-from .common import console, mlguild_home, user_errors
+from .common import console, mlguild_home, plain, user_errors
 
 
 def resolve_task(source: str, target: str | None = None, fresh: bool = False) -> Task:
     """A task folder path, or a source (example:NAME, csv:PATH) built into $MLGUILD_HOME/tasks."""
     from ..sources import init_task
 
-    if ":" not in source or Path(source).exists():
+    if ":" not in source or _exists(Path(source)):
         return load_task(source)
     kind, _, rest = source.partition(":")
-    name = rest if kind == "example" else Path(rest).stem
-    dest = mlguild_home() / "tasks" / name
+    dest = mlguild_home() / "tasks" / task_name(kind, rest)
     if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
         return load_task(dest)
     return load_task(init_task(source, dest, target=target, overwrite=True))
+
+
+def task_name(kind: str, rest: str) -> str:
+    """The folder name of a task built from a source: plain characters only, so that a name
+    like '..' can never make the folder (which is replaced when rebuilt) a parent folder."""
+    raw = rest if kind == "example" else Path(rest).stem
+    return re.sub(r"[^\w.-]+", "-", raw).strip(".-") or "task"
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):     # a name too long for the file system, a NUL byte
+        return False
 
 
 def init(
@@ -44,8 +58,7 @@ def init(
         kind, _, rest = source.partition(":")
         if not rest:
             raise TaskError(f"{source!r} is not a source", "use example:NAME or csv:PATH")
-        name = rest if kind == "example" else Path(rest).stem
-        dest = out or Path("tasks") / name
+        dest = out or Path("tasks") / task_name(kind, rest)
         options = {"overwrite": force}
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
@@ -54,9 +67,10 @@ def init(
         path = init_task(source, dest, **options)
         task = load_task(path)
         s = task.spec
-        console.print(f"task [bold]{s.name}[/] written to {path}")
-        console.print(f"  {s.task_type}, {s.modality}; metric {s.metric} ({s.metric_direction}); id {s.id_column}; target {', '.join(s.target_columns)}")
-        console.print(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m")
+        console.print(f"task [bold]{plain(s.name)}[/] written to {plain(path)}")
+        console.print(plain(f"  {s.task_type}, {s.modality}; metric {s.metric} ({s.metric_direction}); "
+                            f"id {s.id_column}; target {', '.join(s.target_columns)}"))
+        console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
 
 
 def examples() -> None:

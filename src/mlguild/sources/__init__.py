@@ -11,7 +11,17 @@ from ..errors import TaskError
 
 
 def init_task(source: str, dest: Path, **options) -> Path:
-    """Build a task folder at ``dest`` from ``source`` and return it."""
+    """Build a task folder at ``dest`` from ``source`` and return it. A file-system problem
+    (a full or read-only disk, a file where a folder should be) is a TaskError."""
+    try:
+        return _init_task(source, Path(dest), **options)
+    except OSError as exc:
+        where = exc.filename or dest
+        raise TaskError(f"cannot write the task folder {dest}: {exc.strerror or exc} ({where})",
+                        "pass --out (or set MLGUILD_HOME) to a writable folder with free space") from None
+
+
+def _init_task(source: str, dest: Path, **options) -> Path:
     kind, _, rest = source.partition(":")
     if kind == "example" and rest:
         from .examples import build_example
