@@ -7,7 +7,10 @@ Expectations per layer (the sandbox docstrings say the same in prose):
 - ``UID``: contained only when the script runs under another uid than the agent (the
   always-on layer when a uid drop happened; the namespace layer for files inside the
   writable working directory);
-- ``ROOT``: contained only when the script does not run as root.
+- ``ROOT``: contained only when the script does not run as root;
+- ``PTR``: contained when the script runs under another uid than its target, or when
+  the target holds CAP_SYS_PTRACE, which the always-on layer takes from a root script
+  (ptrace attach, /proc/<pid>/mem, root and cwd need it toward such a process).
 
 Scripts read their targets from ``A_*`` variables (see arena.Arena.env); they print
 "PWNED <what>" when a step that must fail succeeded, and print whatever secret they read.
@@ -18,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 C, NC, UID, ROOT = "contained", "not covered", "needs another uid", "needs non-root"
+PTR = "needs another uid or a target holding CAP_SYS_PTRACE"
 
 PRELUDE = """\
 import ctypes, os, signal, socket, sys, time
@@ -188,8 +192,8 @@ attempt("hardlink", lambda: os.link(E["A_SEALED"], "answers_hard.csv"))
 show("answers_hard.csv")
 """, local=UID),
     _a("sealed_via_proc_agent_root", "show(f\"/proc/{E['A_VICTIM']}/root{E['A_SEALED']}\")",
-       local=UID),
-    _a("sealed_via_proc_1_root", "show(f\"/proc/1/root{E['A_SEALED']}\")", local=ROOT),
+       local=PTR),
+    _a("sealed_via_proc_1_root", "show(f\"/proc/1/root{E['A_SEALED']}\")", local=PTR),
     _a("sealed_after_own_user_namespace", """
 CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
 if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0:
@@ -277,7 +281,24 @@ if libc.ptrace(PTRACE_ATTACH, pid, None, None) == 0:
     pwned("ptrace attached to the agent")
     time.sleep(0.1)
     libc.ptrace(PTRACE_DETACH, pid, None, None)
-""", local=UID),
+""", local=PTR),
+    _a("agent_memory_and_cwd_via_proc", """
+victim = E["A_VICTIM"]
+attempt("opened the agent's memory", lambda: open(f"/proc/{victim}/mem", "rb").close())
+show(f"/proc/{victim}/cwd/sealed/holdout_answers.csv")  # the "agent" works in the run directory
+""", local=PTR),
+    # The supervisor (local layer) or bwrap's namespace init: one held in a ptrace stop
+    # could not report, and the agent would wait out its safety timer.
+    _a("ptrace_the_supervisor", """
+PTRACE_ATTACH = 16
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+pid = os.getppid()
+if libc.ptrace(PTRACE_ATTACH, pid, None, None) == 0:
+    pwned(f"ptrace attached to the parent, pid {pid}")
+    time.sleep(20)  # hold it stopped
+else:
+    print("blocked: ptrace the parent", os.strerror(ctypes.get_errno()))
+""", timeout_s=20),
     _a("kill_supervisor_leave_daemon", DAEMON + """
 daemon("daemon.pid")
 try:

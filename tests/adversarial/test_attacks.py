@@ -25,7 +25,7 @@ from mlguild.sandbox import BwrapSandbox, ExecStatus, Limits, LocalSandbox, safe
 from mlguild.sandbox.bwrap import probe
 
 from .arena import Arena, alive, kill_all, mountpoints_under, survivors
-from .attacks import ATTACKS, NC, PRELUDE, ROOT, UID, Attack
+from .attacks import ATTACKS, NC, PRELUDE, PTR, ROOT, UID, Attack
 
 IS_ROOT = os.geteuid() == 0
 BWRAP_OK, BWRAP_WHY = probe()
@@ -35,6 +35,20 @@ BWRAP_DROPS = IS_ROOT and BWRAP_OK and BwrapSandbox().drop_problem(*NOBODY) == "
 # Where pid 1 is not dumpable (a VM's or container runtime's init), /proc/1/root is closed
 # even to root, so that path is contained on such a machine whatever the layer does.
 PROC1_ROOT_OPEN = os.access("/proc/1/root/", os.R_OK)
+CAP_SYS_PTRACE = 19
+
+
+def holds_sys_ptrace(pid: int) -> bool:
+    """Whether process ``pid`` holds CAP_SYS_PTRACE (in its permitted set)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("CapPrm:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_PTRACE & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 try:  # Yama: 1 limits PTRACE_ATTACH to descendants (unless CAP_SYS_PTRACE), 3 forbids it
     PTRACE_SCOPE = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
 except (OSError, ValueError):
@@ -55,6 +69,10 @@ def contained_here(attack: Attack, layer: str) -> bool:
         return IS_ROOT and drops
     if promise == ROOT:  # the script is root only in the local layer without a drop
         return layer == "bwrap" or not IS_ROOT or drops
+    if promise == PTR:  # the target: pid 1, or the "agent" (with this test process's caps)
+        target = 1 if attack.name == "sealed_via_proc_1_root" else os.getpid()
+        other_uid = drops or (target == 1 and not IS_ROOT)
+        return other_uid or (IS_ROOT and holds_sys_ptrace(target))
     return True
 
 

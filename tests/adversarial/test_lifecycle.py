@@ -7,9 +7,11 @@ so the check works inside a PID namespace, where the script's own pids mean noth
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -103,3 +105,92 @@ def test_agent_killed_with_sigkill_leaves_no_script_running(layer, tmp_path, mar
     finally:
         agent.kill()
         agent.wait()
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_script_that_starts_nothing_never_has_descendants_killed(layer, tmp_path):
+    # Runs that end before the first sample of the tree: bwrap and its namespace init,
+    # which can outlive bwrap by a moment, are the sandbox's own processes, not the script's.
+    sandbox = get_sandbox(layer)
+    counts = [sandbox.run([sys.executable, "-c", "pass"], tmp_path, safe_env(cwd=tmp_path),
+                          Limits(timeout_s=20), tmp_path / "o.txt", tmp_path / "e.txt"
+                          ).descendants_killed for _ in range(20)]
+    assert counts == [0] * 20
+
+
+LEAVES_TWO = """
+import os, time
+if os.fork() == 0:  # a daemon: setsid + double fork, out of every group and session
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(1000)
+    os._exit(0)
+if os.fork() == 0:  # a plain child
+    time.sleep(1000)
+time.sleep(0.05)  # both forked, the daemon's parent gone
+"""
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_descendants_killed_counts_exactly_what_the_script_left(layer, tmp_path, marker):
+    # In the namespace layer the sweep, not the namespace's end, kills the leftovers, so
+    # it can count them (bwrap runs without --die-with-parent: see bwrap.namespace_args).
+    (tmp_path / "script.py").write_text(LEAVES_TWO)
+    sandbox = get_sandbox(layer)
+    env = safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker})
+    counts = []
+    for _ in range(10):
+        r = sandbox.run([sys.executable, "script.py"], tmp_path, env, Limits(timeout_s=20),
+                        tmp_path / "o.txt", tmp_path / "e.txt")
+        assert r.status is ExecStatus.OK and survivors(marker) == [], r.reason
+        counts.append(r.descendants_killed)
+    assert counts == [2] * 10
+
+
+@pytest.mark.skipif(not probe()[0], reason=f"{probe()[1]}")
+def test_supervisor_killed_takes_the_whole_namespace_down(tmp_path, marker):
+    # bwrap's init outlives bwrap (no --die-with-parent), so when the supervisor itself is
+    # SIGKILLed (bwrap dies of its PDEATHSIG) the agent kills the init it reported, and with
+    # it the namespace: the setsid daemon too.
+    (tmp_path / "script.py").write_text(STUBBORN_TREE)
+    sandbox = get_sandbox("bwrap", prestart=False)  # its only child is this run's supervisor
+    done: dict = {}
+    env = safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker})
+    runner = threading.Thread(target=lambda: done.setdefault("r", sandbox.run(
+        [sys.executable, "script.py"], tmp_path, env, Limits(timeout_s=60),
+        tmp_path / "o.txt", tmp_path / "e.txt")))
+    runner.start()
+    try:
+        end = time.monotonic() + 15
+        while not (tmp_path / "ready").exists():
+            assert time.monotonic() < end and runner.is_alive(), "the script never started"
+            time.sleep(0.02)
+        time.sleep(0.3)  # the grandchild started, the supervisor reported the init
+        assert len(survivors(marker)) >= 4
+        # ours, and busy: other sandboxes of this process may keep one started ahead, idle
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        (supervisor,) = [p for p in pids if _ppid(p) == os.getpid()
+                         and b"supervisor" in _read(f"/proc/{p}/cmdline")
+                         and any(_ppid(c) == p for c in pids)]
+        os.kill(supervisor, signal.SIGKILL)
+        runner.join(10)
+        assert not runner.is_alive()
+        assert done["r"].status is ExecStatus.SANDBOX_ERROR
+        end = time.monotonic() + 2.0
+        while (left := survivors(marker)) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert left == [], f"the script outlived its supervisor: {left}"
+    finally:
+        runner.join(30)
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""
+
+
+def _ppid(pid: int) -> int:
+    stat = _read(f"/proc/{pid}/stat")
+    return int(stat.rsplit(b")", 1)[1].split()[1]) if stat else 0

@@ -9,9 +9,12 @@ data_dir=None) -> ExecResult``) and one supervisor:
 - ``bwrap`` (bwrap.py): the script inside bubblewrap namespaces; no network, only the
   working directory writable, data read-only at /data, sealed data never mounted.
 
-``get_sandbox("auto")`` picks bwrap when it is usable here (probed once per process),
-else local. ``is_strong`` and ``describe_layer`` tell the caller what it got, so it can
-print it and refuse to start in a strict mode.
+``get_sandbox("auto")`` picks bwrap when it is usable here (probed once per process;
+``$MLGUILD_BWRAP`` names the binary), else local, but only for code the harness wrote
+itself: for LLM-written code (``llm_code=True``) "auto" without a usable bwrap is a
+ConfigError, so running such code unconfined is always an explicit choice ("local").
+``is_strong`` and ``describe_layer`` tell the caller what it got, so it can print it and
+refuse to start in a strict mode.
 """
 
 from __future__ import annotations
@@ -25,13 +28,27 @@ from mlguild.sandbox.runner import SupervisedSandbox, drop_target
 _SANDBOXES = {"local": LocalSandbox, "bwrap": BwrapSandbox}
 
 
-def get_sandbox(name: str = "auto", **options) -> SupervisedSandbox:
+def get_sandbox(name: str = "auto", *, llm_code: bool = False, **options) -> SupervisedSandbox:
     """Return a sandbox by name: "auto" (bwrap if usable here, else local), "local" or
     "bwrap". ``options`` go to the layer's constructor (e.g. ``gpu=False`` for bwrap;
     those a layer does not take are ignored, so "auto" accepts bwrap's).
 
-    Raises ConfigError for an unknown name, and for "bwrap" when bubblewrap is unusable.
+    ``llm_code``: the scripts are written by an LLM (the llm and hybrid brains), not by
+    the harness's own templates. Then "auto" never falls back to the local layer, which
+    is no boundary against hostile code (local.py): asking for "local" is the way to
+    accept it.
+
+    Raises ConfigError for an unknown name, for "bwrap" when bubblewrap is unusable, and
+    for "auto" with ``llm_code`` when bubblewrap is unusable.
     """
+    if name == "auto" and llm_code and not probe()[0]:
+        why = probe()[1].split(" (fix:")[0]
+        raise ConfigError(
+            f"the namespace sandbox is not usable here ({why}), and LLM-written scripts run "
+            f"on the weaker local layer only when asked",
+            fix="apt-get install -y bubblewrap (as root), or accept the weaker layer with "
+                "--sandbox local (sandbox.kind=local)",
+        )
     if name == "auto":
         name = "bwrap" if probe()[0] else "local"
     elif name == "bwrap" and not probe()[0]:

@@ -2,8 +2,11 @@
 
 The supervisor stays OUTSIDE the sandbox (it runs ``bwrap ... -- script``): the script
 cannot see, signal or outlive it, and it keeps the host's view of every process for its
-caps and sweep. Killing bwrap's namespace init kills everything inside at once, and
-bwrap's init exits (taking the namespace with it) as soon as the main script exits.
+caps and sweep. bwrap exits as soon as the main script does; its namespace init stays
+while anything else runs inside, as the supervisor's child, so the sweep kills and counts
+what the script left (``descendants_killed``, exact, as in the always-on layer) and then
+the init, which ends the namespace. If the supervisor itself is killed, the agent kills
+that init (the supervisor reports its pid early in each run), and the namespace with it.
 Each claim below has an adversarial test in tests/adversarial/.
 
 COVERS everything the always-on layer covers (local.py), plus:
@@ -27,6 +30,8 @@ COVERS everything the always-on layer covers (local.py), plus:
   ``ExecResult.notes`` says so;
 - environment: ``--clearenv`` and exactly the given variables (plus PWD, which bwrap
   sets on ``--chdir`` as a shell would);
+- the binary: ``$MLGUILD_BWRAP`` when set, else ``bwrap`` on PATH (probe() says why one
+  is unusable: missing, or failing here);
 - GPU: /dev/nvidia* and /dev/dri are passed through when present (``gpu=None``), with
   /sys read-only for the driver's device enumeration.
 
@@ -137,8 +142,15 @@ class Binds:
 
 
 def namespace_args(root: bool, drop: bool) -> list[str]:
-    """The isolation flags: every namespace, no capabilities, die with the supervisor."""
-    args = ["--die-with-parent", "--new-session"]
+    """The isolation flags: every namespace, no capabilities.
+
+    No ``--die-with-parent``: with it, bwrap's namespace init dies when bwrap exits, right
+    after the script's main process, and the kernel kills what the script left behind
+    before the supervisor's sweep can see it, so the sweep could not say how many there
+    were. Without it the init outlives bwrap while the namespace has processes, becomes
+    the supervisor's child (a subreaper), and dies by the sweep, or with the supervisor's
+    session (runner.kill_session) if the supervisor itself is killed."""
+    args = ["--new-session"]
     if root:
         # No user namespace: bwrap's root path keeps the real uid 0, so that setpriv can
         # switch to a real unprivileged uid (in a user namespace only uid 0 is mapped).
@@ -167,15 +179,28 @@ def gpu_devices() -> list[str]:
     return found
 
 
+BWRAP_ENV = "MLGUILD_BWRAP"
+
+
+def bwrap_path() -> str | None:
+    """The bubblewrap binary to use: ``$MLGUILD_BWRAP`` when set (e.g. a build of one's
+    own, or a path that does not exist, to run as if bubblewrap were missing), else
+    ``bwrap`` on PATH; None when there is none."""
+    return os.environ.get(BWRAP_ENV) or shutil.which("bwrap")
+
+
 @functools.cache
 def probe(bwrap: str | None = None) -> tuple[bool, str]:
     """(usable, why): can ``bwrap`` run a trivial command with our isolation flags here?
 
-    Cached for the life of the process. ``why`` is "" when usable, else one line with
-    the cause and the fix.
+    ``bwrap``: the binary (default: ``bwrap_path()``). Cached for the life of the
+    process. ``why`` is "" when usable, else one line with the cause and the fix.
     """
-    exe = bwrap or shutil.which("bwrap")
+    exe = bwrap or bwrap_path()
     if exe is None or not os.access(exe, os.X_OK):
+        if os.environ.get(BWRAP_ENV) and not bwrap:
+            return False, (f"{BWRAP_ENV}={os.environ[BWRAP_ENV]} is not an executable file "
+                           f"(fix: unset {BWRAP_ENV}, or point it at bubblewrap)")
         return False, "bubblewrap is not installed (fix: apt-get install -y bubblewrap)"
     binds = Binds([])
     system_binds(binds)
@@ -207,7 +232,7 @@ class BwrapSandbox(SupervisedSandbox):
         more host paths to show read-only at the same place. ``setpriv``: its path, "auto"
         to find it, None to never drop the uid (the script is then a root without caps)."""
         super().__init__(**kw)
-        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.bwrap = bwrap or bwrap_path() or "bwrap"
         self.gpu = gpu
         self.extra_ro_binds = tuple(extra_ro_binds)
         if setpriv == "auto":
@@ -332,4 +357,4 @@ class BwrapSandbox(SupervisedSandbox):
                     notes, granted)
 
 
-__all__ = ["DATA_MOUNT", "BwrapSandbox", "gpu_devices", "probe"]
+__all__ = ["BWRAP_ENV", "DATA_MOUNT", "BwrapSandbox", "bwrap_path", "gpu_devices", "probe"]

@@ -12,6 +12,14 @@ COVERS (while the agent process is alive, and also when it is killed with SIGKIL
   daemons, many forked children and abandoned multiprocessing pools (the supervisor is a
   child subreaper, so orphans reparent to it and cannot hide from its /proc walk);
 - the agent dying: the supervisor's PDEATHSIG is SIGTERM, which runs the same sweep;
+- a supervisor held stopped (SIGSTOP, or a ptrace stop): the agent checks it every
+  0.25 s and, seen stopped twice in a row, kills the script's whole tree (orphans stay
+  in the stopped supervisor's tree: it is their subreaper) and the supervisor at once,
+  instead of waiting out timeout + grace + slack (status ``sandbox_error``). The
+  supervisor is not dumpable, and a script that runs as root loses CAP_SYS_PTRACE
+  (bounding set included, so no exec brings it back): it cannot ptrace-attach the
+  supervisor, the agent or pid 1, nor open their /proc/<pid>/mem, root or cwd (the
+  kernel asks for CAP_SYS_PTRACE toward a non-dumpable process, or one holding it);
 - memory: the RSS of the whole tree is sampled every ~150 ms and the tree is killed over
   ``tree_memory_mb`` (status ``memory``); optional RLIMIT_AS per process (``memory_mb``);
 - fork bombs: the number of live processes in the tree is sampled with the memory and
@@ -45,13 +53,19 @@ DOES NOT COVER (use the namespace layer, bwrap.py, for these):
   dropped uid, by its file modes (a sealed directory must be mode 0700);
 - privilege when no drop happened (e.g. the interpreter lives under /root, mode 0700, as
   on our machines; or the agent is not root and the script shares its uid): the script
-  runs as the agent's uid. It can read the agent's environment through
-  /proc/<pid>/environ, kill the agent or the supervisor, ptrace, and as root mount,
-  umount, rewrite the scorer, the journal, the workspace data and its own solution.py.
-  If it SIGKILLs the supervisor, the main script dies (PDEATHSIG) and the agent kills
-  what is left in the script's session, but a process that also left that session
-  escapes. This layer contains accidents and sloppy code; it is not a boundary against
-  code written to attack it;
+  runs as the agent's uid. As root, with every capability but CAP_SYS_PTRACE, it READS
+  EVERY FILE ON THE MACHINE, sealed labels of every run included (file modes do not
+  stop root), and writes them: it can rewrite the scorer (the executor then stops the
+  run and names the node: see executor.py), the journal, the workspace data and its own
+  solution.py, mount and umount. As the agent's non-root uid it can ptrace the agent
+  (unless Yama forbids it). Either way it can read the agent's environment through
+  /proc/<pid>/environ (API keys: the kernel allows that read to a same-uid process
+  without CAP_SYS_PTRACE), and kill or stop the agent or the supervisor. If it SIGKILLs
+  the supervisor, the main script dies (PDEATHSIG) and the agent kills what is left in
+  the script's session, but a process that also left that session escapes. This layer
+  contains accidents and sloppy code; it is not a boundary against code written to
+  attack it, which is why ``sandbox.kind=auto`` never picks it for LLM-written scripts
+  (``mlguild run --sandbox local`` does, when asked: see sandbox/__init__.py);
 - caps are sampled: a burst between samples overshoots (memory and disk by what the
   script can allocate or write in ~150 ms; processes by what it can fork) before the
   kill; the kernel OOM killer and a full disk are the last line;

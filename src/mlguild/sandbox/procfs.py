@@ -11,7 +11,11 @@ import os
 import stat
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+CAP_SYS_PTRACE = 19
+_CAP_VERSION_3 = 0x20080522
 
 _libc = None
 
@@ -25,6 +29,58 @@ def prctl(option: int, arg: int) -> None:
     if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), z, z, z) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def drop_capability(cap: int) -> None:
+    """Remove capability ``cap`` from this process for good: from the bounding set (so no
+    later exec, even of a root or setuid program, grants it again) and from the effective,
+    permitted and inheritable sets (ambient ones follow the inheritable set).
+
+    Raises OSError when the kernel refuses (the bounding set needs CAP_SETPCAP)."""
+    prctl(PR_CAPBSET_DROP, cap)
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
+    if _libc.capget(header, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    word, bit = divmod(cap, 32)
+    for i in range(3):
+        data[3 * word + i] &= ~(1 << bit) & 0xFFFFFFFF
+    if _libc.capset(header, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def ns_pids(pid: int) -> list[int] | None:
+    """The pids of ``pid`` in each PID namespace, from ours down to its own (NSpid in
+    /proc/<pid>/status); None if it is gone or the kernel does not say (before 4.1)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def held(pid: int) -> str:
+    """Why ``pid`` cannot run on: "stopped" (SIGSTOP and friends), "traced by <pid>" (in a
+    ptrace stop), or "" when it is running, sleeping, or gone."""
+    state = tracer = b""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"State:"):
+                    state = line.split()[1]
+                elif line.startswith(b"TracerPid:"):
+                    tracer = line.split()[1]
+                    break
+    except (OSError, IndexError):
+        return ""
+    if state == b"t" or (state == b"T" and tracer not in (b"", b"0")):
+        return f"traced by pid {tracer.decode()}"
+    return "stopped" if state == b"T" else ""
 
 
 def proc_table() -> dict[int, tuple[int, int, int, bytes, int]]:
@@ -62,18 +118,6 @@ def descendants(root: int, table: dict) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
-
-
-def inner_pid(pid: int) -> int | None:
-    """The pid of ``pid`` inside its innermost PID namespace (None if unknown)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 def pss_bytes(pid: int) -> int:

@@ -231,52 +231,129 @@ class SupervisedSandbox(ABC):
                 return {"error": f"could not start the supervisor: {exc}"}
 
         safety_s = limits.timeout_s + limits.term_grace_s + self.slack_s
-        note = ""
         try:
             rest = send_nowait(proc, marshal.dumps(spec))
             if self.prestart:
                 self._start_spare()  # it boots while this run goes on
-            out, err = proc.communicate(rest, timeout=safety_s)
-        except subprocess.TimeoutExpired:
-            out, err = _stop(proc, self.slack_s)
-            note = f"supervisor did not finish within {safety_s:.0f} s; killed it"
+            out, err, note, killed = _wait(proc, rest, safety_s, self.slack_s)
         except BaseException:  # KeyboardInterrupt, SystemExit: leave nothing running
             _stop(proc, self.slack_s)
             raise
         events = _parse_events(out)
         raw = events.get("result")
         if raw is None or proc.returncode != 0 or note:
-            # The supervisor died or hung: its main process died with it (PDEATHSIG);
-            # kill what is left in that process's session.
+            # The supervisor died, hung or was held: its main process died with it
+            # (PDEATHSIG); kill what is left in that process's session.
             started = events.get("started") or {}
             if started.get("pid"):
                 kill_session(int(started["pid"]))
+                killed.discard(int(started["pid"]))  # the main script is not a descendant
+            for init in (events.get("wrapped") or {}).get("init", []):
+                kill_session(int(init))  # bwrap's init leads its own session; its end is the namespace's
             detail = note or f"supervisor exited with {proc.returncode}"
             tail = err.decode("utf-8", "replace").strip()[-2000:]
             raw = {**(raw or {}), "error": f"{detail}{': ' + tail if tail else ''}"}
+            if killed:
+                raw["descendants_killed"] = len(killed)
         return raw
 
 
+WATCH_S = 0.25  # how often the agent checks that its supervisor is not held stopped
+
+
+def _wait(proc: subprocess.Popen, rest: bytes, safety_s: float, slack_s: float,
+          ) -> tuple[bytes, bytes, str, set[int]]:
+    """Wait for the supervisor's output and exit: (stdout, stderr, what went wrong, the
+    pids the agent had to kill itself).
+
+    The supervisor is checked every WATCH_S: one seen stopped or in a ptrace stop twice in
+    a row (a script sharing its uid sent it SIGSTOP, or got to ptrace it) cannot sweep or
+    report, so the agent kills the script's whole tree itself, then the supervisor, at
+    once instead of at the safety timer. Past ``safety_s`` a hung supervisor is stopped."""
+    end = time.monotonic() + safety_s
+    seen_held = ""
+    while True:
+        try:
+            out, err = proc.communicate(rest, timeout=max(0.0, min(WATCH_S, end - time.monotonic())))
+            return out, err, "", set()
+        except subprocess.TimeoutExpired:
+            rest = None  # communicate() keeps what it read and what it has yet to write
+        if time.monotonic() >= end:
+            out, err = _stop(proc, slack_s)
+            return out, err, f"supervisor did not finish within {safety_s:.0f} s; killed it", set()
+        why = procfs.held(proc.pid)
+        if why and seen_held:
+            killed = kill_tree(proc.pid)
+            proc.kill()  # SIGKILL ends a stopped or traced process too
+            out, err = _collect(proc, slack_s)
+            what = (f"the supervisor was {why} (a script that shares its uid?); "
+                    f"killed it and the script's processes")
+            return out, err, what, killed
+        seen_held = why
+
+
+def _collect(proc: subprocess.Popen, wait_s: float) -> tuple[bytes, bytes]:
+    """The output of a supervisor that was killed; gives up on reaping it after ``wait_s``
+    (a tracer outside the tree can hold a dead process's exit status)."""
+    try:
+        return proc.communicate(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return b"", b""
+
+
 def _stop(proc: subprocess.Popen, wait_s: float) -> tuple[bytes, bytes]:
-    """Ask the supervisor to sweep and stop (SIGTERM); SIGKILL its group if it won't."""
+    """Ask the supervisor to sweep and stop (SIGTERM); if it won't, kill the script's tree
+    and the supervisor's group."""
     try:
         proc.send_signal(signal.SIGTERM)
         proc.send_signal(signal.SIGCONT)  # in case the script SIGSTOPped it
         return proc.communicate(timeout=wait_s)
     except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)  # while the supervisor lives, its orphans cannot leave its tree
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        return proc.communicate()
+        return _collect(proc, wait_s)
+
+
+def kill_tree(root: int, limit_s: float = 5.0) -> set[int]:
+    """SIGKILL every live descendant of ``root`` until none is left; return their pids.
+
+    The agent's sweep, for a supervisor that cannot run its own: it is a child subreaper,
+    so while it exists (stopped, traced or hung) every orphan of the script reparents to
+    it and stays in this walk; a setsid daemon cannot leave it. Groups first, as in the
+    supervisor's sweep, so a fork loop dies in one round."""
+    killed: set[int] = set()
+    spared = {os.getpgid(0), root}  # our group and the supervisor's (its pid: own session)
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        table = procfs.proc_table()
+        live = [p for p in procfs.descendants(root, table) if table[p][3] != b"Z"]
+        if not live:
+            break
+        for pgid in {table[p][1] for p in live} - spared:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in live:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.005)
+    return killed
 
 
 def kill_session(sid: int, limit_s: float = 2.0) -> int:
     """SIGKILL every process in session ``sid`` until none is left; return how many.
 
     The fallback when the supervisor itself is gone: the main process led that session,
-    so its ordinary children are still in it (a child that called setsid is not; under
-    bwrap the namespace dies with bwrap instead).
+    so its ordinary children are still in it (a child that called setsid is not). Under
+    bwrap, the session of the namespace init the supervisor reported: killing the init
+    ends the namespace, setsid daemons included.
     """
     killed: set[int] = set()
     end = time.monotonic() + limit_s
@@ -356,4 +433,4 @@ def _to_result(raw: dict, stdout_path: Path, stderr_path: Path, elapsed: float,
     )
 
 
-__all__ = ["Plan", "SupervisedSandbox", "grant_workdir", "python_paths", "rlimits_for"]
+__all__ = ["Plan", "SupervisedSandbox", "grant_workdir", "kill_tree", "python_paths", "rlimits_for"]

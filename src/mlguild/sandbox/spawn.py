@@ -37,6 +37,15 @@ def child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None
         # No setuid binary or file capability can give the script more than it starts
         # with. Not for bwrap, which may itself be setuid; it sets this for the script.
         procfs.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        if drop is None and os.geteuid() == 0:
+            # A root script keeps every capability but this one: without it, it cannot
+            # ptrace (or read /proc/<pid>/environ, mem, root of) the supervisor, which is
+            # not dumpable, nor any process that holds it (the agent, pid 1). A ptrace
+            # stop would leave the agent waiting out its safety timer.
+            try:
+                procfs.drop_capability(procfs.CAP_SYS_PTRACE)
+            except OSError:
+                pass  # no CAP_SETPCAP here: the agent still kills a supervisor held stopped
     if drop is not None:
         uid, gid = drop
         os.setgroups([])

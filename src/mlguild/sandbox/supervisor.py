@@ -24,13 +24,17 @@ What it guarantees while it is alive:
 
 ``spec["drop"]`` (always-on layer, agent running as root): the script runs as that uid/gid
 if a forked probe that switches to it can reach everything the script needs; otherwise as
-root, with a note in the result. ``spec["wrapped"]`` (namespace layer): the main process
-is bubblewrap; it and its namespace init are spared the SIGTERM (so the script gets its
-grace period) and not counted as the script's processes, and an exit code 128+N from
+root without CAP_SYS_PTRACE, with a note in the result. ``spec["wrapped"]`` (namespace
+layer): the main process is bubblewrap; it and its namespace init (known by its pid in
+that namespace, 1, since it outlives bwrap; the script's main process is 2 there) are
+spared the SIGTERM (so the script gets its grace period), killed last, and not counted as
+the script's processes; the init's pid is reported (``{'event': 'wrapped', 'init': [pid]}``); an exit code 128+N from
 bubblewrap means the script died of signal N.
 
-A script running as our uid can SIGKILL us; then the main process dies (its PDEATHSIG is
-SIGKILL) and the agent sweeps its session (see runner.py).
+We are not dumpable, so a script running as our uid cannot ptrace us (spawn.py takes
+CAP_SYS_PTRACE from a root one). It can SIGKILL or SIGSTOP us: then the main process dies
+(its PDEATHSIG is SIGKILL) and the agent sweeps its session, or the agent, seeing us
+stopped, kills our whole tree and us (see runner.py).
 """
 
 from __future__ import annotations
@@ -68,8 +72,10 @@ class Run:
         self.me = os.getpid()
         self.main = -1
         self.wrapped = bool(spec.get("wrapped"))
-        self.wrappers: set[int] = set()
+        self.wrappers: set[int] = set()  # bwrap and its namespace init (found by learn_wrapped)
         self.script_main: int | None = None
+        self.ns_depth = len(procfs.ns_pids(self.me) or [0]) if self.wrapped else 0
+        self.ns_seen: set[int] = set()
         self.main_status: int | None = None
         self.main_end = 0.0
         self.signalled: set[int] = set()
@@ -99,15 +105,34 @@ class Run:
         """A /proc snapshot and our live descendants; learns the wrapper pids on the way."""
         table = procfs.proc_table()
         live = [p for p in procfs.descendants(self.me, table) if table[p][3] != b"Z"]
-        if self.wrapped and self.script_main is None and self.main in table:
-            # bwrap's namespace init is its only child; it never changes once started
-            self.wrappers = {self.main} | {p for p in live if table[p][0] == self.main}
-            inits = self.wrappers - {self.main}
-            # the script's own main process is pid 2 inside the namespace: not a
-            # "descendant killed" when it dies, as in the unwrapped case
-            self.script_main = next((p for p in live if table[p][0] in inits
-                                     and procfs.inner_pid(p) == 2), None)
+        if self.wrapped and (self.script_main is None or len(self.wrappers) < 2):
+            self.learn_wrapped(table, live)
         return table, live
+
+    def learn_wrapped(self, table: dict, live: list[int]) -> None:
+        """Find bwrap's namespace init and the script's main process among ``live``.
+
+        By their pids in the namespace bwrap made (1 and 2), not by their parents: bwrap
+        exits as soon as the script's main process does, and its init (which outlives it
+        while anything else runs in the namespace) is then our child, like any orphan.
+        Only children of bwrap, of us and of the init are read, each once."""
+        self.wrappers.add(self.main)
+        for _ in range(2):  # the init, then its child, in whatever order /proc lists them
+            parents = self.wrappers | {self.me}
+            for p in live:
+                if p in self.ns_seen or table[p][0] not in parents:
+                    continue
+                self.ns_seen.add(p)
+                ids = procfs.ns_pids(p)
+                if ids is None:  # no NSpid (Linux < 4.1): bwrap's only child is its init
+                    if table[p][0] == self.main:
+                        self.wrappers.add(p)
+                elif len(ids) == self.ns_depth + 1 and ids[-1] == 1:
+                    self.wrappers.add(p)
+                elif len(ids) == self.ns_depth + 1 and ids[-1] == 2:
+                    # the script's own main process: not a "descendant killed" when it
+                    # dies, as in the unwrapped case
+                    self.script_main = p
 
     def signal_tree(self, sig: int, spare_wrappers: bool = False) -> int:
         """Send ``sig`` to every live descendant; return how many were signalled.
@@ -116,27 +141,32 @@ class Run:
         restarts a fork that races a group signal), so a fork loop that stays in its group
         dies in one round however slow the /proc scan is. Every group here lives in a
         session the script (or bwrap) created, so it holds only descendants. Then each
-        pid, for those that left their group. ``spare_wrappers``: leave bwrap and its
-        namespace init alone (and their group), so the script gets its SIGTERM grace.
+        pid, for those that left their group. bwrap and its namespace init come last
+        (never by their group): killing the init ends the namespace, and the kernel would
+        kill what is left in it before we could count it. ``spare_wrappers``: leave them
+        alone, so the script gets its SIGTERM grace.
         """
         table, live = self.tree()
-        spared = self.wrappers if spare_wrappers else set()
-        targets = [p for p in live if p not in spared]
-        groups = {table[p][1] for p in targets} - {table[p][1] for p in spared if p in table}
+        wrappers = [p for p in live if p in self.wrappers]
+        targets = [p for p in live if p not in self.wrappers]
+        groups = {table[p][1] for p in targets} - {table[p][1] for p in self.wrappers if p in table}
+        hit = set()
         for pgid in groups - {os.getpgid(0)}:
             try:
                 os.killpg(pgid, sig)
+                hit.add(pgid)
             except ProcessLookupError:
                 pass
-        for pid in targets:
+        for pid in targets + ([] if spare_wrappers else wrappers):
             # pid reuse between the scan and the kill would need the pid space to wrap in
             # those microseconds; zombies we have not reaped cannot be reused at all.
             try:
                 os.kill(pid, sig)
                 self.signalled.add(pid)
             except ProcessLookupError:
-                pass
-        return len(targets)
+                if table[pid][1] in hit:  # its group's signal got there first, and bwrap's
+                    self.signalled.add(pid)  # init (not we) already reaped it
+        return len(targets) + (0 if spare_wrappers else len(wrappers))
 
     def sweep(self) -> None:
         """SIGKILL every descendant, repeatedly, until waitpid says no child is left.
@@ -244,7 +274,10 @@ def run(r: Run, emit) -> dict:
     files_cap = limits.get("max_files")
     watch_disk = disk_cap is not None or files_cap is not None
     poll_s = spec.get("poll_s", 0.15)
+    reported = False
     next_tree = next_disk = start + poll_s
+    if r.wrapped:  # learn bwrap's namespace init early, to report it (below)
+        next_tree = start + 0.02
     while r.reap() and r.main_status is None:
         now = time.monotonic()
         if r.stop_signal is not None:
@@ -260,6 +293,11 @@ def run(r: Run, emit) -> dict:
         if now >= next_tree:
             r.check_tree(mem_cap, limits.get("tree_procs"))
             next_tree = now + poll_s
+            if r.wrapped and not reported and len(r.wrappers) > 1:
+                # bwrap's init outlives bwrap: if we are killed, the agent kills it (and
+                # with it the namespace) by this pid (runner.py)
+                emit({"event": "wrapped", "init": sorted(r.wrappers - {r.main})})
+                reported = True
             if r.memory_exceeded or r.procs_exceeded:
                 break
         if watch_disk and now >= next_disk:
@@ -321,6 +359,11 @@ def run(r: Run, emit) -> dict:
 def main() -> int:
     # marshal and repr, not json: json pulls in re, and this process's start is every script's
     # start overhead (the agent reads the lines back with ast.literal_eval).
+    # Not dumpable: a script running as our uid without CAP_SYS_PTRACE (spawn.py drops it
+    # from a root script) cannot ptrace us, or read or write our memory through /proc, so
+    # it cannot freeze us in a ptrace stop. Before the spec, so a supervisor started ahead
+    # is covered while it waits.
+    procfs.prctl(procfs.PR_SET_DUMPABLE, 0)
     data = sys.stdin.buffer.read()
     if not data:  # a supervisor started ahead whose agent went away without a run for it
         return 0
