@@ -2,6 +2,8 @@
 
 The holdout score is computed here, outside the sandbox, from ``output/holdout.csv`` and the
 sealed labels. A number the script prints is recorded as ``printed_score`` and never used.
+The scorer's own files are checked before and after every script, whatever it did, so a
+script that rewrites them is the node that answers for it (status ``scorer_tampered``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import SubmissionError
+from .errors import ScorerIntegrityError, SubmissionError
 from .firewall import read_csv_exact, sealed_paths
 from .fsutil import atomic_write
 from .guard import check_code
@@ -42,6 +44,7 @@ PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
 PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
 REFIT = "refit"              # the op of a final refit node (see mlguild.refit)
 FINAL_OK = "final"           # the status of a refit node that wrote a valid submission
+TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
 
 
 def sha256_text(text: str) -> str:
@@ -96,7 +99,13 @@ class NodeRunner:
 
     def execute(self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None) -> Outcome:
         """Guard, run and score the node whose files are already written. A refit node runs on
-        ``data_dir`` (all labelled rows) and is validated, not scored."""
+        ``data_dir`` (all labelled rows) and is validated, not scored.
+
+        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint:
+        before the script runs (changed outside any node), or after it, whatever its status
+        (this node changed them: it is first recorded as finished with status
+        ``scorer_tampered``, in its report and the journal, so the error and a resume name
+        it, and a resume does not run it again)."""
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
@@ -107,6 +116,7 @@ class NodeRunner:
             return Outcome(verdict.kind or "guard_rejected", failure=verdict.reason,
                            timing={"exec_s": 0.0, "harness_s": time.monotonic() - started})
 
+        check_fingerprint(self.scorer_fingerprint)     # changed before this script ran: not its doing
         output = node_dir / "output"
         _clear(output)
         if node.op == "fuse" or node.meta.get("stage"):
@@ -130,14 +140,42 @@ class NodeRunner:
             data_dir=data,
         )
         exec_s = result.duration_s
-        outcome = self._judge_refit(result, output) if node.op == REFIT else self._judge(result, output)
+        tampered = _scorer_change(self.scorer_fingerprint)
+        if tampered:
+            outcome = Outcome(TAMPERED, failure=f"the scorer's files changed while this script ran ({tampered}); "
+                                                f"the run stops here")
+        elif node.op == REFIT:
+            outcome = self._judge_refit(result, output)
+        else:
+            outcome = self._judge(result, output)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
             outcome.exec.pop(key, None)
         outcome.timing = {"exec_s": round(exec_s, 3), "harness_s": round(time.monotonic() - started - exec_s, 4),
                           "budget_s": round(timeout_s, 3)}     # what MLGUILD_TIME_BUDGET told the script
+        if tampered:
+            self._record_tampering(node, outcome)
         return outcome
+
+    def _record_tampering(self, node: Node, outcome: Outcome) -> None:
+        """Finish ``node`` as the one that changed the scorer (report, journal), then raise
+        ScorerIntegrityError naming it. Recorded here because the error skips the caller's
+        own bookkeeping (the agent's, the refitter's)."""
+        node.status, node.score, node.failure = outcome.status, None, outcome.failure
+        node.printed_score, node.timing, node.flags, node.outputs = outcome.printed_score, outcome.timing, [], []
+        self.write_report(node, outcome)
+        self.run.journal.append("node_finished", id=node.id, status=node.status, score=None, failure=node.failure,
+                                printed_score=node.printed_score, flags=[], outputs=[], timing=outcome.timing,
+                                exec=outcome.exec)
+        layer = outcome.exec.get("layer") or "?"
+        hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
+        raise ScorerIntegrityError(
+            f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
+            f"the run stopped, and the node is recorded as {TAMPERED}",
+            # the scorer's modules sit next to this one
+            fix=f"restore {Path(__file__).parent}/{{scorer,strict_csv,metrics,score}}.py (e.g. reinstall "
+                f"mlguild), then `mlguild resume {self.run.path}`{hint}")
 
     def _judge(self, result, output: Path) -> Outcome:
         if result.status != ExecStatus.OK:
@@ -153,7 +191,6 @@ class NodeRunner:
             if path.is_symlink() or path.stat().st_nlink > 1:
                 return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
         spec = self.run.spec
-        check_fingerprint(self.scorer_fingerprint)     # a script must not have rewritten the scorer
         try:
             read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
         except SubmissionError as exc:
@@ -219,6 +256,15 @@ class NodeRunner:
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _scorer_change(expected: str) -> str:
+    """"" when the scorer's files still match ``expected``, else what check_fingerprint says."""
+    try:
+        check_fingerprint(expected)
+    except ScorerIntegrityError as exc:
+        return exc.message
+    return ""
 
 
 def _has_oof(path: Path, columns: list[str]) -> bool:
