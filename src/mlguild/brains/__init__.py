@@ -13,6 +13,10 @@ from typing import Callable
 from ..errors import ConfigError
 
 BRAINS = ("auto", "recipes", "llm", "hybrid", "scripted")
+LLM_CODE_BRAINS = frozenset({"llm", "hybrid"})
+"""Resolved brain names that run scripts an LLM wrote (which may be hostile); the recipe
+and scripted brains run the harness's own templates. The sandbox never falls back to its
+weak local layer for these unless asked (``mlguild.sandbox.get_sandbox``)."""
 
 
 def resolve_brain_name(name: str, has_model: bool) -> str:

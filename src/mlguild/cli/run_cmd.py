@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from ..agent import Agent
-from ..brains import get_brain, resolve_brain_name
+from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
 from ..config import load_config, parse_duration, save_config
@@ -27,16 +27,28 @@ from .common import console, default_runs_dir, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
 
+INTERRUPTED = "interrupted by user"   # Agent.run_loop's reason after Ctrl-C
+SIGINT_EXIT = 130                      # the shell's status for a command ended by SIGINT
+SANDBOX_HELP = ("Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
+                "brains' own scripts fall back to local), bwrap, or local (accepts the weaker, "
+                "unconfined layer, also for LLM-written scripts).")
+
 
 def _overrides(sets: list[str], time: str | None, iterations: int | None, brain: str | None,
-               script_timeout: str | None, seed: int | None, models: list[str] | None = None) -> list[str]:
+               script_timeout: str | None, seed: int | None, models: list[str] | None = None,
+               sandbox: str | None = None) -> list[str]:
     out = list(sets)
     if models:
         out.append(f"llm.models={json.dumps(models)}")
     if time:
         out.append(f"budget.time_s={parse_duration(time)}")
-    if iterations:
+    if iterations is not None:
+        if iterations < 1:     # 0 must not read as "no limit given"
+            raise ConfigError(f"--iterations must be at least 1 (got {iterations})",
+                              "pass --iterations N with N >= 1, or leave it out to stop on --time only")
         out.append(f"budget.iterations={iterations}")
+    if sandbox:
+        out.append(f"sandbox.kind={sandbox}")
     if brain:
         out.append(f"brain.name={brain}")
     if script_timeout:
@@ -69,18 +81,32 @@ def _brain_for(run: RunDir, fake_llm: bool = False):
     return brain, line
 
 
-def _drive(run: RunDir, fake_llm: bool = False) -> None:
-    cfg = run.config
-    brain, brain_line = _brain_for(run, fake_llm)
-    sandbox = get_sandbox(cfg.sandbox.kind, gpu=cfg.sandbox.gpu)
+def _sandbox_for(cfg, brain_name: str):
+    """The sandbox the config asks for, and the one line that says what it is and what it
+    does not cover (a warning when "auto" fell back to the weak local layer). Raises
+    ConfigError when "auto" would run LLM-written scripts unconfined (get_sandbox), or
+    --strict finds only the weak layer."""
+    kind = cfg.sandbox.kind
+    sandbox = get_sandbox(kind, llm_code=brain_name in LLM_CODE_BRAINS, gpu=cfg.sandbox.gpu)
     if cfg.sandbox.strict and not is_strong(sandbox):
         raise ConfigError(f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
                           "apt-get install -y bubblewrap (as root), or run without --strict")
+    line = "sandbox " + describe_layer(sandbox).removeprefix("sandbox: ")
+    if kind == "auto" and not is_strong(sandbox):   # the harness's own scripts only (see get_sandbox)
+        line = f"[yellow]warning:[/] {line}"
+    return sandbox, line
+
+
+def _drive(run: RunDir, fake_llm: bool = False) -> str:
+    """Run the loop (and the final stage when the budget ended); return why it stopped."""
+    cfg = run.config
+    sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
+    brain, brain_line = _brain_for(run, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search), sandbox)
     console.print(f"run   {run.path}")
     console.print(f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
     console.print(f"brain {brain_line}")
-    console.print("sandbox " + describe_layer(sandbox).removeprefix("sandbox: "))
+    console.print(sandbox_line)
     with Progress(agent) as progress:
         agent.on_event = progress
         reason = agent.run_loop()
@@ -99,7 +125,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     console.print(f"\nstopped: {reason}; {searched} nodes, {scored} scored")
     if best is None:
         console.print("[yellow]no node produced a valid submission[/]; see `mlguild status " + str(run.path) + "`")
-        return
+        return reason
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
     choice = agent.state.final_choice
     if choice is not None:
@@ -107,6 +133,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> None:
     if grade is not None:
         shown = f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
+    return reason
 
 
 def _final_stage(run: RunDir, agent: Agent) -> None:
@@ -136,17 +163,22 @@ def run(
     script_timeout: Optional[str] = typer.Option(None, help="Time limit of one script, e.g. 120s."),
     seed: Optional[int] = typer.Option(None, help="Seed for the split, the policy and the brain."),
     strict: bool = typer.Option(False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
 ) -> None:
-    """Start a run: firewall the data, then improve a solution until the budget ends."""
+    """Start a run: firewall the data, then improve a solution until the budget ends.
+
+    Exits 0 when the budget ended, 2 on a usage error, 130 after Ctrl-C (resume it)."""
     with user_errors():
         if dry_run:
             brain = brain or "scripted"
-            iterations = iterations or 4
-        overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model)
+            iterations = 4 if iterations is None else iterations
+        overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model, sandbox)
         if strict:
             overrides.append("sandbox.strict=true")
         cfg = load_config(config, overrides)
-        resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)   # fail before any work
+        brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)   # fail before any work
+        # an unusable or refused sandbox too, before any LLM call or run directory
+        get_sandbox(cfg.sandbox.kind, llm_code=brain_name in LLM_CODE_BRAINS)
         for name in cfg.llm.models:
             make_llm(name)                     # a missing key or SDK fails now, naming the fix
         if cfg.budget.time_s is None and cfg.budget.iterations is None:
@@ -155,9 +187,11 @@ def run(
         loaded = resolve_task(task, target=target)
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
-            _drive(run_dir, fake_llm=dry_run)
+            reason = _drive(run_dir, fake_llm=dry_run)
         finally:
             run_dir.close()
+    if reason == INTERRUPTED:
+        raise typer.Exit(SIGINT_EXIT)
 
 
 def resume(
@@ -165,15 +199,21 @@ def resume(
     time: Optional[str] = typer.Option(None, "--time", "-t", help="New total budget of the run (default: the original)."),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="New total node budget."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
 ) -> None:
-    """Continue a run after a stop or a kill; finished nodes are never re-run."""
+    """Continue a run after a stop or a kill; finished nodes are never re-run.
+
+    Exits 0 when the budget ended, 2 on a usage error, 130 after Ctrl-C (resume it again)."""
     with user_errors():
+        overrides = _overrides([], time, iterations, None, None, None, sandbox=sandbox)
         run_dir = open_run(resolve_run(run, runs_dir or default_runs_dir()))
         try:
-            if time or iterations:
+            if overrides:
                 tree = run_dir.config.model_dump()
-                run_dir.config = load_config(None, _overrides([], time, iterations, None, None, None), base=tree)
+                run_dir.config = load_config(None, overrides, base=tree)
                 save_config(run_dir.config, run_dir.path / "config.yaml")
-            _drive(run_dir)
+            reason = _drive(run_dir)
         finally:
             run_dir.close()
+    if reason == INTERRUPTED:
+        raise typer.Exit(SIGINT_EXIT)

@@ -1,0 +1,99 @@
+"""`mlguild run` as a user runs it: which sandbox layer it accepts, its budget flags, and
+its exit status after Ctrl-C. Real processes; bubblewrap made unusable for real, through
+$MLGUILD_BWRAP (a binary that is missing, or one that fails)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import make_task
+
+
+def mlguild(*args, cwd, env=None, timeout=300):
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "mlguild", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def task(tmp_path) -> Path:
+    return make_task(tmp_path / "task")
+
+
+@pytest.mark.parametrize("bwrap", ["/nonexistent/bwrap", "/bin/false"])
+def test_auto_without_a_usable_bwrap_refuses_llm_written_scripts_unless_asked(bwrap, task, tmp_path):
+    no_bwrap = {"MLGUILD_BWRAP": bwrap}
+    # the llm brain, driven by the scripted fake LLM (--dry-run): its scripts are LLM-written
+    refused = mlguild("run", str(task), "--dry-run", "--brain", "llm", "-n", "1", cwd=tmp_path, env=no_bwrap)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    err = one_line(refused.stderr)
+    assert "LLM-written scripts run on the weaker local layer only when asked" in err
+    assert "--sandbox local" in err and "apt-get install -y bubblewrap" in err
+    assert not (tmp_path / "runs").exists(), "a run was created before the refusal"
+
+    asked = mlguild("run", str(task), "--dry-run", "--brain", "llm", "-n", "1", "--sandbox", "local",
+                    cwd=tmp_path, env=no_bwrap)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    lines = [line for line in asked.stdout.splitlines() if "sandbox" in line]
+    assert len(lines) == 1 and lines[0].startswith("sandbox local") and "WEAK" in lines[0]
+    assert "read sealed labels" in lines[0] and "warning" not in lines[0]   # asked for: said once, no alarm
+
+
+def test_auto_without_bwrap_runs_the_harness_own_scripts_with_one_warning(task, tmp_path):
+    out = mlguild("run", str(task), "--dry-run", "-n", "1", cwd=tmp_path, env={"MLGUILD_BWRAP": "/nonexistent/bwrap"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [line for line in out.stdout.splitlines() if "sandbox" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning: sandbox local") and "WEAK" in lines[0]
+    assert "MLGUILD_BWRAP=/nonexistent/bwrap is not an executable file" in lines[0]
+
+
+def test_sandbox_flag_bwrap_fails_when_bwrap_is_unusable(task, tmp_path):
+    out = mlguild("run", str(task), "--dry-run", "-n", "1", "--sandbox", "bwrap", cwd=tmp_path,
+                  env={"MLGUILD_BWRAP": "/bin/false"})
+    assert out.returncode == 2 and "sandbox 'bwrap' is not usable here" in one_line(out.stderr)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_iterations_below_one_is_an_error_not_no_limit(n, task, tmp_path):
+    for args in (["run", str(task), "--dry-run"], ["run", str(task), "--time", "1m"]):
+        out = mlguild(*args, "--iterations", n, cwd=tmp_path)
+        assert out.returncode == 2, out.stdout + out.stderr
+        err = one_line(out.stderr)
+        assert f"--iterations must be at least 1 (got {n})" in err and "fix:" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path):
+    # A wrapper must tell an interrupted run from a finished one: the shell's 128 + SIGINT.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlguild", "run", str(task), "--brain", "recipes", "--time", "2m",
+         "--run-id", "r", "--runs-dir", str(tmp_path / "runs")],
+        cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        journal = tmp_path / "runs" / "r" / "journal.jsonl"
+        end = time.monotonic() + 120
+        while not (journal.exists() and '"node_started"' in journal.read_text()):
+            assert time.monotonic() < end and proc.poll() is None, "no node started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, out + err
+    assert "stopped: interrupted by user" in out and f"mlguild resume {tmp_path / 'runs' / 'r'}" in out
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert records[-1]["type"] == "session_ended" and records[-1]["reason"] == "interrupted by user"
