@@ -91,16 +91,16 @@ def describe_layer(sandbox, limits: Limits | None = None) -> str:
         return ("sandbox: bwrap (namespace layer): no network, own PID namespace, only the "
                 f"node directory writable, data read-only at /data, sealed data never "
                 f"mounted; scripts run {who}; GPU devices: {gpu}")
-    why_not = probe()[1] or "not selected"
+    why_not = probe()[1]
     if target is None:
         who = "as the agent's uid"
     else:
         why = sandbox.drop_problem(*target)
         who = f"as uid {target[0]}" if not why else f"AS ROOT (uid {target[0]} {why})"
+    bwrap = f"namespace layer unavailable: {why_not}" if why_not else "namespace layer not selected"
     return (f"sandbox: local (always-on layer) - WEAK: no network or filesystem isolation "
             f"(a script can read sealed labels by path, open connections, and signal the "
-            f"agent when it shares its uid); scripts run {who}; namespace layer "
-            f"unavailable: {why_not}")
+            f"agent when it shares its uid); scripts run {who}; {bwrap}")
 
 
 __all__ = [

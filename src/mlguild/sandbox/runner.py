@@ -1,8 +1,11 @@
-"""The agent's side of every layer: start the supervisor, wait with a safety timer, report.
+"""The agent's side of every layer: start the supervisor, watch it, wait with a safety
+timer, report.
 
 A layer (local.py, bwrap.py) only decides *what* runs (argv, env, uid, wrapper); this
 module runs it the same way for all of them, so timeouts, the sweep, output capture and
-the typed result behave identically whichever layer is in use.
+the typed result behave identically whichever layer is in use. The agent also watches
+the supervisor: one held stopped (SIGSTOP, a ptrace stop) cannot sweep or report, so the
+agent kills the script's whole tree and the supervisor itself (``_wait``, ``kill_tree``).
 
 Starting the supervisor's interpreter is the largest part of a run's start-up, so each
 thread keeps one supervisor started ahead (``prestart``; see supervisor_start.py).
