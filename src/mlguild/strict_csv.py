@@ -10,9 +10,10 @@ A UTF-8 byte-order mark is stripped and accepted (Excel writes one); blank lines
 allowed only at the end of a file.
 
 With ``max_rows`` (the rows a submission must have), a file holding more is read only
-until that is certain: the file is read in chunks, and once a chunk shows more lines than
-rows allowed, the part read so far is parsed; if it already holds ``max_rows + 1`` complete
-rows, the rest is never read. A hostile file of extra rows then costs what a valid one does.
+until that is certain: its newlines are counted chunk by chunk, and once there are enough
+for ``max_rows + 1`` rows, only the start up to there is parsed; if it holds that many
+complete rows (quoted newlines can fool a count, a parse cannot), the rest is never read.
+A hostile file of extra rows then costs what a valid one does.
 """
 
 from __future__ import annotations
@@ -81,38 +82,51 @@ def read_table(path: str | os.PathLike, max_bytes: int | None, max_rows: int | N
 
 
 def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_rows: int | None) -> Table:
-    """Read ``size`` bytes (the size stat gave) in chunks into one buffer, stopping early once
-    the part read so far proves more than ``max_rows`` rows; then whatever the file grew by."""
-    buf = bytearray(size)         # filled in place: a join of chunks would copy the whole file
-    got = lines = 0               # lines: newlines so far, never fewer than the complete rows
-    retry_at = 0                  # bytes read before the next try: doubles after each miss
-    with memoryview(buf) as view:
-        while got < size and (n := fh.readinto(view[got:got + _CHUNK])):
-            got += n
-            if max_rows is None or got == size:
-                continue
-            lines += int(np.count_nonzero(np.frombuffer(view[got - n:got], dtype=np.uint8) == 10))
-            if lines >= max_rows + 2 and got >= retry_at:    # the header, max_rows rows and one more
-                cut = buf.rfind(b"\n", 0, got) + 1
-                table = _parse(bytes(view[:cut]), max_rows, partial=True)
-                if table is not None:
-                    return table
-                retry_at = 2 * got    # quoted newlines or blank lines fooled the count
-    del buf[got:]                 # it shrank while being read
-    more = fh.read(None if max_bytes is None else max_bytes + 1 - got)   # or grew (a file still written)
-    if more:
-        buf += more
-        if max_bytes is not None and len(buf) > max_bytes:
-            raise fail("too_large", f"{p} is over the limit of {max_bytes:,} bytes")
-    return _parse(buf, max_rows, partial=False)
+    """The file parsed, or only its start when that proves more than ``max_rows`` rows."""
+    if max_rows is not None and size > _CHUNK:
+        table = _prefix_with_extra_rows(fh, max_rows)
+        if table is not None:
+            return table
+        fh.seek(0)
+    # One read of the whole file, as a file of the right length needs: chunks joined later
+    # would hold two copies at once and make every later copy of the text slower.
+    raw = fh.read()
+    if max_bytes is not None and len(raw) > max_bytes:      # it grew after the size check
+        raise fail("too_large", f"{p} is over the limit of {max_bytes:,} bytes")
+    return _parse(raw, max_rows, partial=False)
 
 
-def _parse(raw: bytes | bytearray, max_rows: int | None, partial: bool) -> Table | None:
+def _prefix_with_extra_rows(fh: BinaryIO, max_rows: int) -> Table | None:
+    """Scan the file's newlines chunk by chunk (without keeping the chunks); once there are
+    enough for the header and ``max_rows + 1`` rows, parse just the start up to there. The
+    table when it really holds more than ``max_rows`` rows, else None (read it all)."""
+    pos = lines = retry_at = 0    # lines: newlines so far, never fewer than the complete rows
+    while chunk := fh.read(_CHUNK):
+        a = np.frombuffer(chunk, dtype=np.uint8)
+        here = int(np.count_nonzero(a == 10))
+        if lines + here >= max_rows + 2 and pos + len(chunk) >= retry_at:
+            ends = np.flatnonzero(a == 10)
+            # First try: just past the newline that ends row max_rows + 1; later: all read so far.
+            end = ends[max_rows + 1 - lines] if retry_at == 0 else ends[-1]
+            fh.seek(0)
+            table = _parse(fh.read(pos + int(end) + 1), max_rows, partial=True)
+            if table is not None:
+                return table
+            retry_at = 2 * (pos + len(chunk))    # quoted newlines or blank lines fooled the count
+            fh.seek(pos + len(chunk))
+        lines += here
+        pos += len(chunk)
+    return None
+
+
+def _parse(raw: bytes, max_rows: int | None, partial: bool) -> Table | None:
     """Parse a whole file, or with ``partial`` the start of one cut after a newline: then the
     table is returned only if it holds more than ``max_rows`` complete rows, else None."""
     if raw.startswith(_BOM):
         raw = raw[len(_BOM):]
     if not _CONTENT.search(raw):      # only line ends (a search, not a copy of the file)
+        if partial:                   # blank lines first: the rest will tell
+            return None
         raise fail("empty", "the file is empty")
     try:
         text = raw.decode("utf-8")

@@ -58,8 +58,8 @@ def user_errors() -> Iterator[None]:
         if exc.errno not in _ENVIRONMENT:
             raise
         where = f" ({exc.filename})" if exc.filename else ""
-        _print_error(f"{exc.strerror}{where}", "free disk space or make the folder writable, then `mlguild resume` the run "
-                                               "(or pass --runs-dir on another disk)")
+        _print_error(f"{exc.strerror}{where}", "free disk space or make the folder writable, then run the command "
+                                               "again (`mlguild resume RUN` continues a run)")
         raise typer.Exit(2) from None
 
 
