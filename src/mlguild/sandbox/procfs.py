@@ -51,6 +51,16 @@ def drop_capability(cap: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
+def children(pid: int) -> list[int]:
+    """The children of ``pid``'s main thread (/proc/<pid>/task/<pid>/children); empty if it
+    is gone or the kernel has no such file (CONFIG_PROC_CHILDREN)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def ns_pids(pid: int) -> list[int] | None:
     """The pids of ``pid`` in each PID namespace, from ours down to its own (NSpid in
     /proc/<pid>/status); None if it is gone or the kernel does not say (before 4.1)."""

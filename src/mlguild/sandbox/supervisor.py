@@ -134,6 +134,16 @@ class Run:
                     # dies, as in the unwrapped case
                     self.script_main = p
 
+    def learn_init(self) -> None:
+        """Find bwrap's namespace init among bwrap's children (one small read, no /proc
+        walk); learn_wrapped does the same from a full scan."""
+        self.wrappers.add(self.main)
+        for child in procfs.children(self.main):
+            ids = procfs.ns_pids(child)
+            if ids is not None and len(ids) == self.ns_depth + 1 and ids[-1] == 1:
+                self.wrappers.add(child)
+                self.ns_seen.add(child)
+
     def signal_tree(self, sig: int, spare_wrappers: bool = False) -> int:
         """Send ``sig`` to every live descendant; return how many were signalled.
 
@@ -274,10 +284,17 @@ def run(r: Run, emit) -> dict:
     files_cap = limits.get("max_files")
     watch_disk = disk_cap is not None or files_cap is not None
     poll_s = spec.get("poll_s", 0.15)
-    reported = False
     next_tree = next_disk = start + poll_s
-    if r.wrapped:  # learn bwrap's namespace init early, to report it (below)
-        next_tree = start + 0.02
+    # bwrap's init outlives bwrap: if we are killed, the agent kills it (and with it the
+    # namespace) by the pid we report, so learn it early, from bwrap's list of children
+    learn_at = start + 0.005 if r.wrapped else None
+
+    def report_init() -> bool:
+        if len(r.wrappers) < 2:
+            return False
+        emit({"event": "wrapped", "init": sorted(r.wrappers - {r.main})})
+        return True
+
     while r.reap() and r.main_status is None:
         now = time.monotonic()
         if r.stop_signal is not None:
@@ -290,14 +307,14 @@ def run(r: Run, emit) -> dict:
         if kill_at is not None and now >= kill_at:
             r.sweep()
             break
+        if learn_at is not None and now >= learn_at:
+            r.learn_init()
+            learn_at = None if report_init() else now + 0.01
         if now >= next_tree:
             r.check_tree(mem_cap, limits.get("tree_procs"))
             next_tree = now + poll_s
-            if r.wrapped and not reported and len(r.wrappers) > 1:
-                # bwrap's init outlives bwrap: if we are killed, the agent kills it (and
-                # with it the namespace) by this pid (runner.py)
-                emit({"event": "wrapped", "init": sorted(r.wrappers - {r.main})})
-                reported = True
+            if learn_at is not None and report_init():  # no children list on this kernel
+                learn_at = None
             if r.memory_exceeded or r.procs_exceeded:
                 break
         if watch_disk and now >= next_disk:
@@ -306,7 +323,7 @@ def run(r: Run, emit) -> dict:
             if r.disk_exceeded:
                 break
         pump(min(kill_at or deadline, next_tree, next_disk if watch_disk else deadline,
-                 now + 0.25))
+                 learn_at or deadline, now + 0.25))
 
     end = r.main_end if r.main_status is not None else time.monotonic()
     r.sweep()  # whatever the main script left behind
