@@ -26,6 +26,11 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def layer_lines(stdout: str) -> list[str]:
+    """The lines that say which sandbox layer runs the scripts."""
+    return [line for line in stdout.splitlines() if line.startswith(("sandbox ", "warning: sandbox "))]
+
+
 @pytest.fixture
 def task(tmp_path) -> Path:
     return make_task(tmp_path / "task")
@@ -45,16 +50,16 @@ def test_auto_without_a_usable_bwrap_refuses_llm_written_scripts_unless_asked(bw
     asked = mlguild("run", str(task), "--dry-run", "--brain", "llm", "-n", "1", "--sandbox", "local",
                     cwd=tmp_path, env=no_bwrap)
     assert asked.returncode == 0, asked.stdout + asked.stderr
-    lines = [line for line in asked.stdout.splitlines() if "sandbox" in line]
-    assert len(lines) == 1 and lines[0].startswith("sandbox local") and "WEAK" in lines[0]
+    lines = layer_lines(asked.stdout)
+    assert len(lines) == 1 and lines[0].startswith("sandbox local") and asked.stdout.count("WEAK") == 1
     assert "read sealed labels" in lines[0] and "warning" not in lines[0]   # asked for: said once, no alarm
 
 
 def test_auto_without_bwrap_runs_the_harness_own_scripts_with_one_warning(task, tmp_path):
     out = mlguild("run", str(task), "--dry-run", "-n", "1", cwd=tmp_path, env={"MLGUILD_BWRAP": "/nonexistent/bwrap"})
     assert out.returncode == 0, out.stdout + out.stderr
-    lines = [line for line in out.stdout.splitlines() if "sandbox" in line]
-    assert len(lines) == 1 and lines[0].startswith("warning: sandbox local") and "WEAK" in lines[0]
+    lines = layer_lines(out.stdout)
+    assert len(lines) == 1 and lines[0].startswith("warning: sandbox local") and out.stdout.count("WEAK") == 1
     assert "MLGUILD_BWRAP=/nonexistent/bwrap is not an executable file" in lines[0]
 
 
@@ -97,3 +102,14 @@ def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path):
     assert "stopped: interrupted by user" in out and f"mlguild resume {tmp_path / 'runs' / 'r'}" in out
     records = [json.loads(line) for line in journal.read_text().splitlines()]
     assert records[-1]["type"] == "session_ended" and records[-1]["reason"] == "interrupted by user"
+
+
+def test_resume_takes_sandbox_too(task, tmp_path):
+    first = mlguild("run", str(task), "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    more = mlguild("resume", "r", "-n", "2", "--sandbox", "local", cwd=tmp_path)
+    assert more.returncode == 0, more.stdout + more.stderr
+    assert layer_lines(more.stdout)[0].startswith("sandbox local")
+    assert "kind: local" in (tmp_path / "runs" / "r" / "config.yaml").read_text()
+    bad = mlguild("resume", "r", "-n", "0", cwd=tmp_path)
+    assert bad.returncode == 2 and "--iterations must be at least 1" in one_line(bad.stderr)
