@@ -28,8 +28,8 @@ root without CAP_SYS_PTRACE, with a note in the result. ``spec["wrapped"]`` (nam
 layer): the main process is bubblewrap; it and its namespace init (known by its pid in
 that namespace, 1, since it outlives bwrap; the script's main process is 2 there) are
 spared the SIGTERM (so the script gets its grace period), killed last, and not counted as
-the script's processes; the init's pid is reported (``{'event': 'wrapped', 'init': [pid]}``); an exit code 128+N from
-bubblewrap means the script died of signal N.
+the script's processes; the init's pid is reported (``{'event': 'wrapped', 'init':
+[pid]}``); an exit code 128+N from bubblewrap means the script died of signal N.
 
 We are not dumpable, so a script running as our uid cannot ptrace us (spawn.py takes
 CAP_SYS_PTRACE from a root one). It can SIGKILL or SIGSTOP us: then the main process dies
@@ -286,8 +286,10 @@ def run(r: Run, emit) -> dict:
     poll_s = spec.get("poll_s", 0.15)
     next_tree = next_disk = start + poll_s
     # bwrap's init outlives bwrap: if we are killed, the agent kills it (and with it the
-    # namespace) by the pid we report, so learn it early, from bwrap's list of children
+    # namespace) by the pid we report, so learn it early, from bwrap's list of children,
+    # until the first scan of the tree (which learns it too)
     learn_at = start + 0.005 if r.wrapped else None
+    reported = not r.wrapped
 
     def report_init() -> bool:
         if len(r.wrappers) < 2:
@@ -309,12 +311,13 @@ def run(r: Run, emit) -> dict:
             break
         if learn_at is not None and now >= learn_at:
             r.learn_init()
-            learn_at = None if report_init() else now + 0.01
+            reported = report_init()
+            learn_at = None if reported else now + 0.01
         if now >= next_tree:
             r.check_tree(mem_cap, limits.get("tree_procs"))
             next_tree = now + poll_s
-            if learn_at is not None and report_init():  # no children list on this kernel
-                learn_at = None
+            learn_at = None
+            reported = reported or report_init()
             if r.memory_exceeded or r.procs_exceeded:
                 break
         if watch_disk and now >= next_disk:
@@ -374,13 +377,13 @@ def run(r: Run, emit) -> dict:
 
 
 def main() -> int:
+    # Not dumpable: a script running as our uid without CAP_SYS_PTRACE (spawn.py drops it
+    # from a root script) cannot ptrace us, nor open our /proc/<pid>/mem, so it cannot
+    # freeze us in a ptrace stop. Before the spec, so a supervisor started ahead is covered
+    # while it waits.
+    procfs.prctl(procfs.PR_SET_DUMPABLE, 0)
     # marshal and repr, not json: json pulls in re, and this process's start is every script's
     # start overhead (the agent reads the lines back with ast.literal_eval).
-    # Not dumpable: a script running as our uid without CAP_SYS_PTRACE (spawn.py drops it
-    # from a root script) cannot ptrace us, or read or write our memory through /proc, so
-    # it cannot freeze us in a ptrace stop. Before the spec, so a supervisor started ahead
-    # is covered while it waits.
-    procfs.prctl(procfs.PR_SET_DUMPABLE, 0)
     data = sys.stdin.buffer.read()
     if not data:  # a supervisor started ahead whose agent went away without a run for it
         return 0
