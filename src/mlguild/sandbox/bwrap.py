@@ -36,6 +36,10 @@ COVERS everything the always-on layer covers (local.py), plus:
   /sys read-only for the driver's device enumeration.
 
 DOES NOT COVER:
+- the supervisor and the agent both SIGKILLed at once (the OOM killer, a ``kill -9`` of
+  both): bwrap dies with the supervisor, but its namespace init, which no longer dies with
+  bwrap, is left running with the script inside (its pid is in the supervisor's
+  ``wrapped`` event: killing it ends them all). Either one alone is covered;
 - kernel attack surface: the script makes system calls on the host kernel (no seccomp
   filter); with an agent running as root it can still create a user namespace of its own
   (bubblewrap can forbid that only when it creates one, i.e. for a non-root agent);
