@@ -191,6 +191,56 @@ def _read(path: str) -> bytes:
         return b""
 
 
+def _nspid(pid: int) -> list[int]:
+    for line in _read(f"/proc/{pid}/status").splitlines():
+        if line.startswith(b"NSpid:"):
+            return [int(x) for x in line.split()[1:]]
+    return []
+
+
 def _ppid(pid: int) -> int:
     stat = _read(f"/proc/{pid}/stat")
     return int(stat.rsplit(b")", 1)[1].split()[1]) if stat else 0
+
+
+@pytest.mark.skipif(not probe()[0], reason=f"{probe()[1]}")
+def test_agent_and_supervisor_both_killed_leave_the_namespace_to_its_init(tmp_path, marker):
+    # What bwrap.py says it does not cover: with both gone at once nobody sweeps, and the
+    # namespace init, no longer tied to bwrap, keeps the script running. Killing that init
+    # (the pid the supervisor reports) still ends everything in the namespace.
+    (tmp_path / "script.py").write_text(STUBBORN_TREE)
+    agent_code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from mlguild.sandbox import Limits, get_sandbox, safe_env
+        d = Path({str(tmp_path)!r})
+        env = safe_env(cwd=d, extra={{"MLGUILD_TEST_MARKER": {marker!r}}})
+        get_sandbox("bwrap", prestart=False).run([sys.executable, "script.py"], d, env,
+                                                 Limits(timeout_s=60), d / "o.txt", d / "e.txt")
+    """)
+    agent = subprocess.Popen([sys.executable, "-c", agent_code],
+                             env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
+    try:
+        end = time.monotonic() + 15
+        while not (tmp_path / "ready").exists():
+            assert time.monotonic() < end and agent.poll() is None, "the script never started"
+            time.sleep(0.02)
+        time.sleep(0.2)
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        (supervisor,) = [p for p in pids if _ppid(p) == agent.pid]
+        for pid in (agent.pid, supervisor):
+            os.kill(pid, signal.SIGKILL)
+        agent.wait()
+        time.sleep(0.5)
+        left = survivors(marker)
+        assert len(left) >= 4, "the namespace did not outlive its supervisor: update bwrap.py"
+        # bwrap's init (its command line holds the marker too): pid 1 in the namespace
+        (init,) = [p for p in left if _nspid(p)[1:] == [1]]
+        os.kill(init, signal.SIGKILL)
+        end = time.monotonic() + 2.0
+        while (left := survivors(marker)) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert left == [], f"killing the namespace init left {left}"
+    finally:
+        agent.kill()
+        agent.wait()
