@@ -142,16 +142,19 @@ def _judge(proc: dict, log: Path, run_dir: Path, task: Task) -> dict:
     nodes = _count_nodes(run_dir)
     if proc["timed_out"]:
         return {"outcome": "timeout", "message": f"killed{log_tail(log)}", "crashes": dict(crashes), **nodes}
-    refused = [line for line in text.splitlines() if line.startswith("error: ")]
+    errors = [line[len("error: "):] for line in text.splitlines() if line.startswith("error: ")]
     final = run_dir / "final" / "submission.csv"
-    if proc["rc"] == 2 and refused:
-        return {"outcome": "refused", "message": refused[-1][7:], "crashes": dict(crashes), **nodes}
     if not final.exists():
-        return {"outcome": "no_submission", "message": f"exit code {proc['rc']}{log_tail(log)}",
-                "crashes": dict(crashes), **nodes}
+        if proc["rc"] == 2 and errors and not run_dir.exists():     # refused before any run: the task itself
+            return {"outcome": "refused", "message": errors[-1], "crashes": dict(crashes), **nodes}
+        why = errors[-1] if errors else f"exit code {proc['rc']}{log_tail(log)}"
+        return {"outcome": "no_submission", "message": why, "crashes": dict(crashes), **nodes}
     graded = score_file(task, final)
     if graded["score"] is None:
         return {"outcome": "invalid_submission", "message": graded["error"], "crashes": dict(crashes), **nodes}
+    if errors and errors[-1].startswith("nothing learnable"):
+        return {"outcome": "nothing_learnable", "message": errors[-1], "test_score": graded["score"],
+                "crashes": dict(crashes), **nodes}
     return {"outcome": "valid", "test_score": graded["score"], "crashes": dict(crashes), **nodes}
 
 
@@ -236,7 +239,7 @@ def _show(value) -> str:
 def make_report(out: Path) -> str:
     records = list(_done(out / "results.jsonl").values())
     total = len(records)
-    refused = [r for r in records if r["outcome"] in ("refused", "build_refused")]
+    refused = [r for r in records if r["outcome"] in ("refused", "build_refused", "nothing_learnable")]
     judged = [r for r in records if r not in refused]
     valid = [r for r in judged if r["outcome"] == "valid"]
     beats = [r for r in valid if _beats(r)]
@@ -249,11 +252,12 @@ def make_report(out: Path) -> str:
         f"- tasks: {total} ({sum(1 for r in records if r['variant'])} variants)",
         f"- valid final submission: {len(valid)}/{len(judged)} ({pct(valid, judged)}) of the tasks not refused",
         f"- better than the constant floor on test: {len(beats)}/{len(judged)} ({pct(beats, judged)})",
-        f"- refused with a one-line error (nothing learnable, or the task cannot be built): {len(refused)}",
+        f"- ended with a one-line error instead (nothing learnable, or a task mlguild refuses): {len(refused)}",
         f"- median wall time: {np.median([r['wall_s'] for r in records]) if records else 0:.0f} s", "",
     ]
     if refused:
-        lines += ["## Refused", ""] + [f"- {r['name']}: {r.get('message', '')}" for r in refused] + [""]
+        lines += ["## Nothing learnable, or refused", ""] + [
+            f"- {r['name']} ({r['outcome']}): {r.get('message', '')}" for r in refused] + [""]
     failed = [r for r in judged if r["outcome"] != "valid"]
     if failed:
         lines += ["## No valid submission", ""] + [f"- {r['name']}: {r['outcome']}: {r.get('message', '')[:300]}"

@@ -144,7 +144,10 @@ def select(count: int) -> list[Entry]:
         originals = [e for e in chosen if not e.variant]
         if len(originals) % VARIANT_EVERY == 0:
             variant = VARIANTS[(len(originals) // VARIANT_EVERY - 1) % len(VARIANTS)]
-            chosen.append(Entry(**{**asdict(entry), "variant": variant}))
+            fields = {**asdict(entry), "variant": variant}
+            if variant == "rare" and task_type == "binary":    # two rare classes added: three classes or more
+                fields.update(task_type="multiclass", metric=choose_metric("multiclass", frame[target], digest))
+            chosen.append(Entry(**fields))
     return chosen
 
 

@@ -45,6 +45,10 @@ class BrainBroken(MlguildError):
     """The brain keeps producing no code: continuing would only spend budget."""
 
 
+class NothingLearnable(MlguildError):
+    """No model beat a constant prediction on the holdout: the run's submission is no model."""
+
+
 class SubmissionError(MlguildError):
     """A submission file is invalid. ``reason`` is a short stable code (e.g. ``bad_header``)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,7 +15,8 @@ from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
 from ..config import load_config, parse_duration, save_config
-from ..errors import ConfigError
+from ..diagnose import diagnose
+from ..errors import ConfigError, RunError
 from ..final import grade_final
 from ..llm.config import build_router
 from ..llm.registry import make_llm
@@ -23,6 +25,7 @@ from ..refit import Refitter
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
+from ..verdict import check_learned, floors
 from .common import console, default_runs_dir, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
@@ -124,7 +127,11 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     searched = sum(1 for n in agent.state.graph if n.op != "refit")
     console.print(f"\nstopped: {reason}; {searched} nodes, {scored} scored")
     if best is None:
-        console.print("[yellow]no node produced a valid submission[/]; see `mlguild status " + str(run.path) + "`")
+        if finished:
+            raise RunError(f"no node produced a valid submission in {searched} nodes ({_common_failure(agent)})",
+                           f"see `mlguild status {run.path}` and `mlguild show <node> --run {run.path}`; "
+                           f"give it more time with `mlguild resume {run.path} --time 30m`")
+        console.print("[yellow]no node produced a valid submission yet[/]; see `mlguild status " + str(run.path) + "`")
         return reason
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
     choice = agent.state.final_choice
@@ -133,7 +140,20 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     if grade is not None:
         shown = f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
+    if finished and not fake_llm and brain.name != "scripted":   # a dry run checks plumbing, not learning
+        check_learned(best.score, floors(run.journal.records), agent.runner.metric.direction, run.spec.metric)
     return reason
+
+
+def _common_failure(agent: Agent) -> str:
+    """The most frequent way the nodes failed, as "6 crash: TypeError in step 'columns' ..."."""
+    columns = [c.name for c in agent.run.profile.columns]
+    causes = Counter(f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
+                     for n in agent.state.graph if not n.ok and n.op != "refit")
+    if not causes:
+        return "no node finished"
+    cause, count = causes.most_common(1)[0]
+    return f"most often, {count} times: {cause}"
 
 
 def _final_stage(run: RunDir, agent: Agent) -> None:

