@@ -84,7 +84,7 @@ def read_table(path: str | os.PathLike, max_bytes: int | None, max_rows: int | N
 def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_rows: int | None) -> Table:
     """The file parsed, or only its start when that proves more than ``max_rows`` rows."""
     if max_rows is not None and size > _CHUNK:
-        table = _prefix_with_extra_rows(fh, max_rows)
+        table = _prefix_with_extra_rows(fh, size, max_rows)
         if table is not None:
             return table
         fh.seek(0)
@@ -96,26 +96,32 @@ def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_ro
     return _parse(raw, max_rows, partial=False)
 
 
-def _prefix_with_extra_rows(fh: BinaryIO, max_rows: int) -> Table | None:
-    """Scan the file's newlines chunk by chunk (without keeping the chunks); once there are
+def _prefix_with_extra_rows(fh: BinaryIO, size: int, max_rows: int) -> Table | None:
+    """Scan the file's newlines chunk by chunk (through one reused buffer); once there are
     enough for the header and ``max_rows + 1`` rows, parse just the start up to there. The
-    table when it really holds more than ``max_rows`` rows, else None (read it all)."""
+    table when it really holds more than ``max_rows`` rows, else None (read it all).
+
+    A file no more than twice the size its first chunk's lines predict for the rows expected
+    is not scanned further: reading it whole costs about what a valid file costs."""
+    buf = bytearray(_CHUNK)
     pos = lines = retry_at = 0    # lines: newlines so far, never fewer than the complete rows
-    while chunk := fh.read(_CHUNK):
-        a = np.frombuffer(chunk, dtype=np.uint8)
-        here = int(np.count_nonzero(a == 10))
-        if lines + here >= max_rows + 2 and pos + len(chunk) >= retry_at:
-            ends = np.flatnonzero(a == 10)
+    while n := fh.readinto(buf):
+        is_nl = np.frombuffer(buf, dtype=np.uint8, count=n) == 10
+        here = int(np.count_nonzero(is_nl))
+        if pos == 0 and here < max_rows + 2 and size <= 2 * n / max(here, 1) * (max_rows + 2):
+            return None
+        if lines + here >= max_rows + 2 and pos + n >= retry_at:
+            ends = np.flatnonzero(is_nl)
             # First try: just past the newline that ends row max_rows + 1; later: all read so far.
             end = ends[max_rows + 1 - lines] if retry_at == 0 else ends[-1]
             fh.seek(0)
             table = _parse(fh.read(pos + int(end) + 1), max_rows, partial=True)
             if table is not None:
                 return table
-            retry_at = 2 * (pos + len(chunk))    # quoted newlines or blank lines fooled the count
-            fh.seek(pos + len(chunk))
+            retry_at = 2 * (pos + n)    # quoted newlines or blank lines fooled the count
+            fh.seek(pos + n)
         lines += here
-        pos += len(chunk)
+        pos += n
     return None
 
 
