@@ -151,6 +151,8 @@ def test_workspace_is_not_built_twice(small_task, tmp_path):
     (lambda r: _edit_yaml(r, positive_label="yes"), "positive_label 'yes' is not among the labels"),
     (lambda r: (r / "private" / "answers.csv").write_text("id,y\nr00000,1\n"), "test answers"),
     (lambda r: (r / "private" / "answers.csv").write_text("id,label\n"), "test answers"),
+    # The data's own copy of the target (e.g. a close price beside an adjusted close equal to it).
+    (lambda r: _edit_train(r, lambda f: f.assign(y_copy=f["y"].astype(float))), "'y_copy' equals the target 'y'"),
 ])
 def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, message):
     from mlguild.config import load_config

@@ -92,6 +92,17 @@ def test_csv_source_creates_an_id_and_multiclass_logloss(tmp_path):
     assert spec.submission_columns == ["id", "blue", "green", "red"]
 
 
+def test_csv_source_creates_an_id_beside_a_repeating_id_column(tmp_path):
+    # Panel data: "id" names a subject seen several times, so it cannot identify a row.
+    frame = pd.DataFrame({"id": [i // 3 for i in range(90)], "x": range(90), "y": [i % 2 for i in range(90)]})
+    frame.to_csv(tmp_path / "panel.csv", index=False)
+    root = init_task(f"csv:{tmp_path / 'panel.csv'}", tmp_path / "t", target="y")
+    spec = load_task(root).spec
+    assert spec.id_column == "row_id"
+    train = pd.read_csv(root / "public" / "train.csv")
+    assert train["row_id"].is_unique and "id" in train.columns     # the subject column is kept as data
+
+
 def test_csv_source_with_test_file_holding_answers(tmp_path):
     pd.DataFrame({"id": range(50), "x": range(50), "y": [1.5 * i for i in range(50)]}).to_csv(tmp_path / "tr.csv", index=False)
     pd.DataFrame({"id": range(50, 60), "x": range(10), "y": range(10)}).to_csv(tmp_path / "te.csv", index=False)

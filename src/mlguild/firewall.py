@@ -143,6 +143,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     if len(train) < 10:
         raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
     _check_labels(train, task)
+    _no_copy_of_the_target(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
     if spec.ids_unique:
@@ -368,11 +369,29 @@ def _keyed(frame: pd.DataFrame, id_column: str) -> pd.DataFrame:
     return frame.assign(**{_POS: frame.groupby(id_column, sort=False).cumcount()})
 
 
+def _no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
+    """Refuse a task whose own inputs hold a copy of a target (the same value in every labelled
+    row, under another name): a model would copy it, the holdout would keep no secret, and
+    the verifier would rightly refuse the workspace later. Said now, as the data's problem."""
+    spec = task.spec
+    for target in spec.target_columns:
+        truth = _normalise(train[target])
+        if truth.nunique() < 2:
+            continue
+        copies = [c for c in train.columns if c not in (spec.id_column, *spec.target_columns)
+                  and (_normalise(train[c]) == truth).all()]
+        if copies:
+            raise TaskError(f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "
+                            "labelled row, so the task gives its answers away",
+                            f"remove {copies[0]!r} from the train and test files in {task.public_dir}, "
+                            "or choose another target")
+
+
 def _normalise(values: pd.Series) -> pd.Series:
     """Compare numbers as numbers ("1.0" == "1") and everything else as exact text."""
     numbers = pd.to_numeric(values, errors="coerce")
     if numbers.notna().all():
-        return numbers.round(9).astype(str)
+        return numbers.astype(float).round(9).astype(str)
     return values.astype(str)
 
 

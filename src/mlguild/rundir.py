@@ -31,6 +31,7 @@ from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace, verify_workspa
 from .journal import Journal
 from .profile import DataProfile, profile_workspace
 from .scorer import fingerprint
+from .verdict import write_prior_submission
 from .task import Task, TaskSpec, short
 
 _RUN_ID = re.compile(r"\w[\w.-]{0,127}")
@@ -114,10 +115,11 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
             raise _exists(path, task)
         lock_fd = _claim(partial)
         try:
-            floor, checked = _build(task, config, partial)
+            floor, prior_floor, checked = _build(task, config, partial)
             with Journal(partial / "journal.jsonl") as journal:
                 journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
-                               verified_files=checked, floor_score=floor, scorer_sha256=fingerprint())
+                               verified_files=checked, floor_score=floor, prior_floor_score=prior_floor,
+                               scorer_sha256=fingerprint())
             os.rename(partial, path)        # the run appears whole, or not at all
             _fsync_dir(runs)
         except BaseException:
@@ -129,8 +131,9 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
     return RunDir(path, config, task.spec, task.description, journal, lock_fd)
 
 
-def _build(task: Task, config: Config, path: Path) -> tuple[float, int]:
-    """Everything of a run but its journal; returns (floor score, files verified)."""
+def _build(task: Task, config: Config, path: Path) -> tuple[float, float | None, int]:
+    """Everything of a run but its journal; returns (the sample submission's floor score, the
+    training prior's floor score, files verified)."""
     save_config(config, path / "config.yaml")
     snapshot = {"spec": task.spec.model_dump(), "root": str(task.root), "description": task.description}
     (path / "task.json").write_text(json.dumps(snapshot, indent=2))
@@ -139,13 +142,18 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float, int]:
     if not report.ok:
         raise RunError(f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started")
     floor = floor_score(task.spec, ws.data_dir / HOLDOUT_SAMPLE, ws.holdout_answers, "holdout labels")
+    prior = path / "prior_holdout.csv"      # the best constant, scored, then not kept
+    prior_floor = None
+    if write_prior_submission(task.spec, ws.data_dir / task.spec.train_file, ws.data_dir / HOLDOUT_SAMPLE, prior):
+        prior_floor = floor_score(task.spec, prior, ws.holdout_answers, "holdout labels")
+        prior.unlink()
     if ws.test_answers is not None:
         floor_score(task.spec, ws.data_dir / task.spec.sample_submission, ws.test_answers, "test answers")
     profile = profile_workspace(ws.data_dir, {**task.spec.public_dict()})
     (path / "profile.json").write_text(json.dumps(profile.to_dict(), indent=2))
     (path / "nodes").mkdir()
     (path / "best").mkdir()
-    return floor, report.checked_files
+    return floor, prior_floor, report.checked_files
 
 
 def _runs_folder(runs_dir: Path) -> Path:

@@ -9,8 +9,44 @@ test answers are graded once, and never to decide anything.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
+
 from .errors import NothingLearnable
-from .metrics import Score
+from .metrics import Score, get_metric
+from .task import TaskSpec
+
+
+def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
+    """Write to ``dest`` the template ``sample`` filled with the best constant the training
+    labels give (the majority class, the class shares, the positive share, the mean, or the
+    median for MAE): a stronger floor than a placeholder template. False when the metric has
+    no such constant (ranked lists)."""
+    kind = get_metric(spec.metric).prediction
+    if kind == "ranked_list" or len(spec.target_columns) != 1:
+        return False
+    target = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=[spec.target_columns[0]]).iloc[:, 0]
+    target = target[target != ""]
+    frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
+    columns = spec.prediction_columns
+    if target.empty:
+        return False
+    if kind == "label":
+        frame[columns[0]] = target.mode().iloc[0]
+    elif kind == "probability":
+        frame[columns[0]] = float((target == (spec.positive_label or "1")).mean())
+    elif kind == "class_probabilities":
+        shares = target.value_counts(normalize=True)
+        for column, label in zip(columns, spec.classes or columns):
+            frame[column] = float(shares.get(label, 0.0))
+    else:
+        values = pd.to_numeric(target, errors="coerce").dropna()
+        if values.empty:
+            return False
+        frame[columns[0]] = float(values.median() if spec.metric == "mae" else values.mean())
+    frame.to_csv(dest, index=False)
+    return True
 
 
 def floors(records: list[dict]) -> list[float]:

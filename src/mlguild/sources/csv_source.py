@@ -101,10 +101,13 @@ def build_from_csv(
     test_frame = _read(Path(test), "test") if test else None
     id_column = id_column or infer_id_column(train, target)
     if id_column is None:
-        id_column = "id"
-        train.insert(0, "id", [str(i) for i in range(1, len(train) + 1)])
+        # A new column of row numbers; the name is free in both files ("id" may be taken by a
+        # column that repeats, e.g. a subject seen several times).
+        taken = set(train.columns) | set(test_frame.columns if test_frame is not None else [])
+        id_column = next(name for name in ("id", "row_id", *(f"row_id_{i}" for i in range(1, 1000))) if name not in taken)
+        train.insert(0, id_column, [str(i) for i in range(1, len(train) + 1)])
         if test_frame is not None:
-            test_frame.insert(0, "id", [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
+            test_frame.insert(0, id_column, [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
     elif id_column not in train.columns:
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
