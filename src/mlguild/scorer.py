@@ -372,9 +372,10 @@ def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers
     return wins / scored if scored else None
 
 
-def _known_labels(answers: pd.DataFrame, target_columns: list[str], positive_label: str | None,
+def known_labels(answers: pd.DataFrame, target_columns: list[str], positive_label: str | None,
                   classes: list[str] | None, labels: Collection[str] | None) -> set[str]:
-    """Every label a prediction may rightly take (see ``score_submission``)."""
+    """Every label a prediction may rightly take (see ``score_submission``); also what to pass
+    as ``labels`` to ``read_submission`` for a test submission, which has no answers."""
     known = set(pd.unique(answers[target_columns].to_numpy().ravel()).tolist())
     known.update(classes or ())
     known.update(answers.attrs.get(_ATTR, ()))
@@ -424,7 +425,7 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
             raise ValueError(f"target columns {target_columns} must be value columns of the "
                              f"submission {fmt.columns} (ranked lists take exactly one)")
         y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
-        known = _known_labels(answers, target_columns, positive_label, classes, labels) if metric.prediction == "label" else None
+        known = known_labels(answers, target_columns, positive_label, classes, labels) if metric.prediction == "label" else None
         preds = [aligned(p) for p in _predictions(sub, target_columns, metric, idc, known)]
         y_pred = preds[0] if len(preds) == 1 else np.column_stack(preds)
         if "positive_label" in metric.params and "positive_label" not in params:
