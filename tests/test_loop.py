@@ -156,3 +156,15 @@ def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
     with pytest.raises(BrainBroken, match="same way"):
         agent.run_loop()
     assert len(agent.state.graph) == 25
+
+
+def test_a_test_submission_with_a_label_the_task_never_had_is_invalid_during_the_search(tmp_path):
+    root = make_task(tmp_path / "labels", metric="accuracy")
+    labels = GOOD.replace('"y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))',
+                          '"y": (frame["x0"] > 0).astype(int).astype(str) if src == "holdout.csv" else "1.0"')
+    assert labels != GOOD
+    agent, run = _agent(root, tmp_path, [labels], **{"budget.iterations": 1})
+    agent.run_loop()
+    node = agent.state.graph["n0001"]
+    assert node.status == "invalid_output" and "unknown_label" in node.failure and "'1.0'" in node.failure
+    run.close()

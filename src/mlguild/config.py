@@ -28,7 +28,7 @@ class FirewallConfig(_Section):
 
 
 class SandboxConfig(_Section):
-    kind: str = Field("auto", description="Sandbox layer: auto (bwrap when usable, else local), local or bwrap.")
+    kind: str = Field("auto", description="Sandbox layer: auto (bwrap when usable; without it, local only for the recipe and scripted brains, and the llm and hybrid brains refuse to start), local or bwrap.")
     strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
     gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
     script_timeout_s: float = Field(300.0, gt=0, description="Wall-clock limit for one script.")

@@ -29,6 +29,7 @@ from .sandbox import ExecStatus, Limits, safe_env
 from .scorer import (
     SubmissionFormat,
     check_fingerprint,
+    known_labels,
     load_answers,
     read_submission,
     score_submission,
@@ -83,8 +84,12 @@ class NodeRunner:
         self.sandbox = sandbox
         spec = run.spec
         self.metric = get_metric(spec.metric)
-        self.fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
+        self.fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique,
+                                    max_bytes=run.config.scorer.max_submission_bytes)
         self.holdout_answers = load_answers(run.workspace.holdout_answers, spec.id_column)
+        # The labels a test prediction may take (a test submission has no answers to check against).
+        self.labels = (known_labels(self.holdout_answers, spec.target_columns, spec.positive_label, spec.classes, None)
+                       if self.metric.prediction == "label" else None)
         data = run.workspace.data_dir
         self.test_ids = read_csv_exact(data / spec.sample_submission)[spec.id_column].tolist()
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
@@ -192,7 +197,7 @@ class NodeRunner:
                 return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
         spec = self.run.spec
         try:
-            read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
+            read_submission(submission, self.fmt, self.test_ids, metric=self.metric, labels=self.labels)
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
         try:
@@ -218,7 +223,7 @@ class NodeRunner:
         if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
             return Outcome("missing_output", failure="the refit did not write output/submission.csv as a regular file")
         try:
-            read_submission(submission, self.fmt, self.test_ids, metric=self.metric)
+            read_submission(submission, self.fmt, self.test_ids, metric=self.metric, labels=self.labels)
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
         return Outcome(FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else [])

@@ -452,5 +452,5 @@ def check_fingerprint(expected: str) -> None:
     got = fingerprint()
     if got != expected:
         raise ScorerIntegrityError(f"the scorer's source changed during the run (fingerprint {got[:12]} "
-                                   f"!= {expected[:12]})", fix="restore src/mlguild/scorer.py and "
-                                   "src/mlguild/metrics.py, or start a new run")
+                                   f"!= {expected[:12]})", fix="restore src/mlguild/scorer.py, "
+                                   "strict_csv.py, metrics.py and score.py (e.g. `git checkout src/mlguild`), or start a new run")

@@ -26,7 +26,7 @@ from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
 from ..verdict import check_learned, floors
-from .common import console, default_runs_dir, resolve_run, user_errors
+from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
 
@@ -106,9 +106,9 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     brain, brain_line = _brain_for(run, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search), sandbox)
-    console.print(f"run   {run.path}")
-    console.print(f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
-    console.print(f"brain {brain_line}")
+    console.print(f"run   {plain(run.path)}")
+    console.print(f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
+    console.print(f"brain {plain(brain_line)}")
     console.print(sandbox_line)
     with Progress(agent) as progress:
         agent.on_event = progress
