@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import Workspace, rdata
+
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
 from mlguild.column_kinds import detect_kind
@@ -217,3 +217,31 @@ def test_wide_data(tmp_path):
     assert len(ws.profile["columns"]) == 2002
     for recipe in ("lightgbm", "linear"):
         ws.run(_draft(ws, recipe).code, recipe)
+
+
+def test_wide_data_is_screened_inside_each_fold_from_its_fit_rows_only(tmp_path, monkeypatch):
+    from test_recipes import _script_head
+
+    rng = np.random.default_rng(3)
+    rows = 200
+    frame = pd.DataFrame(rng.normal(size=(rows, 300)).round(3), columns=[f"f{i}" for i in range(300)])
+    frame.insert(0, "id", range(rows))
+    frame["y"] = (3 * frame["f7"] + rng.normal(scale=0.5, size=rows)).round(3)
+    ws = Workspace(tmp_path, frame, n_holdout=30, n_test=30, name="wide", task_type="regression", metric="rmse",
+                   id_column="id", target_columns=["y"], submission_columns=["id", "y"])
+    proposal = _draft(ws, "lightgbm")
+    assert proposal.meta["features"]["screen"] == 20           # wide: 300 columns for 140 rows
+    assert "def screen_columns(" in proposal.code
+    narrow = Workspace(tmp_path / "narrow", _frame(300), name="narrow", task_type="binary", metric="accuracy",
+                       id_column="id", target_columns=["label"], submission_columns=["id", "label"])
+    assert "screen_columns" not in _draft(narrow, "lightgbm").code
+    # Each fold chooses from its own fit rows and their labels; the other parts only follow.
+    assert "screen_columns(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])" in proposal.code
+    ns = _script_head(ws, proposal.code, monkeypatch)
+    X, y, screen = ns["X"], ns["y"], ns["screen_columns"]
+    fit, valid = np.arange(0, 100), np.arange(100, len(y))
+    X_fit, (X_valid,) = screen(X.iloc[fit], y[fit], [X.iloc[valid]])
+    assert "f7" in X_fit.columns and len(X_fit.columns) == 20 and list(X_valid.columns) == list(X_fit.columns)
+    # Other fit labels, other columns: the choice is the fit rows' (here: pure noise picks f7 rarely).
+    noise, _ = screen(X.iloc[fit], rng.permutation(y[fit]), [X.iloc[valid]])
+    assert list(noise.columns) != list(X_fit.columns)

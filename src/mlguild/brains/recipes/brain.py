@@ -23,7 +23,15 @@ from .choice import choose
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
-from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
+from .repair import (
+    SAFEST,
+    apply_learned,
+    learned,
+    repair_for,
+    repeated_failure,
+    safest_meta,
+    usable_columns,
+)
 
 _SLOW = ("timeout", "memory")
 

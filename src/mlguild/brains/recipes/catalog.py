@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...column_kinds import UNUSABLE
+
 Params = dict[str, Any]
 
 
@@ -167,6 +169,7 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         text = "tfidf" if recipe.encoding == "onehot" else "svd"
     return {
         "log_target": log_target,
+        "screen": _screen_size(recipe, profile),   # numeric columns kept per fold (0: all)
         "freq_encoding": False,
         "quantile_numeric": False,
         "text": text,                     # stats | svd | tfidf: how free-text columns enter
@@ -179,6 +182,18 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         "target_encoding": False,         # out-of-fold category target means, fitted inside each fold
         "ratios": False,                  # log-ratios of the leading positive numeric columns
     }
+
+
+def _screen_size(recipe: Recipe, profile: dict[str, Any]) -> int:
+    """How many numeric columns each fold keeps on wide data (at least 100 usable columns, and
+    at least half as many as training rows), else 0. With that many columns, every model
+    finds some noise column that fits the training rows by chance; a fold keeps the columns
+    most associated with the target on its own fit rows. Tree recipes on feature frames only."""
+    n_train = int(profile.get("n_train") or 0)
+    usable = sum(c["kind"] not in UNUSABLE for c in profile.get("columns", []))
+    if recipe.encoding not in ("native", "ordinal", "catboost") or usable < max(100, n_train / 2):
+        return 0
+    return max(20, min(100, n_train // 20))
 
 
 def _run_defaults(recipe: Recipe, profile: dict[str, Any]) -> dict[str, Any]:

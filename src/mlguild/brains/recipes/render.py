@@ -233,6 +233,7 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
         # The fold hook needs feature frames whose index is the row number (native, ordinal).
         "target_encoding": bool(meta["features"].get("target_encoding")) and recipe.encoding in ("native", "ordinal"),
         "ratios": bool(meta["features"].get("ratios")),
+        "screen": int(meta["features"].get("screen") or 0) if recipe.encoding in ("native", "ordinal", "catboost") else 0,
         "safe": bool(meta["features"].get("safe")),
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,

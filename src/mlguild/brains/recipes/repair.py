@@ -25,6 +25,7 @@ _OPTIONAL_STEPS: dict[str, tuple[str, Any]] = {
     "freq_encoding": ("freq_encoding", False),
     "target_encoding": ("target_encoding", False),
     "svd": ("text", "stats"),
+    "screen": ("screen", 0),
 }
 REPAIR_MOVES = ("drop_column", *(f"skip_{step}" for step in _OPTIONAL_STEPS))
 SAFEST = "safest"
