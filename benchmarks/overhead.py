@@ -87,13 +87,17 @@ def main() -> int:
         work = Path(tmp)
         overheads = loop_overhead(args.iterations, work)
         med, p90 = statistics.median(overheads), sorted(overheads)[int(0.9 * (len(overheads) - 1))]
-        print(f"per-iteration harness overhead over {len(overheads)} iterations: "
-              f"median {med * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, max {max(overheads) * 1000:.0f} ms "
-              f"(target: median <= 200 ms) -> {'OK' if med <= 0.2 else 'MISSED'}")
+        print(
+            f"per-iteration harness overhead over {len(overheads)} iterations: "
+            f"median {med * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, max {max(overheads) * 1000:.0f} ms "
+            f"(target: median <= 200 ms) -> {'OK' if med <= 0.2 else 'MISSED'}"
+        )
         scoring = scoring_time(args.rows, work)
         worst = max(scoring["ordered"], scoring["shuffled"])
-        print(f"validate + score {args.rows:,} rows: ordered {scoring['ordered']:.2f} s, shuffled {scoring['shuffled']:.2f} s "
-              f"(target: <= 2 s) -> {'OK' if worst <= 2.0 else 'MISSED'}")
+        print(
+            f"validate + score {args.rows:,} rows: ordered {scoring['ordered']:.2f} s, shuffled {scoring['shuffled']:.2f} s "
+            f"(target: <= 2 s) -> {'OK' if worst <= 2.0 else 'MISSED'}"
+        )
     return 0
 
 

@@ -55,8 +55,10 @@ def main() -> int:
             naive = (per_node[nodes[0]] * CHARS_PER_TOKEN + sum(code_chars[: i - 1])) // CHARS_PER_TOKEN
             print(f"{i:>9}  {per_node[nodes[i - 1]]:>23,}  {naive:>32,}")
     worst = max(per_node.values())
-    print(f"largest prompt over {len(nodes)} iterations: {worst:,} tokens (target <= 8,000) -> "
-          f"{'OK' if worst <= 8000 else 'MISSED'}")
+    print(
+        f"largest prompt over {len(nodes)} iterations: {worst:,} tokens (target <= 8,000) -> "
+        f"{'OK' if worst <= 8000 else 'MISSED'}"
+    )
     return 0
 
 

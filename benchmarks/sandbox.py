@@ -67,15 +67,23 @@ def marked(marker: str) -> int:
 
 def first_line_bare(d: Path) -> float:
     t0 = time.time()
-    out = subprocess.run([sys.executable, "script.py"], cwd=d, env=safe_env(cwd=d),
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "script.py"], cwd=d, env=safe_env(cwd=d), capture_output=True, check=True
+    ).stdout
     return float(out.split()[0]) - t0
 
 
 def first_line(sandbox, d: Path) -> float:
     t0 = time.time()
-    r = sandbox.run([sys.executable, "script.py"], d, safe_env(cwd=d), Limits(timeout_s=30),
-                    d / "o.txt", d / "e.txt", data_dir=d.parent / "data")
+    r = sandbox.run(
+        [sys.executable, "script.py"],
+        d,
+        safe_env(cwd=d),
+        Limits(timeout_s=30),
+        d / "o.txt",
+        d / "e.txt",
+        data_dir=d.parent / "data",
+    )
     return float(r.stdout_tail.split()[0]) - t0
 
 
@@ -97,8 +105,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--trials", type=int, default=20)
-    ap.add_argument("--no-prestart", action="store_true",
-                    help="start each run's supervisor on demand, not ahead")
+    ap.add_argument("--no-prestart", action="store_true", help="start each run's supervisor on demand, not ahead")
     args = ap.parse_args()
     prestart = not args.no_prestart
     layers = {"local": LocalSandbox(prestart=prestart)}
@@ -121,19 +128,17 @@ def main() -> None:
         floor = statistics.median(bare)
         print(f"\nstart-to-first-line, {args.runs} runs (ms)")
         print(f"{'':16}{'median':>8}{'p90':>8}{'overhead (median)':>20}{'(p90)':>8}")
-        print(f"{'bare subprocess':16}{floor * 1e3:8.1f}{pct(bare, .9) * 1e3:8.1f}")
+        print(f"{'bare subprocess':16}{floor * 1e3:8.1f}{pct(bare, 0.9) * 1e3:8.1f}")
         for name, s in layers.items():
             t = [first_line(s, d) for _ in range(args.runs)]
-            med, p90 = statistics.median(t), pct(t, .9)
-            print(f"{name:16}{med * 1e3:8.1f}{p90 * 1e3:8.1f}"
-                  f"{(med - floor) * 1e3:20.1f}{(p90 - floor) * 1e3:8.1f}")
+            med, p90 = statistics.median(t), pct(t, 0.9)
+            print(f"{name:16}{med * 1e3:8.1f}{p90 * 1e3:8.1f}{(med - floor) * 1e3:20.1f}{(p90 - floor) * 1e3:8.1f}")
         print(f"\nkill latency after timeout, {args.trials} trials, grace 1 s (s)")
         print(f"{'':24}{'p50':>7}{'p99':>7}{'max':>7}{'survivors':>11}")
         for name, s in layers.items():
             for label, code in (("obeys SIGTERM", OBEYS_TERM), ("ignores SIGTERM", IGNORES_TERM)):
                 lat, left = kill_latency(s, d, code, args.trials)
-                print(f"{name + ', ' + label:24}{pct(lat, .5):7.3f}{pct(lat, .99):7.3f}"
-                      f"{max(lat):7.3f}{left:11d}")
+                print(f"{name + ', ' + label:24}{pct(lat, 0.5):7.3f}{pct(lat, 0.99):7.3f}{max(lat):7.3f}{left:11d}")
 
 
 if __name__ == "__main__":

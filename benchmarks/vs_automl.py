@@ -68,7 +68,7 @@ from mlguild.task import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_DIR = ROOT / "benchmarks" / "peers"
-PEERS = {   # name -> (runner script, module whose __version__ says it is installed)
+PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
 }
@@ -77,14 +77,22 @@ RATIO_NOTE = "ratio > 1 means mlguild is better: mlguild/peer when the metric is
 
 # ----------------------------------------------------------------- processes
 
+
 def run_logged(cmd: list[str], log: Path, timeout_s: float, env: dict | None = None, cwd: Path | None = None) -> dict:
     """Run ``cmd`` in its own process group, output to ``log``; kill the whole group on timeout."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log, "wb") as out:
         try:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, cwd=cwd, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except OSError as exc:
             out.write(f"cannot start {cmd[0]}: {exc}\n".encode())
             return {"rc": None, "timed_out": False, "wall_s": 0.0}
@@ -129,8 +137,12 @@ def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
         return None, f"not installed ({python} is missing); {fix}"
     module = PEERS[peer][1]
     try:
-        out = subprocess.run([str(python), "-c", f"import {module} as m; print(m.__version__)"],
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [str(python), "-c", f"import {module} as m; print(m.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     except subprocess.TimeoutExpired:
         return None, f"importing {module} took over 300 s"
     if out.returncode != 0:
@@ -141,14 +153,22 @@ def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
 
 # ----------------------------------------------------------------- scoring
 
+
 def score_file(task: Task, path: Path) -> dict:
     """Score a submission with mlguild's scorer against the task's test answers."""
     spec = task.spec
     fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
     try:
-        result = score_submission(path, load_answers(task.answers_path, spec.id_column), fmt, get_metric(spec.metric),
-                                  spec.target_columns, metric_params=spec.metric_params,
-                                  positive_label=spec.positive_label, classes=spec.classes)
+        result = score_submission(
+            path,
+            load_answers(task.answers_path, spec.id_column),
+            fmt,
+            get_metric(spec.metric),
+            spec.target_columns,
+            metric_params=spec.metric_params,
+            positive_label=spec.positive_label,
+            classes=spec.classes,
+        )
     except SubmissionError as exc:
         return {"score": None, "error": f"invalid submission ({exc.reason}): {exc.message}"}
     except (ValueError, OSError) as exc:
@@ -169,6 +189,7 @@ def ratio(direction: str, ours: float | None, peer: float | None) -> float | Non
 
 # ----------------------------------------------------------------- the systems
 
+
 def mlguild_command() -> list[str]:
     exe = Path(sys.executable).parent / "mlguild"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mlguild.cli.app"]
@@ -180,8 +201,19 @@ def run_mlguild(task: Task, name: str, budget_s: float, work: Path, timeout_s: f
     run_id = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     log = work / "logs" / f"mlguild-{name}.log"
     env = {**os.environ, "MLGUILD_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "160", "PYTHONUNBUFFERED": "1"}
-    cmd = [*mlguild_command(), "run", str(task.root), "--time", f"{budget_s:g}s", "--brain", "recipes",
-           "--runs-dir", str(runs), "--run-id", run_id]
+    cmd = [
+        *mlguild_command(),
+        "run",
+        str(task.root),
+        "--time",
+        f"{budget_s:g}s",
+        "--brain",
+        "recipes",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        run_id,
+    ]
     proc = run_logged(cmd, log, timeout_s, env=env, cwd=work)
     out = {"wall_s": proc["wall_s"], "log": str(log), "run_dir": str(runs / run_id)}
     stopped = re.search(r"stopped: (.*?); (\d+) nodes, (\d+) scored", log.read_text(errors="replace"))
@@ -194,15 +226,25 @@ def run_mlguild(task: Task, name: str, budget_s: float, work: Path, timeout_s: f
         why = f"exit code {proc['rc']}, no audit/final_grade.json"
         return {**out, "status": "failed", "score": None, "reason": f"{why}{log_tail(log)}"}
     grade = json.loads(audit.read_text())
-    out.update(holdout_score=grade.get("holdout_score"), graded_node=grade.get("node"),
-               best_node=grade.get("best_node", grade.get("node")), refit=grade.get("refit"))
+    out.update(
+        holdout_score=grade.get("holdout_score"),
+        graded_node=grade.get("node"),
+        best_node=grade.get("best_node", grade.get("node")),
+        refit=grade.get("refit"),
+    )
     if grade.get("test_score") is None:
         return {**out, "status": "failed", "score": None, "reason": f"final grade invalid: {grade.get('error')}"}
     # Cross-check: the graded file (final/ when mlguild's final stage ran, else best/) scored again
     # by the same scorer must give the audit's number.
     run_dir = runs / run_id
-    graded = next((p for p in (run_dir / "final" / "submission.csv", run_dir / "best" / "submission.csv")
-                   if p.exists() and sha256(p) == grade.get("submission_sha256")), None)
+    graded = next(
+        (
+            p
+            for p in (run_dir / "final" / "submission.csv", run_dir / "best" / "submission.csv")
+            if p.exists() and sha256(p) == grade.get("submission_sha256")
+        ),
+        None,
+    )
     check = score_file(task, graded) if graded else {"score": None, "error": "no submission with the audited sha256"}
     out["rescored"] = check["score"]
     if check["score"] is None or abs(check["score"] - grade["test_score"]) > 1e-9:
@@ -210,17 +252,42 @@ def run_mlguild(task: Task, name: str, budget_s: float, work: Path, timeout_s: f
     return {**out, "status": "ok", "score": grade["test_score"], "reason": None}
 
 
-def run_peer(peer: str, task: Task, spec_json: Path, name: str, budget_s: float, work: Path,
-             timeout_s: float, bench_dir: Path, threads: int) -> dict:
+def run_peer(
+    peer: str,
+    task: Task,
+    spec_json: Path,
+    name: str,
+    budget_s: float,
+    work: Path,
+    timeout_s: float,
+    bench_dir: Path,
+    threads: int,
+) -> dict:
     out_dir = work / "peers" / name / peer
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     submission, info_path = out_dir / "submission.csv", out_dir / "info.json"
     log = work / "logs" / f"{peer}-{name}.log"
-    cmd = [str(peer_python(bench_dir, peer)), str(PEERS_DIR / PEERS[peer][0]),
-           "--spec", str(spec_json), "--train", str(task.train_path), "--test", str(task.test_path),
-           "--budget", f"{budget_s:g}", "--threads", str(threads), "--out", str(submission),
-           "--workdir", str(out_dir / "work"), "--info", str(info_path)]
+    cmd = [
+        str(peer_python(bench_dir, peer)),
+        str(PEERS_DIR / PEERS[peer][0]),
+        "--spec",
+        str(spec_json),
+        "--train",
+        str(task.train_path),
+        "--test",
+        str(task.test_path),
+        "--budget",
+        f"{budget_s:g}",
+        "--threads",
+        str(threads),
+        "--out",
+        str(submission),
+        "--workdir",
+        str(out_dir / "work"),
+        "--info",
+        str(info_path),
+    ]
     proc = run_logged(cmd, log, timeout_s, env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=out_dir)
     out = {"wall_s": proc["wall_s"], "log": str(log)}
     if info_path.exists():
@@ -233,11 +300,12 @@ def run_peer(peer: str, task: Task, spec_json: Path, name: str, budget_s: float,
     scored = score_file(task, submission)
     if scored["score"] is None:
         return {**out, "status": "failed", "score": None, "reason": scored["error"]}
-    shutil.rmtree(out_dir / "work", ignore_errors=True)   # AutoGluon's saved models: hundreds of MB
+    shutil.rmtree(out_dir / "work", ignore_errors=True)  # AutoGluon's saved models: hundreds of MB
     return {**out, "status": "ok", "score": scored["score"], "reason": None}
 
 
 # ----------------------------------------------------------------- report
+
 
 def fmt_score(r: dict | None) -> str:
     if not r:
@@ -253,8 +321,12 @@ def table(rows: list[dict], systems: list[str], peers: list[str]) -> str:
             head.append(f"ratio/{s}")
     lines = []
     for row in rows:
-        line = [row["task"], row["metric"], "max" if row["direction"] == "maximize" else "min",
-                f"{row['floor']:.4f}" if row.get("floor") is not None else "—"]
+        line = [
+            row["task"],
+            row["metric"],
+            "max" if row["direction"] == "maximize" else "min",
+            f"{row['floor']:.4f}" if row.get("floor") is not None else "—",
+        ]
         for s in systems:
             r = row["results"].get(s)
             line += [fmt_score(r), f"{r['wall_s']:.0f}" if r and r.get("wall_s") is not None else "—"]
@@ -263,30 +335,50 @@ def table(rows: list[dict], systems: list[str], peers: list[str]) -> str:
                 line.append(f"{q:.3f}" if q is not None else "—")
         lines.append(line)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    render = lambda cells: "  ".join(str(c).rjust(w) if i > 2 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    render = lambda cells: "  ".join(
+        str(c).rjust(w) if i > 2 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+    )
     return "\n".join([render(head), render(["-" * w for w in widths]), *map(render, lines)])
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--budget", default="5m", help="Wall-clock budget per system and task: 30s, 3m, 5m (default 5m).")
-    ap.add_argument("--tasks", default=",".join(EXAMPLES), help=f"Comma-separated examples (default: {','.join(EXAMPLES)}).")
-    ap.add_argument("--peers", default=",".join(PEERS), help="Comma-separated peers (default: all installed of "
-                                                             f"{','.join(PEERS)}); 'none' for mlguild alone.")
+    ap.add_argument(
+        "--tasks", default=",".join(EXAMPLES), help=f"Comma-separated examples (default: {','.join(EXAMPLES)})."
+    )
+    ap.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help=f"Comma-separated peers (default: all installed of {','.join(PEERS)}); 'none' for mlguild alone.",
+    )
     ap.add_argument("--skip-mlguild", action="store_true", help="Run only the peers (checks their data handling).")
-    ap.add_argument("--out", type=Path, help="Results as JSON, written after every system "
-                                             "(default: .bench/results/vs_automl-DATE-TIME.json).")
-    ap.add_argument("--workdir", type=Path, help="Keep task folders, runs, submissions and logs here "
-                                                 "(default: a temporary folder, removed at the end).")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="Results as JSON, written after every system (default: .bench/results/vs_automl-DATE-TIME.json).",
+    )
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        help="Keep task folders, runs, submissions and logs here (default: a temporary folder, removed at the end).",
+    )
     ap.add_argument("--keep", action="store_true", help="Keep the temporary work folder.")
-    ap.add_argument("--bench-dir", type=Path, default=Path(os.environ.get("BENCH_DIR", ROOT / ".bench")),
-                    help="Where the peer venvs are (default: .bench/ in the repository).")
+    ap.add_argument(
+        "--bench-dir",
+        type=Path,
+        default=Path(os.environ.get("BENCH_DIR", ROOT / ".bench")),
+        help="Where the peer venvs are (default: .bench/ in the repository).",
+    )
     ap.add_argument("--timeout", help="Hard timeout of one system on one task (default: 2 x budget + 60 s).")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="Cores the peers may use (default: all).")
-    ap.add_argument("--setup", action="store_true", help="Install the selected peers (benchmarks/peers/setup.sh) and exit.")
+    ap.add_argument(
+        "--setup", action="store_true", help="Install the selected peers (benchmarks/peers/setup.sh) and exit."
+    )
     args = ap.parse_args()
-    args.bench_dir = args.bench_dir.expanduser().resolve()   # peers run with another working directory
+    args.bench_dir = args.bench_dir.expanduser().resolve()  # peers run with another working directory
 
     peers = [] if args.peers.strip() == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = [p for p in peers if p not in PEERS]
@@ -319,10 +411,17 @@ def main() -> int:
         print("nothing to run: no peer is installed and --skip-mlguild was given")
         return 2
 
-    results = {"budget_s": budget_s, "timeout_s": timeout_s, "ratio": RATIO_NOTE,
-               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0]},
-               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "systems": systems, "skipped_peers": skipped,
-               "workdir": str(work) if keep else None, "tasks": []}
+    results = {
+        "budget_s": budget_s,
+        "timeout_s": timeout_s,
+        "ratio": RATIO_NOTE,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0]},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "systems": systems,
+        "skipped_peers": skipped,
+        "workdir": str(work) if keep else None,
+        "tasks": [],
+    }
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -336,8 +435,15 @@ def main() -> int:
             spec_json = work / "tasks" / f"{name}.spec.json"
             spec_json.write_text(json.dumps(spec.public_dict(), indent=2))
             floor = score_file(task, task.sample_submission_path)["score"]
-            row = {"task": name, "metric": spec.metric, "direction": spec.metric_direction, "modality": spec.modality,
-                   "floor": floor, "results": {}, "ratios": {}}
+            row = {
+                "task": name,
+                "metric": spec.metric,
+                "direction": spec.metric_direction,
+                "modality": spec.modality,
+                "floor": floor,
+                "results": {},
+                "ratios": {},
+            }
             results["tasks"].append(row)
             for system in systems:
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} ...", flush=True)
@@ -345,8 +451,10 @@ def main() -> int:
                     if system == "mlguild":
                         r = run_mlguild(task, name, budget_s, work, timeout_s)
                     else:
-                        r = run_peer(system, task, spec_json, name, budget_s, work, timeout_s, args.bench_dir, args.threads)
-                except Exception as exc:   # one broken system must not end the whole benchmark
+                        r = run_peer(
+                            system, task, spec_json, name, budget_s, work, timeout_s, args.bench_dir, args.threads
+                        )
+                except Exception as exc:  # one broken system must not end the whole benchmark
                     r = {"status": "failed", "score": None, "wall_s": None, "reason": f"benchmark error: {exc!r}"}
                 row["results"][system] = r
                 shown = f"{spec.metric} {r['score']:.5g}" if r["score"] is not None else f"{r['status']}: {r['reason']}"
@@ -362,11 +470,20 @@ def main() -> int:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nbudget {budget_s:g} s each; test scores by mlguild's scorer on the same test answers; "
-          f"s = wall seconds; floor = constant sample submission\n{RATIO_NOTE}\n")
+    print(
+        f"\nbudget {budget_s:g} s each; test scores by mlguild's scorer on the same test answers; "
+        f"s = wall seconds; floor = constant sample submission\n{RATIO_NOTE}\n"
+    )
     print(table(results["tasks"], systems, available))
-    problems = [(row["task"], s, r) for row in results["tasks"] for s, r in row["results"].items() if r["status"] != "ok"]
-    notes = [(row["task"], r["rescore_note"]) for row in results["tasks"] for r in row["results"].values() if r.get("rescore_note")]
+    problems = [
+        (row["task"], s, r) for row in results["tasks"] for s, r in row["results"].items() if r["status"] != "ok"
+    ]
+    notes = [
+        (row["task"], r["rescore_note"])
+        for row in results["tasks"]
+        for r in row["results"].values()
+        if r.get("rescore_note")
+    ]
     for task_name, system, r in problems:
         print(f"  {task_name} / {system}: {r['status']}: {r['reason']}")
     for task_name, note in notes:

@@ -35,8 +35,14 @@ def example_tasks(tmp_path_factory) -> dict[str, Path]:
     return {name: build_example(name, root / name) for name in ("churn", "ames", "reviews", "titanic", "digits")}
 
 
-def make_task(root: Path, n: int = 200, task_type: str = "binary", metric: str = "roc_auc", seed: int = 0,
-              with_answers: bool = True) -> Path:
+def make_task(
+    root: Path,
+    n: int = 200,
+    task_type: str = "binary",
+    metric: str = "roc_auc",
+    seed: int = 0,
+    with_answers: bool = True,
+) -> Path:
     """A small synthetic task folder (numeric features, an informative x0) for fast tests."""
     import numpy as np
 
@@ -57,8 +63,14 @@ def make_task(root: Path, n: int = 200, task_type: str = "binary", metric: str =
     sample.to_csv(root / "public" / "sample_submission.csv", index=False)
     if with_answers:
         test[["id", "y"]].to_csv(root / "private" / "answers.csv", index=False)
-    spec = {"name": root.name, "task_type": task_type, "metric": metric, "id_column": "id",
-            "target_columns": ["y"], "submission_columns": ["id", "y"]}
+    spec = {
+        "name": root.name,
+        "task_type": task_type,
+        "metric": metric,
+        "id_column": "id",
+        "target_columns": ["y"],
+        "submission_columns": ["id", "y"],
+    }
     if task_type == "binary" and metric == "roc_auc":
         spec["positive_label"] = "1"
     (root / "task.yaml").write_text(yaml.safe_dump(spec))
@@ -91,8 +103,15 @@ def no_process_with(marker: str) -> bool:
 class Workspace:
     """A firewall-shaped data directory, plus the task and profile a brain sees."""
 
-    def __init__(self, root: Path, frame: pd.DataFrame, n_holdout: int = 80, n_test: int = 80,
-                 train_only: tuple[str, ...] = (), **spec):
+    def __init__(
+        self,
+        root: Path,
+        frame: pd.DataFrame,
+        n_holdout: int = 80,
+        n_test: int = 80,
+        train_only: tuple[str, ...] = (),
+        **spec,
+    ):
         self.root = root
         self.data = root / "data"
         self.data.mkdir(parents=True)
@@ -115,18 +134,33 @@ class Workspace:
         self.train_labels = set(train[spec.target_columns[0]].astype(str))
 
     def context(self, parents=(), history=(), iteration: int = 0) -> Context:
-        return Context(task=self.task, description="", profile=self.profile, parents=tuple(parents),
-                       history=tuple(history), direction=self.task["direction"], script_timeout_s=120,
-                       seed=0, iteration=iteration)
+        return Context(
+            task=self.task,
+            description="",
+            profile=self.profile,
+            parents=tuple(parents),
+            history=tuple(history),
+            direction=self.task["direction"],
+            script_timeout_s=120,
+            seed=0,
+            iteration=iteration,
+        )
 
     def run(self, code: str, name: str, budget: float = 120) -> subprocess.CompletedProcess:
         node = self.root / "nodes" / name
         node.mkdir(parents=True)
         (node / "solution.py").write_text(code)
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(node), "MLGUILD_DATA": str(self.data),
-               "MLGUILD_SEED": "0", "MLGUILD_TIME_BUDGET": str(budget), "MLGUILD_THREADS": "2"}
-        done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True,
-                              text=True, timeout=120)
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(node),
+            "MLGUILD_DATA": str(self.data),
+            "MLGUILD_SEED": "0",
+            "MLGUILD_TIME_BUDGET": str(budget),
+            "MLGUILD_THREADS": "2",
+        }
+        done = subprocess.run(
+            [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
         assert "cv_score:" in done.stdout
         self.check_outputs(node)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import make_task
 
 from mlguild.config import load_config
 from mlguild.errors import FirewallError, RunError, TaskError
@@ -22,13 +23,17 @@ from mlguild.firewall import build_workspace, verify_workspace
 from mlguild.rundir import create_run, new_run_id
 from mlguild.task import Task, load_task
 
-from conftest import make_task
-
 
 def mlguild(*args, cwd, timeout=300):
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "mlguild.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mlguild.cli.app", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def assert_user_error(proc, *words):
@@ -68,8 +73,11 @@ def victim(tmp_path) -> Path:
 @pytest.mark.parametrize("how", ["absolute", "climb", "climb_inside"])
 def test_a_spec_file_name_outside_the_task_is_refused_at_load(tmp_path, victim, field, how):
     root = make_task(tmp_path / "t")
-    name = {"absolute": str(victim), "climb": "../../mine/precious.csv",
-            "climb_inside": "sub/../../../mine/precious.csv"}[how]
+    name = {
+        "absolute": str(victim),
+        "climb": "../../mine/precious.csv",
+        "climb_inside": "sub/../../../mine/precious.csv",
+    }[how]
     edit_spec(root, **{field: name})
     with pytest.raises(TaskError) as info:
         load_task(root)
@@ -104,13 +112,16 @@ def test_a_link_out_of_the_task_is_refused(tmp_path, victim):
     assert "copy the file" in info.value.fix
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"test_file": "train.csv"}, "three different files"),
-    ({"test_file": "holdout.csv"}, "harness writes"),
-    ({"sample_submission": "task.json"}, "harness writes"),
-    ({"train_file": "./train.csv"}, "not a plain path"),
-    ({"train_file": ""}, "empty"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"test_file": "train.csv"}, "three different files"),
+        ({"test_file": "holdout.csv"}, "harness writes"),
+        ({"sample_submission": "task.json"}, "harness writes"),
+        ({"train_file": "./train.csv"}, "not a plain path"),
+        ({"train_file": ""}, "empty"),
+    ],
+)
 def test_spec_file_names_that_collide_or_are_not_plain(tmp_path, changes, message):
     root = make_task(tmp_path / "t")
     edit_spec(root, **changes)
@@ -129,7 +140,7 @@ def test_a_public_file_named_like_a_harness_file_is_refused(tmp_path):
 def test_the_firewall_never_writes_outside_the_run_even_when_handed_a_bad_name(tmp_path, victim):
     """Defence in depth: a spec that skipped validation still cannot lead the firewall out."""
     task = load_task(make_task(tmp_path / "t"))
-    bad = task.spec.model_copy(update={"test_file": str(victim)})   # model_copy does not validate
+    bad = task.spec.model_copy(update={"test_file": str(victim)})  # model_copy does not validate
     before = victim.read_bytes()
     with pytest.raises(FirewallError, match="outside"):
         build_workspace(Task(task.root, bad, task.description), tmp_path / "run", load_config().firewall)
@@ -161,7 +172,9 @@ def test_a_task_name_never_leads_a_run_out_of_the_runs_folder():
 def test_a_file_given_as_runs_dir(tmp_path):
     root = make_task(tmp_path / "t")
     (tmp_path / "afile").write_text("not a folder")
-    assert_user_error(mlguild("run", str(root), "--dry-run", "--runs-dir", "afile", cwd=tmp_path), "is a file", "--runs-dir")
+    assert_user_error(
+        mlguild("run", str(root), "--dry-run", "--runs-dir", "afile", cwd=tmp_path), "is a file", "--runs-dir"
+    )
     proc = mlguild("run", str(root), "--dry-run", "--runs-dir", "afile/deeper", cwd=tmp_path)
     assert_user_error(proc, "Not a directory", "must be folders")
     assert (tmp_path / "afile").read_text() == "not a folder"
@@ -181,36 +194,43 @@ def _mounted(tmp_path: Path, options: str, *args: str):
         return None
     runs = tmp_path / "mnt"
     runs.mkdir()
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o {options} tmpfs {runs}"],
-                           capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o {options} tmpfs {runs}"], capture_output=True
+    )
     if probe.returncode != 0:
         return None
     cli = " ".join(f"'{a}'" for a in [sys.executable, "-m", "mlguild.cli.app", *args, "--runs-dir", str(runs)])
     script = f"mount -t tmpfs -o {options} tmpfs {runs} && {cli}; code=$?; ls -A {runs} >&2; exit $code"
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("options, words", [
-    ("size=16k", ["No space left", "free disk space"]),
-    ("ro", ["Read-only file system", "writable disk"]),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ("size=16k", ["No space left", "free disk space"]),
+        ("ro", ["Read-only file system", "writable disk"]),
+    ],
+)
 def test_a_full_or_read_only_runs_dir(tmp_path, options, words):
     root = make_task(tmp_path / "t")
     proc = _mounted(tmp_path, options, "run", str(root), "--dry-run", "--run-id", "r1")
     if proc is None:
         pytest.skip("needs root and mount namespaces (unshare -m) to mount a tmpfs")
-    listing = proc.stderr.strip().splitlines()[2:]     # what the runs dir held afterwards
+    listing = proc.stderr.strip().splitlines()[2:]  # what the runs dir held afterwards
     proc.stderr = "\n".join(proc.stderr.strip().splitlines()[:2])
     assert_user_error(proc, "cannot create run r1", *words)
-    assert listing == []                               # no half-built run is left behind
+    assert listing == []  # no half-built run is left behind
 
 
 def test_a_task_path_that_is_a_file_or_into_a_missing_folder(tmp_path):
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     assert_user_error(mlguild("run", "data.csv", "--dry-run", cwd=tmp_path), "is a file", "mlguild init csv:")
-    assert_user_error(mlguild("run", str(tmp_path / "no" / "such" / "task"), "--dry-run", cwd=tmp_path), "does not exist")
+    assert_user_error(
+        mlguild("run", str(tmp_path / "no" / "such" / "task"), "--dry-run", cwd=tmp_path), "does not exist"
+    )
     assert_user_error(mlguild("run", "x" * 300, "--dry-run", cwd=tmp_path))
 
 
@@ -260,9 +280,13 @@ def _big_task(root: Path) -> Path:
 def test_a_kill_during_creation_leaves_no_run_and_is_cleaned_by_the_next_run(tmp_path):
     root = _big_task(tmp_path / "t")
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "mlguild.cli.app", "run", str(root), "--dry-run", "-n", "1",
-                             "--run-id", "r1"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlguild.cli.app", "run", str(root), "--dry-run", "-n", "1", "--run-id", "r1"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     partial = tmp_path / "runs" / ".r1.partial"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (partial / "workspace").exists() and proc.poll() is None:
@@ -289,7 +313,7 @@ def test_a_half_built_run_folder_is_named_as_such_by_every_command(tmp_path):
     for args in (["resume", "r2"], ["status", "r2"], ["run", str(root), "--dry-run", "--run-id", "r2"]):
         lines = assert_user_error(mlguild(*args, cwd=tmp_path), "half-built", "rm -rf", "--run-id r2")
         assert f"mlguild run {root}" in lines[1]
-    assert (run.path / "task.json").exists()            # named, never silently deleted
+    assert (run.path / "task.json").exists()  # named, never silently deleted
 
 
 def test_a_partial_run_still_being_built_is_left_alone(tmp_path):
@@ -298,7 +322,7 @@ def test_a_partial_run_still_being_built_is_left_alone(tmp_path):
     partial.mkdir(parents=True)
     fd = os.open(partial / ".lock", os.O_RDWR | os.O_CREAT)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)     # as a creating process holds it
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a creating process holds it
         proc = mlguild("run", str(root), "--dry-run", "--run-id", "r3", cwd=tmp_path)
         assert_user_error(proc, "another mlguild process")
         assert partial.exists()
@@ -326,7 +350,7 @@ def test_known_labels_are_sealed_and_verified(tmp_path):
     and the independent verifier still passes."""
     root = make_task(tmp_path / "t", task_type="multiclass", metric="accuracy")
     frame = pd.read_csv(root / "public" / "train.csv", dtype=str)
-    frame.loc[frame.index[:2], "y"] = "rare"          # two rows: too few to reach the holdout
+    frame.loc[frame.index[:2], "y"] = "rare"  # two rows: too few to reach the holdout
     frame.to_csv(root / "public" / "train.csv", index=False)
     run = create_run(load_task(root), load_config(), tmp_path / "runs", run_id="r")
     run.close()

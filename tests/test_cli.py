@@ -5,14 +5,14 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import make_task
 
 
 def mlguild(*args, cwd, check=True):
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "mlguild.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlguild.cli.app", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -25,7 +25,7 @@ def test_dry_run_status_show_resume(tmp_path):
     run = tmp_path / "runs" / "r1"
     assert (run / "best" / "submission.csv").exists() and (run / "config.yaml").exists()
 
-    status = mlguild("status", cwd=tmp_path).stdout            # the latest run by default
+    status = mlguild("status", cwd=tmp_path).stdout  # the latest run by default
     assert "n0004" in status and "scored" in status and "final test grade" in status
 
     show = mlguild("show", "best", cwd=tmp_path).stdout
@@ -46,15 +46,18 @@ def test_init_then_run_a_csv(tmp_path):
     mlguild("run", "tasks/shop", "--dry-run", "-n", "2", cwd=tmp_path)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "nowhere"], "does not exist"),
-    (["run", "example:nope", "--dry-run"], "no bundled example"),
-    (["run", "nowhere", "--set", "search.bogus=1"], "bogus"),
-    (["run", "nowhere", "--time", "soon"], "duration"),
-    (["init", "csv:missing.csv", "--target", "y"], "does not exist"),
-    (["status", "not-a-run"], "not a run directory"),
-    (["resume"], "no runs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "nowhere"], "does not exist"),
+        (["run", "example:nope", "--dry-run"], "no bundled example"),
+        (["run", "nowhere", "--set", "search.bogus=1"], "bogus"),
+        (["run", "nowhere", "--time", "soon"], "duration"),
+        (["init", "csv:missing.csv", "--target", "y"], "does not exist"),
+        (["status", "not-a-run"], "not a run directory"),
+        (["resume"], "no runs"),
+    ],
+)
 def test_user_errors_say_what_and_how(tmp_path, args, message):
     proc = mlguild(*args, cwd=tmp_path, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr

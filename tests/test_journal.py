@@ -40,7 +40,7 @@ def test_torn_last_line_is_repaired(tmp_path):
         j.append("b")
     with open(path, "ab") as fh:
         fh.write(b'{"v":1,"seq":2,"type":"tor')
-    assert len(read_journal(path)) == 2          # reading does not modify
+    assert len(read_journal(path)) == 2  # reading does not modify
     with Journal(path) as j:
         assert len(j.records) == 2
         j.append("c")
@@ -64,16 +64,17 @@ def test_sigkill_at_random_points_loses_no_acknowledged_record(tmp_path):
     acked: list[int] = []
     next_i = 0
     for _ in range(40):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(next_i)],
-                                stdout=subprocess.PIPE, text=True)
-        first = proc.stdout.readline()            # the writer is up and has acknowledged one record
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(next_i)], stdout=subprocess.PIPE, text=True
+        )
+        first = proc.stdout.readline()  # the writer is up and has acknowledged one record
         assert first.strip()
         acked.append(int(first))
         time.sleep(rng.uniform(0, 0.03))
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
         acked.extend(int(x) for x in out.split())
-        records = Journal(path).records           # repairs a torn tail, raises on corruption
+        records = Journal(path).records  # repairs a torn tail, raises on corruption
         seen = [r["i"] for r in records]
         assert set(acked) <= set(seen)
         assert [r["seq"] for r in records] == list(range(len(records)))

@@ -2,6 +2,8 @@
 escalation, budgets, hybrid fallback and brain selection."""
 
 import pytest
+from conftest import make_task
+from test_loop import GOOD
 
 from mlguild.agent import Agent
 from mlguild.brains import get_brain, resolve_brain_name
@@ -16,15 +18,22 @@ from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task import load_task
 
-from conftest import make_task
-from test_loop import GOOD
-
 FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
 
 
 def _agent(tmp_path, brain, **sets):
-    cfg = load_config(None, [f"{k}={v}" for k, v in {"search.num_drafts": 2, "search.draft_every": 0,
-                                                     "sandbox.script_timeout_s": 30, **sets}.items()])
+    cfg = load_config(
+        None,
+        [
+            f"{k}={v}"
+            for k, v in {
+                "search.num_drafts": 2,
+                "search.draft_every": 0,
+                "sandbox.script_timeout_s": 30,
+                **sets,
+            }.items()
+        ],
+    )
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
     return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
 
@@ -37,26 +46,34 @@ def test_prompts_are_isolated_and_bounded(tmp_path):
     improve_calls = [c for c in llm.calls if c["purpose"] == "improve"]
     assert improve_calls
     prompt = improve_calls[-1]["messages"][-1].content
-    assert prompt.count('print("cv_score: 0.99999")') == 1   # the parent's code only, never every node's
+    assert prompt.count('print("cv_score: 0.99999")') == 1  # the parent's code only, never every node's
     assert "holdout roc_auc" in prompt and "MLGUILD_DATA" in prompt
     draft = [c for c in llm.calls if c["purpose"] == "draft"][-1]["messages"][-1].content
     assert "Approaches already tried" in draft and "logistic curve" in draft
 
 
 def test_stepwise_drafts_assemble_one_script(tmp_path):
-    parts = ["Plan: read, featurise, fit a curve, predict.",
-             "```python\nimport math, os\nfrom pathlib import Path\nimport pandas as pd\ndata = Path(os.environ['MLGUILD_DATA'])\n```",
-             "```python\nSLOPE = 3.0\n```",
-             "```python\nos.makedirs('output', exist_ok=True)\n```",
-             "```python\nprint('cv_score: 0.5')\n```",
-             "```python\n" + GOOD.split("os.makedirs", 1)[1].join(["import math\nos.makedirs", ""]) + "```"]
+    parts = [
+        "Plan: read, featurise, fit a curve, predict.",
+        "```python\nimport math, os\nfrom pathlib import Path\nimport pandas as pd\ndata = Path(os.environ['MLGUILD_DATA'])\n```",
+        "```python\nSLOPE = 3.0\n```",
+        "```python\nos.makedirs('output', exist_ok=True)\n```",
+        "```python\nprint('cv_score: 0.5')\n```",
+        "```python\n" + GOOD.split("os.makedirs", 1)[1].join(["import math\nos.makedirs", ""]) + "```",
+    ]
     llm = ScriptedLLM(parts, default=FULL)
     brain = LLMBrain(llm, LLMBrainOptions(stepwise=True))
     agent, run = _agent(tmp_path, brain, **{"budget.iterations": 1, "search.num_drafts": 1})
     agent.run_loop()
     node = agent.state.graph["n0001"]
-    assert [c["purpose"] for c in llm.calls][:6] == ["draft:plan", "draft:data", "draft:features", "draft:model",
-                                                    "draft:train", "draft:predict"]
+    assert [c["purpose"] for c in llm.calls][:6] == [
+        "draft:plan",
+        "draft:data",
+        "draft:features",
+        "draft:model",
+        "draft:train",
+        "draft:predict",
+    ]
     code = (run.node_dir("n0001") / "solution.py").read_text()
     assert code.index("SLOPE = 3.0") < code.index("cv_score") < code.index("to_csv")
     assert node.ok, node.failure
@@ -79,8 +96,8 @@ def test_hybrid_falls_back_to_recipes_when_every_model_is_parked(tmp_path):
     agent, run = _agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
     agent.run_loop()
     graph = agent.state.graph
-    assert graph["n0001"].meta.get("recipe")                  # recipes draft
-    assert "every LLM is parked" in graph["n0002"].plan       # the LLM improve fell back
+    assert graph["n0001"].meta.get("recipe")  # recipes draft
+    assert "every LLM is parked" in graph["n0002"].plan  # the LLM improve fell back
     assert all(n.ok for n in graph), [(n.id, n.status, n.failure) for n in graph]
 
 

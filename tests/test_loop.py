@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-
+from conftest import make_task
 
 from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
@@ -21,10 +21,8 @@ from mlguild.search import get_policy
 from mlguild.state import replay
 from mlguild.task import load_task
 
-from conftest import make_task
-
 # A real (if tiny) model: a threshold on x0, which carries the signal in the synthetic task.
-GOOD = '''
+GOOD = """
 import json, os
 from pathlib import Path
 import pandas as pd
@@ -34,7 +32,7 @@ for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv"))
     frame = pd.read_csv(data / src, dtype={"id": str})
     pd.DataFrame({"id": frame["id"], "y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))}).to_csv("output/" + dst, index=False)
 print("cv_score: 0.99999")
-'''
+"""
 CRASH = "raise RuntimeError('boom in feature engineering')\n"
 HANG = "import time\ntime.sleep(600)\n"
 NO_OUTPUT = "print('forgot to write anything')\n"
@@ -44,8 +42,17 @@ CHEAT = "print(open('../../sealed/holdout_answers.csv').read())\n"
 
 
 def _agent(task_dir, tmp_path, replies, **overrides):
-    sets = [f"{k}={v}" for k, v in {"search.num_drafts": 2, "search.draft_every": 0, "search.max_debug_depth": 1,
-                                     "search.debug_probability": 1.0, "sandbox.script_timeout_s": 20, **overrides}.items()]
+    sets = [
+        f"{k}={v}"
+        for k, v in {
+            "search.num_drafts": 2,
+            "search.draft_every": 0,
+            "search.max_debug_depth": 1,
+            "search.debug_probability": 1.0,
+            "sandbox.script_timeout_s": 20,
+            **overrides,
+        }.items()
+    ]
     cfg = load_config(None, sets)
     run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
     brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
@@ -59,8 +66,16 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     assert reason == "budget: iterations"
     graph = agent.state.graph
     statuses = [n.status for n in graph]
-    assert statuses[:7] == ["crash", "scored", "syntax_error", "missing_output", "invalid_output", "timeout", "guard_rejected"]
-    assert graph["n0003"].op == "debug" and graph["n0003"].parents == ("n0001",)   # crash repaired first
+    assert statuses[:7] == [
+        "crash",
+        "scored",
+        "syntax_error",
+        "missing_output",
+        "invalid_output",
+        "timeout",
+        "guard_rejected",
+    ]
+    assert graph["n0003"].op == "debug" and graph["n0003"].parents == ("n0001",)  # crash repaired first
     assert "boom in feature engineering" in graph["n0001"].failure
     assert "bad_header" in graph["n0005"].failure
     # The search uses the harness's score, never the printed one.
@@ -95,14 +110,16 @@ def test_prior_script_beats_nothing_on_every_metric_kind(tmp_path):
 
 
 def test_time_budget_stops_the_run(small_task, tmp_path):
-    agent, run = _agent(small_task, tmp_path, [HANG, HANG, HANG], **{"budget.time_s": 8, "sandbox.script_timeout_s": 60})
+    agent, run = _agent(
+        small_task, tmp_path, [HANG, HANG, HANG], **{"budget.time_s": 8, "sandbox.script_timeout_s": 60}
+    )
     started = time.monotonic()
     assert agent.run_loop() == "budget: time"
     assert time.monotonic() - started < 20
-    assert agent.state.graph["n0001"].status == "timeout"     # the script was cut to the remaining budget
+    assert agent.state.graph["n0001"].status == "timeout"  # the script was cut to the remaining budget
 
 
-RUNNER = r'''
+RUNNER = r"""
 import sys
 from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
@@ -119,7 +136,7 @@ else:
     run = open_run(path)
 agent = Agent(run, ScriptedBrain(), get_policy(run.config.search), get_sandbox("local"))
 agent.run_loop()
-'''
+"""
 
 
 def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path):
@@ -139,10 +156,10 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
     subprocess.run([sys.executable, "-c", RUNNER, "resume", str(runs / "r")], check=True, timeout=120)
     records = read_journal(journal)
     finished = [r["id"] for r in records if r["type"] == "node_finished"]
-    assert len(finished) == len(set(finished)) == 12         # each node finished exactly once
+    assert len(finished) == len(set(finished)) == 12  # each node finished exactly once
     assert set(finished_before) <= set(finished)
-    new_starts = [r["node"]["id"] for r in records[len(before):] if r["type"] == "node_started"]
-    assert not set(new_starts) & finished_before            # no finished node was started again
+    new_starts = [r["node"]["id"] for r in records[len(before) :] if r["type"] == "node_started"]
+    assert not set(new_starts) & finished_before  # no finished node was started again
     state = replay(records, "maximize")
     assert state.sessions == 2 and state.best_id is not None
     assert (runs / "r" / "best" / "submission.csv").exists()
@@ -151,8 +168,7 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
 def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
     from mlguild.errors import BrainBroken
 
-    agent, run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200,
-                                                                 "search.max_debug_depth": 0})
+    agent, run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200, "search.max_debug_depth": 0})
     with pytest.raises(BrainBroken, match="same way"):
         agent.run_loop()
     assert len(agent.state.graph) == 25
@@ -160,8 +176,10 @@ def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
 
 def test_a_test_submission_with_a_label_the_task_never_had_is_invalid_during_the_search(tmp_path):
     root = make_task(tmp_path / "labels", metric="accuracy")
-    labels = GOOD.replace('"y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))',
-                          '"y": (frame["x0"] > 0).astype(int).astype(str) if src == "holdout.csv" else "1.0"')
+    labels = GOOD.replace(
+        '"y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))',
+        '"y": (frame["x0"] > 0).astype(int).astype(str) if src == "holdout.csv" else "1.0"',
+    )
     assert labels != GOOD
     agent, run = _agent(root, tmp_path, [labels], **{"budget.iterations": 1})
     agent.run_loop()

@@ -22,10 +22,20 @@ def rng():
 
 def test_registry_names_and_directions():
     expected = {
-        "accuracy": "maximize", "roc_auc": "maximize", "logloss": "minimize",
-        "binary_logloss": "minimize", "f1": "maximize", "f1_macro": "maximize",
-        "rmse": "minimize", "rmsle": "minimize", "mae": "minimize", "r2": "maximize",
-        "qwk": "maximize", "map_at_k": "maximize", "gauc": "maximize", "ndcg_at_k": "maximize",
+        "accuracy": "maximize",
+        "roc_auc": "maximize",
+        "logloss": "minimize",
+        "binary_logloss": "minimize",
+        "f1": "maximize",
+        "f1_macro": "maximize",
+        "rmse": "minimize",
+        "rmsle": "minimize",
+        "mae": "minimize",
+        "r2": "maximize",
+        "qwk": "maximize",
+        "map_at_k": "maximize",
+        "gauc": "maximize",
+        "ndcg_at_k": "maximize",
     }
     for name, direction in expected.items():
         m = get_metric(name)
@@ -129,7 +139,9 @@ def test_multi_column_is_columnwise_mean(rng):
     t, p = rng.random((50, 3)), rng.random((50, 3))
     per_col = [skm.root_mean_squared_error(t[:, j], p[:, j]) for j in range(3)]
     assert get_metric("rmse")(t, p) == pytest.approx(np.mean(per_col))  # MCRMSE
-    assert get_metric("mae")(t, p) == pytest.approx(np.mean([skm.mean_absolute_error(t[:, j], p[:, j]) for j in range(3)]))
+    assert get_metric("mae")(t, p) == pytest.approx(
+        np.mean([skm.mean_absolute_error(t[:, j], p[:, j]) for j in range(3)])
+    )
     assert get_metric("r2")(t, p) == pytest.approx(skm.r2_score(t, p))  # sklearn's uniform average
 
 
@@ -226,4 +238,10 @@ def test_score_str():
 
 def test_every_registered_metric_is_consistent():
     for name, m in METRICS.items():
-        assert m.name == name and m.prediction in ("label", "probability", "class_probabilities", "value", "ranked_list")
+        assert m.name == name and m.prediction in (
+            "label",
+            "probability",
+            "class_probabilities",
+            "value",
+            "ranked_list",
+        )

@@ -13,18 +13,30 @@ from mlguild.protocols import Context, HistoryItem
 
 def _item(node_id, score, exec_s, move=None, parent=None, op="improve"):
     meta = {"brain": "recipes", **({"move": move, "parent": parent} if move else {})}
-    return HistoryItem(node_id, op if move else "draft", "scored" if score is not None else "crash", score, meta, exec_s)
+    return HistoryItem(
+        node_id, op if move else "draft", "scored" if score is not None else "crash", score, meta, exec_s
+    )
 
 
 def _context(history, direction="maximize", timeout=600.0):
-    return Context(task={}, description="", profile={}, parents=(), history=tuple(history), direction=direction,
-                   script_timeout_s=timeout, seed=0, iteration=len(history))
+    return Context(
+        task={},
+        description="",
+        profile={},
+        parents=(),
+        history=tuple(history),
+        direction=direction,
+        script_timeout_s=timeout,
+        seed=0,
+        iteration=len(history),
+    )
 
 
 def _options(*names):
     return [((SimpleNamespace(name=n),), {"move": n}) for n in names] + [
         ((SimpleNamespace(name=a), SimpleNamespace(name=b)), {"move": f"{a}+{b}"})
-        for a, b in [names[:2]] if len(names) >= 2
+        for a, b in [names[:2]]
+        if len(names) >= 2
     ]
 
 
@@ -62,7 +74,7 @@ def test_equal_gains_go_to_the_cheaper_move():
         _item("n4", 0.84, 10.0),
     ]
     stats = move_stats(tuple(history), "maximize")
-    assert stats["slow"].cost == pytest.approx(2.0)      # geometric mean of 4x and the 1x prior
+    assert stats["slow"].cost == pytest.approx(2.0)  # geometric mean of 4x and the 1x prior
     assert stats["fast"].cost == pytest.approx(1.0)
     assert stats["slow"].gain == stats["fast"].gain > 0
     singles = [o for o in _options("slow", "fast") if len(o[0]) == 1]
@@ -71,7 +83,7 @@ def test_equal_gains_go_to_the_cheaper_move():
 
 def test_direction_and_failures_count():
     history = [
-        _item("n1", 0.30, 10.0),                        # rmse: lower is better
+        _item("n1", 0.30, 10.0),  # rmse: lower is better
         _item("n2", 0.25, 10.0, "helps", "n1"),
         _item("n3", None, 2.0, "crashes", "n1"),
     ]

@@ -34,12 +34,21 @@ def test_failures_and_blends(tmp_path):
     failed = _add(graph, "improve", None, [a.id], meta={"move": "more_trees"})
     failed.failure = "Traceback...\nMemoryError: cannot allocate"
     text = "\n".join(result_lines(failed, graph, "roc_auc", tmp_path))
-    assert "failed as `crash`: MemoryError: cannot allocate" in text and "`more_trees` on n0001 ended in `crash`" in text
+    assert (
+        "failed as `crash`: MemoryError: cannot allocate" in text and "`more_trees` on n0001 ended in `crash`" in text
+    )
     fuse = _add(graph, "fuse", 0.85, [a.id, b.id])
     (tmp_path / "output").mkdir()
-    (tmp_path / "output" / "fuse_weights.json").write_text(json.dumps({
-        "weights": {a.id: 0.75, b.id: 0.25}, "oof_metric": "roc_auc", "member_oof_scores": {a.id: 0.79, b.id: 0.69},
-        "blend_oof_score": 0.81}))
+    (tmp_path / "output" / "fuse_weights.json").write_text(
+        json.dumps(
+            {
+                "weights": {a.id: 0.75, b.id: 0.25},
+                "oof_metric": "roc_auc",
+                "member_oof_scores": {a.id: 0.79, b.id: 0.69},
+                "blend_oof_score": 0.81,
+            }
+        )
+    )
     text = "\n".join(result_lines(fuse, graph, "roc_auc", tmp_path))
     assert "better" in text and f"{a.id} 0.75, {b.id} 0.25" in text and "blend 0.81" in text
 

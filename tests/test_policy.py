@@ -24,15 +24,17 @@ def test_debug_capped_per_lineage():
     g = _graph(("draft", [], "scored", 0.6), ("improve", ["n0001"], "crash", None))
     assert policy.select(g, 2).op == "debug"
     g.add(Node(id="n0003", op="debug", parents=("n0002",), iteration=2, status="crash"))
-    assert policy.select(g, 3) .parents == ("n0003",)
+    assert policy.select(g, 3).parents == ("n0003",)
     g.add(Node(id="n0004", op="debug", parents=("n0003",), iteration=3, status="timeout"))
     assert g["n0004"].debug_depth == 2
-    assert policy.select(g, 4).op == "improve"      # the lineage has used its debug attempts
+    assert policy.select(g, 4).op == "improve"  # the lineage has used its debug attempts
 
 
 def test_periodic_fresh_draft_and_seeded_choices():
     cfg = SearchConfig(num_drafts=1, draft_every=3, debug_probability=0.5, seed=1)
-    g = _graph(("draft", [], "scored", 0.6), ("improve", ["n0001"], "scored", 0.7), ("improve", ["n0002"], "crash", None))
+    g = _graph(
+        ("draft", [], "scored", 0.6), ("improve", ["n0001"], "scored", 0.7), ("improve", ["n0002"], "crash", None)
+    )
     assert GreedyPolicy(cfg).select(g, 6).op in ("draft", "debug")
     picks = [GreedyPolicy(cfg).select(g, i) for i in range(10)]
     assert picks == [GreedyPolicy(cfg).select(g, i) for i in range(10)]

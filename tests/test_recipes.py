@@ -50,18 +50,22 @@ def _messy(rows: int, regression: bool = False) -> pd.DataFrame:
     words = np.array(["good", "bad", "late", "fast", "broken", "great", "slow", "fine"])
     note = [" ".join(rng.choice(words, size=rng.integers(3, 12))) + " and then some more" for _ in range(rows)]
     logit = 1.2 * x1 - 0.8 * x2 + (city == "paris") + 1.5 * np.array(["bad" in t for t in note])
-    frame = pd.DataFrame({
-        "row_id": [f"{i:06d}" for i in range(rows)],
-        "x1": np.where(rng.random(rows) < 0.1, np.nan, x1),
-        "x2": x2,
-        "flag": rng.random(rows) < 0.5,
-        "city": city,
-        "user": [f"u{k}" for k in rng.integers(0, rows * 2 // 3, size=rows)],
-        "note": note,
-        "signup": (pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, rows), unit="D")).strftime("%Y-%m-%d"),
-        "const": 1,
-        "train_only": rng.normal(size=rows),
-    })
+    frame = pd.DataFrame(
+        {
+            "row_id": [f"{i:06d}" for i in range(rows)],
+            "x1": np.where(rng.random(rows) < 0.1, np.nan, x1),
+            "x2": x2,
+            "flag": rng.random(rows) < 0.5,
+            "city": city,
+            "user": [f"u{k}" for k in rng.integers(0, rows * 2 // 3, size=rows)],
+            "note": note,
+            "signup": (pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, rows), unit="D")).strftime(
+                "%Y-%m-%d"
+            ),
+            "const": 1,
+            "train_only": rng.normal(size=rows),
+        }
+    )
     if regression:
         frame["target"] = np.exp(1 + 0.5 * logit + rng.normal(scale=0.3, size=rows))
     else:
@@ -71,36 +75,69 @@ def _messy(rows: int, regression: bool = False) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def messy(tmp_path_factory):
-    return Workspace(tmp_path_factory.mktemp("messy"), _messy(400), train_only=("train_only",),
-                     name="messy", task_type="binary", metric="f1", id_column="row_id",
-                     target_columns=["target"], submission_columns=["row_id", "target"], positive_label="yes")
+    return Workspace(
+        tmp_path_factory.mktemp("messy"),
+        _messy(400),
+        train_only=("train_only",),
+        name="messy",
+        task_type="binary",
+        metric="f1",
+        id_column="row_id",
+        target_columns=["target"],
+        submission_columns=["row_id", "target"],
+        positive_label="yes",
+    )
 
 
 @pytest.fixture(scope="module")
 def churn(tmp_path_factory):
     frame = _rdata("modeldata", "wa_churn", 500)
     frame.insert(0, "customer", [f"{i:05d}" for i in range(len(frame))])
-    return Workspace(tmp_path_factory.mktemp("churn"), frame, name="churn", task_type="binary",
-                     metric="roc_auc", id_column="customer", target_columns=["churn"],
-                     submission_columns=["customer", "churn"], positive_label="Yes")
+    return Workspace(
+        tmp_path_factory.mktemp("churn"),
+        frame,
+        name="churn",
+        task_type="binary",
+        metric="roc_auc",
+        id_column="customer",
+        target_columns=["churn"],
+        submission_columns=["customer", "churn"],
+        positive_label="Yes",
+    )
 
 
 @pytest.fixture(scope="module")
 def ames(tmp_path_factory):
     frame = _rdata("modeldata", "ames", 500)
     frame.insert(0, "id", range(1, len(frame) + 1))
-    return Workspace(tmp_path_factory.mktemp("ames"), frame, name="ames", task_type="regression",
-                     metric="rmsle", id_column="id", target_columns=["Sale_Price"],
-                     submission_columns=["id", "Sale_Price"])
+    return Workspace(
+        tmp_path_factory.mktemp("ames"),
+        frame,
+        name="ames",
+        task_type="regression",
+        metric="rmsle",
+        id_column="id",
+        target_columns=["Sale_Price"],
+        submission_columns=["id", "Sale_Price"],
+    )
 
 
 @pytest.fixture(scope="module")
 def reviews(tmp_path_factory):
     frame = _rdata("modeldata", "training_data", 500)
     frame.insert(0, "id", range(len(frame)))
-    return Workspace(tmp_path_factory.mktemp("reviews"), frame, name="reviews", task_type="binary",
-                     modality="text", metric="accuracy", id_column="id", target_columns=["score"],
-                     submission_columns=["id", "score"], text_columns=["review"])
+    return Workspace(
+        tmp_path_factory.mktemp("reviews"),
+        frame,
+        name="reviews",
+        task_type="binary",
+        modality="text",
+        metric="accuracy",
+        id_column="id",
+        target_columns=["score"],
+        submission_columns=["id", "score"],
+        text_columns=["review"],
+    )
 
 
 @functools.cache
@@ -117,9 +154,18 @@ def digits(tmp_path_factory):
     frame.insert(0, "id", range(len(frame)))
     frame["label"] = labels[rows]
     classes = [str(c) for c in range(10)]
-    return Workspace(tmp_path_factory.mktemp("digits"), frame, name="digits", task_type="multiclass",
-                     modality="image_array", metric="logloss", id_column="id", target_columns=["label"],
-                     submission_columns=["id", *[f"p{c}" for c in classes]], classes=classes)
+    return Workspace(
+        tmp_path_factory.mktemp("digits"),
+        frame,
+        name="digits",
+        task_type="multiclass",
+        modality="image_array",
+        metric="logloss",
+        id_column="id",
+        target_columns=["label"],
+        submission_columns=["id", *[f"p{c}" for c in classes]],
+        classes=classes,
+    )
 
 
 def _shops_frame(rows: int) -> pd.DataFrame:
@@ -129,30 +175,47 @@ def _shops_frame(rows: int) -> pd.DataFrame:
     taste = 1.5 * rng.normal(size=(30, 3))
     x = rng.normal(size=rows)
     score = taste[shop] + np.outer(x, [1.0, 0.0, -1.0]) + rng.gumbel(size=(rows, 3))
-    return pd.DataFrame({"id": range(rows), "shop": [f"shop{k}" for k in shop], "x": x,
-                         "kind": np.array(["a", "b", "c"])[score.argmax(axis=1)]})
+    return pd.DataFrame(
+        {
+            "id": range(rows),
+            "shop": [f"shop{k}" for k in shop],
+            "x": x,
+            "kind": np.array(["a", "b", "c"])[score.argmax(axis=1)],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
 def shops(tmp_path_factory):
-    return Workspace(tmp_path_factory.mktemp("shops"), _shops_frame(500), name="shops", task_type="multiclass",
-                     metric="logloss", id_column="id", target_columns=["kind"],
-                     submission_columns=["id", "a", "b", "c"], classes=["a", "b", "c"])
+    return Workspace(
+        tmp_path_factory.mktemp("shops"),
+        _shops_frame(500),
+        name="shops",
+        task_type="multiclass",
+        metric="logloss",
+        id_column="id",
+        target_columns=["kind"],
+        submission_columns=["id", "a", "b", "c"],
+        classes=["a", "b", "c"],
+    )
 
 
 def _draft(ws: Workspace, recipe: str):
     """The brain's draft of ``recipe``: earlier families in the draft order count as drafted."""
     order = DRAFT_ORDER[ws.task["modality"]]
-    history = [HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
-               for i, r in enumerate(order[: order.index(recipe)])]
+    history = [
+        HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
+        for i, r in enumerate(order[: order.index(recipe)])
+    ]
     proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
     assert proposal.meta["recipe"] == recipe
     return proposal
 
 
 def _view(node_id: str, proposal, status: str = "scored", **kw) -> ParentView:
-    return ParentView(node_id, "draft", proposal.plan, proposal.code, status, kw.pop("score", 0.5),
-                      meta=proposal.meta, **kw)
+    return ParentView(
+        node_id, "draft", proposal.plan, proposal.code, status, kw.pop("score", 0.5), meta=proposal.meta, **kw
+    )
 
 
 # ------------------------------------------------------------------ drafts (no runs)
@@ -240,10 +303,17 @@ def test_script_stops_folds_when_the_budget_runs_out(churn):
 def _claimed_in_code(code: str, key: str, value) -> bool:
     """Whether the script shows the meta value a move claims to have set."""
     markers = {
-        "freq_encoding": '_freq"]', "quantile_numeric": "QuantileTransformer", "log_target": "np.log1p",
-        "text": "TfidfVectorizer", "ngram_max": f"ngram_range=(1, {value})",
-        "max_features": f"max_features={value}", "svd_components": f"min({value},", "pca_components": f"min({value},",
-        "target_encoding": "def fold_features", "ratios": "RATIO_COLUMNS", "seeds": f"N_SEEDS = {value}\n",
+        "freq_encoding": '_freq"]',
+        "quantile_numeric": "QuantileTransformer",
+        "log_target": "np.log1p",
+        "text": "TfidfVectorizer",
+        "ngram_max": f"ngram_range=(1, {value})",
+        "max_features": f"max_features={value}",
+        "svd_components": f"min({value},",
+        "pca_components": f"min({value},",
+        "target_encoding": "def fold_features",
+        "ratios": "RATIO_COLUMNS",
+        "seeds": f"N_SEEDS = {value}\n",
     }
     if key in markers:
         return markers[key] in code
@@ -297,19 +367,38 @@ def test_class_weight_is_offered_only_for_imbalanced_classes(churn, digits):
 @pytest.mark.slow
 def test_improved_scripts_run(ames, messy):
     draft = _draft(ames, "lightgbm")
-    lower = RecipeBrain().propose(Action("improve", ("p",)), ames.context(
-        [_view("p", draft)], [HistoryItem("x", "improve", "scored", 0.2, {"parent": "p", "move": m})
-                              for m in ("larger_trees", "smaller_trees", "stronger_l2", "feature_subsample",
-                                        "freq_encoding", "class_weight", "target_encoding", "ratios",
-                                        "seed_averaging")]))
+    lower = RecipeBrain().propose(
+        Action("improve", ("p",)),
+        ames.context(
+            [_view("p", draft)],
+            [
+                HistoryItem("x", "improve", "scored", 0.2, {"parent": "p", "move": m})
+                for m in (
+                    "larger_trees",
+                    "smaller_trees",
+                    "stronger_l2",
+                    "feature_subsample",
+                    "freq_encoding",
+                    "class_weight",
+                    "target_encoding",
+                    "ratios",
+                    "seed_averaging",
+                )
+            ],
+        ),
+    )
     assert lower.meta["move"] == "lower_lr_more_rounds"
     assert lower.meta["params"]["learning_rate"] == 0.025 and "learning_rate=0.025," in lower.code
     ames.run(lower.code, "improve-lower-lr")
 
     linear = _draft(messy, "linear")
     tried = ["weaker_penalty", "stronger_penalty", "class_weight", "freq_encoding", "quantile_numeric", "ratios"]
-    text = RecipeBrain().propose(Action("improve", ("q",)), messy.context(
-        [_view("q", linear)], [HistoryItem(m, "improve", "scored", 0.5, {"parent": "q", "move": m}) for m in tried]))
+    text = RecipeBrain().propose(
+        Action("improve", ("q",)),
+        messy.context(
+            [_view("q", linear)], [HistoryItem(m, "improve", "scored", 0.5, {"parent": "q", "move": m}) for m in tried]
+        ),
+    )
     assert text.meta["move"] == "text_vectors" and text.meta["features"]["text"] == "tfidf"
     assert "TfidfVectorizer" in text.code and "TfidfVectorizer" not in linear.code
     messy.run(text.code, "improve-text-vectors")
@@ -358,13 +447,31 @@ def test_debug_after_timeout_shrinks_the_model(churn):
 def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
     brain = RecipeBrain()
     draft = _draft(churn, "lightgbm")
-    tried = [HistoryItem(m, "improve", "scored", 0.5, {"parent": "p", "move": m})
-             for m in ("lower_lr_more_rounds", "larger_trees", "smaller_trees", "stronger_l2", "feature_subsample",
-                       "class_weight", "ratios", "seed_averaging")]
+    tried = [
+        HistoryItem(m, "improve", "scored", 0.5, {"parent": "p", "move": m})
+        for m in (
+            "lower_lr_more_rounds",
+            "larger_trees",
+            "smaller_trees",
+            "stronger_l2",
+            "feature_subsample",
+            "class_weight",
+            "ratios",
+            "seed_averaging",
+        )
+    ]
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], tried))
     assert child.meta["move"] == "freq_encoding"
-    crashed = ParentView("c", "improve", child.plan, child.code, "crash", None,
-                         stderr_tail="Traceback...\nKeyError: 'city_freq'", meta=child.meta)
+    crashed = ParentView(
+        "c",
+        "improve",
+        child.plan,
+        child.code,
+        "crash",
+        None,
+        stderr_tail="Traceback...\nKeyError: 'city_freq'",
+        meta=child.meta,
+    )
     fix = brain.propose(Action("debug", ("c",)), churn.context([crashed]))
     assert fix.meta["move"] == "undo_freq_encoding" and fix.meta["features"]["freq_encoding"] is False
     assert "KeyError: 'city_freq'" in fix.plan
@@ -417,13 +524,20 @@ def test_target_encoding_move_adds_the_fold_hook(messy, churn):
     base, meta = _moved(messy, "lightgbm", "target_encoding")
     assert diff(base, meta) == {"features.target_encoding": [False, True]}
     code, before = _render(messy, meta), _render(messy, base)
-    for marker in ("def fold_features(", "fold_features(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])",
-                   "pred_test += predict(model, X_test_fold)"):
+    for marker in (
+        "def fold_features(",
+        "fold_features(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])",
+        "pred_test += predict(model, X_test_fold)",
+    ):
         assert marker in code and marker not in before, marker
     # Trees on codes or native categories only (CatBoost has its own target statistics), and
     # only where some category has many levels (churn's have at most four).
     assert {r for r in DRAFT_ORDER["tabular"] if "target_encoding" in _offered(messy, r)} == {
-        "lightgbm", "hist_gb", "xgboost", "random_forest"}
+        "lightgbm",
+        "hist_gb",
+        "xgboost",
+        "random_forest",
+    }
     assert "target_encoding" not in _offered(churn, "lightgbm")
 
 
@@ -434,7 +548,7 @@ def test_target_encoding_never_sees_the_labels_it_encodes(shops, monkeypatch):
     assert ns["TE_COLUMNS"] == ["shop"] and ns["LABELS"] == ["a", "b", "c"]
     order = np.random.default_rng(0).permutation(len(y))
     fit, valid = np.sort(order[: len(y) * 4 // 5]), np.sort(order[len(y) * 4 // 5 :])
-    te = ["shop_te0", "shop_te1", "shop_te2"]   # one mean per class
+    te = ["shop_te0", "shop_te1", "shop_te2"]  # one mean per class
 
     def encode(labels):
         X_fit, (X_valid, X_test) = fold_features(X.iloc[fit], labels[fit], [X.iloc[valid], ns["X_test"]])
@@ -443,7 +557,7 @@ def test_target_encoding_never_sees_the_labels_it_encodes(shops, monkeypatch):
 
     fit_te, valid_te, test_te = encode(y)
     for part in (fit_te, valid_te, test_te):
-        np.testing.assert_allclose(part.sum(axis=1), 1.0)   # per-class means of one row's level sum to 1
+        np.testing.assert_allclose(part.sum(axis=1), 1.0)  # per-class means of one row's level sum to 1
 
     # Other labels on the validation rows: nothing changes, anywhere.
     relabelled = y.copy()
@@ -476,16 +590,18 @@ def test_target_encoding_never_sees_the_labels_it_encodes(shops, monkeypatch):
 
 @pytest.mark.slow
 def test_target_encoded_scripts_run(messy, shops, ames):
-    for ws, recipe, moves in ((messy, "lightgbm", ("target_encoding",)),
-                              (shops, "random_forest", ("target_encoding",)),
-                              (ames, "xgboost", ("target_encoding", "ratios"))):
+    for ws, recipe, moves in (
+        (messy, "lightgbm", ("target_encoding",)),
+        (shops, "random_forest", ("target_encoding",)),
+        (ames, "xgboost", ("target_encoding", "ratios")),
+    ):
         meta = _moved(ws, recipe, *moves)[1]
         if recipe == "random_forest":
-            meta["params"]["n_estimators"] = 50   # the code path is the point, not the forest
+            meta["params"]["n_estimators"] = 50  # the code path is the point, not the forest
         done = ws.run(_render(ws, meta), f"te-{recipe}")
         assert "target encoding: [" in done.stdout
     ratios = ast.literal_eval(done.stdout.split("log-ratios of ")[1].splitlines()[0])
-    assert len(ratios) == 4   # the four positive columns with the most distinct values: six log-ratios
+    assert len(ratios) == 4  # the four positive columns with the most distinct values: six log-ratios
 
 
 def test_seed_averaging_move(messy, digits):
@@ -500,7 +616,7 @@ def test_seed_averaging_move(messy, digits):
     assert offered == {"lightgbm", "catboost", "xgboost"}
     assert "seed_averaging" in _offered(digits, "small_cnn")
     shrink(meta, RECIPES["lightgbm"], Facts.of(messy.task, messy.profile))
-    assert meta["run"]["seeds"] == 1   # a run out of time drops the extra seeds first
+    assert meta["run"]["seeds"] == 1  # a run out of time drops the extra seeds first
 
 
 @pytest.mark.slow
@@ -542,9 +658,17 @@ def digit_values(tmp_path_factory):
     frame = pd.DataFrame(pixels[rows].astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
     frame.insert(0, "id", range(len(frame)))
     frame["value"] = labels[rows].astype(float)
-    return Workspace(tmp_path_factory.mktemp("digit-values"), frame, name="digit-values", task_type="regression",
-                     modality="image_array", metric="rmse", id_column="id", target_columns=["value"],
-                     submission_columns=["id", "value"])
+    return Workspace(
+        tmp_path_factory.mktemp("digit-values"),
+        frame,
+        name="digit-values",
+        task_type="regression",
+        modality="image_array",
+        metric="rmse",
+        id_column="id",
+        target_columns=["value"],
+        submission_columns=["id", "value"],
+    )
 
 
 def _small_cnn(ws: Workspace, **params) -> dict:
@@ -575,7 +699,7 @@ def test_small_cnn_is_deterministic_and_stops_when_its_time_is_spent(digits, mon
     assert not np.array_equal(first, predict(fit_model(X, y, None, None, seed=1), X[:50]))
     np.testing.assert_allclose(first.sum(axis=1), 1.0)
 
-    ns["FIT_SECONDS"] = 0.0   # no time left: one step, then a usable model all the same
+    ns["FIT_SECONDS"] = 0.0  # no time left: one step, then a usable model all the same
     hasty = predict(fit_model(X, y, None, None), X[:50])
     assert "network stopped in epoch 1 of 2: its time share is spent" in capsys.readouterr().out
     assert np.isfinite(hasty).all() and not np.array_equal(hasty, first)
@@ -586,7 +710,7 @@ def test_small_cnn_regression_head(digit_values, monkeypatch):
     meta = _small_cnn(digit_values, channels=4, epochs=3)
     meta["run"]["seeds"] = 2
     code = _render(digit_values, meta)
-    assert "/ (N_FOLDS * N_SEEDS)" in code   # each seed's network gets its own time share
+    assert "/ (N_FOLDS * N_SEEDS)" in code  # each seed's network gets its own time share
     ns = _script_head(digit_values, code, monkeypatch, until="validate")
     X, y = ns["X"], ns["y"]
     model = ns["fit_model"](X[:100], y[:100], None, None)

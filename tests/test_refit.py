@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pytest
+from conftest import make_task
 
 from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
@@ -24,11 +24,9 @@ from mlguild.search import get_policy
 from mlguild.state import replay
 from mlguild.task import load_task
 
-from conftest import make_task
-
 # A logistic curve on x0; it records how many labelled rows it trained on. FLIP makes it
 # predict the reverse when it sees more rows than the search gave it (a refit gone wrong).
-SCRIPT = '''
+SCRIPT = """
 import math, os
 from pathlib import Path
 import pandas as pd
@@ -43,12 +41,14 @@ for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv"))
     frame = pd.read_csv(data / src, dtype={{"id": str}})
     p = [1 / (1 + math.exp(-3 * sign * x)) for x in frame["x0"]]
     pd.DataFrame({{"id": frame["id"], "y": p}}).to_csv("output/" + dst, index=False)
-'''
+"""
 
 
 def _run(tmp_path, sets=()):
-    cfg = load_config(None, ["search.num_drafts=1", "search.draft_every=0", "budget.iterations=1",
-                             "sandbox.script_timeout_s=60", *sets])
+    cfg = load_config(
+        None,
+        ["search.num_drafts=1", "search.draft_every=0", "budget.iterations=1", "sandbox.script_timeout_s=60", *sets],
+    )
     return create_run(load_task(make_task(tmp_path / "task", n=400)), cfg, tmp_path / "runs")
 
 
@@ -56,8 +56,9 @@ def _searched(tmp_path, flip=False, crash=False):
     run = _run(tmp_path)
     split = run.workspace.manifest()["split"]
     code = SCRIPT.format(flip=flip, crash=crash, search_rows=split["train_rows"])
-    agent = Agent(run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_policy(run.config.search),
-                  get_sandbox("auto"))
+    agent = Agent(
+        run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_policy(run.config.search), get_sandbox("auto")
+    )
     agent.run_loop()
     assert agent.state.best_id == "n0001"
     return run, agent, split
@@ -73,18 +74,20 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     graph = agent.state.graph
     refit = graph[choice["node"]]
     assert choice["refit"] and refit.op == "refit" and refit.parents == ("n0001",) and refit.status == "final"
-    assert refit.score is None                     # nothing may score it: its holdout is training data
+    assert refit.score is None  # nothing may score it: its holdout is training data
     assert _rows(run, "n0001") == split["train_rows"]
     assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"]
     assert choice["agreement"] > 0.99
-    assert not full_data_dir(run.path).exists()    # the holdout labels are sealed again
+    assert not full_data_dir(run.path).exists()  # the holdout labels are sealed again
     final = run.path / "final"
-    assert (final / "submission.csv").read_bytes() == (run.node_dir(refit.id) / "output" / "submission.csv").read_bytes()
+    assert (final / "submission.csv").read_bytes() == (
+        run.node_dir(refit.id) / "output" / "submission.csv"
+    ).read_bytes()
     assert json.loads((final / "final.json").read_text())["node"] == refit.id
     # The journal replays the refit node and the choice; the grade is of the final submission.
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert state.final_choice["node"] == refit.id and state.graph[refit.id].status == "final"
-    assert state.graph.best().id == "n0001"        # a refit never competes with search nodes
+    assert state.graph.best().id == "n0001"  # a refit never competes with search nodes
     grade = grade_final(run, agent.state, agent.runner)
     assert grade["node"] == refit.id and grade["best_node"] == "n0001" and grade["refit"] and grade["valid"]
 
@@ -97,7 +100,7 @@ def test_a_refit_that_breaks_falls_back_to_the_best_node(tmp_path, how):
     assert ("agrees with n0001 on only" if how == "flip" else "failed (crash)") in choice["reason"]
     assert (run.path / "final" / "submission.csv").read_bytes() == (run.best_dir / "submission.csv").read_bytes()
     assert not full_data_dir(run.path).exists()
-    assert agent.state.graph.failed_leaves() == []   # a failed refit is not for the search to repair
+    assert agent.state.graph.failed_leaves() == []  # a failed refit is not for the search to repair
 
 
 def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
@@ -107,19 +110,20 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     members = tuple(n.id for n in agent.state.graph.ranked())
     fuse = agent.step(Action("fuse", members), 120)
     assert fuse.ok, fuse.failure
-    agent.state.best_id = fuse.id                  # refit the blend, whatever won
+    agent.state.best_id = fuse.id  # refit the blend, whatever won
     choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(300)
     graph = agent.state.graph
     refits = [n for n in graph if n.op == "refit"]
     weights = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())["weights"]
-    weighted = [m for m in members if weights[m] > 0]     # a member the blend gave no weight is not refitted
+    weighted = [m for m in members if weights[m] > 0]  # a member the blend gave no weight is not refitted
     assert [n.meta["refit_of"] for n in refits] == [*weighted, fuse.id]
     blend = refits[-1]
     assert blend.meta["stage"] == {m: r.id for m, r in zip(weighted, refits, strict=False)}
     staged = run.node_dir(blend.id) / "parents"
     for member, refit in blend.meta["stage"].items():
-        assert (staged / member / "submission.csv").read_bytes() == \
-            (run.node_dir(refit) / "output" / "submission.csv").read_bytes()
+        assert (staged / member / "submission.csv").read_bytes() == (
+            run.node_dir(refit) / "output" / "submission.csv"
+        ).read_bytes()
     assert choice["node"] == blend.id and choice["refit"], choice
 
 
@@ -140,17 +144,19 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     best.timing["budget_s"] = 60.0
     assert refit_seconds(run, agent.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
-    best.timing["exec_s"] = 50.0      # it used most of its budget: the refit gets as much per row
+    best.timing["exec_s"] = 50.0  # it used most of its budget: the refit gets as much per row
     assert refit_seconds(run, agent.state.graph, best) == pytest.approx(60.0 * growth)
-    assert refit_reserve(run, agent.state.graph, best) == pytest.approx(60.0 * growth)   # no time budget set
+    assert refit_reserve(run, agent.state.graph, best) == pytest.approx(60.0 * growth)  # no time budget set
     run.config.budget.time_s = 200.0
-    assert refit_reserve(run, agent.state.graph, best) == 0.0     # over 30% of the budget: no refit planned
+    assert refit_reserve(run, agent.state.graph, best) == 0.0  # over 30% of the budget: no refit planned
     best.timing["exec_s"] = 10.0
-    run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + 70     # under the 60 s script limit after the reserve
+    run.config.budget.time_s = (
+        agent.state.spent_s + agent.elapsed() + 70
+    )  # under the 60 s script limit after the reserve
     run.config.budget.iterations = None
     run.config.budget.script_share = 1.0
     assert agent._check_budget() == pytest.approx(70 - 10.0 * growth * 1.25, abs=1.0)
-    run.config.budget.script_share = 0.1    # one script may use at most a tenth of the run's budget
+    run.config.budget.script_share = 0.1  # one script may use at most a tenth of the run's budget
     assert agent._check_budget() == pytest.approx(0.1 * run.config.budget.time_s)
     run.config.final.refit = False
     assert refit_seconds(run, agent.state.graph, best) == 0.0
@@ -162,7 +168,7 @@ def test_agreement_measures():
     a = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["0.1", "0.4", "0.35", "0.8"]})
     same_order = pd.DataFrame({"id": ["4", "3", "2", "1"], "y": ["0.9", "0.3", "0.5", "0.2"]})
     assert agreement("probability", a, same_order, "id") == pytest.approx(1.0)
-    assert agreement("probability", a, a.assign(y="0.5"), "id") == 0.0          # constant: no correlation
+    assert agreement("probability", a, a.assign(y="0.5"), "id") == 0.0  # constant: no correlation
     labels = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["a", "b", "a", "c"]})
     assert agreement("label", labels, labels.assign(y=["a", "b", "c", "c"]), "id") == 0.75
 
@@ -172,7 +178,7 @@ def test_no_refit_when_too_little_time_is_left(tmp_path):
     agent.state.graph["n0001"].timing.update(exec_s=50.0, budget_s=60.0)
     choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(30)
     assert choice["node"] == "n0001" and "not enough time left" in choice["reason"]
-    assert [n.op for n in agent.state.graph] == ["draft"]          # nothing was started
+    assert [n.op for n in agent.state.graph] == ["draft"]  # nothing was started
 
 
 def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
@@ -195,11 +201,11 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame.to_csv(holdout, index=False)
     base, why = final_base(run, graph, agent.runner, best)
     assert base.id == "n0002" and "within noise" in why, why
-    frame["y"] = 1 - frame["y"]                 # now clearly worse: the best node stays
+    frame["y"] = 1 - frame["y"]  # now clearly worse: the best node stays
     frame.to_csv(holdout, index=False)
     base, why = final_base(run, graph, agent.runner, best)
     assert base.id == "n0001" and "better than the best blend n0002" in why, why
-    run.config.final.tie_share = 0.0            # never prefer a blend
+    run.config.final.tie_share = 0.0  # never prefer a blend
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
     assert final_base(run, graph, agent.runner, best)[0].id == "n0001"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from conftest import make_task
+
 from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.config import load_config
@@ -53,15 +53,24 @@ def _task_with_timestamps(root):
         path = task / "public" / name
         frame = pd.read_csv(path, dtype=str)
         when = pd.Timestamp("2013-11-01", tz="UTC") + pd.to_timedelta(range(len(frame)), unit="h")
-        frame["created"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")       # as every API export writes them
+        frame["created"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")  # as every API export writes them
         frame.to_csv(path, index=False)
     return task
 
 
 def _agent(task, tmp_path, brain, **overrides):
-    sets = [f"{k}={v}" for k, v in {"search.num_drafts": 1, "search.debug_probability": 1.0,
-                                     "search.draft_every": 0, "search.fuse_every": 0, "final.refit": False,
-                                     "sandbox.script_timeout_s": 120, **overrides}.items()]
+    sets = [
+        f"{k}={v}"
+        for k, v in {
+            "search.num_drafts": 1,
+            "search.debug_probability": 1.0,
+            "search.draft_every": 0,
+            "search.fuse_every": 0,
+            "final.refit": False,
+            "sandbox.script_timeout_s": 120,
+            **overrides,
+        }.items()
+    ]
     cfg = load_config(None, sets)
     run = create_run(load_task(task), cfg, tmp_path / "runs")
     return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
@@ -95,7 +104,7 @@ def test_identical_failures_stop_the_run_only_after_the_safest_pipeline_and_name
         agent.run_loop()
     nodes = list(agent.state.graph)
     assert not any(n.ok for n in nodes)
-    assert any(n.meta.get(LAST_RESORT) for n in nodes)          # the safest pipeline was tried first
+    assert any(n.meta.get(LAST_RESORT) for n in nodes)  # the safest pipeline was tried first
     message = str(stopped.value)
     assert "the safest pipeline included" in message
     assert "RuntimeError in step 'model': the BLAS library is broken" in message

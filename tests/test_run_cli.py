@@ -18,8 +18,15 @@ from conftest import make_task
 
 def mlguild(*args, cwd, env=None, timeout=300):
     env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "mlguild", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "mlguild", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def one_line(text: str) -> str:
@@ -47,12 +54,13 @@ def test_auto_without_a_usable_bwrap_refuses_llm_written_scripts_unless_asked(bw
     assert "--sandbox local" in err and "apt-get install -y bubblewrap" in err
     assert not (tmp_path / "runs").exists(), "a run was created before the refusal"
 
-    asked = mlguild("run", str(task), "--dry-run", "--brain", "llm", "-n", "1", "--sandbox", "local",
-                    cwd=tmp_path, env=no_bwrap)
+    asked = mlguild(
+        "run", str(task), "--dry-run", "--brain", "llm", "-n", "1", "--sandbox", "local", cwd=tmp_path, env=no_bwrap
+    )
     assert asked.returncode == 0, asked.stdout + asked.stderr
     lines = layer_lines(asked.stdout)
     assert len(lines) == 1 and lines[0].startswith("sandbox local") and asked.stdout.count("WEAK") == 1
-    assert "read sealed labels" in lines[0] and "warning" not in lines[0]   # asked for: said once, no alarm
+    assert "read sealed labels" in lines[0] and "warning" not in lines[0]  # asked for: said once, no alarm
 
 
 def test_auto_without_bwrap_runs_the_harness_own_scripts_with_one_warning(task, tmp_path):
@@ -64,8 +72,17 @@ def test_auto_without_bwrap_runs_the_harness_own_scripts_with_one_warning(task, 
 
 
 def test_sandbox_flag_bwrap_fails_when_bwrap_is_unusable(task, tmp_path):
-    out = mlguild("run", str(task), "--dry-run", "-n", "1", "--sandbox", "bwrap", cwd=tmp_path,
-                  env={"MLGUILD_BWRAP": "/bin/false"})
+    out = mlguild(
+        "run",
+        str(task),
+        "--dry-run",
+        "-n",
+        "1",
+        "--sandbox",
+        "bwrap",
+        cwd=tmp_path,
+        env={"MLGUILD_BWRAP": "/bin/false"},
+    )
     assert out.returncode == 2 and "sandbox 'bwrap' is not usable here" in one_line(out.stderr)
     assert not (tmp_path / "runs").exists()
 
@@ -83,10 +100,27 @@ def test_iterations_below_one_is_an_error_not_no_limit(n, task, tmp_path):
 def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path):
     # A wrapper must tell an interrupted run from a finished one: the shell's 128 + SIGINT.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlguild", "run", str(task), "--brain", "recipes", "--time", "2m",
-         "--run-id", "r", "--runs-dir", str(tmp_path / "runs")],
-        cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        [
+            sys.executable,
+            "-m",
+            "mlguild",
+            "run",
+            str(task),
+            "--brain",
+            "recipes",
+            "--time",
+            "2m",
+            "--run-id",
+            "r",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         journal = tmp_path / "runs" / "r" / "journal.jsonl"
         end = time.monotonic() + 120

@@ -57,9 +57,7 @@ def no_survivors(tmp_path):
     assert not left, f"processes survived the run: {left}"
 
 
-def run_script(
-    tmp_path: Path, code: str, env: dict | None = None, **limits
-) -> tuple[ExecResult, float]:
+def run_script(tmp_path: Path, code: str, env: dict | None = None, **limits) -> tuple[ExecResult, float]:
     """Run ``code`` as tmp_path/script.py; return the result and the wall time of run()."""
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(code))
@@ -120,8 +118,9 @@ def test_killed_by_own_signal_is_crash(tmp_path):
 
 
 def test_missing_executable_is_sandbox_error(tmp_path):
-    r = LocalSandbox().run(["/nonexistent/python"], tmp_path, {}, Limits(timeout_s=5),
-                           tmp_path / "o.txt", tmp_path / "e.txt")
+    r = LocalSandbox().run(
+        ["/nonexistent/python"], tmp_path, {}, Limits(timeout_s=5), tmp_path / "o.txt", tmp_path / "e.txt"
+    )
     assert r.status is ExecStatus.SANDBOX_ERROR and "nonexistent" in r.reason
 
 
@@ -178,7 +177,8 @@ def test_sigterm_ignored_still_killed_after_grace(tmp_path):
         while True:
             time.sleep(0.05)
         """,
-        timeout_s=0.8, term_grace_s=0.5,
+        timeout_s=0.8,
+        term_grace_s=0.5,
     )
     assert r.status is ExecStatus.TIMEOUT and r.signal == signal.SIGKILL
     assert 1.3 <= elapsed < 1.3 + 1.0
@@ -293,11 +293,14 @@ def test_child_holding_stdout_does_not_hang(tmp_path):
 
 def test_agent_killed_with_sigkill_takes_the_script_down(tmp_path):
     script = tmp_path / "script.py"
-    script.write_text(DAEMON + textwrap.dedent("""
+    script.write_text(
+        DAEMON
+        + textwrap.dedent("""
         open('main.pid', 'w').write(str(os.getpid()))
         spawn_daemon('daemon.pid')
         time.sleep(1000)
-    """))
+    """)
+    )
     agent_code = textwrap.dedent(f"""
         import sys
         from pathlib import Path
@@ -355,7 +358,8 @@ def test_script_that_freezes_its_supervisor(tmp_path):
     # stopped within two checks and kills the script's tree and the supervisor itself,
     # long before the safety timer (timeout + grace + slack) would fire.
     script = tmp_path / "script.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, signal, time
         if os.fork() == 0:
             os.setsid()  # out of the main script's session: only a tree walk finds it
@@ -366,11 +370,16 @@ def test_script_that_freezes_its_supervisor(tmp_path):
             time.sleep(0.01)
         os.kill(os.getppid(), signal.SIGSTOP)
         time.sleep(1000)
-    """))
+    """)
+    )
     t0 = time.monotonic()
     r = LocalSandbox().run(
-        [sys.executable, str(script)], tmp_path, safe_env(cwd=tmp_path),
-        Limits(timeout_s=60), tmp_path / "o.txt", tmp_path / "e.txt",
+        [sys.executable, str(script)],
+        tmp_path,
+        safe_env(cwd=tmp_path),
+        Limits(timeout_s=60),
+        tmp_path / "o.txt",
+        tmp_path / "e.txt",
     )
     assert r.status is ExecStatus.SANDBOX_ERROR and "supervisor was stopped" in r.reason
     assert time.monotonic() - t0 < 5
@@ -402,16 +411,29 @@ def test_supervisor_held_in_a_ptrace_stop_is_killed_promptly(tmp_path):
     # The agent's own check, for whatever gets past the above: a tracer (here from outside
     # the tree, with CAP_SYS_PTRACE) holds the supervisor in a ptrace stop. The agent
     # kills the script's tree and the supervisor within a second or so.
-    (tmp_path / "script.py").write_text(DAEMON + textwrap.dedent("""
+    (tmp_path / "script.py").write_text(
+        DAEMON
+        + textwrap.dedent("""
         spawn_daemon('daemon.pid')
         open('ready', 'w').close()
         time.sleep(1000)
-    """))
+    """)
+    )
     sandbox = LocalSandbox(prestart=False)  # its only child is then this run's supervisor
     done: dict = {}
-    runner = threading.Thread(target=lambda: done.setdefault("r", sandbox.run(
-        [sys.executable, "script.py"], tmp_path, safe_env(cwd=tmp_path), Limits(timeout_s=60),
-        tmp_path / "o.txt", tmp_path / "e.txt")))
+    runner = threading.Thread(
+        target=lambda: done.setdefault(
+            "r",
+            sandbox.run(
+                [sys.executable, "script.py"],
+                tmp_path,
+                safe_env(cwd=tmp_path),
+                Limits(timeout_s=60),
+                tmp_path / "o.txt",
+                tmp_path / "e.txt",
+            ),
+        )
+    )
     runner.start()
     tracer = None
     try:
@@ -421,8 +443,7 @@ def test_supervisor_held_in_a_ptrace_stop_is_killed_promptly(tmp_path):
             time.sleep(0.02)
         # ours, and busy: other sandboxes of this process may keep one started ahead, idle
         (supervisor,) = [p for p in children(os.getpid()) if b"supervisor" in cmdline(p) and children(p)]
-        tracer = subprocess.Popen([sys.executable, "-c", TRACER, str(supervisor)],
-                                  stdout=subprocess.PIPE, text=True)
+        tracer = subprocess.Popen([sys.executable, "-c", TRACER, str(supervisor)], stdout=subprocess.PIPE, text=True)
         assert tracer.stdout.readline() == "attached\n"
         t0 = time.monotonic()
         runner.join(10)
@@ -482,8 +503,14 @@ def test_next_run_survives_its_prestarted_supervisor_killed_or_stopped(tmp_path)
     # A script sharing the agent's uid can signal the supervisor that waits for the next
     # run: that run still works, with a fresh one (killed) or after a SIGCONT (stopped).
     sandbox = LocalSandbox()
-    args = ([sys.executable, "-c", "print('hi')"], tmp_path, safe_env(cwd=tmp_path),
-            Limits(timeout_s=10), tmp_path / "o.txt", tmp_path / "e.txt")
+    args = (
+        [sys.executable, "-c", "print('hi')"],
+        tmp_path,
+        safe_env(cwd=tmp_path),
+        Limits(timeout_s=10),
+        tmp_path / "o.txt",
+        tmp_path / "e.txt",
+    )
     assert sandbox.run(*args).status is ExecStatus.OK
     for sig in (signal.SIGKILL, signal.SIGSTOP):
         spare = sandbox._spares.spare.proc
@@ -509,8 +536,9 @@ def test_prestarted_supervisor_goes_with_its_agent(tmp_path):
         print(sandbox._spares.spare.proc.pid, flush=True)
         time.sleep(60)
     """)
-    agent = subprocess.Popen([sys.executable, "-c", agent_code], stdout=subprocess.PIPE,
-                             env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
+    agent = subprocess.Popen(
+        [sys.executable, "-c", agent_code], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(SRC_DIR)}
+    )
     try:
         spare = int(agent.stdout.readline())
         assert alive(spare)
@@ -532,8 +560,9 @@ def test_command_found_on_path_under_a_dropped_uid():
     work = Path(tempfile.mkdtemp(prefix="mlguild-path-"))
     try:
         work.chmod(0o755)  # reachable by the dropped uid, as a run directory is
-        r = LocalSandbox().run(["sh", "-c", "id -u"], work, safe_env(cwd=work),
-                               Limits(timeout_s=10), work / "o.txt", work / "e.txt")
+        r = LocalSandbox().run(
+            ["sh", "-c", "id -u"], work, safe_env(cwd=work), Limits(timeout_s=10), work / "o.txt", work / "e.txt"
+        )
         assert r.status is ExecStatus.OK, r.reason
         assert r.stdout_tail == f"{r.run_uid}\n"
     finally:
@@ -569,7 +598,8 @@ def test_tree_cap_sums_over_children(tmp_path):
                 time.sleep(1000)
         time.sleep(1000)
         """,
-        tree_memory_mb=300, timeout_s=20,
+        tree_memory_mb=300,
+        timeout_s=20,
     )
     assert r.status is ExecStatus.MEMORY and elapsed < 5 and r.descendants_killed == 4
 
@@ -615,7 +645,8 @@ def test_endless_print_loop_times_out_with_bounded_files(tmp_path):
         while True:
             print('line', i); print('err', i, file=sys.stderr); i += 1
         """,
-        timeout_s=1.5, output_bytes=50_000,
+        timeout_s=1.5,
+        output_bytes=50_000,
     )
     assert r.status is ExecStatus.TIMEOUT and elapsed < 4
     for name in ("stdout.txt", "stderr.txt"):
@@ -652,7 +683,9 @@ def test_cwd_and_rlimits_applied(tmp_path):
         for name in ('NOFILE', 'CORE', 'CPU', 'FSIZE'):
             print(name, resource.getrlimit(getattr(resource, 'RLIMIT_' + name))[0])
         """,
-        nofile=256, fsize_mb=2, cpu_s=77,
+        nofile=256,
+        fsize_mb=2,
+        cpu_s=77,
     )
     lines = r.stdout_tail.splitlines()
     assert lines[0] == str(tmp_path)
@@ -673,15 +706,20 @@ def test_fsize_limit_stops_a_huge_file(tmp_path):
     assert (tmp_path / "big.bin").stat().st_size <= 1024 * 1024
 
 
-@pytest.mark.parametrize("bad", [
-    {"timeout_s": 0}, {"disk_mb": 0}, {"max_files": -1}, {"tree_procs": 0}, {"tmp_mb": 0},
-    {"run_as_uid": -1},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"timeout_s": 0},
+        {"disk_mb": 0},
+        {"max_files": -1},
+        {"tree_procs": 0},
+        {"tmp_mb": 0},
+        {"run_as_uid": -1},
+    ],
+)
 def test_limits_validation(tmp_path, bad):
     with pytest.raises(ValueError):
-        LocalSandbox().run(
-            ["true"], tmp_path, {}, Limits(**bad), tmp_path / "o", tmp_path / "e"
-        )
+        LocalSandbox().run(["true"], tmp_path, {}, Limits(**bad), tmp_path / "o", tmp_path / "e")
 
 
 def test_bwrap_runs_an_interpreter_that_lives_under_tmp(tmp_path):
@@ -695,9 +733,14 @@ def test_bwrap_runs_an_interpreter_that_lives_under_tmp(tmp_path):
         node = tmp_path / "node"
         node.mkdir()
         (node / "s.py").write_text("import sys; print('ran', sys.executable)\n")
-        result = get_sandbox("bwrap").run([str(venv / "bin" / "python"), "s.py"], cwd=node, env=safe_env(cwd=node),
-                                          limits=Limits(timeout_s=30), stdout_path=node / "o.txt",
-                                          stderr_path=node / "e.txt")
+        result = get_sandbox("bwrap").run(
+            [str(venv / "bin" / "python"), "s.py"],
+            cwd=node,
+            env=safe_env(cwd=node),
+            limits=Limits(timeout_s=30),
+            stdout_path=node / "o.txt",
+            stderr_path=node / "e.txt",
+        )
         assert result.status == ExecStatus.OK, (node / "e.txt").read_text()
         assert "ran" in (node / "o.txt").read_text()
     finally:

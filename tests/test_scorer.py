@@ -125,15 +125,15 @@ def test_f1_labels_and_qwk_integers(tmp_path):
 def test_multi_column_regression(tmp_path):
     fmt = SubmissionFormat("id", ["id", "y1", "y2"])
     answers = pd.DataFrame({"id": ["1", "2"], "y1": ["1", "2"], "y2": ["10", "20"]}, dtype=object)
-    result = score(tmp_path, "id,y1,y2\n1,1,13\n2,4,20\n", metric="rmse", answers=answers, fmt=fmt,
-                   target_columns=["y1", "y2"])
+    result = score(
+        tmp_path, "id,y1,y2\n1,1,13\n2,4,20\n", metric="rmse", answers=answers, fmt=fmt, target_columns=["y1", "y2"]
+    )
     assert result.score.value == pytest.approx((np.sqrt(2.0) + np.sqrt(4.5)) / 2)
 
 
 def test_ranked_list_map_at_k(tmp_path):
     answers = pd.DataFrame({"id": ["1", "2"], "target": ["a b", "c"]}, dtype=object)
-    result = score(tmp_path, "id,target\n1,a x b\n2,\n", metric="map_at_k", answers=answers,
-                   metric_params={"k": 3})
+    result = score(tmp_path, "id,target\n1,a x b\n2,\n", metric="map_at_k", answers=answers, metric_params={"k": 3})
     assert result.score.value == pytest.approx(((1 + 2 / 3) / 2 + 0) / 2)
 
 
@@ -264,8 +264,10 @@ def test_ids_are_exact_strings(tmp_path):
 
 def test_non_unique_ids_align_by_position(tmp_path):
     fmt = SubmissionFormat("user", ["user", "item", "score"], ids_unique=False, key_columns=("item",))
-    answers = pd.DataFrame({"user": ["u1", "u1", "u2", "u2"], "item": ["i1", "i2", "i1", "i3"],
-                            "score": ["1", "0", "0", "1"]}, dtype=object)
+    answers = pd.DataFrame(
+        {"user": ["u1", "u1", "u2", "u2"], "item": ["i1", "i2", "i1", "i3"], "score": ["1", "0", "0", "1"]},
+        dtype=object,
+    )
     kw = dict(metric="gauc", answers=answers, fmt=fmt, target_columns=["score"])
     text = "user,item,score\nu1,i1,0.9\nu1,i2,0.1\nu2,i1,0.3\nu2,i3,0.6\n"
     assert score(tmp_path, text, **kw).score.value == 1.0
@@ -278,11 +280,24 @@ def test_non_unique_ids_align_by_position(tmp_path):
 
 def test_grouped_ndcg_with_group_column(tmp_path):
     fmt = SubmissionFormat("row_id", ["row_id", "score"])
-    answers = pd.DataFrame({"row_id": ["1", "2", "3", "4", "5"], "query": ["q1", "q1", "q1", "q2", "q2"],
-                            "score": ["2", "0", "1", "0", "0"]}, dtype=object)
+    answers = pd.DataFrame(
+        {
+            "row_id": ["1", "2", "3", "4", "5"],
+            "query": ["q1", "q1", "q1", "q2", "q2"],
+            "score": ["2", "0", "1", "0", "0"],
+        },
+        dtype=object,
+    )
     text = "row_id,score\n1,0.1\n2,0.9\n3,0.5\n4,1\n5,2\n"
-    result = score(tmp_path, text, metric="ndcg_at_k", answers=answers, fmt=fmt,
-                   target_columns=["score"], metric_params={"group_column": "query", "k": 3})
+    result = score(
+        tmp_path,
+        text,
+        metric="ndcg_at_k",
+        answers=answers,
+        fmt=fmt,
+        target_columns=["score"],
+        metric_params={"group_column": "query", "k": 3},
+    )
     # q1 ranked 2, 3, 1 -> rel 0, 1, 2; q2 has no relevant item and is excluded
     ideal = 2 + 1 / np.log2(3)
     assert result.score.value == pytest.approx((1 / np.log2(3) + 2 / np.log2(4)) / ideal)
@@ -291,9 +306,20 @@ def test_grouped_ndcg_with_group_column(tmp_path):
 # ------------------------------------------------------------------ values
 
 
-@pytest.mark.parametrize("bad, code", [("nan", "non_finite"), ("NaN", "non_finite"), ("inf", "non_finite"),
-                                       ("-inf", "non_finite"), ("1e400", "non_finite"), ("", "not_numeric"),
-                                       ("abc", "not_numeric"), ("NA", "not_numeric"), ("0,5", None)])
+@pytest.mark.parametrize(
+    "bad, code",
+    [
+        ("nan", "non_finite"),
+        ("NaN", "non_finite"),
+        ("inf", "non_finite"),
+        ("-inf", "non_finite"),
+        ("1e400", "non_finite"),
+        ("", "not_numeric"),
+        ("abc", "not_numeric"),
+        ("NA", "not_numeric"),
+        ("0,5", None),
+    ],
+)
 def test_bad_numbers(tmp_path, bad, code):
     text = f"id,target\na,0.1\nb,{bad}\nc,0.35\nd,0.4\n"
     if code is None:  # "0,5" unquoted is a shifted row, caught before any value check
@@ -357,7 +383,7 @@ def test_bootstrap_wins_is_paired_and_strict(tmp_path):
     args = (answers, fmt, get_metric("roc_auc"), ["y"])
     assert bootstrap_wins(good, noise, *args, n_resamples=50) == 1.0
     assert bootstrap_wins(noise, good, *args, n_resamples=50) == 0.0
-    assert bootstrap_wins(good, good, *args, n_resamples=50) == 0.0    # a tie is never a win
+    assert bootstrap_wins(good, good, *args, n_resamples=50) == 0.0  # a tie is never a win
 
 
 # ------------------------------------------------------------------ labels must be known
@@ -382,12 +408,17 @@ def test_a_label_that_is_no_known_class_is_refused_not_scored_wrong(tmp_path, ba
 def test_known_labels_come_from_answers_classes_training_labels_and_the_caller(tmp_path):
     text = "id,target\na,0\nb,rare\nc,1\nd,0\n"
     assert reason(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS) == "unknown_label"
-    assert score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS, classes=["0", "1", "rare"]).score.value == 0.75
+    assert (
+        score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS, classes=["0", "1", "rare"]).score.value == 0.75
+    )
     assert score(tmp_path, text, metric="accuracy", answers=LABEL_ANSWERS, labels={"rare"}).score.value == 0.75
     # load_answers reads the task's training labels from labels.json beside the answers (the
     # firewall writes it): a class too rare to reach the holdout is still a label to predict.
     LABEL_ANSWERS.to_csv(tmp_path / "answers.csv", index=False)
-    assert reason(tmp_path, text, metric="accuracy", answers=load_answers(tmp_path / "answers.csv", "id")) == "unknown_label"
+    assert (
+        reason(tmp_path, text, metric="accuracy", answers=load_answers(tmp_path / "answers.csv", "id"))
+        == "unknown_label"
+    )
     (tmp_path / "labels.json").write_text('{"target": ["0", "1", "rare"]}')
     answers = load_answers(tmp_path / "answers.csv", "id")
     assert score(tmp_path, text, metric="accuracy", answers=answers).score.value == 0.75
@@ -456,7 +487,7 @@ def test_streaming_handles_quoted_newlines_and_trailing_blank_lines(tmp_path):
     ids = [f"id\n{i}" for i in range(60)]
     quoted = "".join(f'"id\n{i}","{"a " * 3 + chr(10) * 100_000}"\n' for i in range(60))
     fmt = SubmissionFormat("id", ["id", "target"])
-    path = write(tmp_path, "id,target\n" + quoted, "quoted.csv")    # 6 MB of newlines, all inside quotes
+    path = write(tmp_path, "id,target\n" + quoted, "quoted.csv")  # 6 MB of newlines, all inside quotes
     assert path.stat().st_size > 5 * 1024**2
     assert read_submission(path, fmt, ids)["id"].tolist() == ids
     extra = "".join(f'"x\n{i}",1\n' for i in range(400_000))

@@ -28,7 +28,7 @@ with open({path!r}, "a") as f:
 raise SystemExit(1)
 """
 
-GOOD = '''
+GOOD = """
 import os
 from pathlib import Path
 import pandas as pd
@@ -37,11 +37,11 @@ os.makedirs("output", exist_ok=True)
 for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
     frame = pd.read_csv(data / src, dtype={"id": str})
     pd.DataFrame({"id": frame["id"], "y": frame["x0"]}).to_csv("output/" + dst, index=False)
-'''
+"""
 
 # mode "loop": the agent loop, the tampering node first, then an honest one.
 # mode "refit": a refit node run by the NodeRunner directly.
-AGENT = r'''
+AGENT = r"""
 import json, sys
 from pathlib import Path
 import mlguild
@@ -75,7 +75,7 @@ except ScorerIntegrityError as exc:
     print("STOPPED", exc.message)
     print("FIX", exc.fix)
     sys.exit(3)
-'''
+"""
 
 
 @pytest.fixture
@@ -92,10 +92,12 @@ def test_the_node_that_tampers_with_the_scorer_is_the_one_flagged(mode, package_
     task = make_task(tmp_path / "task")
     codes = [TAMPER.format(path=str(target)), GOOD]
     proc = subprocess.run(
-        [sys.executable, "-c", AGENT, mode, str(package_copy), str(tmp_path / "runs"), str(task),
-         json.dumps(codes)],
-        env={**os.environ, "PYTHONPATH": str(package_copy.parent)}, capture_output=True, text=True,
-        timeout=300, check=False,
+        [sys.executable, "-c", AGENT, mode, str(package_copy), str(tmp_path / "runs"), str(task), json.dumps(codes)],
+        env={**os.environ, "PYTHONPATH": str(package_copy.parent)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert target.read_bytes() != before, "the attack did not run"
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -105,9 +107,10 @@ def test_the_node_that_tampers_with_the_scorer_is_the_one_flagged(mode, package_
     records = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     finished = [r for r in records if r["type"] == "node_finished"]
     assert [(r["id"], r["status"]) for r in finished] == [("n0001", "scorer_tampered")]
-    assert finished[0]["exec"]["status"] == "crash"   # what the script itself did
-    assert not any(r["type"] == "node_started" and r["node"]["id"] != "n0001" for r in records), \
+    assert finished[0]["exec"]["status"] == "crash"  # what the script itself did
+    assert not any(r["type"] == "node_started" and r["node"]["id"] != "n0001" for r in records), (
         "the run went on after the scorer changed"
+    )
     report = (run / "nodes" / "n0001" / "report.md").read_text()
     assert "scorer_tampered" in report and "changed while this script ran" in report
     assert json.loads((run / "nodes" / "n0001" / "score.json").read_text())["status"] == "scorer_tampered"

@@ -1,13 +1,12 @@
 import pandas as pd
 import pytest
 import yaml
+from conftest import make_task
 
 from mlguild.errors import TaskError
 from mlguild.sources import init_task
 from mlguild.sources.csv_source import infer_task_type
 from mlguild.task import load_task
-
-from conftest import make_task
 
 
 def test_bundled_examples_load(example_tasks):
@@ -24,7 +23,9 @@ def test_bundled_examples_load(example_tasks):
 
 def test_examples_are_deterministic(tmp_path, example_tasks):
     again = init_task("example:churn", tmp_path / "churn")
-    assert (again / "public" / "train.csv").read_bytes() == (example_tasks["churn"] / "public" / "train.csv").read_bytes()
+    assert (again / "public" / "train.csv").read_bytes() == (
+        example_tasks["churn"] / "public" / "train.csv"
+    ).read_bytes()
 
 
 def test_unknown_example(tmp_path):
@@ -72,8 +73,14 @@ def _edit(root, **changes):
 
 
 def test_csv_source_infers_id_type_and_metric(tmp_path):
-    frame = pd.DataFrame({"customer_id": [f"c{i}" for i in range(100)], "age": range(100),
-                          "plan": ["a", "b"] * 50, "churned": ["yes"] * 30 + ["no"] * 70})
+    frame = pd.DataFrame(
+        {
+            "customer_id": [f"c{i}" for i in range(100)],
+            "age": range(100),
+            "plan": ["a", "b"] * 50,
+            "churned": ["yes"] * 30 + ["no"] * 70,
+        }
+    )
     frame.to_csv(tmp_path / "data.csv", index=False)
     root = init_task(f"csv:{tmp_path / 'data.csv'}", tmp_path / "task", target="churned")
     spec = load_task(root).spec
@@ -100,11 +107,13 @@ def test_csv_source_creates_an_id_beside_a_repeating_id_column(tmp_path):
     spec = load_task(root).spec
     assert spec.id_column == "row_id"
     train = pd.read_csv(root / "public" / "train.csv")
-    assert train["row_id"].is_unique and "id" in train.columns     # the subject column is kept as data
+    assert train["row_id"].is_unique and "id" in train.columns  # the subject column is kept as data
 
 
 def test_csv_source_with_test_file_holding_answers(tmp_path):
-    pd.DataFrame({"id": range(50), "x": range(50), "y": [1.5 * i for i in range(50)]}).to_csv(tmp_path / "tr.csv", index=False)
+    pd.DataFrame({"id": range(50), "x": range(50), "y": [1.5 * i for i in range(50)]}).to_csv(
+        tmp_path / "tr.csv", index=False
+    )
     pd.DataFrame({"id": range(50, 60), "x": range(10), "y": range(10)}).to_csv(tmp_path / "te.csv", index=False)
     root = init_task(f"csv:{tmp_path / 'tr.csv'}", tmp_path / "t", target="y", test=tmp_path / "te.csv")
     spec = load_task(root).spec

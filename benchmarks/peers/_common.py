@@ -26,10 +26,20 @@ import pandas as pd
 # metric -> what a submission holds (mirrors mlguild.metrics; used only when the spec lacks
 # prediction_kind, i.e. when it is read from a task.yaml rather than mlguild's task.json)
 PREDICTION_KIND = {
-    "accuracy": "label", "f1": "label", "f1_macro": "label", "qwk": "label",
-    "roc_auc": "probability", "binary_logloss": "probability", "logloss": "class_probabilities",
-    "rmse": "value", "rmsle": "value", "mae": "value", "r2": "value",
-    "map_at_k": "ranked_list", "gauc": "value", "ndcg_at_k": "value",
+    "accuracy": "label",
+    "f1": "label",
+    "f1_macro": "label",
+    "qwk": "label",
+    "roc_auc": "probability",
+    "binary_logloss": "probability",
+    "logloss": "class_probabilities",
+    "rmse": "value",
+    "rmsle": "value",
+    "mae": "value",
+    "r2": "value",
+    "map_at_k": "ranked_list",
+    "gauc": "value",
+    "ndcg_at_k": "value",
 }
 
 
@@ -85,10 +95,17 @@ class Job:
 
 def parse_args(description: str) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--task", type=Path, help="Task folder (task.yaml, public/); not needed when "
-                                             "--spec, --train and --test are all given.")
-    p.add_argument("--spec", type=Path, help="The task's public spec as JSON (what mlguild's scripts get as "
-                                             "task.json: TaskSpec.public_dict()); default: --task's task.yaml.")
+    p.add_argument(
+        "--task",
+        type=Path,
+        help="Task folder (task.yaml, public/); not needed when --spec, --train and --test are all given.",
+    )
+    p.add_argument(
+        "--spec",
+        type=Path,
+        help="The task's public spec as JSON (what mlguild's scripts get as "
+        "task.json: TaskSpec.public_dict()); default: --task's task.yaml.",
+    )
     p.add_argument("--train", type=Path, help="Labelled rows (default: <task>/public/<train_file>).")
     p.add_argument("--test", type=Path, help="Test inputs (default: <task>/public/<test_file>).")
     p.add_argument("--budget", type=float, required=True, help="Training time budget in seconds.")
@@ -105,7 +122,7 @@ def parse_args(description: str) -> argparse.Namespace:
 def load_job(args: argparse.Namespace) -> Job:
     if args.spec:
         spec = json.loads(args.spec.read_text())
-        spec = spec.get("spec", spec)      # accept a run's task.json snapshot as well
+        spec = spec.get("spec", spec)  # accept a run's task.json snapshot as well
     else:
         import yaml
 
@@ -128,9 +145,23 @@ def load_job(args: argparse.Namespace) -> Job:
     workdir = args.workdir or args.out.parent / "work"
     workdir.mkdir(parents=True, exist_ok=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    return Job(spec, train, test, args.budget, max(1, args.threads), args.out, workdir, args.info,
-               info={"train_rows": len(train), "test_rows": len(test), "budget_s": args.budget,
-                     "threads": args.threads, "prediction_kind": kind})
+    return Job(
+        spec,
+        train,
+        test,
+        args.budget,
+        max(1, args.threads),
+        args.out,
+        workdir,
+        args.info,
+        info={
+            "train_rows": len(train),
+            "test_rows": len(test),
+            "budget_s": args.budget,
+            "threads": args.threads,
+            "prediction_kind": kind,
+        },
+    )
 
 
 def rmsle(y_true, y_pred) -> float:
@@ -163,7 +194,7 @@ def write_submission(job: Job, predictions, proba: pd.DataFrame | None = None) -
     elif kind == "value":
         values = np.asarray(predictions, dtype=float)
         if job.metric == "rmsle":
-            values = np.clip(values, 0, None)   # rmsle is undefined below -1; prices are never negative
+            values = np.clip(values, 0, None)  # rmsle is undefined below -1; prices are never negative
         sub[cols[0]] = values
     else:
         raise SystemExit(f"prediction kind {kind!r} is not supported")

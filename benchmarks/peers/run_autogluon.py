@@ -23,13 +23,19 @@ from __future__ import annotations
 import sys
 
 import pandas as pd
-
 from _common import Clock, load_job, parse_args, rmsle, save_info, write_submission
 
 AG_METRIC = {
-    "roc_auc": "roc_auc", "accuracy": "accuracy", "logloss": "log_loss", "binary_logloss": "log_loss",
-    "f1": "f1", "f1_macro": "f1_macro", "rmse": "root_mean_squared_error", "mae": "mean_absolute_error",
-    "r2": "r2", "qwk": "quadratic_kappa",
+    "roc_auc": "roc_auc",
+    "accuracy": "accuracy",
+    "logloss": "log_loss",
+    "binary_logloss": "log_loss",
+    "f1": "f1",
+    "f1_macro": "f1_macro",
+    "rmse": "root_mean_squared_error",
+    "mae": "mean_absolute_error",
+    "r2": "r2",
+    "qwk": "quadratic_kappa",
 }
 
 
@@ -39,7 +45,8 @@ def main() -> None:
     import autogluon.tabular
     from autogluon.core.metrics import make_scorer
     from autogluon.tabular import TabularPredictor
-    clock = Clock()   # fit time, imports excluded
+
+    clock = Clock()  # fit time, imports excluded
 
     if job.metric == "rmsle":
         eval_metric = make_scorer("rmsle", rmsle, optimum=0.0, greater_is_better=False)
@@ -49,8 +56,13 @@ def main() -> None:
         metric_name = eval_metric or f"AutoGluon default (none for {job.metric})"
     train = job.features(job.train)
     train[job.target] = job.labels()
-    predictor = TabularPredictor(label=job.target, problem_type=job.task_type, eval_metric=eval_metric,
-                                 path=str(job.workdir / "autogluon_models"), verbosity=2)
+    predictor = TabularPredictor(
+        label=job.target,
+        problem_type=job.task_type,
+        eval_metric=eval_metric,
+        path=str(job.workdir / "autogluon_models"),
+        verbosity=2,
+    )
     predictor.fit(train, time_limit=job.budget_s, presets="medium_quality", num_cpus=job.threads)
     fit_s = clock.lap()
     X_test = job.features(job.test)
@@ -59,12 +71,19 @@ def main() -> None:
     else:
         write_submission(job, predictor.predict(X_test).to_numpy())
     board = predictor.leaderboard(silent=True)
-    job.info.update(peer="autogluon", version=autogluon.tabular.__version__, problem_type=job.task_type,
-                    metric=metric_name, best_model=predictor.model_best,
-                    models=board[["model", "score_val", "fit_time"]].to_dict(orient="records"),
-                    fit_s=fit_s, total_s=clock.lap(),
-                    feature_types=predictor.feature_metadata_in.type_group_map_special
-                    if hasattr(predictor, "feature_metadata_in") else None)
+    job.info.update(
+        peer="autogluon",
+        version=autogluon.tabular.__version__,
+        problem_type=job.task_type,
+        metric=metric_name,
+        best_model=predictor.model_best,
+        models=board[["model", "score_val", "fit_time"]].to_dict(orient="records"),
+        fit_s=fit_s,
+        total_s=clock.lap(),
+        feature_types=predictor.feature_metadata_in.type_group_map_special
+        if hasattr(predictor, "feature_metadata_in")
+        else None,
+    )
     save_info(job)
     print(f"autogluon: best {predictor.model_best}, fit {fit_s:.1f}s, wrote {job.out}", file=sys.stderr)
 

@@ -24,12 +24,18 @@ from __future__ import annotations
 import sys
 
 import pandas as pd
-
 from _common import Clock, load_job, parse_args, rmsle, save_info, write_submission
 
 FLAML_METRIC = {
-    "roc_auc": "roc_auc", "accuracy": "accuracy", "logloss": "log_loss", "binary_logloss": "log_loss",
-    "f1": "f1", "f1_macro": "macro_f1", "rmse": "rmse", "mae": "mae", "r2": "r2",
+    "roc_auc": "roc_auc",
+    "accuracy": "accuracy",
+    "logloss": "log_loss",
+    "binary_logloss": "log_loss",
+    "f1": "f1",
+    "f1_macro": "macro_f1",
+    "rmse": "rmse",
+    "mae": "mae",
+    "r2": "r2",
 }
 
 
@@ -52,9 +58,10 @@ def string_columns(automl, X: pd.DataFrame) -> dict:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     job = load_job(args)
-    from flaml import AutoML
     import flaml
-    clock = Clock()   # fit time, imports excluded
+    from flaml import AutoML
+
+    clock = Clock()  # fit time, imports excluded
 
     if job.metric == "rmsle":
         metric, metric_name = rmsle_metric, "rmsle (custom)"
@@ -64,8 +71,7 @@ def main() -> None:
     task = "regression" if job.task_type == "regression" else "classification"
     X, y = job.features(job.train), job.labels()
     automl = AutoML()
-    automl.fit(X_train=X, y_train=y, task=task, metric=metric, time_budget=job.budget_s,
-               n_jobs=job.threads, verbose=1)
+    automl.fit(X_train=X, y_train=y, task=task, metric=metric, time_budget=job.budget_s, n_jobs=job.threads, verbose=1)
     fit_s = clock.lap()
     X_test = job.features(job.test)
     if job.kind in ("probability", "class_probabilities"):
@@ -73,10 +79,20 @@ def main() -> None:
         write_submission(job, None, proba)
     else:
         write_submission(job, automl.predict(X_test))
-    job.info.update(peer="flaml", version=flaml.__version__, task=task, metric=metric_name,
-                    best_estimator=automl.best_estimator, best_config=automl.best_config,
-                    best_loss=automl.best_loss, fit_s=fit_s, total_s=clock.lap(),
-                    n_features_in=X.shape[1], features_in=list(X.columns)[:50], **string_columns(automl, X))
+    job.info.update(
+        peer="flaml",
+        version=flaml.__version__,
+        task=task,
+        metric=metric_name,
+        best_estimator=automl.best_estimator,
+        best_config=automl.best_config,
+        best_loss=automl.best_loss,
+        fit_s=fit_s,
+        total_s=clock.lap(),
+        n_features_in=X.shape[1],
+        features_in=list(X.columns)[:50],
+        **string_columns(automl, X),
+    )
     save_info(job)
     print(f"flaml: best {automl.best_estimator}, fit {fit_s:.1f}s, wrote {job.out}", file=sys.stderr)
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from .coder import CoderFailure
+from .diagnose import Diagnosis, diagnose
 from .errors import (
     BrainBroken,
     BudgetExhausted,
@@ -22,7 +23,6 @@ from .executor import REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
 from .fsutil import atomic_write
 from .llm.errors import AllModelsExhausted, AuthError, LLMError
 from .metrics import get_metric
-from .diagnose import Diagnosis, diagnose
 from .protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView, Proposal
 from .refit import refit_reserve
 from .rundir import RunDir
@@ -30,9 +30,9 @@ from .scorer import fingerprint
 from .search.graph import Node
 from .state import RunState, replay
 
-_MIN_SCRIPT_S = 5.0            # below this much time left, a new node cannot do useful work
-_HISTORY_LIMIT = 60            # bounded history: context never grows with the graph
-_MAX_BRAIN_FAILURES = 25       # consecutive nodes without code: the brain is broken, stop the run
+_MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
+_HISTORY_LIMIT = 60  # bounded history: context never grows with the graph
+_MAX_BRAIN_FAILURES = 25  # consecutive nodes without code: the brain is broken, stop the run
 _NO_CODE = frozenset({"brain_error", "llm_error", "no_code"})
 
 
@@ -58,7 +58,7 @@ class Agent:
     def _check_budget(self) -> float:
         """Raise BudgetExhausted, or return the timeout the next script may have."""
         budget = self.run.config.budget
-        searched = sum(1 for n in self.state.graph if n.op != REFIT)   # refits are the final stage, not the search
+        searched = sum(1 for n in self.state.graph if n.op != REFIT)  # refits are the final stage, not the search
         if budget.iterations is not None and searched >= budget.iterations:
             raise BudgetExhausted("iterations")
         timeout = self.run.config.sandbox.script_timeout_s
@@ -79,7 +79,7 @@ class Agent:
         reason = "error"
         try:
             self._sync_best()
-            for node in self.state.unfinished():        # killed mid-node last time
+            for node in self.state.unfinished():  # killed mid-node last time
                 self._finish_interrupted(node)
             while True:
                 timeout = self._check_budget()
@@ -103,8 +103,10 @@ class Agent:
             return
         fix = f"see `mlguild show {recent[-1].id} --run {self.run.path}`"
         if all(n.status in _NO_CODE for n in recent):
-            raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
-                              f"{fix}; check the model and its settings")
+            raise BrainBroken(
+                f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
+                f"{fix}; check the model and its settings",
+            )
         columns = [c.name for c in self.run.profile.columns]
         causes = {n.id: diagnose(n.failure or "", self._code(n), columns) for n in recent}
         if len({(n.status, causes[n.id].signature()) for n in recent}) > 1:
@@ -113,9 +115,12 @@ class Agent:
         if getattr(self.brain, "has_last_resort", False) and not any(n.meta.get(LAST_RESORT) for n in recent):
             return
         cause = causes[recent[-1].id]
-        raise BrainBroken(f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way"
-                          f"{', the safest pipeline included' if any(n.meta.get(LAST_RESORT) for n in recent) else ''}: "
-                          f"{recent[-1].status}, {cause.summary()}", _fix_for(cause, self.run, fix))
+        raise BrainBroken(
+            f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way"
+            f"{', the safest pipeline included' if any(n.meta.get(LAST_RESORT) for n in recent) else ''}: "
+            f"{recent[-1].status}, {cause.summary()}",
+            _fix_for(cause, self.run, fix),
+        )
 
     def _code(self, node: Node) -> str:
         path = self.run.node_dir(node.id) / "solution.py"
@@ -131,27 +136,41 @@ class Agent:
             proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
             failure = None
         except (BudgetExhausted, AuthError, AllModelsExhausted, ConfigError, TaskError, ScorerIntegrityError):
-            raise                  # a spent budget or an unusable setup stops the run, said clearly
-        except LLMError as exc:    # one request failed for good (e.g. a prompt over the context size)
-            proposal, failed_as, failure = Proposal(plan=f"(the LLM request failed: {exc.message})", code=""), "llm_error", str(exc)
-        except CoderFailure as exc:   # truncated, no code, diff mismatch: named for the next prompt
+            raise  # a spent budget or an unusable setup stops the run, said clearly
+        except LLMError as exc:  # one request failed for good (e.g. a prompt over the context size)
+            proposal, failed_as, failure = (
+                Proposal(plan=f"(the LLM request failed: {exc.message})", code=""),
+                "llm_error",
+                str(exc),
+            )
+        except CoderFailure as exc:  # truncated, no code, diff mismatch: named for the next prompt
             failed_as, failure = exc.failure.kind, exc.failure.message
             partial = exc.failure.detail if exc.failure.kind == "truncated" else ""
             proposal = Proposal(plan=f"({exc.failure.kind}: {exc.failure.message})", code=partial)
-        except Exception as exc:   # a brain bug must not end the run
+        except Exception as exc:  # a brain bug must not end the run
             proposal, failure = Proposal(plan=f"(the brain failed: {exc})", code=""), f"{type(exc).__name__}: {exc}"
         brain_s = time.monotonic() - started
         remaining = self.remaining_s()
-        if remaining is not None:      # the brain's own time comes out of the script's
+        if remaining is not None:  # the brain's own time comes out of the script's
             timeout = max(1.0, min(timeout, remaining))
         node.plan, node.meta = proposal.plan, proposal.meta
         self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
         graph.add(node)
         node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
-        self.run.journal.append("node_started", node={
-            "id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration,
-            "plan": node.plan, "meta": node.meta, "code_sha256": node.code_sha256, "reason": action.reason,
-        }, session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "node_started",
+            node={
+                "id": node.id,
+                "op": node.op,
+                "parents": list(node.parents),
+                "iteration": node.iteration,
+                "plan": node.plan,
+                "meta": node.meta,
+                "code_sha256": node.code_sha256,
+                "reason": action.reason,
+            },
+            session_elapsed_s=round(self.elapsed(), 3),
+        )
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
@@ -162,24 +181,37 @@ class Agent:
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""
-        if node.op == REFIT:    # the final stage reruns its refits from the start when it is reached again
+        if node.op == REFIT:  # the final stage reruns its refits from the start when it is reached again
             self._finish(node, Outcome("interrupted", failure="the run was killed during the final refit"))
             return
         code_path = self.run.node_dir(node.id) / "solution.py"
         code = code_path.read_text() if code_path.is_file() and not code_path.is_symlink() else ""
         if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:
-            why = ("twice" if node.attempts >= 2 else
-                   "before its code was complete, or its solution.py changed since it was proposed")
+            why = (
+                "twice"
+                if node.attempts >= 2
+                else "before its code was complete, or its solution.py changed since it was proposed"
+            )
             self._finish(node, Outcome("interrupted", failure=f"the run was killed while this node ran, {why}"))
             return
         remaining = self.remaining_s()
         if remaining is not None and remaining < _MIN_SCRIPT_S:
-            self._finish(node, Outcome("interrupted", failure="the run was killed while this node ran, and no time is left"))
+            self._finish(
+                node, Outcome("interrupted", failure="the run was killed while this node ran, and no time is left")
+            )
             return
         node.attempts += 1
-        self.run.journal.append("node_started", node={"id": node.id, "op": node.op, "parents": list(node.parents),
-                                                     "iteration": node.iteration, "restart": True},
-                                session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "node_started",
+            node={
+                "id": node.id,
+                "op": node.op,
+                "parents": list(node.parents),
+                "iteration": node.iteration,
+                "restart": True,
+            },
+            session_elapsed_s=round(self.elapsed(), 3),
+        )
         # Only the time budget applies here: the node is already counted in the iteration budget.
         timeout = self.run.config.sandbox.script_timeout_s
         timeout = timeout if remaining is None else min(timeout, remaining)
@@ -192,9 +224,19 @@ class Agent:
         node.outputs = outcome.outputs
         self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
-        self.run.journal.append("node_finished", id=node.id, status=node.status, score=node.score,
-                                failure=(node.failure or "")[-2000:] or None, printed_score=node.printed_score, flags=node.flags,
-                                outputs=node.outputs, timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "node_finished",
+            id=node.id,
+            status=node.status,
+            score=node.score,
+            failure=(node.failure or "")[-2000:] or None,
+            printed_score=node.printed_score,
+            flags=node.flags,
+            outputs=node.outputs,
+            timing=outcome.timing,
+            exec=outcome.exec,
+            session_elapsed_s=round(self.elapsed(), 3),
+        )
         is_best = self._sync_best()
         self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})
 
@@ -206,48 +248,78 @@ class Agent:
             return False
         self._promote(best)
         self.state.best_id = best.id
-        self.run.journal.append("best_changed", id=best.id, score=best.score, session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "best_changed", id=best.id, score=best.score, session_elapsed_s=round(self.elapsed(), 3)
+        )
         return True
 
     def _promote(self, node: Node) -> None:
         """Copy the node's solution, submission and report into best/ (each file atomically)."""
         src, best = self.run.node_dir(node.id), self.run.best_dir
-        for name, dest in (("solution.py", "solution.py"), ("report.md", "report.md"),
-                           ("output/submission.csv", "submission.csv"), ("output/holdout.csv", "holdout.csv")):
+        for name, dest in (
+            ("solution.py", "solution.py"),
+            ("report.md", "report.md"),
+            ("output/submission.csv", "submission.csv"),
+            ("output/holdout.csv", "holdout.csv"),
+        ):
             atomic_write(best / dest, read_no_follow(src / name))
         atomic_write(best / "plan.md", node.plan.strip() + "\n")
-        atomic_write(best / "best.json", json.dumps({"node": node.id, "holdout_score": node.score,
-                                                      "metric": self.runner.metric.name}, indent=2))
+        atomic_write(
+            best / "best.json",
+            json.dumps({"node": node.id, "holdout_score": node.score, "metric": self.runner.metric.name}, indent=2),
+        )
 
     # --- context for the brain: isolated and bounded ---
     def _context(self, action: Action, iteration: int, timeout: float) -> Context:
         graph = self.state.graph
         parents = tuple(self._parent_view(graph[p]) for p in action.parents)
-        history = tuple(HistoryItem(n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"),
-                                    n.failure[-1000:] if n.failure else None)
-                        for n in list(graph)[-_HISTORY_LIMIT:])
+        history = tuple(
+            HistoryItem(
+                n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"), n.failure[-1000:] if n.failure else None
+            )
+            for n in list(graph)[-_HISTORY_LIMIT:]
+        )
         return Context(
-            task=self.run.spec.public_dict(), description=self.run.description, profile=self._profile,
-            parents=parents, history=history, direction=self.runner.metric.direction,
-            script_timeout_s=timeout, seed=self.run.config.brain.seed, iteration=iteration,
+            task=self.run.spec.public_dict(),
+            description=self.run.description,
+            profile=self._profile,
+            parents=parents,
+            history=history,
+            direction=self.runner.metric.direction,
+            script_timeout_s=timeout,
+            seed=self.run.config.brain.seed,
+            iteration=iteration,
             stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
         )
 
     def _parent_view(self, node: Node) -> ParentView:
         d = self.run.node_dir(node.id)
         # Never follow a link a script left in its directory: it could point at sealed labels.
-        read = lambda name: (d / name).read_text(errors="replace") if (d / name).is_file() and not (d / name).is_symlink() else ""
-        return ParentView(node.id, node.op, node.plan, read("solution.py"), node.status, node.score,
-                          node.failure, node.meta, read("stdout.txt")[-3000:], read("stderr.txt")[-3000:])
-
+        read = lambda name: (
+            (d / name).read_text(errors="replace") if (d / name).is_file() and not (d / name).is_symlink() else ""
+        )
+        return ParentView(
+            node.id,
+            node.op,
+            node.plan,
+            read("solution.py"),
+            node.status,
+            node.score,
+            node.failure,
+            node.meta,
+            read("stdout.txt")[-3000:],
+            read("stderr.txt")[-3000:],
+        )
 
 
 def _fix_for(cause: Diagnosis, run: RunDir, see: str) -> str:
     """What a user can do when every node fails the same way: fix the data the failure names,
     or look at the failing node."""
     if cause.column is not None:
-        return (f"{see}; the column {cause.column!r} cannot be used as it is: fix or remove it in the task's "
-                f"train and test files, then start a new run with `mlguild run`")
+        return (
+            f"{see}; the column {cause.column!r} cannot be used as it is: fix or remove it in the task's "
+            f"train and test files, then start a new run with `mlguild run`"
+        )
     if cause.step:
         return f"{see}; the script fails in its {cause.step!r} step every time: check the data that step reads"
     return f"{see}; every script fails this way, so check the task's data and this machine's Python packages"

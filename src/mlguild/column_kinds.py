@@ -25,8 +25,21 @@ from .column_parsers import (
     parse_time_of_day,
 )
 
-ColumnKind = Literal["numeric", "number_text", "mixed", "boolean", "datetime", "epoch", "time", "list", "text",
-                     "categorical", "id", "constant", "empty"]
+ColumnKind = Literal[
+    "numeric",
+    "number_text",
+    "mixed",
+    "boolean",
+    "datetime",
+    "epoch",
+    "time",
+    "list",
+    "text",
+    "categorical",
+    "id",
+    "constant",
+    "empty",
+]
 
 # What each kind means and how a model can use it: shown to LLMs with the profile.
 KIND_NOTES: dict[str, str] = {
@@ -51,11 +64,13 @@ _ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id|rownames|unnamed: ?\
 _TIME_NAME = re.compile(r"time|date|stamp|epoch|created|updated|modified|_at$|^ts$|_ts$", re.IGNORECASE)
 # A date has digits in a date-like pattern ("2013-11-18", "3/15/2020", "15 Mar 2020",
 # "March 15, 2020"); without it, words like "May" or codes like "A1" would parse as dates.
-_DATE_SHAPE = re.compile(r"\d{1,4}[-/.]\d{1,2}|\d{1,2}\s+[A-Za-z]{3,9}\.?,?\s+\d{2,4}|[A-Za-z]{3,9}\.?\s+\d{1,2},?\s+\d{2,4}")
-_TEXT_MIN_MEAN_LENGTH = 30     # shorter strings are labels or categories, longer ones are prose
-_MOST = 0.9                    # share of distinct values that must parse for a kind to be named
-_NUMBER_SHARE = 0.95           # ... for numbers written as text (below it, down to half: mixed)
-_SAMPLE = 5000                 # distinct values examined
+_DATE_SHAPE = re.compile(
+    r"\d{1,4}[-/.]\d{1,2}|\d{1,2}\s+[A-Za-z]{3,9}\.?,?\s+\d{2,4}|[A-Za-z]{3,9}\.?\s+\d{1,2},?\s+\d{2,4}"
+)
+_TEXT_MIN_MEAN_LENGTH = 30  # shorter strings are labels or categories, longer ones are prose
+_MOST = 0.9  # share of distinct values that must parse for a kind to be named
+_NUMBER_SHARE = 0.95  # ... for numbers written as text (below it, down to half: mixed)
+_SAMPLE = 5000  # distinct values examined
 
 
 def detect_kind(series: pd.Series, name: str, text_columns: list[str] | tuple[str, ...] = ()) -> ColumnKind:
@@ -89,7 +104,7 @@ def _numeric_kind(values: pd.Series, name: str) -> ColumnKind:
 
 
 def _text_kind(values: pd.Series, n_rows: int) -> ColumnKind:
-    counts = values.value_counts().head(_SAMPLE)      # the most frequent distinct values
+    counts = values.value_counts().head(_SAMPLE)  # the most frequent distinct values
     distinct = pd.Series(counts.index, dtype=object)
     weights = counts.to_numpy(dtype=float)
 

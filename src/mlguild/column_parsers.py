@@ -18,8 +18,18 @@ import pandas as pd
 
 # Cells that mean "no value" in exports and spreadsheets (compared lower-cased, stripped).
 MISSING_WORDS = frozenset({"", "na", "n/a", "nan", "none", "null", "nil", "-", "--", "?", "#n/a", "missing"})
-BOOLEAN_WORDS = {"true": 1.0, "false": 0.0, "t": 1.0, "f": 0.0, "yes": 1.0, "no": 0.0, "y": 1.0, "n": 0.0,
-                 "on": 1.0, "off": 0.0}
+BOOLEAN_WORDS = {
+    "true": 1.0,
+    "false": 0.0,
+    "t": 1.0,
+    "f": 0.0,
+    "yes": 1.0,
+    "no": 0.0,
+    "y": 1.0,
+    "n": 0.0,
+    "on": 1.0,
+    "off": 0.0,
+}
 # A number written for people: currency signs or codes, thousands separators, a percent
 # sign, accounting parentheses for negatives, a Unicode minus.
 _CURRENCY = re.compile(r"^(?:[$€£¥₹]|usd|eur|gbp|chf|jpy)\s*|\s*(?:[$€£¥₹]|usd|eur|gbp|chf|jpy)$", re.IGNORECASE)
@@ -64,7 +74,7 @@ def parse_number(values: pd.Series) -> pd.Series:
         text = text.str.rstrip("%").str.strip()
         thousands = text.str.match(_THOUSANDS)
         if not thousands.any() and text.str.match(_DECIMAL_COMMA).any():
-            text = text.str.replace(",", ".", regex=False)        # a decimal comma, as in "3,5"
+            text = text.str.replace(",", ".", regex=False)  # a decimal comma, as in "3,5"
         text = text.where(~thousands, text.str.replace(r"[, ]", "", regex=True))
         number = pd.to_numeric(text, errors="coerce").astype(float)
         number[percent] /= 100.0
@@ -94,7 +104,7 @@ def parse_datetime(values: pd.Series) -> pd.Series:
 
     def parse(text: pd.Series) -> pd.Series:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # "could not infer format": expected, per value
+            warnings.simplefilter("ignore")  # "could not infer format": expected, per value
             when = pd.to_datetime(text, format="mixed", utc=True, errors="coerce")
         return pd.Series(when.dt.tz_convert(None).to_numpy(), index=text.index)
 
@@ -104,8 +114,8 @@ def parse_datetime(values: pd.Series) -> pd.Series:
 def parse_epoch(values: pd.Series) -> pd.Series:
     """Naive UTC timestamps from epoch numbers, in seconds or (values past 2e10) milliseconds."""
     number = parse_number(values)
-    seconds = number.where(number.abs() < EPOCH_SECONDS[1] * 10, number / 1000.0)   # larger: milliseconds
-    seconds = seconds.where(seconds.abs() < 4.0e9)    # beyond the year 2096: not a time
+    seconds = number.where(number.abs() < EPOCH_SECONDS[1] * 10, number / 1000.0)  # larger: milliseconds
+    seconds = seconds.where(seconds.abs() < 4.0e9)  # beyond the year 2096: not a time
     return pd.to_datetime(seconds, unit="s", errors="coerce")
 
 

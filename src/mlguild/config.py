@@ -28,7 +28,10 @@ class FirewallConfig(_Section):
 
 
 class SandboxConfig(_Section):
-    kind: str = Field("auto", description="Sandbox layer: auto (bwrap when usable; without it, local only for the recipe and scripted brains, and the llm and hybrid brains refuse to start), local or bwrap.")
+    kind: str = Field(
+        "auto",
+        description="Sandbox layer: auto (bwrap when usable; without it, local only for the recipe and scripted brains, and the llm and hybrid brains refuse to start), local or bwrap.",
+    )
     strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
     gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
     script_timeout_s: float = Field(300.0, gt=0, description="Wall-clock limit for one script.")
@@ -42,7 +45,9 @@ class SandboxConfig(_Section):
     max_files: int = Field(100_000, gt=0, description="Cap on the files a script creates under its node directory.")
     tree_procs: int = Field(1024, gt=0, description="Cap on live processes in a script's tree (fork bombs).")
     tmp_mb: int = Field(1024, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each.")
-    run_as_uid: int | None = Field(65534, description="Unprivileged uid scripts run as when the agent is root (None = never drop).")
+    run_as_uid: int | None = Field(
+        65534, description="Unprivileged uid scripts run as when the agent is root (None = never drop)."
+    )
 
 
 class SearchConfig(_Section):
@@ -51,19 +56,32 @@ class SearchConfig(_Section):
     max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
     debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")
     draft_every: int = Field(6, ge=0, description="Every N-th iteration is a fresh draft (0 = never).")
-    fuse_every: int = Field(5, ge=0, description="Every N-th iteration blends the best node of each branch, when that set is new (0 = never).")
-    fuse_size: int = Field(5, ge=2, description="Most nodes one fuse blends (the best node of each of the best branches).")
+    fuse_every: int = Field(
+        5,
+        ge=0,
+        description="Every N-th iteration blends the best node of each branch, when that set is new (0 = never).",
+    )
+    fuse_size: int = Field(
+        5, ge=2, description="Most nodes one fuse blends (the best node of each of the best branches)."
+    )
     seed: int = Field(0, description="Seed of the policy's random choices.")
 
 
 class BudgetConfig(_Section):
     time_s: float | None = Field(None, gt=0, description="Wall-clock budget of the whole run (None = unlimited).")
     iterations: int | None = Field(None, gt=0, description="Maximum number of nodes (None = unlimited).")
-    script_share: float = Field(0.4, gt=0, le=1, description="Most of the run's time budget one script may use, so that a short run still makes several attempts.")
+    script_share: float = Field(
+        0.4,
+        gt=0,
+        le=1,
+        description="Most of the run's time budget one script may use, so that a short run still makes several attempts.",
+    )
 
 
 class BrainConfig(_Section):
-    name: str = Field("auto", description="Brain: auto (llm if a model is set, else recipes), recipes, llm, hybrid, scripted.")
+    name: str = Field(
+        "auto", description="Brain: auto (llm if a model is set, else recipes), recipes, llm, hybrid, scripted."
+    )
     seed: int = Field(0, description="Seed of the brain's random choices.")
     diff_mode: bool = Field(True, description="LLM improves as SEARCH/REPLACE edits (falls back to a rewrite).")
     stepwise: bool = Field(False, description="LLM drafts written part by part: data, features, model, train, predict.")
@@ -71,13 +89,30 @@ class BrainConfig(_Section):
 
 class FinalConfig(_Section):
     grade_test: bool = Field(True, description="Grade the final submission once on sealed test answers at the end.")
-    refit: bool = Field(True, description="Rerun the best node's script on all labelled rows (train + holdout) for the final submission; the search stops early enough to leave it time.")
-    tie_share: float = Field(0.9, ge=0, le=1, description="The best node is final only if it beats the best blend on this share of bootstrap resamples of the holdout; otherwise the blend is (a tie on a noisy holdout favours the blend).")
-    refit_min_agreement: float = Field(0.8, ge=0, le=1, description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).")
+    refit: bool = Field(
+        True,
+        description="Rerun the best node's script on all labelled rows (train + holdout) for the final submission; the search stops early enough to leave it time.",
+    )
+    tie_share: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="The best node is final only if it beats the best blend on this share of bootstrap resamples of the holdout; otherwise the blend is (a tie on a noisy holdout favours the blend).",
+    )
+    refit_min_agreement: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).",
+    )
 
 
 class ScorerConfig(_Section):
-    max_submission_mb: int = Field(512, gt=0, description="Largest submission file (holdout or test predictions) the scorer reads, in MiB; a larger one is refused unread.")
+    max_submission_mb: int = Field(
+        512,
+        gt=0,
+        description="Largest submission file (holdout or test predictions) the scorer reads, in MiB; a larger one is refused unread.",
+    )
 
     @property
     def max_submission_bytes(self) -> int:
@@ -125,7 +160,9 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(yaml_path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None) -> Config:
+def load_config(
+    yaml_path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None
+) -> Config:
     """Resolve the configuration. ``overrides`` are ``section.field=value`` strings."""
     tree: dict[str, Any] = dict(base or {})
     if yaml_path:
@@ -140,7 +177,9 @@ def load_config(yaml_path: str | Path | None = None, overrides: list[str] | None
     for item in overrides or []:
         match = re.fullmatch(r"([A-Za-z_][\w.]*)=(.*)", item.strip())
         if not match:
-            raise ConfigError(f"override {item!r} is not of the form section.field=value", "e.g. --set search.num_drafts=4")
+            raise ConfigError(
+                f"override {item!r} is not of the form section.field=value", "e.g. --set search.num_drafts=4"
+            )
         _set_dotted(tree, match.group(1), _parse_value(match.group(2)))
     try:
         return Config.model_validate(tree)

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 
 _STEP_LINE = re.compile(
     r"^failed in step '(?P<step>[\w ]+)'(?:, column (?P<column>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?: "
-    r"(?P<exception>[\w.]+): ?(?P<message>.*)$", re.MULTILINE)
+    r"(?P<exception>[\w.]+): ?(?P<message>.*)$",
+    re.MULTILINE,
+)
 _FRAME = re.compile(r'^\s*File "[^"]*solution\.py", line (\d+)', re.MULTILINE)
-_EXCEPTION = re.compile(r"^(?P<exception>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))(?:: (?P<message>.*))?$",
-                        re.MULTILINE)
+_EXCEPTION = re.compile(
+    r"^(?P<exception>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))(?:: (?P<message>.*))?$",
+    re.MULTILINE,
+)
 _STEP_CALL = re.compile(r"""^\s*step\(["'](\w+)["']""")
 _SECTION = re.compile(r"^# -{8,} (\w[\w ]*)$")
 _QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"")
@@ -29,16 +33,20 @@ _QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"")
 class Diagnosis:
     """What a failure says about its cause; every field may be unknown (None)."""
 
-    exception: str | None = None    # the exception's class name, e.g. "TypeError"
-    message: str = ""               # its message, first line, bounded
-    step: str | None = None         # the script's step (or section) when it failed
-    column: str | None = None       # the input column it was working on
-    line: int | None = None         # the line of solution.py in the last traceback frame
+    exception: str | None = None  # the exception's class name, e.g. "TypeError"
+    message: str = ""  # its message, first line, bounded
+    step: str | None = None  # the script's step (or section) when it failed
+    column: str | None = None  # the input column it was working on
+    line: int | None = None  # the line of solution.py in the last traceback frame
 
     def summary(self) -> str:
         """One line: "TypeError in step 'columns' on column 'created': Cannot subtract ..."."""
-        where = "".join([f" in step {self.step!r}" if self.step else "",
-                         f" on column {self.column!r}" if self.column is not None else ""])
+        where = "".join(
+            [
+                f" in step {self.step!r}" if self.step else "",
+                f" on column {self.column!r}" if self.column is not None else "",
+            ]
+        )
         what = self.exception or "a failure"
         return f"{what}{where}: {self.message}" if self.message else f"{what}{where}"
 

@@ -24,6 +24,7 @@ from .fsutil import atomic_write
 from .guard import check_code
 from .leakcheck import describe, result_flags
 from .metrics import get_metric
+from .node_report import result_lines
 from .rundir import RunDir
 from .sandbox import ExecStatus, Limits, safe_env
 from .scorer import (
@@ -34,17 +35,18 @@ from .scorer import (
     read_submission,
     score_submission,
 )
-from .node_report import result_lines
 from .search.graph import SCORED, Node, SearchGraph
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
-_PRINTED = re.compile(r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
+_PRINTED = re.compile(
+    r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])"
+)
 _TAIL = 4000
-PARENT_OUTPUTS = "parents"   # where a fuse node finds its parents' predictions
+PARENT_OUTPUTS = "parents"  # where a fuse node finds its parents' predictions
 # Optional class probabilities behind label predictions, which a blend averages when present.
 PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
-REFIT = "refit"              # the op of a final refit node (see mlguild.refit)
-FINAL_OK = "final"           # the status of a refit node that wrote a valid submission
+REFIT = "refit"  # the op of a final refit node (see mlguild.refit)
+FINAL_OK = "final"  # the status of a refit node that wrote a valid submission
 TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
 
 
@@ -63,7 +65,7 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     exec: dict = field(default_factory=dict)
-    outputs: list[str] = field(default_factory=list)    # optional outputs written, e.g. "oof"
+    outputs: list[str] = field(default_factory=list)  # optional outputs written, e.g. "oof"
 
 
 def parse_printed_score(stdout: str) -> float | None:
@@ -84,12 +86,16 @@ class NodeRunner:
         self.sandbox = sandbox
         spec = run.spec
         self.metric = get_metric(spec.metric)
-        self.fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique,
-                                    max_bytes=run.config.scorer.max_submission_bytes)
+        self.fmt = SubmissionFormat(
+            spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=run.config.scorer.max_submission_bytes
+        )
         self.holdout_answers = load_answers(run.workspace.holdout_answers, spec.id_column)
         # The labels a test prediction may take (a test submission has no answers to check against).
-        self.labels = (known_labels(self.holdout_answers, spec.target_columns, spec.positive_label, spec.classes, None)
-                       if self.metric.prediction == "label" else None)
+        self.labels = (
+            known_labels(self.holdout_answers, spec.target_columns, spec.positive_label, spec.classes, None)
+            if self.metric.prediction == "label"
+            else None
+        )
         data = run.workspace.data_dir
         self.test_ids = read_csv_exact(data / spec.sample_submission)[spec.id_column].tolist()
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
@@ -115,40 +121,60 @@ class NodeRunner:
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
         data = (data_dir or self.run.workspace.data_dir).resolve()
-        forbidden = [p for p in self.forbidden if not data.is_relative_to(p)]   # a refit's data is under final/
+        forbidden = [p for p in self.forbidden if not data.is_relative_to(p)]  # a refit's data is under final/
         verdict = check_code(code, node_dir.resolve(), forbidden, data_dir=data)
         if not verdict.ok:
-            return Outcome(verdict.kind or "guard_rejected", failure=verdict.reason,
-                           timing={"exec_s": 0.0, "harness_s": time.monotonic() - started})
+            return Outcome(
+                verdict.kind or "guard_rejected",
+                failure=verdict.reason,
+                timing={"exec_s": 0.0, "harness_s": time.monotonic() - started},
+            )
 
-        check_fingerprint(self.scorer_fingerprint)     # changed before this script ran: not its doing
+        check_fingerprint(self.scorer_fingerprint)  # changed before this script ran: not its doing
         output = node_dir / "output"
         _clear(output)
         if node.op == "fuse" or node.meta.get("stage"):
-            self._stage_parent_outputs(node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS)
+            self._stage_parent_outputs(
+                node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS
+            )
         cfg = self.run.config.sandbox
         limits = Limits(
-            timeout_s=timeout_s, tree_memory_mb=cfg.tree_memory_mb, memory_mb=cfg.memory_mb,
-            fsize_mb=cfg.fsize_mb, nofile=cfg.nofile, output_bytes=cfg.output_bytes,
-            disk_mb=cfg.disk_mb, max_files=cfg.max_files, tree_procs=cfg.tree_procs,
-            tmp_mb=cfg.tmp_mb, run_as_uid=cfg.run_as_uid,
+            timeout_s=timeout_s,
+            tree_memory_mb=cfg.tree_memory_mb,
+            memory_mb=cfg.memory_mb,
+            fsize_mb=cfg.fsize_mb,
+            nofile=cfg.nofile,
+            output_bytes=cfg.output_bytes,
+            disk_mb=cfg.disk_mb,
+            max_files=cfg.max_files,
+            tree_procs=cfg.tree_procs,
+            tmp_mb=cfg.tmp_mb,
+            run_as_uid=cfg.run_as_uid,
         )
         threads = cfg.threads or os.cpu_count() or 1
-        env = safe_env(cwd=node_dir, extra={      # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)
-            "MLGUILD_SEED": str(seed),
-            "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
-            "MLGUILD_THREADS": str(threads),
-        })
+        env = safe_env(
+            cwd=node_dir,
+            extra={  # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)
+                "MLGUILD_SEED": str(seed),
+                "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
+                "MLGUILD_THREADS": str(threads),
+            },
+        )
         result = self.sandbox.run(
-            [sys.executable, "solution.py"], cwd=node_dir, env=env, limits=limits,
-            stdout_path=node_dir / "stdout.txt", stderr_path=node_dir / "stderr.txt",
+            [sys.executable, "solution.py"],
+            cwd=node_dir,
+            env=env,
+            limits=limits,
+            stdout_path=node_dir / "stdout.txt",
+            stderr_path=node_dir / "stderr.txt",
             data_dir=data,
         )
         exec_s = result.duration_s
         tampered = _scorer_change(self.scorer_fingerprint)
         if tampered:
-            outcome = Outcome(TAMPERED, failure=f"the scorer's files changed while this script ran ({tampered}); "
-                                                f"the run stops here")
+            outcome = Outcome(
+                TAMPERED, failure=f"the scorer's files changed while this script ran ({tampered}); the run stops here"
+            )
         elif node.op == REFIT:
             outcome = self._judge_refit(result, output)
         else:
@@ -157,8 +183,11 @@ class NodeRunner:
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
             outcome.exec.pop(key, None)
-        outcome.timing = {"exec_s": round(exec_s, 3), "harness_s": round(time.monotonic() - started - exec_s, 4),
-                          "budget_s": round(timeout_s, 3)}     # what MLGUILD_TIME_BUDGET told the script
+        outcome.timing = {
+            "exec_s": round(exec_s, 3),
+            "harness_s": round(time.monotonic() - started - exec_s, 4),
+            "budget_s": round(timeout_s, 3),
+        }  # what MLGUILD_TIME_BUDGET told the script
         if tampered:
             self._record_tampering(node, outcome)
         return outcome
@@ -170,9 +199,18 @@ class NodeRunner:
         node.status, node.score, node.failure = outcome.status, None, outcome.failure
         node.printed_score, node.timing, node.flags, node.outputs = outcome.printed_score, outcome.timing, [], []
         self.write_report(node, outcome)
-        self.run.journal.append("node_finished", id=node.id, status=node.status, score=None, failure=node.failure,
-                                printed_score=node.printed_score, flags=[], outputs=[], timing=outcome.timing,
-                                exec=outcome.exec)
+        self.run.journal.append(
+            "node_finished",
+            id=node.id,
+            status=node.status,
+            score=None,
+            failure=node.failure,
+            printed_score=node.printed_score,
+            flags=[],
+            outputs=[],
+            timing=outcome.timing,
+            exec=outcome.exec,
+        )
         layer = outcome.exec.get("layer") or "?"
         hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
         raise ScorerIntegrityError(
@@ -180,7 +218,8 @@ class NodeRunner:
             f"the run stopped, and the node is recorded as {TAMPERED}",
             # the scorer's modules sit next to this one
             fix=f"restore {Path(__file__).parent}/{{scorer,strict_csv,metrics,score}}.py (e.g. reinstall "
-                f"mlguild), then `mlguild resume {self.run.path}`{hint}")
+            f"mlguild), then `mlguild resume {self.run.path}`{hint}",
+        )
 
     def _judge(self, result, output: Path) -> Outcome:
         if result.status != ExecStatus.OK:
@@ -190,7 +229,9 @@ class NodeRunner:
         holdout, submission = output / "holdout.csv", output / "submission.csv"
         missing = [p.name for p in (holdout, submission) if not p.is_file()]
         if missing:
-            return Outcome("missing_output", failure=f"the script finished but did not write output/{' and output/'.join(missing)}")
+            return Outcome(
+                "missing_output", failure=f"the script finished but did not write output/{' and output/'.join(missing)}"
+            )
         for path in (holdout, submission):
             # A link could point the scorer at sealed labels: outputs must be plain files of the node.
             if path.is_symlink() or path.stat().st_nlink > 1:
@@ -202,16 +243,28 @@ class NodeRunner:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
         try:
             scored = score_submission(
-                holdout, self.holdout_answers, self.fmt, self.metric, spec.target_columns,
-                metric_params=spec.metric_params, positive_label=spec.positive_label, classes=spec.classes,
+                holdout,
+                self.holdout_answers,
+                self.fmt,
+                self.metric,
+                spec.target_columns,
+                metric_params=spec.metric_params,
+                positive_label=spec.positive_label,
+                classes=spec.classes,
             )
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
-        except ValueError as exc:   # values the metric cannot take (e.g. rmsle of a prediction <= -1)
-            return Outcome("invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}")
+        except ValueError as exc:  # values the metric cannot take (e.g. rmsle of a prediction <= -1)
+            return Outcome(
+                "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
+            )
         value = scored.score.value
-        return Outcome(SCORED, score=value, flags=result_flags(value, self.metric, holdout, spec.id_column),
-                       outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [])
+        return Outcome(
+            SCORED,
+            score=value,
+            flags=result_flags(value, self.metric, holdout, spec.id_column),
+            outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
+        )
 
     def _judge_refit(self, result, output: Path) -> Outcome:
         """A refit's holdout is in its training data, so it has no score: it passes when it
@@ -226,7 +279,9 @@ class NodeRunner:
             read_submission(submission, self.fmt, self.test_ids, metric=self.metric, labels=self.labels)
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
-        return Outcome(FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else [])
+        return Outcome(
+            FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else []
+        )
 
     def _stage_parent_outputs(self, sources: dict[str, str], dest: Path) -> None:
         """Copy each source node's predictions into ``parents/<name>/`` of the node, the only
@@ -238,22 +293,34 @@ class NodeRunner:
             for file in ("oof.csv", "holdout.csv", "submission.csv", *PROBA_FILES):
                 try:
                     data = read_no_follow(src / file)
-                except OSError:     # a member without oof.csv is left out by the blend
+                except OSError:  # a member without oof.csv is left out by the blend
                     continue
                 (dest / name).mkdir(parents=True, exist_ok=True)
                 (dest / name / file).write_bytes(data)
 
     def write_report(self, node: Node, outcome: Outcome, graph: SearchGraph | None = None) -> None:
         node_dir = self.run.node_dir(node.id)
-        score = {"node": node.id, "status": outcome.status, "holdout_score": outcome.score, "flags": outcome.flags,
-                 "metric": self.metric.name, "direction": self.metric.direction,
-                 "printed_score_untrusted": outcome.printed_score, "timing": outcome.timing}
+        score = {
+            "node": node.id,
+            "status": outcome.status,
+            "holdout_score": outcome.score,
+            "flags": outcome.flags,
+            "metric": self.metric.name,
+            "direction": self.metric.direction,
+            "printed_score_untrusted": outcome.printed_score,
+            "timing": outcome.timing,
+        }
         atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
-        lines = [f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})", "", node.plan.strip(), "",
-                 f"- status: {outcome.status}",
-                 f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
-                 f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
-                 f"- run time: {outcome.timing.get('exec_s', 0):.1f} s"]
+        lines = [
+            f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})",
+            "",
+            node.plan.strip(),
+            "",
+            f"- status: {outcome.status}",
+            f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
+            f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
+            f"- run time: {outcome.timing.get('exec_s', 0):.1f} s",
+        ]
         for flag in outcome.flags:
             lines.append(f"- ⚠ {describe(flag, self.metric)}")
         if graph is not None:
@@ -264,7 +331,7 @@ class NodeRunner:
 
 
 def _scorer_change(expected: str) -> str:
-    """"" when the scorer's files still match ``expected``, else what check_fingerprint says."""
+    """ "" when the scorer's files still match ``expected``, else what check_fingerprint says."""
     try:
         check_fingerprint(expected)
     except ScorerIntegrityError as exc:

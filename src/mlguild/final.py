@@ -57,7 +57,7 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
     if state.final_grade is not None:
         return state.final_grade
     audit = audit_path(run)
-    if audit.exists():       # graded, then killed before the journal said so
+    if audit.exists():  # graded, then killed before the journal said so
         record = json.loads(audit.read_text())
         run.journal.append("final_graded", **record)
         state.final_grade = record
@@ -70,14 +70,26 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
         return None
     check_fingerprint(runner.scorer_fingerprint)
     spec = run.spec
-    record: dict = {"node": (state.final_choice or {}).get("node", state.best_id), "best_node": state.best_id,
-                    "refit": bool((state.final_choice or {}).get("refit")), "metric": spec.metric,
-                    "submission_sha256": _sha(submission), "code_sha256": _sha(where / "solution.py"),
-                    "holdout_score": state.graph[state.best_id].score, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    record: dict = {
+        "node": (state.final_choice or {}).get("node", state.best_id),
+        "best_node": state.best_id,
+        "refit": bool((state.final_choice or {}).get("refit")),
+        "metric": spec.metric,
+        "submission_sha256": _sha(submission),
+        "code_sha256": _sha(where / "solution.py"),
+        "holdout_score": state.graph[state.best_id].score,
+        "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     try:
         result = score_submission(
-            submission, load_answers(answers_path, spec.id_column), runner.fmt, runner.metric, spec.target_columns,
-            metric_params=spec.metric_params, positive_label=spec.positive_label, classes=spec.classes,
+            submission,
+            load_answers(answers_path, spec.id_column),
+            runner.fmt,
+            runner.metric,
+            spec.target_columns,
+            metric_params=spec.metric_params,
+            positive_label=spec.positive_label,
+            classes=spec.classes,
         )
         record.update(test_score=result.score.value, valid=True)
     except SubmissionError as exc:

@@ -42,7 +42,9 @@ def read_csv_exact(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise TaskError(f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row") from exc
+        raise TaskError(
+            f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row"
+        ) from exc
 
 
 def split_holdout(labels: pd.Series, fraction: float, max_rows: int, seed: int, stratify: bool) -> np.ndarray:
@@ -106,8 +108,10 @@ def inside(folder: Path, name: str) -> Path:
     no name, however it got here, makes the firewall write over a file outside the run."""
     dest = folder / name
     if not dest.resolve().is_relative_to(folder.resolve()):
-        raise FirewallError(f"refusing to write {name!r}: it leads outside {folder}",
-                            "name files inside the task's public/ folder in task.yaml (e.g. train.csv)")
+        raise FirewallError(
+            f"refusing to write {name!r}: it leads outside {folder}",
+            "name files inside the task's public/ folder in task.yaml (e.g. train.csv)",
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     return dest
 
@@ -147,7 +151,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     stratify = spec.task_type in ("binary", "multiclass")
     if spec.ids_unique:
-        mask = split_holdout(train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify)
+        mask = split_holdout(
+            train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify
+        )
     else:
         # Repeated ids are groups (a user's impressions): a group is wholly in train or in the
         # holdout, or its rows would leak between the two.
@@ -183,8 +189,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         rel = src.relative_to(task.public_dir).as_posix()
         if src.is_file() and rel not in handled and not src.is_symlink():
             if rel in RESERVED_NAMES:
-                raise TaskError(f"{src} has the name of a file the harness writes into the workspace",
-                                f"rename or remove {src}")
+                raise TaskError(
+                    f"{src} has the name of a file the harness writes into the workspace", f"rename or remove {src}"
+                )
             dest = inside(out, rel)
             shutil.copyfile(src, dest)
             files[rel] = _file_entry(dest, None)
@@ -210,8 +217,14 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     manifest = {
         "task": spec.name,
-        "split": {"seed": cfg.seed, "fraction": cfg.holdout_fraction, "stratified": stratify,
-                  "train_rows": len(fit_rows), "holdout_rows": len(holdout_rows), "test_rows": len(test)},
+        "split": {
+            "seed": cfg.seed,
+            "fraction": cfg.holdout_fraction,
+            "stratified": stratify,
+            "train_rows": len(fit_rows),
+            "holdout_rows": len(holdout_rows),
+            "test_rows": len(test),
+        },
         "workspace": files,
         "sealed": sealed,
     }
@@ -227,21 +240,29 @@ def _check_labels(train: pd.DataFrame, task: Task) -> None:
     for col in spec.target_columns:
         empty = int((train[col].str.strip() == "").sum())
         if empty:
-            raise TaskError(f"{empty} rows of {task.train_path} have an empty {col!r}",
-                            "remove those rows (or fill them) before running")
+            raise TaskError(
+                f"{empty} rows of {task.train_path} have an empty {col!r}",
+                "remove those rows (or fill them) before running",
+            )
     if spec.task_type not in ("binary", "multiclass"):
         return
     labels = sorted(train[spec.target_columns[0]].unique())
     shown = ", ".join(repr(x) for x in labels[:10])
     if len(labels) < 2:
-        raise TaskError(f"the target {spec.target_columns[0]!r} has a single value ({shown}): nothing to learn",
-                        "check the target column")
+        raise TaskError(
+            f"the target {spec.target_columns[0]!r} has a single value ({shown}): nothing to learn",
+            "check the target column",
+        )
     if spec.positive_label is not None and spec.positive_label not in labels:
-        raise TaskError(f"positive_label {spec.positive_label!r} is not among the labels ({shown})",
-                        f"set positive_label in {task.root}/task.yaml to one of them")
+        raise TaskError(
+            f"positive_label {spec.positive_label!r} is not among the labels ({shown})",
+            f"set positive_label in {task.root}/task.yaml to one of them",
+        )
     if spec.classes and set(labels) - set(spec.classes):
-        raise TaskError(f"labels {sorted(set(labels) - set(spec.classes))[:10]} are not in classes {spec.classes}",
-                        f"list every class in {task.root}/task.yaml")
+        raise TaskError(
+            f"labels {sorted(set(labels) - set(spec.classes))[:10]} are not in classes {spec.classes}",
+            f"list every class in {task.root}/task.yaml",
+        )
 
 
 def _holdout_sample(sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str) -> pd.DataFrame:
@@ -294,7 +315,7 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
     sealed_hashes = set()
     for path in ws.sealed_dir.iterdir():
         sealed_hashes.add(sha256_file(path))
-        if path.suffix.lower() != ".csv":      # e.g. the known labels (JSON): no rows to match
+        if path.suffix.lower() != ".csv":  # e.g. the known labels (JSON): no rows to match
             continue
         frame = read_csv_exact(path)
         if id_column not in frame.columns:
@@ -327,7 +348,8 @@ def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed:
     if not present:
         return problems
     joined = _keyed(frame[[id_column, *present]], id_column).merge(
-        _keyed(sealed[[id_column, *present]], id_column), on=[id_column, _POS], suffixes=("", "__sealed"))
+        _keyed(sealed[[id_column, *present]], id_column), on=[id_column, _POS], suffixes=("", "__sealed")
+    )
     for col in present:
         seen, truth = _normalise(joined[col]), _normalise(joined[f"{col}__sealed"])
         n = len(joined)
@@ -337,8 +359,10 @@ def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed:
         chance = float((truth.value_counts(normalize=True) * seen.value_counts(normalize=True)).sum())
         expected, spread = n * chance, (n * chance * (1 - chance)) ** 0.5
         if matches >= 5 and matches > expected + 3 * spread:
-            problems.append(f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
-                            f"(chance: {expected:.0f})")
+            problems.append(
+                f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
+                f"(chance: {expected:.0f})"
+            )
     return problems
 
 
@@ -378,13 +402,17 @@ def _no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
         truth = _normalise(train[target])
         if truth.nunique() < 2:
             continue
-        copies = [c for c in train.columns if c not in (spec.id_column, *spec.target_columns)
-                  and (_normalise(train[c]) == truth).all()]
+        copies = [
+            c
+            for c in train.columns
+            if c not in (spec.id_column, *spec.target_columns) and (_normalise(train[c]) == truth).all()
+        ]
         if copies:
-            raise TaskError(f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "
-                            "labelled row, so the task gives its answers away",
-                            f"remove {copies[0]!r} from the train and test files in {task.public_dir}, "
-                            "or choose another target")
+            raise TaskError(
+                f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "
+                "labelled row, so the task gives its answers away",
+                f"remove {copies[0]!r} from the train and test files in {task.public_dir}, or choose another target",
+            )
 
 
 def _normalise(values: pd.Series) -> pd.Series:
@@ -408,4 +436,13 @@ def sealed_paths(run_dir: Path) -> list[Path]:
     return paths
 
 
-__all__ = ["Workspace", "build_workspace", "verify_workspace", "VerifyReport", "split_holdout", "read_csv_exact", "sha256_file", "sealed_paths"]
+__all__ = [
+    "VerifyReport",
+    "Workspace",
+    "build_workspace",
+    "read_csv_exact",
+    "sealed_paths",
+    "sha256_file",
+    "split_holdout",
+    "verify_workspace",
+]

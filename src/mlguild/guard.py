@@ -26,7 +26,7 @@ _JOIN_FUNCS = {"join", "Path", "PurePath", "PosixPath"}
 @dataclass(frozen=True)
 class GuardVerdict:
     ok: bool
-    kind: str | None = None       # "syntax_error" or "guard_rejected"
+    kind: str | None = None  # "syntax_error" or "guard_rejected"
     reason: str = ""
 
 
@@ -40,7 +40,7 @@ def _pieces(node: ast.AST) -> list[str | None] | None:
         left = left if left is not None else [None]
         right = right if right is not None else [None]
         if isinstance(node.op, ast.Add) and left[-1] is not None and right[0] is not None:
-            return left[:-1] + [left[-1] + right[0]] + right[1:]     # "a" + "b": one piece
+            return left[:-1] + [left[-1] + right[0]] + right[1:]  # "a" + "b": one piece
         return left + right
     if isinstance(node, ast.Call):
         func = node.func

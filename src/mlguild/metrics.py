@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from mlguild.errors import ConfigError
 from mlguild.score import Direction, Score
 
-__all__ = ["Direction", "Score", "Metric", "METRICS", "get_metric"]
+__all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric"]
 
 Prediction = Literal["label", "probability", "class_probabilities", "value", "ranked_list"]
 # How the Scorer converts the truth column(s) before calling ``fn``:
@@ -34,8 +35,13 @@ Prediction = Literal["label", "probability", "class_probabilities", "value", "ra
 #   value: floats; tokens: list of space-separated tokens per row.
 Truth = Literal["label", "integer", "binary", "class", "value", "tokens"]
 
-_DEFAULT_TRUTH: dict[str, str] = {"label": "label", "probability": "binary", "class_probabilities": "class",
-                                  "value": "value", "ranked_list": "tokens"}
+_DEFAULT_TRUTH: dict[str, str] = {
+    "label": "label",
+    "probability": "binary",
+    "class_probabilities": "class",
+    "value": "value",
+    "ranked_list": "tokens",
+}
 _EPS = 1e-15
 
 
@@ -77,9 +83,11 @@ class Metric:
     def __call__(self, y_true: Any, y_pred: Any, **params: Any) -> float:
         unknown = set(params) - set(self.params)
         if unknown:
-            raise ConfigError(f"metric {self.name!r} does not take parameter(s) {sorted(unknown)}; "
-                              f"it takes {list(self.params) or 'none'}",
-                              fix="correct metric_params in task.yaml")
+            raise ConfigError(
+                f"metric {self.name!r} does not take parameter(s) {sorted(unknown)}; "
+                f"it takes {list(self.params) or 'none'}",
+                fix="correct metric_params in task.yaml",
+            )
         return float(self.fn(y_true, y_pred, **params))
 
 
@@ -197,7 +205,7 @@ def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int
     t, p = np.asarray(y_true), np.asarray(y_pred)
     _check_len(t, p)
     _, inv = np.unique(np.concatenate([t, p]), return_inverse=True)
-    return inv[: len(t)], inv[len(t):], (int(inv.max()) + 1 if len(inv) else 0)
+    return inv[: len(t)], inv[len(t) :], (int(inv.max()) + 1 if len(inv) else 0)
 
 
 def f1(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
@@ -350,7 +358,13 @@ METRICS: dict[str, Metric] = {
         _m("accuracy", "maximize", "label", _columnwise(accuracy), "fraction of exactly matching labels"),
         _m("roc_auc", "maximize", "probability", _columnwise(_roc_auc_1d), "binary ROC AUC (ties averaged)"),
         _m("logloss", "minimize", "class_probabilities", logloss, "multiclass log loss, rows clipped and renormalised"),
-        _m("binary_logloss", "minimize", "probability", _columnwise(_binary_logloss_1d), "binary log loss, clipped to [1e-15, 1-1e-15]"),
+        _m(
+            "binary_logloss",
+            "minimize",
+            "probability",
+            _columnwise(_binary_logloss_1d),
+            "binary log loss, clipped to [1e-15, 1-1e-15]",
+        ),
         _m("f1", "maximize", "label", f1, "binary F1 of the positive label", params=("positive_label",)),
         _m("f1_macro", "maximize", "label", f1_macro, "unweighted mean of per-class F1"),
         _m("rmse", "minimize", "value", _columnwise(_rmse_1d), "root mean squared error (column-wise mean)"),
@@ -359,8 +373,23 @@ METRICS: dict[str, Metric] = {
         _m("r2", "maximize", "value", _columnwise(_r2_1d), "coefficient of determination (column-wise mean)"),
         _m("qwk", "maximize", "label", qwk, "quadratic weighted kappa over integer labels", truth="integer"),
         _m("map_at_k", "maximize", "ranked_list", map_at_k, "mean average precision at k (Kaggle mapk)", params=("k",)),
-        _m("gauc", "maximize", "value", gauc, "mean per-group ROC AUC, single-class groups excluded", truth="binary", params=("groups",)),
-        _m("ndcg_at_k", "maximize", "value", ndcg_at_k, "mean per-group nDCG@k, groups with no relevant item excluded", params=("groups", "k", "gain")),
+        _m(
+            "gauc",
+            "maximize",
+            "value",
+            gauc,
+            "mean per-group ROC AUC, single-class groups excluded",
+            truth="binary",
+            params=("groups",),
+        ),
+        _m(
+            "ndcg_at_k",
+            "maximize",
+            "value",
+            ndcg_at_k,
+            "mean per-group nDCG@k, groups with no relevant item excluded",
+            params=("groups", "k", "gain"),
+        ),
     ]
 }
 
@@ -370,5 +399,7 @@ def get_metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise ConfigError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}",
-                          fix="set 'metric' in task.yaml to one of the known metrics") from None
+        raise ConfigError(
+            f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}",
+            fix="set 'metric' in task.yaml to one of the known metrics",
+        ) from None

@@ -22,7 +22,9 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
             lines.append(f"- against its parent {parent.id} ({parent.score:.6g}): {_versus(graph, node, parent)}")
         earlier = _best_before(graph, node)
         if earlier is not None and earlier is not parent:
-            lines.append(f"- against the best node before it, {earlier.id} ({earlier.score:.6g}): {_versus(graph, node, earlier)}")
+            lines.append(
+                f"- against the best node before it, {earlier.id} ({earlier.score:.6g}): {_versus(graph, node, earlier)}"
+            )
         elif earlier is None:
             lines.append("- the first scored node of the run")
         move = node.meta.get("move")
@@ -75,9 +77,12 @@ def _blend_lines(path: Path) -> list[str]:
         report = json.loads(path.read_text())
         weights = ", ".join(f"{m} {w:.2f}" for m, w in report["weights"].items())
         members = report["member_oof_scores"]
-        return [f"- blend weights (fitted on out-of-fold predictions): {weights}",
-                f"- out-of-fold {report['oof_metric']}: blend {report['blend_oof_score']:.6g}, members "
-                + ", ".join(f"{m} {s:.6g}" for m, s in members.items()) + " (printed by the script: a guide only)"]
+        return [
+            f"- blend weights (fitted on out-of-fold predictions): {weights}",
+            f"- out-of-fold {report['oof_metric']}: blend {report['blend_oof_score']:.6g}, members "
+            + ", ".join(f"{m} {s:.6g}" for m, s in members.items())
+            + " (printed by the script: a guide only)",
+        ]
     except (ValueError, KeyError, TypeError, AttributeError):
         return ["- fuse_weights.json is not in the expected format"]
 

@@ -43,7 +43,7 @@ class DataProfile:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DataProfile":
+    def from_dict(cls, data: dict[str, Any]) -> DataProfile:
         cols = [ColumnProfile(**c) for c in data["columns"]]
         return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"])
 
@@ -107,7 +107,9 @@ def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
     lines += [f"  ({kind}: {KIND_NOTES[kind]})" for kind in sorted(kinds) if kind not in ("numeric", "categorical")]
     for c in profile.columns[:max_columns]:
         example = f", e.g. {c.examples[0]!r}" if c.examples and c.kind not in ("numeric", "categorical") else ""
-        lines.append(f"- {c.name}: {c.kind} ({c.dtype}), {c.n_unique} unique, {c.missing_fraction:.1%} missing{example}")
+        lines.append(
+            f"- {c.name}: {c.kind} ({c.dtype}), {c.n_unique} unique, {c.missing_fraction:.1%} missing{example}"
+        )
     if len(profile.columns) > max_columns:
         lines.append(f"- ... and {len(profile.columns) - max_columns} more columns")
     lines.append(f"target: {profile.target}")

@@ -45,4 +45,6 @@ def prediction_help(task: dict) -> str:
     kind = task.get("prediction_kind", "value")
     positive = f" ({task['positive_label']!r})" if task.get("positive_label") else ""
     classes = ", ".join(task.get("classes") or [])
-    return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(positive=positive, classes=classes)
+    return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
+        positive=positive, classes=classes
+    )

@@ -32,9 +32,9 @@ class ParentView:
     op: str
     plan: str
     code: str
-    status: str                     # "scored" or a failure kind name
+    status: str  # "scored" or a failure kind name
     score: float | None
-    failure: str | None = None      # failure message for debug prompts
+    failure: str | None = None  # failure message for debug prompts
     meta: dict[str, Any] = field(default_factory=dict)
     stdout_tail: str = ""
     stderr_tail: str = ""
@@ -49,8 +49,8 @@ class HistoryItem:
     status: str
     score: float | None
     meta: dict[str, Any]
-    exec_s: float | None = None      # how long its script ran (None: it never ran)
-    failure: str | None = None       # the end of its failure message, when it failed
+    exec_s: float | None = None  # how long its script ran (None: it never ran)
+    failure: str | None = None  # the end of its failure message, when it failed
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,16 @@ class Context:
     """Everything a brain sees for one proposal. Context is isolated on purpose: the task, the
     data profile and the parents — plus a bounded summary of history — never every node's code."""
 
-    task: dict[str, Any]             # TaskSpec.public_dict()
+    task: dict[str, Any]  # TaskSpec.public_dict()
     description: str
-    profile: dict[str, Any]          # mlguild.profile.DataProfile.to_dict()
+    profile: dict[str, Any]  # mlguild.profile.DataProfile.to_dict()
     parents: tuple[ParentView, ...]
     history: tuple[HistoryItem, ...]
-    direction: str                   # "maximize" | "minimize"
+    direction: str  # "maximize" | "minimize"
     script_timeout_s: float
     seed: int
     iteration: int
-    stagnation: int = 0              # attempts in the parent's branch since it last improved
+    stagnation: int = 0  # attempts in the parent's branch since it last improved
 
 
 @dataclass(frozen=True)

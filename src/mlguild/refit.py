@@ -32,14 +32,14 @@ from .errors import RunError
 from .executor import FINAL_OK, REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
 from .firewall import read_csv_exact
 from .fsutil import atomic_write
-from .scorer import bootstrap_wins
 from .rundir import RunDir
+from .scorer import bootstrap_wins
 from .search.graph import Node, SearchGraph
 from .state import RunState
 
-_SAFETY = 1.25              # reserve this much more than the measured run times
-_PACED = 0.5                # a script that used this share of its time budget is paced by it
-_MAX_RESERVE = 0.3          # the search keeps back at most this share of the budget for a refit
+_SAFETY = 1.25  # reserve this much more than the measured run times
+_PACED = 0.5  # a script that used this share of its time budget is paced by it
+_MAX_RESERVE = 0.3  # the search keeps back at most this share of the budget for a refit
 
 
 def final_dir(run: RunDir) -> Path:
@@ -115,13 +115,24 @@ def final_base(run: RunDir, graph: SearchGraph, runner: NodeRunner, best: Node) 
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
     spec = run.spec
-    wins = bootstrap_wins(run.node_dir(best.id) / "output" / "holdout.csv", run.node_dir(blend.id) / "output" / "holdout.csv",
-                          runner.holdout_answers, runner.fmt, runner.metric, spec.target_columns, spec.metric_params,
-                          spec.positive_label, spec.classes, seed=run.config.brain.seed)
+    wins = bootstrap_wins(
+        run.node_dir(best.id) / "output" / "holdout.csv",
+        run.node_dir(blend.id) / "output" / "holdout.csv",
+        runner.holdout_answers,
+        runner.fmt,
+        runner.metric,
+        spec.target_columns,
+        spec.metric_params,
+        spec.positive_label,
+        spec.classes,
+        seed=run.config.brain.seed,
+    )
     needed = run.config.final.tie_share
     if wins is not None and wins < needed:
-        return blend, (f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
-                       f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})")
+        return blend, (
+            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
+            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})"
+        )
     share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
     return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
 
@@ -150,8 +161,10 @@ def build_full_data(run: RunDir) -> Path:
     # The firewall wrote the holdout inputs and their answers from the same rows in the same
     # order, so they join by position (which also holds where ids repeat).
     if inputs[spec.id_column].tolist() != answers[spec.id_column].tolist():
-        raise RunError("the holdout inputs and their sealed answers no longer list the same ids in the same order",
-                       "the run directory was changed by hand; start a new run")
+        raise RunError(
+            "the holdout inputs and their sealed answers no longer list the same ids in the same order",
+            "the run directory was changed by hand; start a new run",
+        )
     labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})
     full = pd.concat([train, labelled[train.columns]], ignore_index=True)
     target = dest / spec.train_file
@@ -172,8 +185,9 @@ def agreement(kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column
     if kind == "class_probabilities":
         return float((a.to_numpy().argmax(axis=1) == b.to_numpy().argmax(axis=1)).mean())
     # A constant column has no rank correlation: it agrees with nothing.
-    correlations = [a[c].corr(b[c], method="spearman") if a[c].nunique() > 1 and b[c].nunique() > 1 else 0.0
-                    for c in a.columns]
+    correlations = [
+        a[c].corr(b[c], method="spearman") if a[c].nunique() > 1 and b[c].nunique() > 1 else 0.0 for c in a.columns
+    ]
     return min((0.0 if math.isnan(c) else float(c)) for c in correlations)
 
 
@@ -182,7 +196,7 @@ class Refitter:
 
     def __init__(self, run: RunDir, state: RunState, runner: NodeRunner, elapsed):
         self.run, self.state, self.runner = run, state, runner
-        self.elapsed = elapsed          # the agent's session clock, for journal records
+        self.elapsed = elapsed  # the agent's session clock, for journal records
         self.base_reason = ""
 
     def choose_without_refit(self, reason: str) -> dict:
@@ -197,8 +211,12 @@ class Refitter:
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
-            return self._choose(best, None, f"not enough time left to refit {best.id} as long as the search ran it "
-                                            f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)")
+            return self._choose(
+                best,
+                None,
+                f"not enough time left to refit {best.id} as long as the search ran it "
+                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+            )
         deadline = time.monotonic() + timeout_s
         grow = growth(self.run)
         data = build_full_data(self.run)
@@ -217,32 +235,55 @@ class Refitter:
                 refitted[original.id] = node
             return self._check_and_choose(best, refitted[best.id])
         finally:
-            shutil.rmtree(data, ignore_errors=True)   # the labels it holds are sealed again
+            shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
 
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
         meta = {"refit_of": original.id, "data": "train + holdout (all labelled rows)"}
-        if original.op == "fuse":   # blend the refitted members, staged under their original names
+        if original.op == "fuse":  # blend the refitted members, staged under their original names
             meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
-        node = Node(id=graph.next_id(), op=REFIT, parents=(original.id, *(meta.get("stage") or {}).values()),
-                    iteration=len(graph), meta=meta,
-                    plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
-                         "unchanged, trained on train + holdout for the final submission.\n")
+        node = Node(
+            id=graph.next_id(),
+            op=REFIT,
+            parents=(original.id, *(meta.get("stage") or {}).values()),
+            iteration=len(graph),
+            meta=meta,
+            plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
+            "unchanged, trained on train + holdout for the final submission.\n",
+        )
         graph.add(node)
         self.runner.write_proposal(node, node.plan, code, meta)
         node.attempts, node.code_sha256 = 1, sha256_text(code)
-        self.run.journal.append("node_started", node={
-            "id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration,
-            "plan": node.plan, "meta": meta, "code_sha256": node.code_sha256, "reason": "final refit",
-        }, session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "node_started",
+            node={
+                "id": node.id,
+                "op": node.op,
+                "parents": list(node.parents),
+                "iteration": node.iteration,
+                "plan": node.plan,
+                "meta": meta,
+                "code_sha256": node.code_sha256,
+                "reason": "final refit",
+            },
+            session_elapsed_s=round(self.elapsed(), 3),
+        )
         outcome: Outcome = self.runner.execute(node, timeout_s, seed=self.run.config.brain.seed, data_dir=data)
         node.status, node.failure, node.timing = outcome.status, outcome.failure, outcome.timing
         node.outputs = outcome.outputs
         self.runner.write_report(node, outcome, self.state.graph)
-        self.run.journal.append("node_finished", id=node.id, status=node.status, score=None,
-                                failure=(node.failure or "")[-2000:] or None, outputs=node.outputs,
-                                timing=outcome.timing, exec=outcome.exec, session_elapsed_s=round(self.elapsed(), 3))
+        self.run.journal.append(
+            "node_finished",
+            id=node.id,
+            status=node.status,
+            score=None,
+            failure=(node.failure or "")[-2000:] or None,
+            outputs=node.outputs,
+            timing=outcome.timing,
+            exec=outcome.exec,
+            session_elapsed_s=round(self.elapsed(), 3),
+        )
         return node
 
     def _check_and_choose(self, best: Node, refit: Node) -> dict:
@@ -253,8 +294,13 @@ class Refitter:
         score = agreement(kind, reference, candidate, spec.id_column)
         needed = self.run.config.final.refit_min_agreement
         if score < needed:
-            return self._choose(best, None, f"the refit {refit.id} agrees with {best.id} on only {score:.3f} "
-                                            f"of the test predictions (at least {needed} needed)", score)
+            return self._choose(
+                best,
+                None,
+                f"the refit {refit.id} agrees with {best.id} on only {score:.3f} "
+                f"of the test predictions (at least {needed} needed)",
+                score,
+            )
         return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
 
     def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
@@ -265,11 +311,16 @@ class Refitter:
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
-        record = {"node": chosen.id, "base": best.id, "best": self.state.best_id, "refit": refit is not None, "reason": reason,
-                  "agreement": None if agreement_score is None else round(agreement_score, 6),
-                  "submission_sha256": hashlib.sha256(read_no_follow(out / "submission.csv")).hexdigest()}
+        record = {
+            "node": chosen.id,
+            "base": best.id,
+            "best": self.state.best_id,
+            "refit": refit is not None,
+            "reason": reason,
+            "agreement": None if agreement_score is None else round(agreement_score, 6),
+            "submission_sha256": hashlib.sha256(read_no_follow(out / "submission.csv")).hexdigest(),
+        }
         atomic_write(out / "final.json", json.dumps(record, indent=2))
         self.run.journal.append("final_chosen", **record, session_elapsed_s=round(self.elapsed(), 3))
         self.state.final_choice = record
         return record
-

@@ -18,10 +18,10 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -31,8 +31,8 @@ from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace, verify_workspa
 from .journal import Journal
 from .profile import DataProfile, profile_workspace
 from .scorer import fingerprint
-from .verdict import write_prior_submission
 from .task import Task, TaskSpec, short
+from .verdict import write_prior_submission
 
 _RUN_ID = re.compile(r"\w[\w.-]{0,127}")
 _PARTIAL = re.compile(r"\.(.+)\.partial")
@@ -48,9 +48,10 @@ def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a plain folder name (letters, digits, '.', '_', '-'; not starting
     with '.' or '-'); RunError otherwise, so an id can never lead out of the runs folder."""
     if not _RUN_ID.fullmatch(run_id or ""):
-        raise RunError(f"--run-id {short(run_id)} is not a plain name",
-                       "use letters, digits, '.', '_' and '-' (up to 128, not starting with '.' or '-'), "
-                       "e.g. --run-id churn-1")
+        raise RunError(
+            f"--run-id {short(run_id)} is not a plain name",
+            "use letters, digits, '.', '_' and '-' (up to 128, not starting with '.' or '-'), e.g. --run-id churn-1",
+        )
     return run_id
 
 
@@ -97,8 +98,10 @@ def take_lock(path: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise RunError(f"another mlguild process is working on {path}",
-                       f"wait for it to finish, or stop it (`fuser {path / '.lock'}` shows its pid)") from None
+        raise RunError(
+            f"another mlguild process is working on {path}",
+            f"wait for it to finish, or stop it (`fuser {path / '.lock'}` shows its pid)",
+        ) from None
     return fd
 
 
@@ -117,13 +120,20 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         try:
             floor, prior_floor, checked = _build(task, config, partial)
             with Journal(partial / "journal.jsonl") as journal:
-                journal.append("run_started", run_id=run_id, task=task.spec.name, source=task.spec.source,
-                               verified_files=checked, floor_score=floor, prior_floor_score=prior_floor,
-                               scorer_sha256=fingerprint())
-            os.rename(partial, path)        # the run appears whole, or not at all
+                journal.append(
+                    "run_started",
+                    run_id=run_id,
+                    task=task.spec.name,
+                    source=task.spec.source,
+                    verified_files=checked,
+                    floor_score=floor,
+                    prior_floor_score=prior_floor,
+                    scorer_sha256=fingerprint(),
+                )
+            os.rename(partial, path)  # the run appears whole, or not at all
             _fsync_dir(runs)
         except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)   # a half-built run is worse than none
+            shutil.rmtree(partial, ignore_errors=True)  # a half-built run is worse than none
             os.close(lock_fd)
             raise
     # The lock taken on the partial folder's .lock moved with it: it is this run's lock now.
@@ -140,9 +150,11 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float, float | None,
     ws = build_workspace(task, path, config.firewall)
     report = verify_workspace(path, task.spec.id_column, task.spec.target_columns)
     if not report.ok:
-        raise RunError(f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started")
+        raise RunError(
+            f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started"
+        )
     floor = floor_score(task.spec, ws.data_dir / HOLDOUT_SAMPLE, ws.holdout_answers, "holdout labels")
-    prior = path / "prior_holdout.csv"      # the best constant, scored, then not kept
+    prior = path / "prior_holdout.csv"  # the best constant, scored, then not kept
     prior_floor = None
     if write_prior_submission(task.spec, ws.data_dir / task.spec.train_file, ws.data_dir / HOLDOUT_SAMPLE, prior):
         prior_floor = floor_score(task.spec, prior, ws.holdout_answers, "holdout labels")
@@ -159,8 +171,10 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float, float | None,
 def _runs_folder(runs_dir: Path) -> Path:
     runs = runs_dir.expanduser().resolve()
     if runs.exists() and not runs.is_dir():
-        raise RunError(f"the runs folder {runs} is a file, not a folder",
-                       "pass a folder: --runs-dir runs (it is created when missing)")
+        raise RunError(
+            f"the runs folder {runs} is a file, not a folder",
+            "pass a folder: --runs-dir runs (it is created when missing)",
+        )
     runs.mkdir(parents=True, exist_ok=True)
     return runs
 
@@ -169,19 +183,23 @@ def _claim(partial: Path) -> int:
     """Make ``partial`` afresh and lock it. One left by a killed creation is removed; one
     whose lock is held belongs to a creation still under way."""
     if partial.exists():
-        os.close(take_lock(partial))     # raises when another process is building it
+        os.close(take_lock(partial))  # raises when another process is building it
         shutil.rmtree(partial)
     try:
         partial.mkdir()
     except FileExistsError:
-        raise RunError(f"another mlguild process is creating {partial.name[1:-len('.partial')]} in {partial.parent}",
-                       "wait for it, or pick another --run-id") from None
+        raise RunError(
+            f"another mlguild process is creating {partial.name[1 : -len('.partial')]} in {partial.parent}",
+            "wait for it, or pick another --run-id",
+        ) from None
     return take_lock(partial)
 
 
 def _exists(path: Path, task: Task) -> RunError:
     if (path / "journal.jsonl").exists():
-        return RunError(f"run {path} already exists", f"resume it with `mlguild resume {path}`, or pick another --run-id")
+        return RunError(
+            f"run {path} already exists", f"resume it with `mlguild resume {path}`, or pick another --run-id"
+        )
     return _half_built(path, str(task.root))
 
 
@@ -193,10 +211,12 @@ def _half_built(path: Path, task_root: str | None = None, run_id: str | None = N
         except (OSError, ValueError, KeyError, TypeError):
             task_root = "TASK"
     run_id = run_id or path.name
-    return RunError(f"{path} is a half-built run: its creation was interrupted before it was complete, "
-                    "so there is nothing to resume",
-                    f"delete it and start again: `rm -rf {path} && mlguild run {task_root} "
-                    f"--runs-dir {path.parent} --run-id {run_id}`")
+    return RunError(
+        f"{path} is a half-built run: its creation was interrupted before it was complete, "
+        "so there is nothing to resume",
+        f"delete it and start again: `rm -rf {path} && mlguild run {task_root} "
+        f"--runs-dir {path.parent} --run-id {run_id}`",
+    )
 
 
 @contextmanager
@@ -217,8 +237,10 @@ def _writing(runs_dir: Path, run_id: str) -> Iterator[None]:
             errno.EEXIST: "--runs-dir and the folders above it must be folders, not files",
             errno.ENAMETOOLONG: "use a shorter --runs-dir or --run-id",
         }
-        raise RunError(f"cannot create run {run_id} in {runs_dir}: {exc.strerror or exc} ({short(str(where))})",
-                       fixes.get(exc.errno, f"check that {runs_dir} is a folder you can write")) from None
+        raise RunError(
+            f"cannot create run {run_id} in {runs_dir}: {exc.strerror or exc} ({short(str(where))})",
+            fixes.get(exc.errno, f"check that {runs_dir} is a folder you can write"),
+        ) from None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -240,18 +262,33 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
     fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=None)
     metric = get_metric(spec.metric)
     # The template's own labels are its to predict, even a placeholder that is no class.
-    template = set(read_csv_exact(submission)[spec.prediction_columns].to_numpy().ravel().tolist()) \
-        if metric.prediction == "label" else None
+    template = (
+        set(read_csv_exact(submission)[spec.prediction_columns].to_numpy().ravel().tolist())
+        if metric.prediction == "label"
+        else None
+    )
     try:
-        result = score_submission(submission, load_answers(answers, spec.id_column), fmt,
-                                  metric, spec.target_columns, metric_params=spec.metric_params,
-                                  positive_label=spec.positive_label, classes=spec.classes, labels=template)
+        result = score_submission(
+            submission,
+            load_answers(answers, spec.id_column),
+            fmt,
+            metric,
+            spec.target_columns,
+            metric_params=spec.metric_params,
+            positive_label=spec.positive_label,
+            classes=spec.classes,
+            labels=template,
+        )
     except SubmissionError as exc:
-        raise TaskError(f"the task's sample submission does not match its {what} ({exc.reason}): {exc.message}",
-                        "make the sample submission's ids and columns match the answers") from exc
+        raise TaskError(
+            f"the task's sample submission does not match its {what} ({exc.reason}): {exc.message}",
+            "make the sample submission's ids and columns match the answers",
+        ) from exc
     except ValueError as exc:
-        raise TaskError(f"the {what} cannot be scored: {exc}",
-                        "check the metric, positive_label/classes and answers in task.yaml and private/") from exc
+        raise TaskError(
+            f"the {what} cannot be scored: {exc}",
+            "check the metric, positive_label/classes and answers in task.yaml and private/",
+        ) from exc
     return result.score.value
 
 
@@ -285,8 +322,9 @@ def open_run(path: str | Path) -> RunDir:
         snapshot = json.loads((path / "task.json").read_text())
         spec = TaskSpec.model_validate(snapshot["spec"])
     except (OSError, ValueError, KeyError, yaml.YAMLError) as exc:
-        raise RunError(f"{path} is incomplete or damaged ({type(exc).__name__}: {exc})",
-                       "start a new run with `mlguild run TASK`") from exc
+        raise RunError(
+            f"{path} is incomplete or damaged ({type(exc).__name__}: {exc})", "start a new run with `mlguild run TASK`"
+        ) from exc
     lock_fd = take_lock(path)
     try:
         journal = Journal(path / "journal.jsonl")

@@ -30,7 +30,7 @@ class Score:
             object.__setattr__(self, "value", v if math.isfinite(v) else None)
 
     @classmethod
-    def worst(cls, direction: Direction) -> "Score":
+    def worst(cls, direction: Direction) -> Score:
         """A score that loses to every real score of the same direction."""
         return cls(None, direction)
 
@@ -44,18 +44,18 @@ class Score:
             return -math.inf
         return self.value if self.direction == "maximize" else -self.value
 
-    def _check(self, other: "Score") -> None:
+    def _check(self, other: Score) -> None:
         if not isinstance(other, Score):
             raise TypeError(f"cannot compare Score with {type(other).__name__}")
         if other.direction != self.direction:
             raise ValueError(f"cannot compare a {self.direction} score with a {other.direction} score")
 
-    def better_than(self, other: "Score") -> bool:
+    def better_than(self, other: Score) -> bool:
         """Strictly better. Worst is never better than anything, not even another Worst."""
         self._check(other)
         return self.key() > other.key()
 
-    def __lt__(self, other: "Score") -> bool:
+    def __lt__(self, other: Score) -> bool:
         # "less" means "worse", so max(scores) is the best and sorted() goes worst-first.
         self._check(other)
         return self.key() < other.key()

@@ -27,9 +27,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, NoReturn, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -72,6 +73,7 @@ class SubmissionFormat:
         """The prediction columns: everything but the id and key columns."""
         return [c for c in self.columns if c != self.id_column and c not in self.key_columns]
 
+
 @dataclass(frozen=True)
 class ScoreResult:
     """The outcome of scoring one valid submission."""
@@ -80,17 +82,21 @@ class ScoreResult:
     n_rows: int
     metric: str
 
+
 def _show(values: Sequence[Any], limit: int = 5) -> str:
     return ", ".join(preview(v) for v in list(values)[:limit]) + (", ..." if len(values) > limit else "")
+
 
 class _Labels(frozenset):
     """Known labels riding on an answers DataFrame's ``attrs``: pandas deep-copies attrs on
     every operation, and these never change, so the copy is the object itself."""
 
-    def __deepcopy__(self, memo: dict) -> "_Labels":
+    def __deepcopy__(self, memo: dict) -> _Labels:
         return self
 
+
 # ----------------------------------------------------------------- public reading
+
 
 def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     """Read a sealed answers CSV as strings (exact text, no NA parsing, ids untouched).
@@ -103,8 +109,9 @@ def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     except SubmissionError as e:
         raise ValueError(f"sealed answers file is malformed ({e.reason}): {e.message}") from None
     if len(set(header)) != len(header) or id_column not in header:
-        raise ValueError(f"sealed answers file {path} needs unique column names including "
-                         f"{id_column!r}; it has {header}")
+        raise ValueError(
+            f"sealed answers file {path} needs unique column names including {id_column!r}; it has {header}"
+        )
     frame = to_frame(header, cols)
     known = Path(path).with_name(KNOWN_LABELS)
     if known.is_file():
@@ -115,8 +122,14 @@ def load_answers(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
             raise ValueError(f"known labels file {known} is malformed: {e}") from None
     return frame
 
-def read_submission(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str],
-                    metric: Metric | None = None, labels: Collection[str] | None = None) -> pd.DataFrame:
+
+def read_submission(
+    path: str | os.PathLike,
+    fmt: SubmissionFormat,
+    expected_ids: Sequence[str],
+    metric: Metric | None = None,
+    labels: Collection[str] | None = None,
+) -> pd.DataFrame:
     """Validate a submission's structure and return it as a DataFrame of strings.
 
     Columns are ``fmt.columns``; rows follow ``expected_ids``: reordered by id when
@@ -133,7 +146,10 @@ def read_submission(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids
         _predictions(sub, fmt.value_columns, metric, fmt.id_column, labels)
     return sub if pos is None else sub.iloc[pos]
 
-def _load(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray | None]:
+
+def _load(
+    path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence[str]
+) -> tuple[pd.DataFrame, np.ndarray | None]:
     """The submission in file order, and for each expected row its position in the file
     (None when the file is already in expected order). Values are parsed in file order
     because parsing strings scattered by a permutation is several times slower."""
@@ -156,6 +172,7 @@ def _load(path: str | os.PathLike, fmt: SubmissionFormat, expected_ids: Sequence
         _reject_positional(ids, expected)
     return sub, _align_unique(ids, expected)
 
+
 def _reject_extra_rows(ids: list[str], expected: list[str], unique: bool) -> NoReturn:
     """The file has more rows than expected; ``ids`` are its first len(expected) + 1 (the
     rest was not read). Among them an id repeats or one is not expected: say which."""
@@ -165,12 +182,16 @@ def _reject_extra_rows(ids: list[str], expected: list[str], unique: bool) -> NoR
     if unique and not index.is_unique:
         dup = index[index.duplicated()].unique()
         second = int(np.flatnonzero(index == dup[0])[1]) + 1
-        raise fail("duplicate_ids", f"{what}: row {second:,} repeats id {preview(dup[0])}; "
-                                     f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}")
+        raise fail(
+            "duplicate_ids",
+            f"{what}: row {second:,} repeats id {preview(dup[0])}; "
+            f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}",
+        )
     extra = index[~index.isin(pd.Index(expected))]
     if unique and len(extra):
         raise fail("extra_ids", f"{what}: {len(extra):,} id(s) are not expected, e.g. {_show(extra)}")
     raise fail("extra_ids", f"{what} (rows are matched by position for this task)" if not unique else what)
+
 
 def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     """For each expected id, its position in the file; rejects duplicate, missing, extra ids."""
@@ -192,14 +213,17 @@ def _align_unique(ids: list[str], expected: list[str]) -> np.ndarray:
     if not sub_index.is_unique:
         dup = sub_index[sub_index.duplicated()].unique()
         second = int(np.flatnonzero(sub_index == dup[0])[1]) + 1
-        raise fail("duplicate_ids", f"row {second:,} repeats id {preview(dup[0])}; "
-                                     f"{len(dup):,} id(s) appear more than once, e.g. {_show(dup)}")
+        raise fail(
+            "duplicate_ids",
+            f"row {second:,} repeats id {preview(dup[0])}; {len(dup):,} id(s) appear more than once, e.g. {_show(dup)}",
+        )
     extra = sub_index[where >= n]
     miss = exp_index[~exp_index.isin(sub_index)]
     if len(miss):
         also = f"; it also has {len(extra):,} unexpected id(s), e.g. {_show(extra)}" if len(extra) else ""
         raise fail("missing_ids", f"{len(miss):,} expected id(s) are missing, e.g. {_show(miss)}{also}")
     raise fail("extra_ids", f"{len(extra):,} id(s) are not expected, e.g. {_show(extra)}")
+
 
 def _reject_positional(ids: list[str], expected: list[str]) -> NoReturn:
     """Ids repeat, so rows align by position: explain how this file differs."""
@@ -209,13 +233,19 @@ def _reject_positional(ids: list[str], expected: list[str]) -> NoReturn:
     if len(ids) < len(expected):
         raise fail("missing_ids", f"file has {len(ids):,} rows, expected {len(expected):,} {note}")
     i = next(k for k, (a, b) in enumerate(zip(ids, expected)) if a != b)
-    raise fail("reordered", f"row {i + 1} has id {preview(ids[i])} where {preview(expected[i])} was expected; "
-                             "ids repeat in this task, so rows must keep the sample submission's order")
+    raise fail(
+        "reordered",
+        f"row {i + 1} has id {preview(ids[i])} where {preview(expected[i])} was expected; "
+        "ids repeat in this task, so rows must keep the sample submission's order",
+    )
+
 
 # ----------------------------------------------------------------- value conversion
 
+
 def _where(sub: pd.DataFrame, i: int, column: str, id_column: str) -> str:
     return f"row {sub.index[i]} (id {preview(sub[id_column].iat[i])}), column {preview(column)}"
+
 
 def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.ndarray:
     """A column as finite float64; ``unit`` also requires values in [0, 1]."""
@@ -233,17 +263,20 @@ def _floats(sub: pd.DataFrame, column: str, id_column: str, unit: bool) -> np.nd
             why = "is not a plain decimal number" if finite else "is not a finite number"
         except ValueError:
             reason, why = "not_numeric", "is empty" if not s.strip() else "is not a number"
-        raise fail(reason, f"{_where(sub, i, column, id_column)}: {preview(s)} {why} "
-                            f"({int(bad.sum()):,} such cell(s) in this column)")
+        raise fail(
+            reason,
+            f"{_where(sub, i, column, id_column)}: {preview(s)} {why} ({int(bad.sum()):,} such cell(s) in this column)",
+        )
     out = (vals < 0) | (vals > 1) if unit else None
     if out is not None and out.any():
         i = int(np.argmax(out))
-        raise fail("out_of_range", f"{_where(sub, i, column, id_column)}: probability {preview(text[i])} "
-                                    "is outside [0, 1]")
+        raise fail(
+            "out_of_range", f"{_where(sub, i, column, id_column)}: probability {preview(text[i])} is outside [0, 1]"
+        )
     return vals
 
-def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool,
-            known: Collection[str] | None) -> np.ndarray:
+
+def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool, known: Collection[str] | None) -> np.ndarray:
     text = sub[column].to_numpy()
     empty = text == ""
     if empty.any():
@@ -258,13 +291,15 @@ def _labels(sub: pd.DataFrame, column: str, id_column: str, integer: bool,
         i = int(np.argmin(ok))
         raise fail("not_integer", f"{_where(sub, i, column, id_column)}: {preview(text[i])} is not an integer label")
     values = text.astype(np.int64)
-    if known is not None:     # integers compare as numbers: "03" is the label 3
+    if known is not None:  # integers compare as numbers: "03" is the label 3
         ints = {int(k) for k in known if isinstance(k, str) and _INTEGER.fullmatch(k)}
         _known_only(sub, column, id_column, text, np.isin(values, list(ints)), sorted(ints))
     return values
 
-def _known_only(sub: pd.DataFrame, column: str, id_column: str, text: np.ndarray, ok: np.ndarray,
-                known: Collection) -> None:
+
+def _known_only(
+    sub: pd.DataFrame, column: str, id_column: str, text: np.ndarray, ok: np.ndarray, known: Collection
+) -> None:
     """Reject the first label outside ``known``: scoring it as merely wrong would hide a
     formatting bug ("1.0" for "1") behind a bad score."""
     if ok.all():
@@ -272,11 +307,16 @@ def _known_only(sub: pd.DataFrame, column: str, id_column: str, text: np.ndarray
     i = int(np.argmin(ok))
     spaces = " (it has surrounding spaces)" if isinstance(text[i], str) and text[i] != text[i].strip() else ""
     shown = sorted(known, key=str)
-    raise fail("unknown_label", f"{_where(sub, i, column, id_column)}: {preview(text[i])} is not a known label"
-                                f"{spaces}; known: {_show(shown, 8)} ({int((~ok).sum()):,} such cell(s))")
+    raise fail(
+        "unknown_label",
+        f"{_where(sub, i, column, id_column)}: {preview(text[i])} is not a known label"
+        f"{spaces}; known: {_show(shown, 8)} ({int((~ok).sum()):,} such cell(s))",
+    )
 
-def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_column: str,
-                 known: Collection[str] | None = None) -> list[Any]:
+
+def _predictions(
+    sub: pd.DataFrame, columns: list[str], metric: Metric, id_column: str, known: Collection[str] | None = None
+) -> list[Any]:
     """Each prediction column checked and converted for ``metric``; raises SubmissionError.
     ``known``: the labels a label metric's predictions must be among (None: not checked)."""
     kind = metric.prediction
@@ -287,14 +327,17 @@ def _predictions(sub: pd.DataFrame, columns: list[str], metric: Metric, id_colum
     unit = kind in ("probability", "class_probabilities")
     return [_floats(sub, c, id_column, unit) for c in columns]
 
+
 def _infer_positive(values: np.ndarray, column: str) -> str:
     """The positive label of 0/1 or True/False truths; anything else must be spelled out."""
     seen = set(pd.unique(np.ravel(values)).tolist())
     for neg, pos in (("0", "1"), ("False", "True")):
         if seen <= {neg, pos}:
             return pos
-    raise ValueError(f"truth column {column!r} holds {sorted(seen)[:5]}, not 0/1 or True/False; "
-                     "set the task's positive_label")
+    raise ValueError(
+        f"truth column {column!r} holds {sorted(seen)[:5]}, not 0/1 or True/False; set the task's positive_label"
+    )
+
 
 def _truth(answers: pd.DataFrame, columns: list[str], kind: str, positive_label: str | None) -> Any:
     """Convert truth columns; a problem here is the task's, so it raises ValueError."""
@@ -319,10 +362,18 @@ def _truth(answers: pd.DataFrame, columns: list[str], kind: str, positive_label:
             out.append(v)
     return out[0] if len(out) == 1 else np.column_stack(out)
 
-def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric,
-                     target_columns: list[str], metric_params: dict | None = None,
-                     positive_label: str | None = None, classes: list[str] | None = None,
-                     labels: Collection[str] | None = None) -> ScoreResult:
+
+def score_submission(
+    path: str | os.PathLike,
+    answers: pd.DataFrame,
+    fmt: SubmissionFormat,
+    metric: Metric,
+    target_columns: list[str],
+    metric_params: dict | None = None,
+    positive_label: str | None = None,
+    classes: list[str] | None = None,
+    labels: Collection[str] | None = None,
+) -> ScoreResult:
     """Validate a submission file and score it against sealed ``answers``.
 
     ``answers`` is a string DataFrame with the id column, ``target_columns`` and any
@@ -338,16 +389,27 @@ def score_submission(path: str | os.PathLike, answers: pd.DataFrame, fmt: Submis
     Raises SubmissionError for anything wrong with the file; ValueError for a problem with
     the task's answers or format.
     """
-    y_true, y_pred, params, n_rows = _prepared(path, answers, fmt, metric, target_columns, metric_params,
-                                               positive_label, classes, labels)
+    y_true, y_pred, params, n_rows = _prepared(
+        path, answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels
+    )
     value = metric(y_true, y_pred, **params)
     return ScoreResult(Score(value, metric.direction), n_rows=n_rows, metric=metric.name)
 
 
-def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers: pd.DataFrame,
-                   fmt: SubmissionFormat, metric: Metric, target_columns: list[str], metric_params: dict | None = None,
-                   positive_label: str | None = None, classes: list[str] | None = None,
-                   n_resamples: int = 200, seed: int = 0, labels: Collection[str] | None = None) -> float | None:
+def bootstrap_wins(
+    path_a: str | os.PathLike,
+    path_b: str | os.PathLike,
+    answers: pd.DataFrame,
+    fmt: SubmissionFormat,
+    metric: Metric,
+    target_columns: list[str],
+    metric_params: dict | None = None,
+    positive_label: str | None = None,
+    classes: list[str] | None = None,
+    n_resamples: int = 200,
+    seed: int = 0,
+    labels: Collection[str] | None = None,
+) -> float | None:
     """The share of bootstrap resamples of the answer rows on which submission ``a`` scores
     strictly better than ``b`` (paired: both scored on the same resampled rows). None for
     grouped metrics and ranked lists, whose rows cannot be resampled one by one, or when no
@@ -365,15 +427,20 @@ def bootstrap_wins(path_a: str | os.PathLike, path_b: str | os.PathLike, answers
         try:
             a = Score(metric(truth[rows], pred_a[rows], **params), metric.direction)
             b = Score(metric(truth[rows], pred_b[rows], **params), metric.direction)
-        except ValueError:      # e.g. a resample with one class only, for AUC
+        except ValueError:  # e.g. a resample with one class only, for AUC
             continue
         scored += 1
         wins += a.better_than(b)
     return wins / scored if scored else None
 
 
-def known_labels(answers: pd.DataFrame, target_columns: list[str], positive_label: str | None,
-                  classes: list[str] | None, labels: Collection[str] | None) -> set[str]:
+def known_labels(
+    answers: pd.DataFrame,
+    target_columns: list[str],
+    positive_label: str | None,
+    classes: list[str] | None,
+    labels: Collection[str] | None,
+) -> set[str]:
     """Every label a prediction may rightly take (see ``score_submission``); also what to pass
     as ``labels`` to ``read_submission`` for a test submission, which has no answers."""
     known = set(pd.unique(answers[target_columns].to_numpy().ravel()).tolist())
@@ -384,9 +451,18 @@ def known_labels(answers: pd.DataFrame, target_columns: list[str], positive_labe
         known.add(positive_label)
     return known
 
-def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric, target_columns: list[str],
-              metric_params: dict | None, positive_label: str | None, classes: list[str] | None,
-              labels: Collection[str] | None = None):
+
+def _prepared(
+    path,
+    answers: pd.DataFrame,
+    fmt: SubmissionFormat,
+    metric: Metric,
+    target_columns: list[str],
+    metric_params: dict | None,
+    positive_label: str | None,
+    classes: list[str] | None,
+    labels: Collection[str] | None = None,
+):
     """Validate a submission and return (y_true, y_pred, metric params, rows) in answer order."""
     params, idc = dict(metric_params or {}), fmt.id_column
     needed = [idc, *fmt.key_columns, *target_columns]
@@ -404,15 +480,19 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
         keys, want = aligned(sub[key].to_numpy()), answers[key].to_numpy()
         if (keys != want).any():
             i = int(np.argmax(keys != want))
-            raise fail("key_mismatch" if fmt.ids_unique else "reordered",
-                        f"row {aligned(sub.index.to_numpy())[i]} has {key} {preview(keys[i])} where {preview(want[i])} "
-                        "was expected; keep the sample submission's rows and order")
+            raise fail(
+                "key_mismatch" if fmt.ids_unique else "reordered",
+                f"row {aligned(sub.index.to_numpy())[i]} has {key} {preview(keys[i])} where {preview(want[i])} "
+                "was expected; keep the sample submission's rows and order",
+            )
 
     if metric.prediction == "class_probabilities":
         names = list(classes) if classes is not None else fmt.value_columns
         if len(target_columns) != 1 or any(c not in fmt.value_columns for c in names):
-            raise ValueError(f"class_probabilities needs one target column and classes among the "
-                             f"submission's value columns; got {target_columns} and {names}")
+            raise ValueError(
+                f"class_probabilities needs one target column and classes among the "
+                f"submission's value columns; got {target_columns} and {names}"
+            )
         codes = answers[target_columns[0]].map({c: i for i, c in enumerate(names)})
         if codes.isna().any():
             bad = sorted(set(answers[target_columns[0]][codes.isna()].tolist()))
@@ -422,10 +502,16 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
     else:
         absent = [c for c in target_columns if c not in fmt.value_columns]
         if absent or (metric.prediction == "ranked_list" and len(target_columns) != 1):
-            raise ValueError(f"target columns {target_columns} must be value columns of the "
-                             f"submission {fmt.columns} (ranked lists take exactly one)")
+            raise ValueError(
+                f"target columns {target_columns} must be value columns of the "
+                f"submission {fmt.columns} (ranked lists take exactly one)"
+            )
         y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
-        known = known_labels(answers, target_columns, positive_label, classes, labels) if metric.prediction == "label" else None
+        known = (
+            known_labels(answers, target_columns, positive_label, classes, labels)
+            if metric.prediction == "label"
+            else None
+        )
         preds = [aligned(p) for p in _predictions(sub, target_columns, metric, idc, known)]
         y_pred = preds[0] if len(preds) == 1 else np.column_stack(preds)
         if "positive_label" in metric.params and "positive_label" not in params:
@@ -438,7 +524,9 @@ def _prepared(path, answers: pd.DataFrame, fmt: SubmissionFormat, metric: Metric
         params["groups"] = answers[group_column].to_numpy()
     return y_true, y_pred, params, len(sub)
 
+
 # ----------------------------------------------------------------- integrity
+
 
 def fingerprint() -> str:
     """SHA-256 over the scorer's own source files (this module, its CSV reader and metrics.py)."""
@@ -447,10 +535,13 @@ def fingerprint() -> str:
         h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes() + b"\0")
     return h.hexdigest()
 
+
 def check_fingerprint(expected: str) -> None:
     """Raise ScorerIntegrityError if the scorer's files changed since ``expected`` was taken."""
     got = fingerprint()
     if got != expected:
-        raise ScorerIntegrityError(f"the scorer's source changed during the run (fingerprint {got[:12]} "
-                                   f"!= {expected[:12]})", fix="restore src/mlguild/scorer.py, "
-                                   "strict_csv.py, metrics.py and score.py (e.g. `git checkout src/mlguild`), or start a new run")
+        raise ScorerIntegrityError(
+            f"the scorer's source changed during the run (fingerprint {got[:12]} != {expected[:12]})",
+            fix="restore src/mlguild/scorer.py, "
+            "strict_csv.py, metrics.py and score.py (e.g. `git checkout src/mlguild`), or start a new run",
+        )

@@ -16,11 +16,11 @@ from .search.graph import PENDING, Node, SearchGraph
 class RunState:
     graph: SearchGraph
     best_id: str | None = None
-    spent_s: float = 0.0                   # active wall time over all sessions
+    spent_s: float = 0.0  # active wall time over all sessions
     sessions: int = 0
     final_grade: dict[str, Any] | None = None
-    final_choice: dict[str, Any] | None = None     # which node's submission is final (mlguild.refit)
-    scorer_fingerprint: str | None = None      # taken when the run was created
+    final_choice: dict[str, Any] | None = None  # which node's submission is final (mlguild.refit)
+    scorer_fingerprint: str | None = None  # taken when the run was created
     finished_reason: str | None = None
     _session_elapsed: float = field(default=0.0, repr=False)
 
@@ -43,11 +43,17 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
             state.sessions += 1
         elif kind == "node_started":
             data = rec["node"]
-            if data["id"] in graph.nodes:           # a resumed restart of an unfinished node
+            if data["id"] in graph.nodes:  # a resumed restart of an unfinished node
                 graph[data["id"]].attempts += 1
             else:
-                node = Node(id=data["id"], op=data["op"], parents=tuple(data["parents"]),
-                            iteration=data["iteration"], plan=data.get("plan", ""), meta=data.get("meta", {}))
+                node = Node(
+                    id=data["id"],
+                    op=data["op"],
+                    parents=tuple(data["parents"]),
+                    iteration=data["iteration"],
+                    plan=data.get("plan", ""),
+                    meta=data.get("meta", {}),
+                )
                 node.attempts = 1
                 node.code_sha256 = data.get("code_sha256", "")
                 graph.add(node)
@@ -65,7 +71,9 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
         elif kind == "best_changed":
             state.best_id = rec["id"]
         elif kind == "final_chosen":
-            state.final_choice = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")}
+            state.final_choice = {
+                k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")
+            }
         elif kind == "final_graded":
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
         elif kind == "session_ended":

@@ -24,8 +24,9 @@ import itertools
 import operator
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ def fail(reason: str, message: str) -> SubmissionError:
     """A rejection: ``reason`` first (a stable code), then a message kept short, because it ends
     up in the journal and in the next prompt (cell values in it are cut by ``preview``)."""
     if len(message) > _MAX_MESSAGE:
-        message = message[:_MAX_MESSAGE - 1] + "…"
+        message = message[: _MAX_MESSAGE - 1] + "…"
     return SubmissionError(reason, message, fix=FIX)
 
 
@@ -91,7 +92,7 @@ def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_ro
     # One read of the whole file, as a file of the right length needs: chunks joined later
     # would hold two copies at once and make every later copy of the text slower.
     raw = fh.read()
-    if max_bytes is not None and len(raw) > max_bytes:      # it grew after the size check
+    if max_bytes is not None and len(raw) > max_bytes:  # it grew after the size check
         raise fail("too_large", f"{p} is over the limit of {max_bytes:,} bytes")
     return _parse(raw, max_rows, partial=False)
 
@@ -104,7 +105,7 @@ def _prefix_with_extra_rows(fh: BinaryIO, size: int, max_rows: int) -> Table | N
     A file no more than twice the size its first chunk's lines predict for the rows expected
     is not scanned further: reading it whole costs about what a valid file costs."""
     buf = bytearray(_CHUNK)
-    pos = lines = retry_at = 0    # lines: newlines so far, never fewer than the complete rows
+    pos = lines = retry_at = 0  # lines: newlines so far, never fewer than the complete rows
     while n := fh.readinto(buf):
         is_nl = np.frombuffer(buf, dtype=np.uint8, count=n) == 10
         here = int(np.count_nonzero(is_nl))
@@ -118,7 +119,7 @@ def _prefix_with_extra_rows(fh: BinaryIO, size: int, max_rows: int) -> Table | N
             table = _parse(fh.read(pos + int(end) + 1), max_rows, partial=True)
             if table is not None:
                 return table
-            retry_at = 2 * (pos + n)    # quoted newlines or blank lines fooled the count
+            retry_at = 2 * (pos + n)  # quoted newlines or blank lines fooled the count
             fh.seek(pos + n)
         lines += here
         pos += n
@@ -129,17 +130,20 @@ def _parse(raw: bytes, max_rows: int | None, partial: bool) -> Table | None:
     """Parse a whole file, or with ``partial`` the start of one cut after a newline: then the
     table is returned only if it holds more than ``max_rows`` complete rows, else None."""
     if raw.startswith(_BOM):
-        raw = raw[len(_BOM):]
-    if not _CONTENT.search(raw):      # only line ends (a search, not a copy of the file)
-        if partial:                   # blank lines first: the rest will tell
+        raw = raw[len(_BOM) :]
+    if not _CONTENT.search(raw):  # only line ends (a search, not a copy of the file)
+        if partial:  # blank lines first: the rest will tell
             return None
         raise fail("empty", "the file is empty")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise fail("encoding", f"the file is not valid UTF-8: byte {raw[e.start]:#04x} at offset "
-                                f"{e.start} (line {line}); save it as UTF-8") from None
+        raise fail(
+            "encoding",
+            f"the file is not valid UTF-8: byte {raw[e.start]:#04x} at offset "
+            f"{e.start} (line {line}); save it as UTF-8",
+        ) from None
     if "\0" in text:  # never in a real CSV, and parsers stop at it ("0.1\0junk" reads as 0.1)
         line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
         raise fail("encoding", f"the file contains a NUL byte (line {line}); it is not a text CSV")
@@ -168,14 +172,14 @@ def _read_plain(text: str, raw: bytes, max_rows: int | None) -> Table:
         return header, [[] for _ in range(n)]
     # ',' and '\n' never occur inside a multi-byte UTF-8 sequence, so counting them in
     # the bytes counts them in the text.
-    a = np.frombuffer(raw, dtype=np.uint8)[len(header_line.encode("utf-8")) + 1:]
+    a = np.frombuffer(raw, dtype=np.uint8)[len(header_line.encode("utf-8")) + 1 :]
     ends = np.append(np.flatnonzero(a == 10), len(a))
     blank = np.diff(ends, prepend=-1) == 1
     if max_rows is not None and len(ends) - int(blank.sum()) > max_rows + 1:
         # Keep the first max_rows + 1 non-blank lines (and any blank line among them, an error).
         last = int(np.flatnonzero(~blank)[max_rows])
-        ends, blank = ends[:last + 1], blank[:last + 1]
-        a = a[:ends[-1]]
+        ends, blank = ends[: last + 1], blank[: last + 1]
+        a = a[: ends[-1]]
         body = a.tobytes().decode("utf-8")
     fields = np.diff(np.searchsorted(np.flatnonzero(a == 44), ends), prepend=0) + 1
     bad = (fields != n) | blank
@@ -236,5 +240,3 @@ def to_objects(c: Sequence[str]) -> np.ndarray:
 def to_frame(header: list[str], cols: Sequence[Any], index: pd.Index | None = None) -> pd.DataFrame:
     data = {h: c if isinstance(c, np.ndarray) else to_objects(c) for h, c in zip(header, cols)}
     return pd.DataFrame(data, index=index, copy=False)
-
-

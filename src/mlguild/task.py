@@ -80,11 +80,15 @@ class TaskSpec(BaseModel):
     submission_columns: list[str] = Field(description="Exact header of a submission, id column first.")
     ids_unique: bool = Field(True, description="False when keys repeat (ranking): rows align by position.")
     positive_label: str | None = Field(None, description="Label of the positive class for binary probability metrics.")
-    classes: list[str] | None = Field(None, description="Class labels, in submission column order for probability submissions.")
+    classes: list[str] | None = Field(
+        None, description="Class labels, in submission column order for probability submissions."
+    )
     text_columns: list[str] = Field(default_factory=list, description="Free-text input columns.")
     train_file: str = Field("train.csv", description="Labelled rows, in public/.")
     test_file: str = Field("test.csv", description="Test inputs, in public/.")
-    sample_submission: str = Field("sample_submission.csv", description="Submission template for the test rows, in public/.")
+    sample_submission: str = Field(
+        "sample_submission.csv", description="Submission template for the test rows, in public/."
+    )
     answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
     source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
 
@@ -96,7 +100,7 @@ class TaskSpec(BaseModel):
         return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
 
     @model_validator(mode="after")
-    def _check(self) -> "TaskSpec":
+    def _check(self) -> TaskSpec:
         metric = get_metric(self.metric)
         if self.direction is not None and self.direction != metric.direction:
             raise ValueError(
@@ -107,19 +111,26 @@ class TaskSpec(BaseModel):
             raise ValueError("target_columns is empty: name the label column(s) of the train file")
         if not self.submission_columns or self.submission_columns[0] != self.id_column:
             raise ValueError(
-                f"submission_columns must start with the id column {self.id_column!r}, "
-                f"got {self.submission_columns}"
+                f"submission_columns must start with the id column {self.id_column!r}, got {self.submission_columns}"
             )
         if self.id_column in self.target_columns:
             raise ValueError("the id column cannot also be a target column")
-        public = {"train_file": self.train_file, "test_file": self.test_file, "sample_submission": self.sample_submission}
+        public = {
+            "train_file": self.train_file,
+            "test_file": self.test_file,
+            "sample_submission": self.sample_submission,
+        }
         for field, name in public.items():
             if name in RESERVED_NAMES:
-                raise ValueError(f"{field} {short(name)} is a name the harness writes into the workspace itself "
-                                 f"({', '.join(RESERVED_NAMES)}); rename the file")
+                raise ValueError(
+                    f"{field} {short(name)} is a name the harness writes into the workspace itself "
+                    f"({', '.join(RESERVED_NAMES)}); rename the file"
+                )
         if len(set(public.values())) < len(public):
-            raise ValueError(f"train_file, test_file and sample_submission must be three different files, "
-                             f"got {', '.join(short(v) for v in public.values())}")
+            raise ValueError(
+                f"train_file, test_file and sample_submission must be three different files, "
+                f"got {', '.join(short(v) for v in public.values())}"
+            )
         return self
 
     @property
@@ -135,7 +146,7 @@ class TaskSpec(BaseModel):
         """The spec as scripts may see it (no answers location)."""
         data = self.model_dump()
         data.pop("answers_file", None)
-        data.pop("source", None)        # a path to the full labelled data: never shown to scripts
+        data.pop("source", None)  # a path to the full labelled data: never shown to scripts
         data["direction"] = self.metric_direction
         data["prediction_kind"] = get_metric(self.metric).prediction
         return data
@@ -198,12 +209,16 @@ def load_task(root: str | Path) -> Task:
     try:
         root = Path(root).expanduser().resolve()
         is_dir, is_file = root.is_dir(), root.is_file()
-    except (OSError, RuntimeError) as exc:      # a name too long, a symlink loop
-        raise TaskError(f"cannot open the task folder {short(str(root))}: {exc}",
-                        "give the path of a task folder (one with task.yaml)") from None
+    except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+        raise TaskError(
+            f"cannot open the task folder {short(str(root))}: {exc}",
+            "give the path of a task folder (one with task.yaml)",
+        ) from None
     if is_file:
-        raise TaskError(f"{root} is a file, not a task folder",
-                        f"convert a CSV into one with `mlguild init csv:{root} --target COLUMN`")
+        raise TaskError(
+            f"{root} is a file, not a task folder",
+            f"convert a CSV into one with `mlguild init csv:{root} --target COLUMN`",
+        )
     if not is_dir:
         raise TaskError(
             f"task folder {root} does not exist",
@@ -253,8 +268,11 @@ def _check_inside(task: Task) -> None:
     """Each named file, links resolved, lies inside public/ (private/ for the answers). The
     names themselves were checked by TaskSpec; this catches a link that leads out of the task."""
     spec = task.spec
-    named = [("train_file", task.public_dir, spec.train_file), ("test_file", task.public_dir, spec.test_file),
-             ("sample_submission", task.public_dir, spec.sample_submission)]
+    named = [
+        ("train_file", task.public_dir, spec.train_file),
+        ("test_file", task.public_dir, spec.test_file),
+        ("sample_submission", task.public_dir, spec.sample_submission),
+    ]
     if spec.answers_file:
         named.append(("answers_file", task.private_dir, spec.answers_file))
     for field, folder, name in named:
@@ -262,8 +280,9 @@ def _check_inside(task: Task) -> None:
             target = (folder / name).resolve()
             inside = target.is_relative_to(folder.resolve())
         except (OSError, RuntimeError) as exc:
-            raise TaskError(f"{field} {short(name)} cannot be resolved: {exc}",
-                            f"edit {field} in {task.root}/task.yaml") from None
+            raise TaskError(
+                f"{field} {short(name)} cannot be resolved: {exc}", f"edit {field} in {task.root}/task.yaml"
+            ) from None
         if not inside:
             raise TaskError(
                 f"{field} {short(name)} leads outside {folder} (a link to {short(str(target))})",
@@ -275,9 +294,15 @@ def _check_files(task: Task) -> None:
     spec = task.spec
     if not task.public_dir.is_dir():
         raise TaskError(f"{task.root} has no public/ folder", "put train, test and sample submission files in public/")
-    for label, path in (("train", task.train_path), ("test", task.test_path), ("sample submission", task.sample_submission_path)):
+    for label, path in (
+        ("train", task.train_path),
+        ("test", task.test_path),
+        ("sample submission", task.sample_submission_path),
+    ):
         if not path.exists():
-            raise TaskError(f"{label} file {path} is missing", f"add it, or set the right file name in {task.root}/task.yaml")
+            raise TaskError(
+                f"{label} file {path} is missing", f"add it, or set the right file name in {task.root}/task.yaml"
+            )
 
     train_header = read_header(task.train_path)
     _no_duplicate_columns(train_header, task.train_path)
@@ -304,7 +329,9 @@ def _check_files(task: Task) -> None:
             f"make submission_columns in {task.root}/task.yaml match {task.sample_submission_path}",
         )
     if spec.task_type in ("binary", "multiclass") and spec.metric == "logloss" and not spec.classes:
-        raise TaskError("a logloss task needs 'classes' (the probability columns)", f"add classes to {task.root}/task.yaml")
+        raise TaskError(
+            "a logloss task needs 'classes' (the probability columns)", f"add classes to {task.root}/task.yaml"
+        )
 
 
 def _no_duplicate_columns(header: list[str], path: Path) -> None:

@@ -70,4 +70,5 @@ def check_learned(best_score: float | None, floor_scores: list[float], direction
             f"(best {metric} {best_score:.6g}, constant {floor.value:.6g}); the final submission is no better than "
             "predicting the same value for every row",
             "check that the target can be predicted from the other columns (and that the right column is the "
-            "target), or give the run more time with `mlguild resume RUN --time 30m`")
+            "target), or give the run more time with `mlguild resume RUN --time 30m`",
+        )

@@ -107,8 +107,12 @@ class Listeners:
         self.thread.start()
 
     def ports(self) -> dict[str, str]:
-        return {"A_TCP": str(self.tcp.getsockname()[1]), "A_UDP": str(self.udp.getsockname()[1]),
-                "A_DNS": str(self.dns.getsockname()[1]), "A_UNIX": self.unix_name}
+        return {
+            "A_TCP": str(self.tcp.getsockname()[1]),
+            "A_UDP": str(self.udp.getsockname()[1]),
+            "A_DNS": str(self.dns.getsockname()[1]),
+            "A_UNIX": self.unix_name,
+        }
 
     def _serve(self) -> None:
         socks = [self.tcp, self.udp, self.dns, self.unix]
@@ -169,7 +173,8 @@ class Arena:
         self.shm.chmod(0o600)
         self.victim = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(120)", f"victim-{self.marker}"],
-            env={"PATH": os.defpath, "OPENAI_API_KEY": self.canary}, cwd=self.run,
+            env={"PATH": os.defpath, "OPENAI_API_KEY": self.canary},
+            cwd=self.run,
         )
         self.listeners = Listeners(self.marker)
         self.mounted = False
@@ -182,11 +187,13 @@ class Arena:
 
     def protected(self) -> dict[str, str | None]:
         """Hashes of every file an attack must not change, and the run's file list."""
-        files = [self.sealed, self.journal, self.scorer, self.data / "train.csv",
-                 self.node / "solution.py"]
+        files = [self.sealed, self.journal, self.scorer, self.data / "train.csv", self.node / "solution.py"]
         out = {str(p): sha(p) for p in files}
-        listing = sorted(str(p) for p in self.run.rglob("*") if self.node not in p.parents
-                         and p != self.node and self.sealed.parent not in p.parents)
+        listing = sorted(
+            str(p)
+            for p in self.run.rglob("*")
+            if self.node not in p.parents and p != self.node and self.sealed.parent not in p.parents
+        )
         out["<run listing>"] = hashlib.sha256("\n".join(listing).encode()).hexdigest()
         return out
 
@@ -194,10 +201,15 @@ class Arena:
         """What attacks are told: every path and port they could need (knowing them is
         not the attack; reaching them is)."""
         return {
-            "A_SEALED": str(self.sealed), "A_RUN": str(self.run), "A_SCORER": str(self.scorer),
-            "A_JOURNAL": str(self.journal), "A_VICTIM": str(self.victim.pid),
-            "A_SHM": self.shm.name, "A_MOUNT_TARGETS": layer_targets,
-            "MLGUILD_TEST_MARKER": self.marker, **self.listeners.ports(),
+            "A_SEALED": str(self.sealed),
+            "A_RUN": str(self.run),
+            "A_SCORER": str(self.scorer),
+            "A_JOURNAL": str(self.journal),
+            "A_VICTIM": str(self.victim.pid),
+            "A_SHM": self.shm.name,
+            "A_MOUNT_TARGETS": layer_targets,
+            "MLGUILD_TEST_MARKER": self.marker,
+            **self.listeners.ports(),
         }
 
     def close(self) -> None:

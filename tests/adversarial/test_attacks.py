@@ -84,8 +84,7 @@ def cases():
                 marks.append(pytest.mark.skip(reason=f"namespace layer unusable: {BWRAP_WHY}"))
             elif not contained_here(attack, layer):
                 promise = attack.local if layer == "local" else attack.bwrap
-                marks.append(pytest.mark.xfail(
-                    strict=True, reason=f"{layer} layer, {promise} (see its docstring)"))
+                marks.append(pytest.mark.xfail(strict=True, reason=f"{layer} layer, {promise} (see its docstring)"))
             yield pytest.param(attack, layer, id=f"{layer}-{attack.name}", marks=marks)
 
 
@@ -130,15 +129,15 @@ SPECIFIC = {
     "memory_hog": lambda a, r: r.status is ExecStatus.MEMORY or f"status {r.status}",
     "disk_one_big_file": lambda a, r: r.status is ExecStatus.DISK or f"status {r.status}",
     "disk_many_small_files": lambda a, r: r.status is ExecStatus.DISK or f"status {r.status}",
-    "stdout_flood": lambda a, r: (a.node / "stdout.txt").stat().st_size < 100_000 + 200
-    or "stdout.txt grew past output_bytes",
+    "stdout_flood": lambda a, r: (
+        (a.node / "stdout.txt").stat().st_size < 100_000 + 200 or "stdout.txt grew past output_bytes"
+    ),
     "sleep_forever": lambda a, r: r.status is ExecStatus.TIMEOUT or f"status {r.status}",
     "ignore_sigterm": lambda a, r: r.status is ExecStatus.TIMEOUT or f"status {r.status}",
 }
 
 
-def escapes(a: Arena, attack: Attack, result, before: dict, elapsed: float,
-            limits: Limits, knocked: list) -> list[str]:
+def escapes(a: Arena, attack: Attack, result, before: dict, elapsed: float, limits: Limits, knocked: list) -> list[str]:
     """Every sign that the attack got anywhere, as readable strings (empty: contained)."""
     found = []
     outputs = b""
@@ -191,16 +190,23 @@ def test_attack_is_contained(attack: Attack, layer: str, arena: Arena):
         knocker.start()
     t0 = time.monotonic()
     try:
-        result = sandbox.run([sys.executable, "solution.py"], arena.node, env, limits,
-                             arena.node / "stdout.txt", arena.node / "stderr.txt",
-                             data_dir=arena.data)
+        result = sandbox.run(
+            [sys.executable, "solution.py"],
+            arena.node,
+            env,
+            limits,
+            arena.node / "stdout.txt",
+            arena.node / "stderr.txt",
+            data_dir=arena.data,
+        )
     finally:
         os.close(leaked)
     elapsed = time.monotonic() - t0
     if knocker is not None:
         knocker.join(5)
-    expected_uid = {"local": 65534 if LOCAL_DROPS else os.geteuid(),
-                    "bwrap": 65534 if BWRAP_DROPS else os.geteuid()}[layer]
+    expected_uid = {"local": 65534 if LOCAL_DROPS else os.geteuid(), "bwrap": 65534 if BWRAP_DROPS else os.geteuid()}[
+        layer
+    ]
     if result.status is not ExecStatus.SANDBOX_ERROR:
         assert result.run_uid == expected_uid, result.notes
     found = escapes(arena, attack, result, before, elapsed, limits, knocked)
@@ -223,22 +229,32 @@ for name in (".score.json.tmp", ".report.md.tmp", "score.json", "report.md"):
 """
 
 
-@pytest.mark.parametrize("layer", [
-    "local",
-    pytest.param("bwrap", marks=pytest.mark.skipif(not BWRAP_OK, reason=BWRAP_WHY)),
-])
+@pytest.mark.parametrize(
+    "layer",
+    [
+        "local",
+        pytest.param("bwrap", marks=pytest.mark.skipif(not BWRAP_OK, reason=BWRAP_WHY)),
+    ],
+)
 def test_harness_writes_after_the_run_do_not_follow_planted_links(layer, arena):
     from mlguild.fsutil import atomic_write
 
     sandbox = LocalSandbox() if layer == "local" else BwrapSandbox()
     (arena.node / "solution.py").write_text(PRELUDE + PLANT_LINKS)
     before = arena.protected()
-    r = sandbox.run([sys.executable, "solution.py"], arena.node,
-                    safe_env(cwd=arena.node, extra=arena.env("")), Limits(timeout_s=10),
-                    arena.node / "stdout.txt", arena.node / "stderr.txt", data_dir=arena.data)
+    r = sandbox.run(
+        [sys.executable, "solution.py"],
+        arena.node,
+        safe_env(cwd=arena.node, extra=arena.env("")),
+        Limits(timeout_s=10),
+        arena.node / "stdout.txt",
+        arena.node / "stderr.txt",
+        data_dir=arena.data,
+    )
     assert r.status is ExecStatus.OK
     # what the executor does next, as root, outside the sandbox
     atomic_write(arena.node / "score.json", '{"score": 0.5}')
     atomic_write(arena.node / "report.md", "# report\n")
-    assert arena.protected()[str(arena.scorer)] == before[str(arena.scorer)], \
+    assert arena.protected()[str(arena.scorer)] == before[str(arena.scorer)], (
         "the harness wrote through a link the script planted: the scorer was overwritten"
+    )

@@ -21,8 +21,7 @@ from .arena import kill_all, survivors
 
 LAYERS = [
     pytest.param(LocalSandbox, id="local"),
-    pytest.param(BwrapSandbox, id="bwrap",
-                 marks=pytest.mark.skipif(not probe()[0], reason=f"{probe()[1]}")),
+    pytest.param(BwrapSandbox, id="bwrap", marks=pytest.mark.skipif(not probe()[0], reason=f"{probe()[1]}")),
 ]
 
 
@@ -38,9 +37,14 @@ def marker():
 def run(layer, d: Path, code: str, marker: str, **limits):
     (d / "script.py").write_text(textwrap.dedent(code))
     t0 = time.monotonic()
-    r = layer().run([sys.executable, "script.py"], d,
-                    safe_env(cwd=d, extra={"MLGUILD_TEST_MARKER": marker}), Limits(**limits),
-                    d / "stdout.txt", d / "stderr.txt")
+    r = layer().run(
+        [sys.executable, "script.py"],
+        d,
+        safe_env(cwd=d, extra={"MLGUILD_TEST_MARKER": marker}),
+        Limits(**limits),
+        d / "stdout.txt",
+        d / "stderr.txt",
+    )
     return r, time.monotonic() - t0
 
 
@@ -48,44 +52,68 @@ def run(layer, d: Path, code: str, marker: str, **limits):
 def test_disk_burst_between_samples_is_still_reported(layer, tmp_path, marker):
     # 24 MiB written and the script gone before the first sample: the measurement after
     # the sweep still marks the run, so a disk hog never passes as a success.
-    r, _ = run(layer, tmp_path, """
+    r, _ = run(
+        layer,
+        tmp_path,
+        """
         with open('burst.bin', 'wb') as f:
             f.write(b'b' * (24 * 1024 * 1024))
-    """, marker, disk_mb=8)
+    """,
+        marker,
+        disk_mb=8,
+    )
     assert r.status is ExecStatus.DISK and r.disk_exceeded and r.peak_disk_mb >= 8
     assert "8 MiB" in r.reason
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_many_files_hit_the_file_cap(layer, tmp_path, marker):
-    r, elapsed = run(layer, tmp_path, """
+    r, elapsed = run(
+        layer,
+        tmp_path,
+        """
         import os
         os.mkdir('many')
         for i in range(100_000):
             open(f'many/{i}', 'w').close()
-    """, marker, max_files=500, timeout_s=30)
+    """,
+        marker,
+        max_files=500,
+        timeout_s=30,
+    )
     assert r.status is ExecStatus.DISK and elapsed < 10
     assert len(os.listdir(tmp_path / "many")) < 100_000
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_process_count_cap_kills_the_tree(layer, tmp_path, marker):
-    r, elapsed = run(layer, tmp_path, """
+    r, elapsed = run(
+        layer,
+        tmp_path,
+        """
         import os, time
         for _ in range(60):
             if os.fork() == 0:
                 time.sleep(1000)
         time.sleep(1000)
-    """, marker, tree_procs=20, timeout_s=5)
+    """,
+        marker,
+        tree_procs=20,
+        timeout_s=5,
+    )
     assert r.status is ExecStatus.PROCS and r.procs_exceeded and elapsed < 4
     assert "20 live processes" in r.reason
 
 
-@pytest.mark.skipif(not (os.geteuid() == 0 and probe()[0]
-                         and BwrapSandbox().drop_problem(65534, 65534) == ""),
-                    reason="needs the namespace layer's uid drop (root, bwrap, setpriv)")
+@pytest.mark.skipif(
+    not (os.geteuid() == 0 and probe()[0] and BwrapSandbox().drop_problem(65534, 65534) == ""),
+    reason="needs the namespace layer's uid drop (root, bwrap, setpriv)",
+)
 def test_nproc_is_enforced_by_the_kernel_under_the_dropped_uid(tmp_path, marker):
-    r, _ = run(BwrapSandbox, tmp_path, """
+    r, _ = run(
+        BwrapSandbox,
+        tmp_path,
+        """
         import os, time
         for i in range(60):
             try:
@@ -94,7 +122,12 @@ def test_nproc_is_enforced_by_the_kernel_under_the_dropped_uid(tmp_path, marker)
                 print('refused after', i); break
             if pid == 0:
                 time.sleep(1000)
-    """, marker, nproc=25, tree_procs=None, timeout_s=10)
+    """,
+        marker,
+        nproc=25,
+        tree_procs=None,
+        timeout_s=10,
+    )
     assert r.status is ExecStatus.OK and r.run_uid == 65534, r.stderr_tail
     refused_after = int(r.stdout_tail.split()[-1])
     assert 0 < refused_after < 25  # the uid's other processes count too
@@ -106,12 +139,21 @@ def test_data_dir_holding_the_working_directory_is_refused(layer, tmp_path):
     node = tmp_path / "run" / "nodes" / "n1"
     node.mkdir(parents=True)
     with pytest.raises(ValueError, match="contains the working directory"):
-        layer().run([sys.executable, "-c", "pass"], node, safe_env(cwd=node), Limits(),
-                    node / "o", node / "e", data_dir=tmp_path / "run")
+        layer().run(
+            [sys.executable, "-c", "pass"],
+            node,
+            safe_env(cwd=node),
+            Limits(),
+            node / "o",
+            node / "e",
+            data_dir=tmp_path / "run",
+        )
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
-                    reason="needs root and a system python that any uid can run")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+    reason="needs root and a system python that any uid can run",
+)
 def test_local_layer_drops_to_nobody_when_it_can():
     # pytest's tmp dirs are mode 0700: use one that another uid can reach, as a run is
     probe_dir = Path(tempfile.mkdtemp(prefix="mlguild-drop-"))
@@ -119,7 +161,8 @@ def test_local_layer_drops_to_nobody_when_it_can():
         probe_dir.chmod(0o755)
         node = probe_dir / "node"
         node.mkdir(mode=0o755)
-        (node / "solution.py").write_text(textwrap.dedent("""
+        (node / "solution.py").write_text(
+            textwrap.dedent("""
             import os
             print(os.getuid(), os.getgid(), os.getgroups())
             open('mine.txt', 'w').write('ok')
@@ -130,11 +173,18 @@ def test_local_layer_drops_to_nobody_when_it_can():
                     print('PWNED')
                 except OSError:
                     pass
-        """))
+        """)
+        )
         (node / "plan.md").write_text("plan\n")
         before = os.stat(node)
-        r = LocalSandbox().run(["/usr/bin/python3", "solution.py"], node, safe_env(cwd=node),
-                               Limits(timeout_s=20), node / "stdout.txt", node / "stderr.txt")
+        r = LocalSandbox().run(
+            ["/usr/bin/python3", "solution.py"],
+            node,
+            safe_env(cwd=node),
+            Limits(timeout_s=20),
+            node / "stdout.txt",
+            node / "stderr.txt",
+        )
         assert r.status is ExecStatus.OK, r.stderr_tail
         assert r.run_uid == 65534 and r.notes == ""
         assert r.stdout_tail.split("\n")[0] == "65534 65534 []" and "PWNED" not in r.stdout_tail

@@ -62,9 +62,12 @@ def test_every_descendant_gone_soon_after_timeout(layer, tmp_path, marker):
     limits = Limits(timeout_s=1.0, term_grace_s=1.0)
     t0 = time.monotonic()
     r = get_sandbox(layer).run(
-        [sys.executable, "script.py"], tmp_path,
-        safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker}), limits,
-        tmp_path / "o.txt", tmp_path / "e.txt",
+        [sys.executable, "script.py"],
+        tmp_path,
+        safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker}),
+        limits,
+        tmp_path / "o.txt",
+        tmp_path / "e.txt",
     )
     elapsed = time.monotonic() - t0
     assert (tmp_path / "ready").exists() and r.status is ExecStatus.TIMEOUT
@@ -86,8 +89,7 @@ def test_agent_killed_with_sigkill_leaves_no_script_running(layer, tmp_path, mar
         get_sandbox({layer!r}).run([sys.executable, "script.py"], d, env, Limits(timeout_s=60),
                                    d / "o.txt", d / "e.txt")
     """)
-    agent = subprocess.Popen([sys.executable, "-c", agent_code],
-                             env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
+    agent = subprocess.Popen([sys.executable, "-c", agent_code], env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
     try:
         end = time.monotonic() + 15
         while not (tmp_path / "ready").exists():
@@ -112,9 +114,17 @@ def test_a_script_that_starts_nothing_never_has_descendants_killed(layer, tmp_pa
     # Runs that end before the first sample of the tree: bwrap and its namespace init,
     # which can outlive bwrap by a moment, are the sandbox's own processes, not the script's.
     sandbox = get_sandbox(layer)
-    counts = [sandbox.run([sys.executable, "-c", "pass"], tmp_path, safe_env(cwd=tmp_path),
-                          Limits(timeout_s=20), tmp_path / "o.txt", tmp_path / "e.txt"
-                          ).descendants_killed for _ in range(20)]
+    counts = [
+        sandbox.run(
+            [sys.executable, "-c", "pass"],
+            tmp_path,
+            safe_env(cwd=tmp_path),
+            Limits(timeout_s=20),
+            tmp_path / "o.txt",
+            tmp_path / "e.txt",
+        ).descendants_killed
+        for _ in range(20)
+    ]
     assert counts == [0] * 20
 
 
@@ -140,8 +150,9 @@ def test_descendants_killed_counts_exactly_what_the_script_left(layer, tmp_path,
     env = safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker})
     counts = []
     for _ in range(10):
-        r = sandbox.run([sys.executable, "script.py"], tmp_path, env, Limits(timeout_s=20),
-                        tmp_path / "o.txt", tmp_path / "e.txt")
+        r = sandbox.run(
+            [sys.executable, "script.py"], tmp_path, env, Limits(timeout_s=20), tmp_path / "o.txt", tmp_path / "e.txt"
+        )
         assert r.status is ExecStatus.OK and survivors(marker) == [], r.reason
         counts.append(r.descendants_killed)
     assert counts == [2] * 10
@@ -156,9 +167,19 @@ def test_supervisor_killed_takes_the_whole_namespace_down(tmp_path, marker):
     sandbox = get_sandbox("bwrap", prestart=False)  # its only child is this run's supervisor
     done: dict = {}
     env = safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker})
-    runner = threading.Thread(target=lambda: done.setdefault("r", sandbox.run(
-        [sys.executable, "script.py"], tmp_path, env, Limits(timeout_s=60),
-        tmp_path / "o.txt", tmp_path / "e.txt")))
+    runner = threading.Thread(
+        target=lambda: done.setdefault(
+            "r",
+            sandbox.run(
+                [sys.executable, "script.py"],
+                tmp_path,
+                env,
+                Limits(timeout_s=60),
+                tmp_path / "o.txt",
+                tmp_path / "e.txt",
+            ),
+        )
+    )
     runner.start()
     try:
         end = time.monotonic() + 15
@@ -169,9 +190,13 @@ def test_supervisor_killed_takes_the_whole_namespace_down(tmp_path, marker):
         assert len(survivors(marker)) >= 4
         # ours, and busy: other sandboxes of this process may keep one started ahead, idle
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        (supervisor,) = [p for p in pids if _ppid(p) == os.getpid()
-                         and b"supervisor" in _read(f"/proc/{p}/cmdline")
-                         and any(_ppid(c) == p for c in pids)]
+        (supervisor,) = [
+            p
+            for p in pids
+            if _ppid(p) == os.getpid()
+            and b"supervisor" in _read(f"/proc/{p}/cmdline")
+            and any(_ppid(c) == p for c in pids)
+        ]
         os.kill(supervisor, signal.SIGKILL)
         runner.join(10)
         assert not runner.is_alive()
@@ -218,8 +243,7 @@ def test_agent_and_supervisor_both_killed_leave_the_namespace_to_its_init(tmp_pa
         get_sandbox("bwrap", prestart=False).run([sys.executable, "script.py"], d, env,
                                                  Limits(timeout_s=60), d / "o.txt", d / "e.txt")
     """)
-    agent = subprocess.Popen([sys.executable, "-c", agent_code],
-                             env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
+    agent = subprocess.Popen([sys.executable, "-c", agent_code], env={**os.environ, "PYTHONPATH": str(SRC_DIR)})
     try:
         end = time.monotonic() + 15
         while not (tmp_path / "ready").exists():

@@ -28,14 +28,14 @@ _GEMINI_PATH = re.compile(r"^/v1beta/models/([^/:]+):generateContent$")
 class Behaviour:
     """What the server does for one request: reply (possibly truncated), fail, stall or hang up."""
 
-    kind: str                          # reply | status | fixture | malformed | slow | reset | empty
+    kind: str  # reply | status | fixture | malformed | slow | reset | empty
     text: str = ""
-    finish: str = "stop"               # stop | length (rendered in each wire's own spelling)
+    finish: str = "stop"  # stop | length (rendered in each wire's own spelling)
     tokens_in: int = 100
     tokens_out: int = 50
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    fixture: str = ""                  # a file under tests/fixtures/llm/errors, "{wire}" filled in
+    fixture: str = ""  # a file under tests/fixtures/llm/errors, "{wire}" filled in
     delay_s: float = 0.0
 
 
@@ -87,7 +87,7 @@ class Seen:
     wire: str
     path: str
     model: str
-    headers: dict[str, str]             # names lower-cased
+    headers: dict[str, str]  # names lower-cased
     body: dict[str, Any]
 
 
@@ -103,14 +103,13 @@ class LLMServer:
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False  # a handler stalled on purpose must not hold up teardown
         # A short poll interval: shutdown() waits up to one interval, once per test.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
-    def script(self, model: str, *behaviours: Behaviour) -> "LLMServer":
+    def script(self, model: str, *behaviours: Behaviour) -> LLMServer:
         """Queue behaviours for requests naming ``model`` (the provider's name, no prefix)."""
         with self._lock:
             self._scripts[model].extend(behaviours)
@@ -124,7 +123,7 @@ class LLMServer:
             queue = self._scripts[model]
             return queue.popleft() if queue else reply(f"reply from {model}")
 
-    def __enter__(self) -> "LLMServer":
+    def __enter__(self) -> LLMServer:
         self._thread.start()
         return self
 
@@ -179,8 +178,9 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             elif b.kind == "empty":
                 self._send(200, _reply_body(wire, model, "", "stop", 10, 0))
             else:
-                self._send(200, _reply_body(wire, model, b.text or f"reply from {model}", b.finish,
-                                            b.tokens_in, b.tokens_out))
+                self._send(
+                    200, _reply_body(wire, model, b.text or f"reply from {model}", b.finish, b.tokens_in, b.tokens_out)
+                )
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             self._send_raw(status, json.dumps(body).encode(), headers or {})
@@ -202,21 +202,44 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
 
 def _reply_body(wire: str, model: str, text: str, finish: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
     if wire == "openai":
-        return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": finish}],
-                "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
-                          "total_tokens": tokens_in + tokens_out}}
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": tokens_in,
+                "completion_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        }
     if wire == "anthropic":
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}] if text else [],
-                "stop_reason": "max_tokens" if finish == "length" else "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
-    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}] if text else []},
-                            "finishReason": "MAX_TOKENS" if finish == "length" else "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": tokens_in, "candidatesTokenCount": tokens_out,
-                              "totalTokenCount": tokens_in + tokens_out},
-            "modelVersion": model}
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}] if text else [],
+            "stop_reason": "max_tokens" if finish == "length" else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+        }
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": text}] if text else []},
+                "finishReason": "MAX_TOKENS" if finish == "length" else "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": tokens_in,
+            "candidatesTokenCount": tokens_out,
+            "totalTokenCount": tokens_in + tokens_out,
+        },
+        "modelVersion": model,
+    }
 
 
 def _error_body(wire: str, status: int) -> dict[str, Any]:

@@ -6,8 +6,18 @@ import time
 
 import pytest
 
-from mlguild.llm import (AuthError, BadResponse, Ledger, LLMTimeout, Message, QuotaExhausted, RateLimited, Router,
-                         TransientError, make_llm)
+from mlguild.llm import (
+    AuthError,
+    BadResponse,
+    Ledger,
+    LLMTimeout,
+    Message,
+    QuotaExhausted,
+    RateLimited,
+    Router,
+    TransientError,
+    make_llm,
+)
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
 from .servers import auth_error, empty, malformed, quota, rate_limited, reply, reset, server_error, slow, truncated
@@ -15,8 +25,9 @@ from .servers import auth_error, empty, malformed, quota, rate_limited, reply, r
 # provider, full model string, the name the server sees
 CASES = [
     pytest.param(("openai", "openai/gpt-4.1", "gpt-4.1"), marks=needs_openai, id="openai"),
-    pytest.param(("anthropic", "anthropic/claude-haiku-4-5", "claude-haiku-4-5"), marks=needs_anthropic,
-                 id="anthropic"),
+    pytest.param(
+        ("anthropic", "anthropic/claude-haiku-4-5", "claude-haiku-4-5"), marks=needs_anthropic, id="anthropic"
+    ),
     pytest.param(("gemini", "gemini/gemini-2.5-flash", "gemini-2.5-flash"), marks=needs_gemini, id="gemini"),
 ]
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}

@@ -13,8 +13,9 @@ MSGS = [Message("system", "s"), Message("user", "u")]
 
 
 def _rec(model="openai/gpt-4.1", outcome="ok", tokens=(100, 50), cost=0.001):
-    return Ledger.make_record(model, outcome=outcome, attempt=1, input_tokens=tokens[0], output_tokens=tokens[1],
-                              cost_usd=cost)
+    return Ledger.make_record(
+        model, outcome=outcome, attempt=1, input_tokens=tokens[0], output_tokens=tokens[1], cost_usd=cost
+    )
 
 
 def test_ledger_totals_per_model_and_sink():
@@ -81,9 +82,19 @@ def test_a_corrupt_cache_entry_is_a_miss_not_an_error(tmp_path):
 def test_cache_key_depends_on_every_request_field():
     base = cache_key("p/m", MSGS, 100, 0.2)
     assert base == cache_key("p/m", list(MSGS), 100, 0.2)
-    assert len({base, cache_key("p/n", MSGS, 100, 0.2), cache_key("p/m", MSGS[1:], 100, 0.2),
-                cache_key("p/m", MSGS, 101, 0.2), cache_key("p/m", MSGS, 100, 0.0),
-                cache_key("p/m", [Message("user", "s"), Message("user", "u")], 100, 0.2)}) == 6
+    assert (
+        len(
+            {
+                base,
+                cache_key("p/n", MSGS, 100, 0.2),
+                cache_key("p/m", MSGS[1:], 100, 0.2),
+                cache_key("p/m", MSGS, 101, 0.2),
+                cache_key("p/m", MSGS, 100, 0.0),
+                cache_key("p/m", [Message("user", "s"), Message("user", "u")], 100, 0.2),
+            }
+        )
+        == 6
+    )
 
 
 def test_scripted_llm_drives_the_router_offline():

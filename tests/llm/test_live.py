@@ -28,6 +28,7 @@ def _clean_llm_env():
 @pytest.mark.parametrize("model", MODELS or ["none"])
 def test_live_model_answers(model):
     reply = make_llm(model).complete(
-        [Message("system", "Answer with one word."), Message("user", "Say hello.")], max_tokens=256, timeout_s=60)
+        [Message("system", "Answer with one word."), Message("user", "Say hello.")], max_tokens=256, timeout_s=60
+    )
     assert reply.model == model and reply.input_tokens > 0
     assert reply.text.strip() or reply.finish_reason == "length"

@@ -16,23 +16,28 @@ from mlguild.llm.registry import PRESETS, resolve_base_url
 from .sdks import needs_anthropic, needs_gemini, needs_openai
 from .servers import reply
 
-
 _OPENAI = ("OpenAICompatLLM", needs_openai)
 _ANTHROPIC = ("AnthropicLLM", needs_anthropic)
 _GEMINI = ("GeminiLLM", needs_gemini)
 
 
-@pytest.mark.parametrize("model, kind", [pytest.param(m, k[0], marks=k[1], id=m) for m, k in [
-    ("openai/gpt-4.1", _OPENAI),
-    ("anthropic/claude-sonnet-4-5", _ANTHROPIC),
-    ("gemini/gemini-2.5-flash", _GEMINI),
-    ("gemini-openai/gemini-2.5-flash", _OPENAI),
-    ("openrouter/anthropic/claude-sonnet-4.5", _OPENAI),
-    ("deepseek/deepseek-chat", _OPENAI),
-    ("ollama/qwen2.5-coder:14b", _OPENAI),
-    ("vllm/Qwen/Qwen2.5-Coder-32B-Instruct", _OPENAI),
-    ("llamacpp/local", _OPENAI),
-]])
+@pytest.mark.parametrize(
+    "model, kind",
+    [
+        pytest.param(m, k[0], marks=k[1], id=m)
+        for m, k in [
+            ("openai/gpt-4.1", _OPENAI),
+            ("anthropic/claude-sonnet-4-5", _ANTHROPIC),
+            ("gemini/gemini-2.5-flash", _GEMINI),
+            ("gemini-openai/gemini-2.5-flash", _OPENAI),
+            ("openrouter/anthropic/claude-sonnet-4.5", _OPENAI),
+            ("deepseek/deepseek-chat", _OPENAI),
+            ("ollama/qwen2.5-coder:14b", _OPENAI),
+            ("vllm/Qwen/Qwen2.5-Coder-32B-Instruct", _OPENAI),
+            ("llamacpp/local", _OPENAI),
+        ]
+    ],
+)
 def test_model_strings_resolve_to_adapters(model, kind, monkeypatch):
     for preset in PRESETS.values():
         for name in preset.key_env:
@@ -69,8 +74,17 @@ def test_gemini_accepts_either_key_variable(monkeypatch):
 def test_unknown_provider_lists_the_known_ones():
     with pytest.raises(ConfigError) as info:
         make_llm("mistral/large")
-    for provider in ("openai", "anthropic", "gemini", "ollama", "vllm", "llamacpp", "openrouter", "deepseek",
-                     "gemini-openai"):
+    for provider in (
+        "openai",
+        "anthropic",
+        "gemini",
+        "ollama",
+        "vllm",
+        "llamacpp",
+        "openrouter",
+        "deepseek",
+        "gemini-openai",
+    ):
         assert provider in info.value.message
 
 
@@ -116,14 +130,15 @@ def test_missing_optional_sdk_says_which_extra_to_install(tmp_path):
             print(err.fix)
     """)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "ANTHROPIC_API_KEY": "k"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
-                         check=False)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "pip install 'mlguild[anthropic]'", out.stderr
 
 
 def test_importing_the_package_loads_no_provider_sdk():
-    code = ("import sys, mlguild.llm; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google', 'httpx2')))")
+    code = (
+        "import sys, mlguild.llm; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google', 'httpx2')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "[]", out.stderr
 

@@ -6,8 +6,17 @@ import pytest
 
 from mlguild.errors import BudgetExhausted
 from mlguild.journal import Journal, read_journal
-from mlguild.llm import (AllModelsExhausted, AuthError, Ledger, Message, QuotaExhausted, ReplyCache, Router,
-                         TransientError, make_llm)
+from mlguild.llm import (
+    AllModelsExhausted,
+    AuthError,
+    Ledger,
+    Message,
+    QuotaExhausted,
+    ReplyCache,
+    Router,
+    TransientError,
+    make_llm,
+)
 from mlguild.llm.config import LLMConfig, build_router
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
@@ -44,7 +53,9 @@ def test_quota_on_one_model_parks_it_and_the_next_serves_the_rest_of_the_run(ser
     assert router.model == "gemini/gemini-2.5-flash"
     assert sleeps == []  # waiting cannot fix a quota, so nothing waited
     assert [(r["model"], r["outcome"]) for r in records[:2]] == [
-        ("anthropic/claude-haiku-4-5", "QuotaExhausted"), ("gemini/gemini-2.5-flash", "ok")]
+        ("anthropic/claude-haiku-4-5", "QuotaExhausted"),
+        ("gemini/gemini-2.5-flash", "ok"),
+    ]
 
 
 def test_every_model_quota_exhausted_stops_with_all_models_exhausted(server, openai_env, sleeps):
@@ -116,16 +127,18 @@ def test_backoff_is_exponential_with_full_jitter_and_seeded(server, openai_env):
     for _ in range(2):
         server.script("gpt-4.1", *[server_error(500)] * 4)
         sleeps: list[float] = []
-        Router([make_llm("openai/gpt-4.1")], sleep=sleeps.append, seed=7, retries=4,
-               backoff_base_s=1.0, backoff_cap_s=5.0).complete(PROMPT, max_tokens=64)
+        Router(
+            [make_llm("openai/gpt-4.1")], sleep=sleeps.append, seed=7, retries=4, backoff_base_s=1.0, backoff_cap_s=5.0
+        ).complete(PROMPT, max_tokens=64)
         assert all(0 <= s <= ceiling for s, ceiling in zip(sleeps, [1, 2, 4, 5]))
         waits.append(sleeps)
     assert waits[0] == waits[1] and len(waits[0]) == 4
 
 
 def test_ledger_gets_one_record_per_attempt_with_labels(server, openai_env, sleeps, tmp_path):
-    server.script("gpt-4.1", server_error(500), rate_limited(retry_after=3),
-                  reply("ok", tokens_in=1000, tokens_out=500))
+    server.script(
+        "gpt-4.1", server_error(500), rate_limited(retry_after=3), reply("ok", tokens_in=1000, tokens_out=500)
+    )
     with Journal(tmp_path / "journal.jsonl") as journal:
         ledger = Ledger(sink=lambda rec: journal.append("llm_call", **rec))
         router = Router([make_llm("openai/gpt-4.1")], sleep=sleeps, ledger=ledger)
@@ -144,7 +157,7 @@ def test_ledger_gets_one_record_per_attempt_with_labels(server, openai_env, slee
 def test_token_budget(server, openai_env, sleeps):
     server.script("gpt-4.1", reply("a", tokens_in=100, tokens_out=50), reply("b", tokens_in=100, tokens_out=50))
     router = _router(["openai/gpt-4.1"], sleeps, max_tokens_total=200)
-    router.complete(PROMPT, max_tokens=64)           # 150 spent
+    router.complete(PROMPT, max_tokens=64)  # 150 spent
     router.complete(PROMPT + [Message("user", "again")], max_tokens=64)  # crosses 200: still returned
     with pytest.raises(BudgetExhausted) as info:
         router.complete(PROMPT, max_tokens=64)
@@ -200,13 +213,19 @@ def test_build_router_wires_config_journal_cache_and_resume(server, openai_env, 
     config = LLMConfig(models=["openai/gpt-4.1", "openai/gpt-4.1-mini"], max_cost_usd=10.0)
     path = tmp_path / "journal.jsonl"
     with Journal(path) as journal:
-        router = build_router(config, run_dir=tmp_path, sink=lambda rec: journal.append("llm_call", **rec),
-                              sleep=sleeps)
+        router = build_router(
+            config, run_dir=tmp_path, sink=lambda rec: journal.append("llm_call", **rec), sleep=sleeps
+        )
         router.complete(PROMPT, max_tokens=config.max_tokens)
     assert (tmp_path / "llm_cache").is_dir()
     with Journal(path) as journal:
-        resumed = build_router(config, run_dir=tmp_path, records=journal.records,
-                               sink=lambda rec: journal.append("llm_call", **rec), sleep=sleeps)
+        resumed = build_router(
+            config,
+            run_dir=tmp_path,
+            records=journal.records,
+            sink=lambda rec: journal.append("llm_call", **rec),
+            sleep=sleeps,
+        )
         assert resumed.ledger.by_model["openai/gpt-4.1"].ok == 1
         assert resumed.complete(PROMPT, max_tokens=config.max_tokens).cached
     assert len(server.requests) == 1

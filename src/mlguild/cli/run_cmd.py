@@ -6,7 +6,6 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -30,25 +29,36 @@ from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
 
-INTERRUPTED = "interrupted by user"   # Agent.run_loop's reason after Ctrl-C
-SIGINT_EXIT = 130                      # the shell's status for a command ended by SIGINT
-SANDBOX_HELP = ("Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
-                "brains' own scripts fall back to local), bwrap, or local (accepts the weaker, "
-                "unconfined layer, also for LLM-written scripts).")
+INTERRUPTED = "interrupted by user"  # Agent.run_loop's reason after Ctrl-C
+SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
+SANDBOX_HELP = (
+    "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
+    "brains' own scripts fall back to local), bwrap, or local (accepts the weaker, "
+    "unconfined layer, also for LLM-written scripts)."
+)
 
 
-def _overrides(sets: list[str], time: str | None, iterations: int | None, brain: str | None,
-               script_timeout: str | None, seed: int | None, models: list[str] | None = None,
-               sandbox: str | None = None) -> list[str]:
+def _overrides(
+    sets: list[str],
+    time: str | None,
+    iterations: int | None,
+    brain: str | None,
+    script_timeout: str | None,
+    seed: int | None,
+    models: list[str] | None = None,
+    sandbox: str | None = None,
+) -> list[str]:
     out = list(sets)
     if models:
         out.append(f"llm.models={json.dumps(models)}")
     if time:
         out.append(f"budget.time_s={parse_duration(time)}")
     if iterations is not None:
-        if iterations < 1:     # 0 must not read as "no limit given"
-            raise ConfigError(f"--iterations must be at least 1 (got {iterations})",
-                              "pass --iterations N with N >= 1, or leave it out to stop on --time only")
+        if iterations < 1:  # 0 must not read as "no limit given"
+            raise ConfigError(
+                f"--iterations must be at least 1 (got {iterations})",
+                "pass --iterations N with N >= 1, or leave it out to stop on --time only",
+            )
         out.append(f"budget.iterations={iterations}")
     if sandbox:
         out.append(f"sandbox.kind={sandbox}")
@@ -68,19 +78,30 @@ def _brain_for(run: RunDir, fake_llm: bool = False):
 
     def llm_factory():
         if fake_llm and not cfg.llm.models:
-            return ScriptedLLM(model="scripted/prior", default=f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n")
+            return ScriptedLLM(
+                model="scripted/prior", default=f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+            )
         records = [r for r in run.journal.records if r["type"] == "llm_call"]
-        return build_router(cfg.llm, run_dir=run.path, records=records,
-                            sink=lambda rec: run.journal.append("llm_call", **rec))
+        return build_router(
+            cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
+        )
 
-    options = LLMBrainOptions(max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature, timeout_s=cfg.llm.timeout_s,
-                              diff_mode=cfg.brain.diff_mode, stepwise=cfg.brain.stepwise,
-                              threads=cfg.sandbox.threads or os.cpu_count() or 1)
+    options = LLMBrainOptions(
+        max_tokens=cfg.llm.max_tokens,
+        temperature=cfg.llm.temperature,
+        timeout_s=cfg.llm.timeout_s,
+        diff_mode=cfg.brain.diff_mode,
+        stepwise=cfg.brain.stepwise,
+        threads=cfg.sandbox.threads or os.cpu_count() or 1,
+    )
     brain = get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
     chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if fake_llm else "")
-    line = {"recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
-            "llm": f"llm ({chain})", "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
-            "scripted": "scripted (dry run)"}[name]
+    line = {
+        "recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
+        "llm": f"llm ({chain})",
+        "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
+        "scripted": "scripted (dry run)",
+    }[name]
     return brain, line
 
 
@@ -92,10 +113,12 @@ def _sandbox_for(cfg, brain_name: str):
     kind = cfg.sandbox.kind
     sandbox = get_sandbox(kind, llm_code=brain_name in LLM_CODE_BRAINS, gpu=cfg.sandbox.gpu)
     if cfg.sandbox.strict and not is_strong(sandbox):
-        raise ConfigError(f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
-                          "apt-get install -y bubblewrap (as root), or run without --strict")
+        raise ConfigError(
+            f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
+            "apt-get install -y bubblewrap (as root), or run without --strict",
+        )
     line = "sandbox " + describe_layer(sandbox).removeprefix("sandbox: ")
-    if kind == "auto" and not is_strong(sandbox):   # the harness's own scripts only (see get_sandbox)
+    if kind == "auto" and not is_strong(sandbox):  # the harness's own scripts only (see get_sandbox)
         line = f"[yellow]warning:[/] {line}"
     return sandbox, line
 
@@ -107,7 +130,9 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     brain, brain_line = _brain_for(run, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search), sandbox)
     console.print(f"run   {plain(run.path)}")
-    console.print(f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout")
+    console.print(
+        f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout"
+    )
     console.print(f"brain {plain(brain_line)}")
     console.print(sandbox_line)
     with Progress(agent) as progress:
@@ -118,19 +143,23 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     finished = reason.startswith("budget:")
     choice = agent.state.final_choice
     if finished and agent.state.best_id and (choice is None or choice["best"] != agent.state.best_id):
-        _final_stage(run, agent)    # again after a resume that found a better node
+        _final_stage(run, agent)  # again after a resume that found a better node
     grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test and finished else None
     if not finished:
-        console.print(f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`")
+        console.print(
+            f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`"
+        )
     best = agent.state.graph[agent.state.best_id] if agent.state.best_id else None
     scored = sum(1 for n in agent.state.graph if n.ok)
     searched = sum(1 for n in agent.state.graph if n.op != "refit")
     console.print(f"\nstopped: {reason}; {searched} nodes, {scored} scored")
     if best is None:
         if finished:
-            raise RunError(f"no node produced a valid submission in {searched} nodes ({_common_failure(agent)})",
-                           f"see `mlguild status {run.path}` and `mlguild show <node> --run {run.path}`; "
-                           f"give it more time with `mlguild resume {run.path} --time 30m`")
+            raise RunError(
+                f"no node produced a valid submission in {searched} nodes ({_common_failure(agent)})",
+                f"see `mlguild status {run.path}` and `mlguild show <node> --run {run.path}`; "
+                f"give it more time with `mlguild resume {run.path} --time 30m`",
+            )
         console.print("[yellow]no node produced a valid submission yet[/]; see `mlguild status " + str(run.path) + "`")
         return reason
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
@@ -138,9 +167,11 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     if choice is not None:
         console.print(f"final {choice['node']}: {choice['reason']}  →  {run.path / 'final' / 'submission.csv'}")
     if grade is not None:
-        shown = f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
+        shown = (
+            f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
+        )
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
-    if finished and not fake_llm and brain.name != "scripted":   # a dry run checks plumbing, not learning
+    if finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
         check_learned(best.score, floors(run.journal.records), agent.runner.metric.direction, run.spec.metric)
     return reason
 
@@ -148,8 +179,11 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
 def _common_failure(agent: Agent) -> str:
     """The most frequent way the nodes failed, as "6 crash: TypeError in step 'columns' ..."."""
     columns = [c.name for c in agent.run.profile.columns]
-    causes = Counter(f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
-                     for n in agent.state.graph if not n.ok and n.op != "refit")
+    causes = Counter(
+        f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
+        for n in agent.state.graph
+        if not n.ok and n.op != "refit"
+    )
     if not causes:
         return "no node finished"
     cause, count = causes.most_common(1)[0]
@@ -164,26 +198,41 @@ def _final_stage(run: RunDir, agent: Agent) -> None:
         refitter.choose_without_refit("the final refit is off (final.refit=false)")
         return
     remaining = agent.remaining_s()
-    timeout = run.config.sandbox.script_timeout_s if remaining is None else min(run.config.sandbox.script_timeout_s, remaining)
+    timeout = (
+        run.config.sandbox.script_timeout_s
+        if remaining is None
+        else min(run.config.sandbox.script_timeout_s, remaining)
+    )
     refitter.run_refit(timeout)
 
 
 def run(
     task: str = typer.Argument(..., help="A task folder, example:NAME, or csv:PATH (then --target)."),
-    time: Optional[str] = typer.Option(None, "--time", "-t", help="Wall-clock budget, e.g. 90s, 5m, 2h."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="Maximum number of nodes."),
-    brain: Optional[str] = typer.Option(None, help="auto (llm if --model is given, else recipes), recipes, llm, hybrid, scripted."),
-    model: List[str] = typer.Option([], "--model", "-m", help="LLM as provider/name, e.g. openai/gpt-4.1 or ollama/qwen2.5-coder:14b; repeat for a fallback chain."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Scripted brain and tiny budget: checks the whole pipeline in seconds."),
-    target: Optional[str] = typer.Option(None, help="Target column, for csv: sources."),
+    time: str | None = typer.Option(None, "--time", "-t", help="Wall-clock budget, e.g. 90s, 5m, 2h."),
+    iterations: int | None = typer.Option(None, "--iterations", "-n", help="Maximum number of nodes."),
+    brain: str | None = typer.Option(
+        None, help="auto (llm if --model is given, else recipes), recipes, llm, hybrid, scripted."
+    ),
+    model: list[str] = typer.Option(
+        [],
+        "--model",
+        "-m",
+        help="LLM as provider/name, e.g. openai/gpt-4.1 or ollama/qwen2.5-coder:14b; repeat for a fallback chain.",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Scripted brain and tiny budget: checks the whole pipeline in seconds."
+    ),
+    target: str | None = typer.Option(None, help="Target column, for csv: sources."),
     runs_dir: Path = typer.Option(None, help="Where runs are written (default ./runs or $MLGUILD_RUNS)."),
-    run_id: Optional[str] = typer.Option(None, help="Name of the run directory (default: task-date-time-random)."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML file with config sections."),
-    set_: List[str] = typer.Option([], "--set", help="Override a config value: section.field=value (repeatable)."),
-    script_timeout: Optional[str] = typer.Option(None, help="Time limit of one script, e.g. 120s."),
-    seed: Optional[int] = typer.Option(None, help="Seed for the split, the policy and the brain."),
-    strict: bool = typer.Option(False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    run_id: str | None = typer.Option(None, help="Name of the run directory (default: task-date-time-random)."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="YAML file with config sections."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config value: section.field=value (repeatable)."),
+    script_timeout: str | None = typer.Option(None, help="Time limit of one script, e.g. 120s."),
+    seed: int | None = typer.Option(None, help="Seed for the split, the policy and the brain."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."
+    ),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -196,11 +245,11 @@ def run(
         if strict:
             overrides.append("sandbox.strict=true")
         cfg = load_config(config, overrides)
-        brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)   # fail before any work
+        brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
         # an unusable or refused sandbox too, before any LLM call or run directory
         get_sandbox(cfg.sandbox.kind, llm_code=brain_name in LLM_CODE_BRAINS)
         for name in cfg.llm.models:
-            make_llm(name)                     # a missing key or SDK fails now, naming the fix
+            make_llm(name)  # a missing key or SDK fails now, naming the fix
         if cfg.budget.time_s is None and cfg.budget.iterations is None:
             cfg = load_config(config, overrides + ["budget.time_s=600"])
             console.print("no --time or --iterations given: using a 10 minute budget")
@@ -215,11 +264,11 @@ def run(
 
 
 def resume(
-    run: Optional[str] = typer.Argument(None, help="Run directory (default: the latest in the runs dir)."),
-    time: Optional[str] = typer.Option(None, "--time", "-t", help="New total budget of the run (default: the original)."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="New total node budget."),
+    run: str | None = typer.Argument(None, help="Run directory (default: the latest in the runs dir)."),
+    time: str | None = typer.Option(None, "--time", "-t", help="New total budget of the run (default: the original)."),
+    iterations: int | None = typer.Option(None, "--iterations", "-n", help="New total node budget."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
-    sandbox: Optional[str] = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -37,18 +36,18 @@ def task_name(kind: str, rest: str) -> str:
 def _exists(path: Path) -> bool:
     try:
         return path.exists()
-    except (OSError, ValueError):     # a name too long for the file system, a NUL byte
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         return False
 
 
 def init(
     source: str = typer.Argument(..., help="example:NAME or csv:PATH/TO/train.csv"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
-    target: Optional[str] = typer.Option(None, help="Target column (csv: sources)."),
-    test: Optional[Path] = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
-    id_column: Optional[str] = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
-    task_type: Optional[str] = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
-    metric: Optional[str] = typer.Option(None, help="Metric name (a sensible default per task type)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
+    target: str | None = typer.Option(None, help="Target column (csv: sources)."),
+    test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
+    id_column: str | None = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
+    task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
+    metric: str | None = typer.Option(None, help="Metric name (a sensible default per task type)."),
     force: bool = typer.Option(False, help="Overwrite an existing task folder."),
 ) -> None:
     """Convert a source into a task folder (task.yaml, description.md, public/, private/)."""
@@ -63,13 +62,19 @@ def init(
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
         elif any([target, test, id_column, task_type, metric]):
-            raise TaskError("--target/--test/--id/--task-type/--metric apply to csv: sources only", f"run `mlguild init {source}`")
+            raise TaskError(
+                "--target/--test/--id/--task-type/--metric apply to csv: sources only", f"run `mlguild init {source}`"
+            )
         path = init_task(source, dest, **options)
         task = load_task(path)
         s = task.spec
         console.print(f"task [bold]{plain(s.name)}[/] written to {plain(path)}")
-        console.print(plain(f"  {s.task_type}, {s.modality}; metric {s.metric} ({s.metric_direction}); "
-                            f"id {s.id_column}; target {', '.join(s.target_columns)}"))
+        console.print(
+            plain(
+                f"  {s.task_type}, {s.modality}; metric {s.metric} ({s.metric_direction}); "
+                f"id {s.id_column}; target {', '.join(s.target_columns)}"
+            )
+        )
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
 
 

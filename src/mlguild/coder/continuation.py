@@ -30,14 +30,18 @@ TAIL_LINES = 40
 _MAX_OVERLAP = 60
 
 # Lines a continuation opens with that are not code: "Continuing from where I left off:".
-_CHATTER = re.compile(r"^(?:sure|certainly|ok(?:ay)?|here|continuing|continued|continuation|resuming|"
-                      r"picking up|below|the rest)\b[^=()\[\]]*[:.!]?\s*$", re.IGNORECASE)
+_CHATTER = re.compile(
+    r"^(?:sure|certainly|ok(?:ay)?|here|continuing|continued|continuation|resuming|"
+    r"picking up|below|the rest)\b[^=()\[\]]*[:.!]?\s*$",
+    re.IGNORECASE,
+)
 # A sentence: "I'll pick up at the training loop." (code starting with a capitalised word has
 # no space after it, or an "=").
 _SENTENCE = re.compile(r"^[A-Z][A-Za-z']*\s+[A-Za-z`][^=]*$")
 # Placeholder lines standing for the part already written: "...", "# ... previous code ...".
-_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…)\s*$|^\s*#\s*(?:\.\.\.|…|\(?continu|rest of|previous code|same as)",
-                          re.IGNORECASE)
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:\.\.\.|…)\s*$|^\s*#\s*(?:\.\.\.|…|\(?continu|rest of|previous code|same as)", re.IGNORECASE
+)
 
 
 def continue_prompt(partial: str, tail_lines: int = TAIL_LINES) -> str:
@@ -127,20 +131,20 @@ def _join(partial: str, cont: str) -> str:
     p_all = partial.split("\n")
     head_start = _first_code(p_all)
     if len(head_start) == 3 and _first_code(c) == head_start:
-        return "\n".join(c) + "\n"          # the model restarted from the top: its version replaces ours
+        return "\n".join(c) + "\n"  # the model restarted from the top: its version replaces ours
 
     fragment = "" if partial.endswith("\n") else p_all[-1]
-    head = p_all[:-1]                        # complete lines (the last element is "" or the fragment)
+    head = p_all[:-1]  # complete lines (the last element is "" or the fragment)
     trimmed = list(head)
     while trimmed and not trimmed[-1].strip():
-        trimmed.pop()                        # trailing blank lines are not repeated by models
+        trimmed.pop()  # trailing blank lines are not repeated by models
 
     overlap: list[str] | None = None
     repeated: list[str] = []
     if fragment.strip():
         stem = fragment.rstrip()
         for k in range(min(len(c), len(trimmed) + 1, _MAX_OVERLAP), 0, -1):
-            if c[k - 1].startswith(stem) and _same(trimmed[len(trimmed) - (k - 1):] if k > 1 else [], c[: k - 1]):
+            if c[k - 1].startswith(stem) and _same(trimmed[len(trimmed) - (k - 1) :] if k > 1 else [], c[: k - 1]):
                 overlap, repeated = trimmed + c[k - 1 :], c[:k]
                 break
         plain = head + [fragment + c[0]] + c[1:]

@@ -92,12 +92,15 @@ class EditResult:
         ``detail`` is the retry prompt."""
         if not self.failures:
             return None
-        names = "; ".join(f"block {f.index} ({f.reason.replace('_', ' ')}): {clip(f.first_line, 60)}" for f in self.failures)
+        names = "; ".join(
+            f"block {f.index} ({f.reason.replace('_', ' ')}): {clip(f.first_line, 60)}" for f in self.failures
+        )
         message = f"{len(self.failures)} of {self.total} SEARCH/REPLACE blocks did not apply: {names}"
         return Failure("diff_mismatch", clip(message), diff_retry_prompt(self.failures, self.code))
 
 
 # --- parsing ---------------------------------------------------------------------------
+
 
 def parse_edits(reply: str) -> list[Edit]:
     """The SEARCH/REPLACE blocks of a reply, in order. Fences, file names and prose around
@@ -142,6 +145,7 @@ def _text(lines: list[str]) -> str:
 
 # --- applying --------------------------------------------------------------------------
 
+
 def _normal(search: str) -> str:
     return "\n".join(line.rstrip() for line in search.strip("\n").split("\n"))
 
@@ -156,10 +160,15 @@ def apply_edits(code: str, edits: Sequence[Edit]) -> EditResult:
     result = EditResult(code="", applied=0, total=len(edits))
     for pos, edit in enumerate(edits):
         if not edit.complete:
-            result.failures.append(EditFailure(
-                edit.index, edit.first_line, "incomplete",
-                f"Block {edit.index} (SEARCH starts `{clip(edit.first_line, 80)}`) is incomplete: "
-                "the reply ended before its >>>>>>> REPLACE line."))
+            result.failures.append(
+                EditFailure(
+                    edit.index,
+                    edit.first_line,
+                    "incomplete",
+                    f"Block {edit.index} (SEARCH starts `{clip(edit.first_line, 80)}`) is incomplete: "
+                    "the reply ended before its >>>>>>> REPLACE line.",
+                )
+            )
             continue
         search = edit.search.split("\n")[:-1] if edit.search else []
         replace = edit.replace.split("\n")[:-1] if edit.replace else []
@@ -190,16 +199,21 @@ def apply_edits(code: str, edits: Sequence[Edit]) -> EditResult:
 def _ambiguous(edit: Edit, found: list[Match]) -> EditFailure:
     starts = ", ".join(str(start + 1) for start, _, _ in found[:6])
     return EditFailure(
-        edit.index, edit.first_line, "ambiguous",
+        edit.index,
+        edit.first_line,
+        "ambiguous",
         f"Block {edit.index} (SEARCH starts `{clip(edit.first_line, 80)}`) is ambiguous: its SEARCH text "
         f"matches {len(found)} places (lines {starts}). Add surrounding lines so it matches exactly one.",
-        where=starts)
+        where=starts,
+    )
 
 
 def _no_match(edit: Edit, lines: list[str], search: list[str]) -> EditFailure:
     start, end = closest_region(lines, search)
-    message = (f"Block {edit.index} (SEARCH starts `{clip(edit.first_line, 80)}`) matches nothing: "
-               "its SEARCH text is not in the current code.")
+    message = (
+        f"Block {edit.index} (SEARCH starts `{clip(edit.first_line, 80)}`) matches nothing: "
+        "its SEARCH text is not in the current code."
+    )
     if start is None:
         return EditFailure(edit.index, edit.first_line, "no_match", message + " No similar region was found.")
     lo, hi = max(0, start - 1), min(len(lines), end + 1)
@@ -209,6 +223,7 @@ def _no_match(edit: Edit, lines: list[str], search: list[str]) -> EditFailure:
 
 # --- re-prompting ----------------------------------------------------------------------
 
+
 def diff_retry_prompt(failures: Sequence[EditFailure], code: str) -> str:
     """The re-prompt naming each failed block, why it failed, and (for a block that matched
     nothing) the closest region of the current code. The caller shows the current code
@@ -217,7 +232,9 @@ def diff_retry_prompt(failures: Sequence[EditFailure], code: str) -> str:
     for failure in failures:
         part = failure.message
         if failure.closest:
-            part += f"\nThe closest region of the current code (lines {failure.where}):\n```python\n{failure.closest}\n```"
+            part += (
+                f"\nThe closest region of the current code (lines {failure.where}):\n```python\n{failure.closest}\n```"
+            )
         parts.append(part)
     return render("diff_retry", count=len(failures), blocks="\n\n".join(parts), code=code.rstrip())
 

@@ -113,7 +113,7 @@ def parse_fences(text: str) -> list[Block]:
         j = i + 1
         while j < len(lines) and not closer.match(lines[j]):
             j += 1
-        body = [line[len(indent):] if indent and line.startswith(indent) else line for line in lines[i + 1 : j]]
+        body = [line[len(indent) :] if indent and line.startswith(indent) else line for line in lines[i + 1 : j]]
         blocks.append(Block(lang, "\n".join(body), j < len(lines), i, min(j, len(lines) - 1)))
         i = j + 1
     return blocks
@@ -167,12 +167,16 @@ def truncated(partial: str, plan: str = "") -> Extraction:
     partial = partial.rstrip(" \t")
     lines = partial.rstrip("\n").split("\n") if partial.strip() else []
     if not lines:
-        message = ("The reply was cut off by the output limit before any code. "
-                   "Write the complete script, with a shorter explanation.")
+        message = (
+            "The reply was cut off by the output limit before any code. "
+            "Write the complete script, with a shorter explanation."
+        )
     else:
         stop = clip(lines[-1].strip(), 100) or "a blank line"
-        message = (f"The reply was cut off by the output limit after {len(lines)} lines of the script "
-                   f"(it stops at: {stop}). Continue from exactly that point; do not start over.")
+        message = (
+            f"The reply was cut off by the output limit after {len(lines)} lines of the script "
+            f"(it stops at: {stop}). Continue from exactly that point; do not start over."
+        )
     return Extraction(None, Failure("truncated", message, partial), plan)
 
 
@@ -187,8 +191,11 @@ def verdict(code: str, closed: bool, finish_reason: str | None, plan: str = "") 
     if closed and is_length_stop(finish_reason) and not compiles(code):
         return truncated(code, plan)
     if _EDIT_MARKER.search(code):
-        return no_code("The reply contains SEARCH/REPLACE edit blocks where a complete script was asked for. "
-                       "Reply with the whole script in a single ```python block.", plan)
+        return no_code(
+            "The reply contains SEARCH/REPLACE edit blocks where a complete script was asked for. "
+            "Reply with the whole script in a single ```python block.",
+            plan,
+        )
     return Extraction(_finish(code), None, plan)
 
 
@@ -205,15 +212,18 @@ def extract_code(reply: str, finish_reason: str | None = None) -> Extraction:
     blocks = parse_fences(text)
     python = [b for b in blocks if b.lang in PY_LANGS or (b.lang in GENERIC_LANGS and looks_like_python(b.code))]
     if python:
-        chosen = max(python, key=lambda b: len(b.code.strip()))   # first of equals: max() keeps it
+        chosen = max(python, key=lambda b: len(b.code.strip()))  # first of equals: max() keeps it
         plan = _plan(text, (chosen.start, chosen.end))
         return verdict(chosen.code, chosen.closed, finish_reason, plan)
     if blocks:
         if cut and not blocks[-1].closed:
             return truncated("", _plan(text, None))
         langs = ", ".join(sorted({b.lang or "unlabelled" for b in blocks}))
-        return no_code(f"The reply's code blocks ({langs}) hold no Python script. "
-                       "Write the complete script in a single ```python block.", _plan(text, None))
+        return no_code(
+            f"The reply's code blocks ({langs}) hold no Python script. "
+            "Write the complete script in a single ```python block.",
+            _plan(text, None),
+        )
     return _bare(text, finish_reason)
 
 
@@ -226,16 +236,23 @@ def _bare(text: str, finish_reason: str | None) -> Extraction:
     if cut and (whole or start is not None):
         # Without a closing fence nothing proves bare code complete: a cut at a line
         # boundary compiles yet lacks the end of the script.
-        return truncated(text.strip("\n") if whole or start is None else "\n".join(lines[start:]),
-                         "" if whole else "\n".join(lines[:start]).strip())
+        return truncated(
+            text.strip("\n") if whole or start is None else "\n".join(lines[start:]),
+            "" if whole else "\n".join(lines[:start]).strip(),
+        )
     if whole:
         return Extraction(_finish(text), None, "")
     if start is None:
         if cut:
-            return no_code("The reply reached the output limit before any code. Keep the explanation to a few "
-                           "sentences and write the complete script in a single ```python block.", text.strip())
-        return no_code("The reply contains no Python code. Reply with the complete script in a single ```python block.",
-                       text.strip())
+            return no_code(
+                "The reply reached the output limit before any code. Keep the explanation to a few "
+                "sentences and write the complete script in a single ```python block.",
+                text.strip(),
+            )
+        return no_code(
+            "The reply contains no Python code. Reply with the complete script in a single ```python block.",
+            text.strip(),
+        )
     before = "\n".join(lines[:start]).strip()
     # Prose after the code is short: try dropping up to 30 trailing lines until the code compiles.
     end = len(lines)
@@ -250,6 +267,8 @@ def _bare(text: str, finish_reason: str | None) -> Extraction:
             return Extraction(_finish(body), None, "\n\n".join(p for p in (before, after) if p))
     body = "\n".join(lines[start:])
     if sum(1 for line in lines[start:] if _CODE_START.match(line)) >= 2:
-        return Extraction(_finish(body), None, before)       # bare code with a syntax error: the guard names it
-    return no_code("The reply contains no complete Python script. Reply with the complete script in a single "
-                   "```python block.", text.strip())
+        return Extraction(_finish(body), None, before)  # bare code with a syntax error: the guard names it
+    return no_code(
+        "The reply contains no complete Python script. Reply with the complete script in a single ```python block.",
+        text.strip(),
+    )

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 # Stable names, also used as node statuses. The first three are the coder's own (a reply
 # that cannot become a script); the rest describe a script that was written and run.
 KINDS = (
-    "truncated", "no_code", "diff_mismatch",
-    "syntax_error", "guard_rejected", "timeout", "memory", "crash",
-    "missing_output", "invalid_output", "brain_error",
+    "truncated",
+    "no_code",
+    "diff_mismatch",
+    "syntax_error",
+    "guard_rejected",
+    "timeout",
+    "memory",
+    "crash",
+    "missing_output",
+    "invalid_output",
+    "brain_error",
 )
 MESSAGE_LIMIT = 600
 DETAIL_LIMIT = 4000
@@ -116,7 +124,7 @@ def parse_last_traceback(stderr: str) -> ParsedTraceback | None:
             i = j
             continue
         if lines[i].strip() and not lines[i].startswith(" "):
-            break       # the first unindented line after the frames is the exception
+            break  # the first unindented line after the frames is the exception
         i += 1
     exc_lines: list[str] = []
     for line in lines[i:]:
@@ -156,7 +164,9 @@ def describe_crash(stderr: str, fallback: str = "") -> tuple[str, str]:
     if tb is None:
         last = _last_line(stderr) or _last_line(fallback)
         reason = fallback.strip().splitlines()[0] if fallback.strip() else "the script failed"
-        message = f"{reason}; no Python traceback." + (f" Last stderr line: {clip(last, 300)}" if last and last != reason else "")
+        message = f"{reason}; no Python traceback." + (
+            f" Last stderr line: {clip(last, 300)}" if last and last != reason else ""
+        )
         return clip(message), clip(stderr, DETAIL_LIMIT)
     exception = tb.exception or _last_line(stderr) or "an exception (no message)"
     parts = [clip(exception.splitlines()[0] if len(exception) > 300 else exception.replace("\n", " | "), 320)]
@@ -181,11 +191,15 @@ _MEMORY_CAP = re.compile(r"used (\d+) MiB, over the (\d+) MiB cap")
 _LINE = re.compile(r"line (\d+)")
 _PASS_THROUGH = frozenset({"guard_rejected", "invalid_output", "brain_error", "truncated", "no_code", "diff_mismatch"})
 
-_TIMEOUT_HINT = ("Make it fit: fewer boosting rounds with early stopping, fewer CV folds, subsample rows "
-                 "while iterating, use all MLGUILD_THREADS cores, avoid per-row Python loops.")
-_MEMORY_HINT = ("Use less memory: float32/int32 and category dtypes, read only the needed columns, "
-                "smaller batches, sparse instead of dense matrices, no one-hot of high-cardinality "
-                "columns, delete intermediate frames.")
+_TIMEOUT_HINT = (
+    "Make it fit: fewer boosting rounds with early stopping, fewer CV folds, subsample rows "
+    "while iterating, use all MLGUILD_THREADS cores, avoid per-row Python loops."
+)
+_MEMORY_HINT = (
+    "Use less memory: float32/int32 and category dtypes, read only the needed columns, "
+    "smaller batches, sparse instead of dense matrices, no one-hot of high-cardinality "
+    "columns, delete intermediate frames."
+)
 
 
 def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = "") -> Failure:
@@ -209,16 +223,25 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
         return Failure("crash", message, detail)
     if status == "timeout":
         limit = _TIMEOUT_S.search(reason)
-        what = (f"was killed at the {float(limit[1]):g} s wall-clock limit" if limit
-                else f"ran out of time ({clip(reason, 120) or 'time limit'})")
+        what = (
+            f"was killed at the {float(limit[1]):g} s wall-clock limit"
+            if limit
+            else f"ran out of time ({clip(reason, 120) or 'time limit'})"
+        )
         last = _last_line(stderr)
         where = f" Last stderr line: {clip(last, 150)}." if last else ""
-        return Failure("timeout", clip(f"The script {what} before writing its outputs.{where} {_TIMEOUT_HINT}"),
-                       clip(stderr, DETAIL_LIMIT))
+        return Failure(
+            "timeout",
+            clip(f"The script {what} before writing its outputs.{where} {_TIMEOUT_HINT}"),
+            clip(stderr, DETAIL_LIMIT),
+        )
     if status == "memory":
         cap = _MEMORY_CAP.search(reason)
-        what = (f"The process tree reached {cap[1]} MiB, over the {cap[2]} MiB cap, and was killed" if cap
-                else "The script ran out of memory")
+        what = (
+            f"The process tree reached {cap[1]} MiB, over the {cap[2]} MiB cap, and was killed"
+            if cap
+            else "The script ran out of memory"
+        )
         tb = parse_last_traceback(stderr)
         frame = tb.script_frame() if tb else None
         if frame is not None:
@@ -234,15 +257,25 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
         message = text if line else f"{text or 'the script does not compile'} (line unknown)"
         return Failure("syntax_error", clip(message), clip(stderr, DETAIL_LIMIT))
     if status == "missing_output":
-        message = (text or "the script finished without writing its outputs") + \
-            "; write output/holdout.csv and output/submission.csv relative to the working directory"
+        message = (
+            text or "the script finished without writing its outputs"
+        ) + "; write output/holdout.csv and output/submission.csv relative to the working directory"
         return Failure("missing_output", clip(message), clip(stderr, DETAIL_LIMIT))
     if status == "disk":
-        return Failure("disk", clip(f"{reason or 'the script wrote too much to disk'}. Do not save models, "
-                                    "caches or intermediate files; write only the two output CSVs."), clip(stderr, DETAIL_LIMIT))
+        return Failure(
+            "disk",
+            clip(
+                f"{reason or 'the script wrote too much to disk'}. Do not save models, "
+                "caches or intermediate files; write only the two output CSVs."
+            ),
+            clip(stderr, DETAIL_LIMIT),
+        )
     if status == "procs":
-        return Failure("procs", clip(f"{reason or 'too many processes'}. Use n_jobs=MLGUILD_THREADS and do "
-                                     "not spawn processes in a loop."), clip(stderr, DETAIL_LIMIT))
+        return Failure(
+            "procs",
+            clip(f"{reason or 'too many processes'}. Use n_jobs=MLGUILD_THREADS and do not spawn processes in a loop."),
+            clip(stderr, DETAIL_LIMIT),
+        )
     if status in _PASS_THROUGH:
         # The harness's (or coder's) message already names the file, reason code and row.
         return Failure(status, clip(text or status.replace("_", " ")), clip(stderr, DETAIL_LIMIT))

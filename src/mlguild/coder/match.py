@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 
 Shift = Callable[[str], str]
-Match = tuple[int, int, Shift]          # (first line, end line exclusive, indentation shifter)
+Match = tuple[int, int, Shift]  # (first line, end line exclusive, indentation shifter)
 
 _CLOSEST_MIN_RATIO = 0.35
 _CLOSEST_CANDIDATES = 8
@@ -47,16 +47,18 @@ def _shift(code_ws: str, search_ws: str) -> Shift:
 
         def dedent(line: str) -> str:
             if line.startswith(cut):
-                return line[len(cut):]
-            return line[min(len(_ws(line)), len(cut)):]
+                return line[len(cut) :]
+            return line[min(len(_ws(line)), len(cut)) :]
+
         return dedent
-    delta = len(code_ws.expandtabs(4)) - len(search_ws.expandtabs(4))   # mixed tabs and spaces
+    delta = len(code_ws.expandtabs(4)) - len(search_ws.expandtabs(4))  # mixed tabs and spaces
 
     def by_width(line: str) -> str:
         if not line.strip():
             return line
         width = max(0, len(_ws(line).expandtabs(4)) + delta)
         return " " * width + line.lstrip()
+
     return by_width
 
 
@@ -78,8 +80,9 @@ def find_matches(lines: list[str], search: list[str]) -> tuple[str, list[Match]]
     n = len(search)
     same = lambda line: line
     for level, equal in (("exact", lambda a, b: a == b), ("rstrip", lambda a, b: a.rstrip() == b.rstrip())):
-        found = [(i, i + n, same) for i in range(len(lines) - n + 1)
-                 if all(equal(lines[i + k], search[k]) for k in range(n))]
+        found = [
+            (i, i + n, same) for i in range(len(lines) - n + 1) if all(equal(lines[i + k], search[k]) for k in range(n))
+        ]
         if found:
             return level, found
 
@@ -133,7 +136,7 @@ def closest_region(lines: list[str], search: list[str]) -> tuple[int | None, int
                 size += sum(tokens[i + n - 1].values())
         shared = sum(min(count, window[tok]) for tok, count in want.items())
         ranked.append((2 * shared / (size_want + size or 1), i))
-    ranked.sort(key=lambda item: (-item[0], item[1]))      # ties: the earliest place
+    ranked.sort(key=lambda item: (-item[0], item[1]))  # ties: the earliest place
     target = "\n".join(line.strip() for line in search if line.strip())
     best, where = _CLOSEST_MIN_RATIO, None
     for _, i in ranked[:_CLOSEST_CANDIDATES]:

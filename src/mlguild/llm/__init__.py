@@ -14,15 +14,15 @@ Importing this package loads no provider SDK; ``make_llm`` imports only the chos
 from .base import LLM, Completion, Message, normalise_finish_reason
 from .cache import ReplyCache, cache_key
 from .errors import (
-                     AllModelsExhausted,
-                     AuthError,
-                     BadResponse,
-                     InvalidRequest,
-                     LLMError,
-                     LLMTimeout,
-                     QuotaExhausted,
-                     RateLimited,
-                     TransientError,
+    AllModelsExhausted,
+    AuthError,
+    BadResponse,
+    InvalidRequest,
+    LLMError,
+    LLMTimeout,
+    QuotaExhausted,
+    RateLimited,
+    TransientError,
 )
 from .ledger import Ledger
 from .registry import PRESETS, make_llm, parse_model_string
@@ -30,9 +30,25 @@ from .router import Router
 from .scripted import ScriptedLLM
 
 __all__ = [
-    "LLM", "Completion", "Message", "normalise_finish_reason",
-    "ReplyCache", "cache_key", "Ledger", "Router", "ScriptedLLM",
-    "PRESETS", "make_llm", "parse_model_string",
-    "LLMError", "TransientError", "LLMTimeout", "RateLimited", "QuotaExhausted", "AuthError", "BadResponse",
-    "InvalidRequest", "AllModelsExhausted",
+    "LLM",
+    "PRESETS",
+    "AllModelsExhausted",
+    "AuthError",
+    "BadResponse",
+    "Completion",
+    "InvalidRequest",
+    "LLMError",
+    "LLMTimeout",
+    "Ledger",
+    "Message",
+    "QuotaExhausted",
+    "RateLimited",
+    "ReplyCache",
+    "Router",
+    "ScriptedLLM",
+    "TransientError",
+    "cache_key",
+    "make_llm",
+    "normalise_finish_reason",
+    "parse_model_string",
 ]

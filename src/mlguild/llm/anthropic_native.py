@@ -34,8 +34,16 @@ class AnthropicLLM:
         # max_retries=0: the Router retries, and must see (and ledger) every attempt.
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=300.0)
 
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float = 0.2,
-                 timeout_s: float = 300, purpose: str = "", node: str = "") -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion:
         """One request, no retries. Raises only ``mlguild.llm.errors`` classes."""
         system, turns = split_system(messages)
         request: dict[str, Any] = {
@@ -50,8 +58,9 @@ class AnthropicLLM:
         try:
             reply = self._client.messages.create(**request, timeout=timeout_s)
         except sdk.APIStatusError as exc:
-            raise classify_status(exc.status_code, body_text(exc), exc.response.headers,
-                                  model=self.model, key_env=self.key_env) from None
+            raise classify_status(
+                exc.status_code, body_text(exc), exc.response.headers, model=self.model, key_env=self.key_env
+            ) from None
         except sdk.APIResponseValidationError as exc:
             raise bad_response(self.model, str(exc)) from None
         except sdk.APIConnectionError as exc:
@@ -71,9 +80,17 @@ class AnthropicLLM:
             raise bad_response(self.model, f"empty content (stop_reason {finish})")
         usage = getattr(reply, "usage", None)
         # Prompt-cache reads and writes are input tokens too; they count against the budget.
-        tokens_in = sum(int(getattr(usage, f, 0) or 0)
-                        for f in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        tokens_in = sum(
+            int(getattr(usage, f, 0) or 0)
+            for f in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
         tokens_out = int(getattr(usage, "output_tokens", 0) or 0)
-        return Completion(text=text, model=self.model, finish_reason=finish, input_tokens=tokens_in,
-                          output_tokens=tokens_out, cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
-                          latency_s=round(latency_s, 4))
+        return Completion(
+            text=text,
+            model=self.model,
+            finish_reason=finish,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
+            latency_s=round(latency_s, 4),
+        )

@@ -53,7 +53,7 @@ class Completion:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Completion":
+    def from_dict(cls, data: dict[str, Any]) -> Completion:
         fields = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in fields})
 

@@ -28,8 +28,12 @@ FORMAT = 1
 def cache_key(model: str, messages: list[Message], max_tokens: int, temperature: float) -> str:
     """The hex sha256 naming one request. Labels (purpose, node) and timeouts are not part of
     it: they do not change what the model is asked."""
-    payload = {"model": model, "messages": [[m.role, m.content] for m in messages],
-               "max_tokens": int(max_tokens), "temperature": float(temperature)}
+    payload = {
+        "model": model,
+        "messages": [[m.role, m.content] for m in messages],
+        "max_tokens": int(max_tokens),
+        "temperature": float(temperature),
+    }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -67,8 +71,12 @@ class ReplyCache:
         entry: dict[str, Any] = {
             "format": FORMAT,
             "key": key,
-            "request": {"model": completion.model, "max_tokens": max_tokens, "temperature": temperature,
-                        "messages": [{"role": m.role, "content": m.content} for m in messages]},
+            "request": {
+                "model": completion.model,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "messages": [{"role": m.role, "content": m.content} for m in messages],
+            },
             "completion": replace(completion, cached=False).to_dict(),
         }
         atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))

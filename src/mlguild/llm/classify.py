@@ -33,10 +33,16 @@ _LONG_WINDOW = re.compile(r"per[\s_-]?day|perday|daily|\bRPD\b|per[\s_-]?month|p
 # naming both windows is only fixed by the long one.
 _SHORT_WINDOW = re.compile(r"per[\s_-]?minute|perminute|per min\b|\bRPM\b|\bTPM\b|per[\s_-]?second", re.IGNORECASE)
 # Billing / plan exhaustion with no window named: no amount of waiting helps.
-_BILLING = re.compile(r"insufficient_quota|credit balance|billing_hard_limit|exceeded your current quota"
-                      r"|payment required|spend limit|out of credits", re.IGNORECASE)
-_BAD_KEY = re.compile(r"api key not valid|api_key_invalid|invalid[_ ]api[_ ]key|invalid x-api-key"
-                      r"|incorrect api key|authentication_error|unauthenticated", re.IGNORECASE)
+_BILLING = re.compile(
+    r"insufficient_quota|credit balance|billing_hard_limit|exceeded your current quota"
+    r"|payment required|spend limit|out of credits",
+    re.IGNORECASE,
+)
+_BAD_KEY = re.compile(
+    r"api key not valid|api_key_invalid|invalid[_ ]api[_ ]key|invalid x-api-key"
+    r"|incorrect api key|authentication_error|unauthenticated",
+    re.IGNORECASE,
+)
 
 _QUOTA_ID = re.compile(r'"quotaId"\s*:\s*"([^"]+)"')
 _DELAY_IN_BODY = [
@@ -75,30 +81,45 @@ def retry_after_seconds(headers: Mapping[str, str] | None, body: str = "") -> fl
     return None
 
 
-def classify_status(status: int, body: str, headers: Mapping[str, str] | None, *, model: str,
-                    key_env: str | None = None) -> LLMError:
+def classify_status(
+    status: int, body: str, headers: Mapping[str, str] | None, *, model: str, key_env: str | None = None
+) -> LLMError:
     """The taxonomy member for an HTTP error reply. ``key_env`` names the variable holding the
     key, so an AuthError's fix says exactly what to change."""
     said = f"HTTP {status}: {summarise_body(body)}"
     if status in (401, 403) or (status == 400 and _BAD_KEY.search(body)):
-        fix = (f"set a valid key: export {key_env}=... (or choose another --model)" if key_env
-               else "check the API key the local server expects (or choose another --model)")
+        fix = (
+            f"set a valid key: export {key_env}=... (or choose another --model)"
+            if key_env
+            else "check the API key the local server expects (or choose another --model)"
+        )
         return AuthError(f"{model}: the API key was refused ({said})", fix, model=model)
     if status == 402 or (status in (400, 429) and _BILLING.search(body) and not _SHORT_WINDOW.search(body)):
         return _quota(model, said)
     if status == 429 or "RESOURCE_EXHAUSTED" in body:
         if _LONG_WINDOW.search(body):
             return _quota(model, said)
-        return RateLimited(f"{model}: rate limited ({said})", "wait, or lower the number of parallel workers",
-                           model=model, retry_after_s=retry_after_seconds(headers, body))
+        return RateLimited(
+            f"{model}: rate limited ({said})",
+            "wait, or lower the number of parallel workers",
+            model=model,
+            retry_after_s=retry_after_seconds(headers, body),
+        )
     if status in (408, 409, 425) or status >= 500:
-        return TransientError(f"{model}: service error ({said})",
-                              "usually heals by itself; check the provider's status page", model=model)
+        return TransientError(
+            f"{model}: service error ({said})", "usually heals by itself; check the provider's status page", model=model
+        )
     if status == 404:
-        return InvalidRequest(f"{model}: model or endpoint not found ({said})",
-                              "check the model name: --model provider/name (e.g. openai/gpt-4.1)", model=model)
-    return InvalidRequest(f"{model}: request rejected ({said})",
-                          "the prompt or a parameter is not accepted by this model; try another --model", model=model)
+        return InvalidRequest(
+            f"{model}: model or endpoint not found ({said})",
+            "check the model name: --model provider/name (e.g. openai/gpt-4.1)",
+            model=model,
+        )
+    return InvalidRequest(
+        f"{model}: request rejected ({said})",
+        "the prompt or a parameter is not accepted by this model; try another --model",
+        model=model,
+    )
 
 
 def summarise_body(body: str) -> str:
@@ -121,9 +142,11 @@ def summarise_body(body: str) -> str:
 
 
 def _quota(model: str, said: str) -> QuotaExhausted:
-    return QuotaExhausted(f"{model}: quota exhausted ({said})",
-                          "this model is parked for the run; add another model to the chain or raise the quota",
-                          model=model)
+    return QuotaExhausted(
+        f"{model}: quota exhausted ({said})",
+        "this model is parked for the run; add another model to the chain or raise the quota",
+        model=model,
+    )
 
 
 def classify_transport(exc: BaseException, *, model: str) -> LLMError | None:
@@ -132,24 +155,40 @@ def classify_transport(exc: BaseException, *, model: str) -> LLMError | None:
     requests exceptions all map without importing any of them."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & {"TimeoutException", "APITimeoutError", "Timeout", "TimeoutError", "ReadTimeout"}:
-        return LLMTimeout(f"{model}: no reply within the timeout ({exc})",
-                          "raise the LLM timeout, or check that the server is not overloaded", model=model)
-    if names & {"TransportError", "NetworkError", "APIConnectionError", "ConnectionError",
-                "RemoteProtocolError", "ProtocolError", "ChunkedEncodingError"}:
-        return TransientError(f"{model}: connection failed ({type(exc).__name__}: {exc})",
-                              "check the network, or that the model server is running", model=model)
+        return LLMTimeout(
+            f"{model}: no reply within the timeout ({exc})",
+            "raise the LLM timeout, or check that the server is not overloaded",
+            model=model,
+        )
+    if names & {
+        "TransportError",
+        "NetworkError",
+        "APIConnectionError",
+        "ConnectionError",
+        "RemoteProtocolError",
+        "ProtocolError",
+        "ChunkedEncodingError",
+    }:
+        return TransientError(
+            f"{model}: connection failed ({type(exc).__name__}: {exc})",
+            "check the network, or that the model server is running",
+            model=model,
+        )
     return None
 
 
 def bad_response(model: str, why: str) -> BadResponse:
     """A reply that arrived but cannot be used; the Router retries it a couple of times."""
-    return BadResponse(f"{model}: unusable reply ({why})",
-                       "usually transient; if it persists the server is not speaking this API", model=model)
+    return BadResponse(
+        f"{model}: unusable reply ({why})",
+        "usually transient; if it persists the server is not speaking this API",
+        model=model,
+    )
 
 
 def body_text(exc: Any) -> str:
     """The response body of an SDK status error, for classification and messages."""
     try:
         return exc.response.text
-    except Exception:  # noqa: BLE001 -- a streamed or closed response has no text; the body will do
+    except Exception:
         return str(getattr(exc, "body", "") or exc)

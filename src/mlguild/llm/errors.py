@@ -98,5 +98,6 @@ def missing_sdk(package: str, extra: str) -> ConfigError:
     """The error for a provider whose optional SDK is not installed."""
     from ..errors import ConfigError
 
-    return ConfigError(f"the {package!r} package is needed for this model but is not installed",
-                       f"pip install 'mlguild[{extra}]'")
+    return ConfigError(
+        f"the {package!r} package is needed for this model but is not installed", f"pip install 'mlguild[{extra}]'"
+    )

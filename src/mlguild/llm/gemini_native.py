@@ -37,16 +37,27 @@ class GeminiLLM:
         self.key_env = key_env
         self._types = types
         self._errors = errors
-        self._client = genai.Client(api_key=api_key,
-                                    http_options=types.HttpOptions(base_url=base_url, api_version=API_VERSION))
+        self._client = genai.Client(
+            api_key=api_key, http_options=types.HttpOptions(base_url=base_url, api_version=API_VERSION)
+        )
 
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float = 0.2,
-                 timeout_s: float = 300, purpose: str = "", node: str = "") -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion:
         """One request, no retries. Raises only ``mlguild.llm.errors`` classes."""
         types = self._types
         system, turns = split_system(messages)
-        contents = [types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
-                    for m in turns]
+        contents = [
+            types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
+            for m in turns
+        ]
         config = types.GenerateContentConfig(
             system_instruction=system or None,
             max_output_tokens=max_tokens,
@@ -60,8 +71,13 @@ class GeminiLLM:
         except self._errors.APIError as exc:
             response = getattr(exc, "response", None)
             headers = dict(getattr(response, "headers", None) or {})
-            raise classify_status(int(exc.code or 0), json.dumps(exc.details, default=str), headers,
-                                  model=self.model, key_env=self.key_env) from None
+            raise classify_status(
+                int(exc.code or 0),
+                json.dumps(exc.details, default=str),
+                headers,
+                model=self.model,
+                key_env=self.key_env,
+            ) from None
         except ValueError as exc:  # a 200 whose body is not JSON, or that does not fit the schema
             raise bad_response(self.model, f"body is not a Gemini reply: {exc}") from None
         except Exception as exc:
@@ -87,7 +103,14 @@ class GeminiLLM:
         tokens_in = int(getattr(usage, "prompt_token_count", 0) or 0)
         # Thinking tokens are billed as output and count against max_output_tokens.
         tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0) + int(
-            getattr(usage, "thoughts_token_count", 0) or 0)
-        return Completion(text=text, model=self.model, finish_reason=finish, input_tokens=tokens_in,
-                          output_tokens=tokens_out, cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
-                          latency_s=round(latency_s, 4))
+            getattr(usage, "thoughts_token_count", 0) or 0
+        )
+        return Completion(
+            text=text,
+            model=self.model,
+            finish_reason=finish,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
+            latency_s=round(latency_s, 4),
+        )

@@ -15,8 +15,20 @@ from .prices import price_of
 
 RECORD_TYPE = "llm_call"
 # The fields of one record, in the order the Router writes them.
-FIELDS = ("model", "purpose", "node", "attempt", "outcome", "input_tokens", "output_tokens", "cost_usd",
-          "cost_known", "latency_s", "finish_reason", "error")
+FIELDS = (
+    "model",
+    "purpose",
+    "node",
+    "attempt",
+    "outcome",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "cost_known",
+    "latency_s",
+    "finish_reason",
+    "error",
+)
 
 
 @dataclass
@@ -24,7 +36,7 @@ class ModelTotals:
     """What one model has cost the run so far. Cache hits are counted, but their tokens are not:
     a cached reply was paid for once, by the call that filled the cache."""
 
-    calls: int = 0          # attempts that reached the model (ok or failed), cache hits excluded
+    calls: int = 0  # attempts that reached the model (ok or failed), cache hits excluded
     ok: int = 0
     failed: int = 0
     cache_hits: int = 0
@@ -59,15 +71,36 @@ class Ledger:
         self.by_model: dict[str, ModelTotals] = {}
 
     @staticmethod
-    def make_record(model: str, *, outcome: str, attempt: int, purpose: str = "", node: str = "",
-                    input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0, latency_s: float = 0.0,
-                    finish_reason: str = "", error: str = "") -> dict[str, Any]:
+    def make_record(
+        model: str,
+        *,
+        outcome: str,
+        attempt: int,
+        purpose: str = "",
+        node: str = "",
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+        finish_reason: str = "",
+        error: str = "",
+    ) -> dict[str, Any]:
         """One attempt, as a flat JSON-ready dict. ``outcome`` is "ok", "cache_hit" or the error
         class name; ``cost_known`` is False when the price table does not know the model."""
-        return {"model": model, "purpose": purpose, "node": node, "attempt": attempt, "outcome": outcome,
-                "input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
-                "cost_usd": round(float(cost_usd), 8), "cost_known": price_of(model) is not None,
-                "latency_s": round(float(latency_s), 4), "finish_reason": finish_reason, "error": error[:500]}
+        return {
+            "model": model,
+            "purpose": purpose,
+            "node": node,
+            "attempt": attempt,
+            "outcome": outcome,
+            "input_tokens": int(input_tokens),
+            "output_tokens": int(output_tokens),
+            "cost_usd": round(float(cost_usd), 8),
+            "cost_known": price_of(model) is not None,
+            "latency_s": round(float(latency_s), 4),
+            "finish_reason": finish_reason,
+            "error": error[:500],
+        }
 
     def record(self, rec: dict[str, Any]) -> None:
         """Count one record and forward it to the sink. The sink runs first: if writing the
@@ -82,8 +115,9 @@ class Ledger:
         self.by_model.setdefault(rec["model"], ModelTotals()).add(rec)
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]],
-                     sink: Callable[[dict[str, Any]], Any] | None = None) -> "Ledger":
+    def from_records(
+        cls, records: Iterable[dict[str, Any]], sink: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Ledger:
         """Rebuild totals from earlier records (journal records of type ``llm_call``, or bare
         records); ``sink`` receives only records added from now on, so nothing is journaled twice."""
         ledger = cls(sink=sink)
@@ -117,8 +151,10 @@ class Ledger:
         lines = []
         for model, t in sorted(self.by_model.items()):
             cost = f"${t.cost_usd:.4f}" if t.cost_known else f"${t.cost_usd:.4f} (price unknown)"
-            lines.append(f"  {model}: {t.calls} calls ({t.failed} failed, {t.cache_hits} cached), "
-                         f"{t.input_tokens:,} in / {t.output_tokens:,} out tokens, {cost}")
+            lines.append(
+                f"  {model}: {t.calls} calls ({t.failed} failed, {t.cache_hits} cached), "
+                f"{t.input_tokens:,} in / {t.output_tokens:,} out tokens, {cost}"
+            )
         mark = "" if self.cost_known else " + unknown"
         head = f"LLM: {self.total_tokens:,} tokens, ${self.total_cost_usd:.4f}{mark}"
         return "\n".join([head, *lines])

@@ -30,8 +30,16 @@ class OpenAICompatLLM:
     (``max_completion_tokens`` for OpenAI itself, ``max_tokens`` for the rest).
     """
 
-    def __init__(self, model: str, name: str, *, base_url: str, api_key: str, key_env: str | None = None,
-                 max_tokens_param: str = "max_tokens"):
+    def __init__(
+        self,
+        model: str,
+        name: str,
+        *,
+        base_url: str,
+        api_key: str,
+        key_env: str | None = None,
+        max_tokens_param: str = "max_tokens",
+    ):
         try:
             import openai
         except ImportError:
@@ -44,8 +52,16 @@ class OpenAICompatLLM:
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=300.0)
         self._send_temperature = not model.startswith("openai/") or bool(_TAKES_TEMPERATURE.search(name))
 
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float = 0.2,
-                 timeout_s: float = 300, purpose: str = "", node: str = "") -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion:
         """One request, no retries. Raises only ``mlguild.llm.errors`` classes."""
         request: dict[str, Any] = {
             "model": self.name,
@@ -59,8 +75,9 @@ class OpenAICompatLLM:
         try:
             reply = self._client.chat.completions.create(**request, timeout=timeout_s)
         except sdk.APIStatusError as exc:
-            raise classify_status(exc.status_code, body_text(exc), exc.response.headers,
-                                  model=self.model, key_env=self.key_env) from None
+            raise classify_status(
+                exc.status_code, body_text(exc), exc.response.headers, model=self.model, key_env=self.key_env
+            ) from None
         except sdk.APIResponseValidationError as exc:
             raise bad_response(self.model, str(exc)) from None
         except sdk.APIConnectionError as exc:
@@ -87,6 +104,12 @@ class OpenAICompatLLM:
         usage = getattr(reply, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        return Completion(text=text, model=self.model, finish_reason=finish, input_tokens=tokens_in,
-                          output_tokens=tokens_out, cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
-                          latency_s=round(latency_s, 4))
+        return Completion(
+            text=text,
+            model=self.model,
+            finish_reason=finish,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
+            latency_s=round(latency_s, 4),
+        )

@@ -21,9 +21,9 @@ from .base import LLM
 class Preset:
     """How to reach one provider."""
 
-    kind: str                        # adapter: openai_compat | anthropic | gemini
-    base_url: str                    # default endpoint
-    key_env: tuple[str, ...] = ()    # variables that may hold the key, first set wins; () = local server
+    kind: str  # adapter: openai_compat | anthropic | gemini
+    base_url: str  # default endpoint
+    key_env: tuple[str, ...] = ()  # variables that may hold the key, first set wins; () = local server
     max_tokens_param: str = "max_tokens"  # openai_compat only: the name this server understands
 
 
@@ -32,8 +32,9 @@ PRESETS: dict[str, Preset] = {
     "openai": Preset("openai_compat", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "max_completion_tokens"),
     "anthropic": Preset("anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",)),
     "gemini": Preset("gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
-    "gemini-openai": Preset("openai_compat", "https://generativelanguage.googleapis.com/v1beta/openai",
-                            ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "gemini-openai": Preset(
+        "openai_compat", "https://generativelanguage.googleapis.com/v1beta/openai", ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    ),
     "openrouter": Preset("openai_compat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
     "deepseek": Preset("openai_compat", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",)),
     "ollama": Preset("openai_compat", "http://localhost:11434/v1"),
@@ -49,11 +50,15 @@ def parse_model_string(model: str) -> tuple[str, str]:
     """Split ``provider/name`` at the first slash (OpenRouter names contain slashes themselves)."""
     provider, sep, name = model.strip().partition("/")
     if not sep or not provider or not name:
-        raise ConfigError(f"model {model!r} is not of the form provider/model-name",
-                          f"use e.g. --model openai/gpt-4.1 (providers: {', '.join(PRESETS)})")
+        raise ConfigError(
+            f"model {model!r} is not of the form provider/model-name",
+            f"use e.g. --model openai/gpt-4.1 (providers: {', '.join(PRESETS)})",
+        )
     if provider not in PRESETS:
-        raise ConfigError(f"unknown LLM provider {provider!r} in {model!r}; known providers: {', '.join(PRESETS)}",
-                          f"use one of them, e.g. --model ollama/{name}")
+        raise ConfigError(
+            f"unknown LLM provider {provider!r} in {model!r}; known providers: {', '.join(PRESETS)}",
+            f"use one of them, e.g. --model ollama/{name}",
+        )
     return provider, name
 
 
@@ -76,8 +81,9 @@ def resolve_key(provider: str, model: str) -> tuple[str, str | None]:
             return os.environ[name], name
     name = preset.key_env[0]
     also = f" (or {', '.join(preset.key_env[1:])})" if len(preset.key_env) > 1 else ""
-    raise ConfigError(f"{name} is not set{also}: it is needed for {model}",
-                      f"export {name}=... (or choose another --model)")
+    raise ConfigError(
+        f"{name} is not set{also}: it is needed for {model}", f"export {name}=... (or choose another --model)"
+    )
 
 
 def make_llm(model: str, base_url: str | None = None) -> LLM:
@@ -94,8 +100,9 @@ def make_llm(model: str, base_url: str | None = None) -> LLM:
     if preset.kind == "openai_compat":
         from .openai_compat import OpenAICompatLLM
 
-        return OpenAICompatLLM(model, name, base_url=url, api_key=key, key_env=key_env,
-                               max_tokens_param=preset.max_tokens_param)
+        return OpenAICompatLLM(
+            model, name, base_url=url, api_key=key, key_env=key_env, max_tokens_param=preset.max_tokens_param
+        )
     if preset.kind == "anthropic":
         from .anthropic_native import AnthropicLLM
 

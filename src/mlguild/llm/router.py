@@ -36,12 +36,24 @@ from .ledger import Ledger
 class Router:
     """An LLM made of ``llms`` tried in order. Not thread-safe: one Router per worker."""
 
-    def __init__(self, llms: Sequence[LLM], *, retries: int = 4, bad_response_retries: int = 2,
-                 backoff_base_s: float = 2.0, backoff_cap_s: float = 60.0, retry_after_cap_s: float = 120.0,
-                 park_s: float | None = None, max_tokens_total: int | None = None,
-                 max_cost_usd: float | None = None, ledger: Ledger | None = None, cache: ReplyCache | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        llms: Sequence[LLM],
+        *,
+        retries: int = 4,
+        bad_response_retries: int = 2,
+        backoff_base_s: float = 2.0,
+        backoff_cap_s: float = 60.0,
+        retry_after_cap_s: float = 120.0,
+        park_s: float | None = None,
+        max_tokens_total: int | None = None,
+        max_cost_usd: float | None = None,
+        ledger: Ledger | None = None,
+        cache: ReplyCache | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        seed: int | None = None,
+    ):
         """``retries``: extra attempts per model after a transient error or rate limit.
         ``bad_response_retries``: extra attempts per model after an unusable reply.
         ``backoff_base_s``/``backoff_cap_s``: backoff before retry n is uniform in
@@ -88,8 +100,16 @@ class Router:
         """Currently parked models and why."""
         return {m: why for m, (_, why) in list(self._parked.items()) if self.is_parked(m)}
 
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float = 0.2,
-                 timeout_s: float = 300, purpose: str = "", node: str = "") -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion:
         """A Completion from the first model that can give one.
 
         Raises BudgetExhausted("llm_tokens" | "llm_cost") before calling when a budget is
@@ -126,8 +146,15 @@ class Router:
         assert last is not None  # some model was usable, so it was tried and failed
         raise last
 
-    def _on_one_model(self, llm: LLM, messages: list[Message], max_tokens: int, temperature: float,
-                      timeout_s: float, labels: dict[str, str]) -> Completion:
+    def _on_one_model(
+        self,
+        llm: LLM,
+        messages: list[Message],
+        max_tokens: int,
+        temperature: float,
+        timeout_s: float,
+        labels: dict[str, str],
+    ) -> Completion:
         """Attempts on one model until it answers or runs out of retries (then its error is raised)."""
         transient = bad = 0
         attempt = 0
@@ -135,12 +162,14 @@ class Router:
             attempt += 1
             started = time.monotonic()
             try:
-                completion = llm.complete(messages, max_tokens=max_tokens, temperature=temperature,
-                                          timeout_s=timeout_s, **labels)
+                completion = llm.complete(
+                    messages, max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s, **labels
+                )
             except Exception as exc:
                 error = exc.message if isinstance(exc, LLMError) else str(exc)
-                self._record(llm.model, attempt, type(exc).__name__, error=error,
-                             latency_s=time.monotonic() - started, **labels)
+                self._record(
+                    llm.model, attempt, type(exc).__name__, error=error, latency_s=time.monotonic() - started, **labels
+                )
                 if isinstance(exc, BadResponse):
                     bad += 1
                     if bad > self.bad_response_retries:
@@ -179,11 +208,31 @@ class Router:
         if self.max_cost_usd is not None and self.ledger.total_cost_usd >= self.max_cost_usd:
             raise BudgetExhausted("llm_cost")
 
-    def _record(self, model: str, attempt: int, outcome: str, *, completion: Completion | None = None,
-                error: str = "", latency_s: float = 0.0, purpose: str = "", node: str = "") -> None:
+    def _record(
+        self,
+        model: str,
+        attempt: int,
+        outcome: str,
+        *,
+        completion: Completion | None = None,
+        error: str = "",
+        latency_s: float = 0.0,
+        purpose: str = "",
+        node: str = "",
+    ) -> None:
         c = completion
-        self.ledger.record(Ledger.make_record(
-            model, outcome=outcome, attempt=attempt, purpose=purpose, node=node,
-            input_tokens=c.input_tokens if c else 0, output_tokens=c.output_tokens if c else 0,
-            cost_usd=c.cost_usd if c else 0.0, latency_s=c.latency_s if c else latency_s,
-            finish_reason=c.finish_reason if c else "", error=error))
+        self.ledger.record(
+            Ledger.make_record(
+                model,
+                outcome=outcome,
+                attempt=attempt,
+                purpose=purpose,
+                node=node,
+                input_tokens=c.input_tokens if c else 0,
+                output_tokens=c.output_tokens if c else 0,
+                cost_usd=c.cost_usd if c else 0.0,
+                latency_s=c.latency_s if c else latency_s,
+                finish_reason=c.finish_reason if c else "",
+                error=error,
+            )
+        )

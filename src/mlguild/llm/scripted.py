@@ -28,10 +28,25 @@ class ScriptedLLM:
         self.default = default
         self.calls: list[dict] = []
 
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float = 0.2,
-                 timeout_s: float = 300, purpose: str = "", node: str = "") -> Completion:
-        self.calls.append({"messages": list(messages), "max_tokens": max_tokens, "temperature": temperature,
-                           "purpose": purpose, "node": node})
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion:
+        self.calls.append(
+            {
+                "messages": list(messages),
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "purpose": purpose,
+                "node": node,
+            }
+        )
         if self.replies:
             reply = self.replies.popleft()
         elif self.default is not None:
@@ -45,5 +60,10 @@ class ScriptedLLM:
         if isinstance(reply, Completion):
             return reply
         prompt_chars = sum(len(m.content) for m in messages)
-        return Completion(text=reply, model=self.model, finish_reason="stop",
-                          input_tokens=prompt_chars // 4 + 1, output_tokens=len(reply) // 4 + 1)
+        return Completion(
+            text=reply,
+            model=self.model,
+            finish_reason="stop",
+            input_tokens=prompt_chars // 4 + 1,
+            output_tokens=len(reply) // 4 + 1,
+        )

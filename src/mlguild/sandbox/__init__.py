@@ -47,13 +47,15 @@ def get_sandbox(name: str = "auto", *, llm_code: bool = False, **options) -> Sup
             f"the namespace sandbox is not usable here ({why}), and LLM-written scripts run "
             f"on the weaker local layer only when asked",
             fix="apt-get install -y bubblewrap (as root), or accept the weaker layer with "
-                "--sandbox local (sandbox.kind=local)",
+            "--sandbox local (sandbox.kind=local)",
         )
     if name == "auto":
         name = "bwrap" if probe()[0] else "local"
     elif name == "bwrap" and not probe()[0]:
-        raise ConfigError(f"sandbox 'bwrap' is not usable here: {probe()[1]}",
-                          fix="install bubblewrap, or set sandbox.kind=auto (or local)")
+        raise ConfigError(
+            f"sandbox 'bwrap' is not usable here: {probe()[1]}",
+            fix="install bubblewrap, or set sandbox.kind=auto (or local)",
+        )
     try:
         cls = _SANDBOXES[name]
     except KeyError:
@@ -88,9 +90,11 @@ def describe_layer(sandbox, limits: Limits | None = None) -> str:
             why = sandbox.drop_problem(*target)
             who = f"as uid {target[0]}" if not why else f"as root without capabilities ({why})"
         gpu = ", ".join(sandbox.devices()) or "none"
-        return ("sandbox: bwrap (namespace layer): no network, own PID namespace, only the "
-                f"node directory writable, data read-only at /data, sealed data never "
-                f"mounted; scripts run {who}; GPU devices: {gpu}")
+        return (
+            "sandbox: bwrap (namespace layer): no network, own PID namespace, only the "
+            f"node directory writable, data read-only at /data, sealed data never "
+            f"mounted; scripts run {who}; GPU devices: {gpu}"
+        )
     why_not = probe()[1]
     if target is None:
         who = "as the agent's uid"
@@ -98,9 +102,11 @@ def describe_layer(sandbox, limits: Limits | None = None) -> str:
         why = sandbox.drop_problem(*target)
         who = f"as uid {target[0]}" if not why else f"AS ROOT (uid {target[0]} {why})"
     bwrap = f"namespace layer unavailable: {why_not}" if why_not else "namespace layer not selected"
-    return (f"sandbox: local (always-on layer) - WEAK: no network or filesystem isolation "
-            f"(a script can read sealed labels by path, open connections, and signal the "
-            f"agent when it shares its uid); scripts run {who}; {bwrap}")
+    return (
+        f"sandbox: local (always-on layer) - WEAK: no network or filesystem isolation "
+        f"(a script can read sealed labels by path, open connections, and signal the "
+        f"agent when it shares its uid); scripts run {who}; {bwrap}"
+    )
 
 
 __all__ = [

@@ -77,8 +77,17 @@ class Limits:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0 or None, got {value}")
-        names = ("cpu_s", "memory_mb", "tree_memory_mb", "fsize_mb", "nofile", "nproc",
-                 "tree_procs", "disk_mb", "max_files")
+        names = (
+            "cpu_s",
+            "memory_mb",
+            "tree_memory_mb",
+            "fsize_mb",
+            "nofile",
+            "nproc",
+            "tree_procs",
+            "disk_mb",
+            "max_files",
+        )
         for name in names:
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -153,9 +162,7 @@ def classify(raw: dict, stderr_tail: str) -> tuple[ExecStatus, str]:
             f"{raw.get('tree_memory_mb')} MiB cap; killed"
         )
     if raw.get("procs_exceeded"):
-        return ExecStatus.PROCS, (
-            f"process tree passed {raw.get('tree_procs')} live processes (fork bomb?); killed"
-        )
+        return ExecStatus.PROCS, (f"process tree passed {raw.get('tree_procs')} live processes (fork bomb?); killed")
     if raw.get("disk_exceeded"):
         return ExecStatus.DISK, (
             f"working directory passed its cap ({raw.get('disk_mb')} MiB, "

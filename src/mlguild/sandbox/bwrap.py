@@ -79,9 +79,24 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 # What a Python script needs from /etc: name service files without secrets, the dynamic
 # linker's cache, time zone, alternatives (BLAS), fonts and CA certificates.
 ETC_ALLOW = (
-    "passwd", "group", "nsswitch.conf", "host.conf", "hosts", "ld.so.cache", "ld.so.conf",
-    "ld.so.conf.d", "localtime", "timezone", "alternatives", "os-release", "debian_version",
-    "fonts", "ssl", "ca-certificates", "mime.types", "gai.conf",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "alternatives",
+    "os-release",
+    "debian_version",
+    "fonts",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+    "gai.conf",
 )
 
 
@@ -158,11 +173,17 @@ def namespace_args(root: bool, drop: bool) -> list[str]:
     if root:
         # No user namespace: bwrap's root path keeps the real uid 0, so that setpriv can
         # switch to a real unprivileged uid (in a user namespace only uid 0 is mapped).
-        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                 "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        args += [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+        ]
         if drop:  # only for setpriv, which gives them up before the script starts
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                     "--cap-add", "CAP_SETPCAP"]
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     else:
         args += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     return args + ["--hostname", "sandbox"]
@@ -203,23 +224,39 @@ def probe(bwrap: str | None = None) -> tuple[bool, str]:
     exe = bwrap or bwrap_path()
     if exe is None or not os.access(exe, os.X_OK):
         if os.environ.get(BWRAP_ENV) and not bwrap:
-            return False, (f"{BWRAP_ENV}={os.environ[BWRAP_ENV]} is not an executable file "
-                           f"(fix: unset {BWRAP_ENV}, or point it at bubblewrap)")
+            return False, (
+                f"{BWRAP_ENV}={os.environ[BWRAP_ENV]} is not an executable file "
+                f"(fix: unset {BWRAP_ENV}, or point it at bubblewrap)"
+            )
         return False, "bubblewrap is not installed (fix: apt-get install -y bubblewrap)"
     binds = Binds([])
     system_binds(binds)
     true = shutil.which("true") or "/bin/true"
-    argv = [exe, *namespace_args(os.geteuid() == 0, drop=False), *binds.args,
-            "--proc", "/proc", "--dev", "/dev", "--size", str(MIB), "--tmpfs", "/tmp", "--", true]
+    argv = [
+        exe,
+        *namespace_args(os.geteuid() == 0, drop=False),
+        *binds.args,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(MIB),
+        "--tmpfs",
+        "/tmp",
+        "--",
+        true,
+    ]
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=20, stdin=subprocess.DEVNULL,
-                              check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=20, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bubblewrap could not run: {exc}"
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return False, (f"bubblewrap fails here: {err[-1] if err else done.returncode} "
-                       "(namespaces disabled? fix: allow user namespaces, or run as root)")
+        return False, (
+            f"bubblewrap fails here: {err[-1] if err else done.returncode} "
+            "(namespaces disabled? fix: allow user namespaces, or run as root)"
+        )
     return True, ""
 
 
@@ -230,8 +267,14 @@ class BwrapSandbox(SupervisedSandbox):
     name = "bwrap"
     strong = True
 
-    def __init__(self, bwrap: str | None = None, gpu: bool | None = None,
-                 extra_ro_binds: tuple[str, ...] = (), setpriv: str | None = "auto", **kw):
+    def __init__(
+        self,
+        bwrap: str | None = None,
+        gpu: bool | None = None,
+        extra_ro_binds: tuple[str, ...] = (),
+        setpriv: str | None = "auto",
+        **kw,
+    ):
         """``gpu``: pass GPU devices through (None: when present). ``extra_ro_binds``:
         more host paths to show read-only at the same place. ``setpriv``: its path, "auto"
         to find it, None to never drop the uid (the script is then a root without caps)."""
@@ -240,8 +283,7 @@ class BwrapSandbox(SupervisedSandbox):
         self.gpu = gpu
         self.extra_ro_binds = tuple(extra_ro_binds)
         if setpriv == "auto":
-            setpriv = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv")
-                            if os.access(p, os.X_OK)), None)
+            setpriv = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
         self.setpriv = setpriv
         self._drop_checked: dict[tuple[int, int], str] = {}
 
@@ -249,8 +291,7 @@ class BwrapSandbox(SupervisedSandbox):
         """The device nodes this sandbox passes through."""
         return gpu_devices() if self.gpu in (None, True) else []
 
-    def mounts(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-               data_dir: Path | None) -> Binds:
+    def mounts(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits, data_dir: Path | None) -> Binds:
         """Every mount of one run, in order (parents before children)."""
         binds = Binds([str(cwd)] + ([str(data_dir)] if data_dir else []))
         system_binds(binds)
@@ -298,13 +339,14 @@ class BwrapSandbox(SupervisedSandbox):
         with tempfile.TemporaryDirectory(prefix="mlguild-probe-") as tmp:
             granted = grant_workdir(Path(tmp), gid)
             try:
-                code = ("import os, sys; bad = [p for p in sys.argv[1:] "
-                        "if not os.access(p, os.R_OK)]; print(*bad); sys.exit(bool(bad))")
-                argv, _ = self._command([sys.executable, "-I", "-S", "-c", code,
-                                         *python_paths()], Path(tmp), {}, Limits(), None,
-                                        (uid, gid))
-                done = subprocess.run(argv, capture_output=True, timeout=30,
-                                      stdin=subprocess.DEVNULL, check=False)
+                code = (
+                    "import os, sys; bad = [p for p in sys.argv[1:] "
+                    "if not os.access(p, os.R_OK)]; print(*bad); sys.exit(bool(bad))"
+                )
+                argv, _ = self._command(
+                    [sys.executable, "-I", "-S", "-c", code, *python_paths()], Path(tmp), {}, Limits(), None, (uid, gid)
+                )
+                done = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return f"probe failed: {exc}"
             finally:
@@ -314,24 +356,36 @@ class BwrapSandbox(SupervisedSandbox):
         why = (done.stdout or done.stderr).decode("utf-8", "replace").strip()
         return f"uid {uid} cannot use the interpreter: {why[-300:] or done.returncode}"
 
-    def _command(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-                 data_dir: Path | None, drop: tuple[int, int] | None,
-                 ) -> tuple[list[str], list[str]]:
+    def _command(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        limits: Limits,
+        data_dir: Path | None,
+        drop: tuple[int, int] | None,
+    ) -> tuple[list[str], list[str]]:
         """The full bwrap command line, and the binds left out because they hold the run."""
         binds = self.mounts(argv, cwd, env, limits, data_dir)
-        out = [self.bwrap, *namespace_args(os.geteuid() == 0, drop is not None), *binds.args,
-               "--clearenv"]
+        out = [self.bwrap, *namespace_args(os.geteuid() == 0, drop is not None), *binds.args, "--clearenv"]
         for name, value in env.items():
             out += ["--setenv", name, value]
         out.append("--")
         if drop is not None:
             uid, gid = drop
-            out += [self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            out += [
+                self.setpriv,
+                f"--reuid={uid}",
+                f"--regid={gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         return out + argv, binds.skipped
 
-    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-             data_dir: Path | None) -> Plan:
+    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits, data_dir: Path | None) -> Plan:
         """bwrap around the script; ``MLGUILD_DATA=/data``, ``TMPDIR=/tmp``; a uid drop
         when the agent is root and the probe allows it."""
         if data_dir is not None:
@@ -357,8 +411,7 @@ class BwrapSandbox(SupervisedSandbox):
             notes.append(f"not mounted (they contain the run directory): {', '.join(skipped)}")
         spec = {"wrapped": True, "run_uid": target[0] if target else os.geteuid()}
         sup_env = {"PATH": os.environ.get("PATH", os.defpath)}
-        return Plan(command, sup_env, rlimits_for(limits, dropping=target is not None), spec,
-                    notes, granted)
+        return Plan(command, sup_env, rlimits_for(limits, dropping=target is not None), spec, notes, granted)
 
 
 __all__ = ["BWRAP_ENV", "DATA_MOUNT", "BwrapSandbox", "bwrap_path", "gpu_devices", "probe"]

@@ -95,11 +95,19 @@ from mlguild.sandbox.runner import (
 
 _SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _PASS_IF_SET = (
-    "PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "LD_LIBRARY_PATH",
     # thread counts the operator chose for this machine
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
     # OpenBLAS mis-detects some virtual CPUs and crashes without these
-    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
 )
 
 
@@ -128,8 +136,7 @@ def safe_env(extra: dict[str, str] | None = None, cwd: Path | str | None = None)
     return env
 
 
-def drop_checks(argv: list[str], cwd: Path, env: dict[str, str],
-                data_dir: Path | None) -> list[list]:
+def drop_checks(argv: list[str], cwd: Path, env: dict[str, str], data_dir: Path | None) -> list[list]:
     """The [path, access mode] pairs a dropped uid must pass for the script to work."""
     exe = argv[0]
     if "/" not in exe:
@@ -168,23 +175,33 @@ class LocalSandbox(SupervisedSandbox):
         key = (uid, gid)
         if key not in self._drop_checked:
             paths = python_paths()
-            code = ("import os, sys; bad = [p for p in sys.argv[1:] "
-                    "if not os.access(p, os.R_OK)]; print(*bad); sys.exit(bool(bad))")
+            code = (
+                "import os, sys; bad = [p for p in sys.argv[1:] "
+                "if not os.access(p, os.R_OK)]; print(*bad); sys.exit(bool(bad))"
+            )
             try:
                 done = subprocess.run(
-                    [sys.executable, "-I", "-S", "-c", code, *paths], user=uid, group=gid,
-                    extra_groups=[], capture_output=True, timeout=30, cwd="/",
-                    stdin=subprocess.DEVNULL, check=False,
+                    [sys.executable, "-I", "-S", "-c", code, *paths],
+                    user=uid,
+                    group=gid,
+                    extra_groups=[],
+                    capture_output=True,
+                    timeout=30,
+                    cwd="/",
+                    stdin=subprocess.DEVNULL,
+                    check=False,
                 )
-                why = "" if done.returncode == 0 else (
-                    f"cannot read {done.stdout.decode().strip() or done.stderr.decode()[-200:]}")
+                why = (
+                    ""
+                    if done.returncode == 0
+                    else (f"cannot read {done.stdout.decode().strip() or done.stderr.decode()[-200:]}")
+                )
             except (OSError, subprocess.SubprocessError) as exc:
                 why = f"cannot run {sys.executable}: {exc.__class__.__name__}"
             self._drop_checked[key] = why
         return self._drop_checked[key]
 
-    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-             data_dir: Path | None) -> Plan:
+    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits, data_dir: Path | None) -> Plan:
         """Same argv, ``MLGUILD_DATA`` set from ``data_dir``, and a uid drop to try."""
         if data_dir is not None:
             env["MLGUILD_DATA"] = str(data_dir)
@@ -199,10 +216,8 @@ class LocalSandbox(SupervisedSandbox):
                 notes.append(f"ran as root: could not open {cwd} to uid {target[0]}: {exc}")
                 target = None
         if target is not None:
-            spec["drop"] = {"uid": target[0], "gid": target[1],
-                            "checks": drop_checks(argv, cwd, env, data_dir)}
-        return Plan(argv, env, rlimits_for(limits, dropping=target is not None), spec,
-                    notes, granted)
+            spec["drop"] = {"uid": target[0], "gid": target[1], "checks": drop_checks(argv, cwd, env, data_dir)}
+        return Plan(argv, env, rlimits_for(limits, dropping=target is not None), spec, notes, granted)
 
 
 __all__ = ["LocalSandbox", "drop_checks", "safe_env"]

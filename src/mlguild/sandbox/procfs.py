@@ -176,9 +176,7 @@ def dir_usage(root: str, max_bytes: int | None = None, max_files: int | None = N
                 total += st.st_blocks * 512
                 if stat.S_ISDIR(st.st_mode) and st.st_dev == dev:
                     todo.append(entry.path)
-                if (max_bytes is not None and total > max_bytes) or (
-                    max_files is not None and files > max_files
-                ):
+                if (max_bytes is not None and total > max_bytes) or (max_files is not None and files > max_files):
                     return total, files
     return total, files
 

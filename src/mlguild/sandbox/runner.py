@@ -132,8 +132,7 @@ class SupervisedSandbox(ABC):
     layer = "?"
     strong = False  # True: the layer isolates filesystem, network and processes
 
-    def __init__(self, slack_s: float = _sup.SWEEP_LIMIT_S + _sup.DRAIN_LIMIT_S + 5.0,
-                 prestart: bool = True):
+    def __init__(self, slack_s: float = _sup.SWEEP_LIMIT_S + _sup.DRAIN_LIMIT_S + 5.0, prestart: bool = True):
         """``slack_s``: how long past timeout + grace the agent waits for the supervisor
         (which itself needs at most its sweep and drain limits) before forcing it.
         ``prestart``: keep a supervisor started ahead for the thread's next run (module
@@ -150,8 +149,7 @@ class SupervisedSandbox(ABC):
         self._spares = threading.local()
 
     @abstractmethod
-    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-             data_dir: Path | None) -> Plan:
+    def plan(self, argv: list[str], cwd: Path, env: dict[str, str], limits: Limits, data_dir: Path | None) -> Plan:
         """What to run for this script (argv/env already the layer's own copies)."""
 
     def run(
@@ -264,8 +262,12 @@ class SupervisedSandbox(ABC):
 WATCH_S = 0.25  # how often the agent checks that its supervisor is not held stopped
 
 
-def _wait(proc: subprocess.Popen, rest: bytes, safety_s: float, slack_s: float,
-          ) -> tuple[bytes, bytes, str, set[int]]:
+def _wait(
+    proc: subprocess.Popen,
+    rest: bytes,
+    safety_s: float,
+    slack_s: float,
+) -> tuple[bytes, bytes, str, set[int]]:
     """Wait for the supervisor's output and exit: (stdout, stderr, what went wrong, the
     pids the agent had to kill itself).
 
@@ -289,8 +291,7 @@ def _wait(proc: subprocess.Popen, rest: bytes, safety_s: float, slack_s: float,
             killed = kill_tree(proc.pid)
             proc.kill()  # SIGKILL ends a stopped or traced process too
             out, err = _collect(proc, slack_s)
-            what = (f"the supervisor was {why} (a script that shares its uid?); "
-                    f"killed it and the script's processes")
+            what = f"the supervisor was {why} (a script that shares its uid?); killed it and the script's processes"
             return out, err, what, killed
         seen_held = why
 
@@ -402,8 +403,7 @@ def _tail(path: Path, nbytes: int) -> str:
     return data[start:].decode("utf-8", "replace")
 
 
-def _to_result(raw: dict, stdout_path: Path, stderr_path: Path, elapsed: float,
-               layer: str) -> ExecResult:
+def _to_result(raw: dict, stdout_path: Path, stderr_path: Path, elapsed: float, layer: str) -> ExecResult:
     stderr_tail = _tail(stderr_path, STDERR_TAIL_BYTES)
     status, reason = classify(raw, stderr_tail)
     problems = []

@@ -19,8 +19,7 @@ else:  # imported by the supervisor started standalone, from this directory
 PR_SET_NO_NEW_PRIVS = 38
 
 
-def child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None,
-                 no_new_privs: bool) -> None:
+def child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None, no_new_privs: bool) -> None:
     """Runs in the script's process between fork and exec (the supervisor is single-threaded)."""
     procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != supervisor_pid:  # supervisor died before PDEATHSIG was armed
@@ -106,7 +105,7 @@ def spawn(argv: list[str], cwd: str, env: dict, setup) -> tuple[int, int, int]:
                     if failed is None or failed.errno in (errno.ENOENT, errno.ENOTDIR):
                         failed = exc
             raise failed
-        except BaseException as exc:  # noqa: BLE001 - report anything, then never return
+        except BaseException as exc:
             try:
                 os.write(report_w, str(exc).encode("utf-8", "replace")[:4000] or b"?")
             finally:

@@ -215,9 +215,7 @@ class Run:
         t0 = time.monotonic()
         used, files = procfs.dir_usage(root, cap_bytes, cap_files)
         self.peak_disk = max(self.peak_disk, used)
-        if (cap_bytes is not None and used > cap_bytes) or (
-            cap_files is not None and files > cap_files
-        ):
+        if (cap_bytes is not None and used > cap_bytes) or (cap_files is not None and files > cap_files):
             self.disk_exceeded = True
             self.disk_seen = f"{used / MIB:.0f} MiB in {files} entries (counting stopped there)"
             self.sweep()
@@ -242,8 +240,9 @@ def run(r: Run, emit) -> dict:
     out = CappedSink(spec["stdout_path"], limits["output_bytes"])
     err = CappedSink(spec["stderr_path"], limits["output_bytes"])
     try:
-        pid, out_r, err_r = spawn(spec["argv"], spec["cwd"], spec["env"],
-                                  lambda: child_setup(spec["rlimits"], r.me, drop, nnp))
+        pid, out_r, err_r = spawn(
+            spec["argv"], spec["cwd"], spec["env"], lambda: child_setup(spec["rlimits"], r.me, drop, nnp)
+        )
     except OSError as exc:
         out.close(), err.close()
         return {"error": f"could not start {spec['argv'][:1]}: {exc}"}
@@ -325,8 +324,9 @@ def run(r: Run, emit) -> dict:
             next_disk = time.monotonic() + max(poll_s, took / DISK_DUTY)
             if r.disk_exceeded:
                 break
-        pump(min(kill_at or deadline, next_tree, next_disk if watch_disk else deadline,
-                 learn_at or deadline, now + 0.25))
+        pump(
+            min(kill_at or deadline, next_tree, next_disk if watch_disk else deadline, learn_at or deadline, now + 0.25)
+        )
 
     end = r.main_end if r.main_status is not None else time.monotonic()
     r.sweep()  # whatever the main script left behind

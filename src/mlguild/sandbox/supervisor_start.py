@@ -26,9 +26,14 @@ SUPERVISOR_PATH = Path(_sup.__file__).resolve()
 # start (~4 ms for this one), an imported module loads from its cached .pyc. -I keeps the
 # working directory and site-packages off sys.path; its own directory is appended, so
 # the standard library still wins over anything placed next to it.
-SUPERVISOR_ARGV = [sys.executable, "-I", "-S", "-c",
-                   ("import os, sys; sys.path.append(sys.argv[1]); import supervisor; "
-                    "os._exit(supervisor.main())"), str(SUPERVISOR_PATH.parent)]
+SUPERVISOR_ARGV = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    ("import os, sys; sys.path.append(sys.argv[1]); import supervisor; os._exit(supervisor.main())"),
+    str(SUPERVISOR_PATH.parent),
+]
 
 
 def supervisor_env() -> dict[str, str]:
@@ -40,8 +45,13 @@ def start_supervisor() -> subprocess.Popen:
     # PDEATHSIG once it has its spec, and checks it was not orphaned before doing so.
     return subprocess.Popen(
         SUPERVISOR_ARGV,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=supervisor_env(), cwd="/", close_fds=True, start_new_session=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=supervisor_env(),
+        cwd="/",
+        close_fds=True,
+        start_new_session=True,
     )
 
 
@@ -57,8 +67,7 @@ class Spare:
     def take(self) -> subprocess.Popen | None:
         """The process, if it can still serve a run as a fresh one would; else None."""
         proc = self.proc
-        if (proc is None or proc.poll() is not None
-                or self.key != (SUPERVISOR_ARGV, supervisor_env())):
+        if proc is None or proc.poll() is not None or self.key != (SUPERVISOR_ARGV, supervisor_env()):
             return None
         self.proc = None
         try:
@@ -101,7 +110,7 @@ def send_nowait(proc: subprocess.Popen, payload: bytes) -> bytes:
     fd = proc.stdin.fileno()
     os.set_blocking(fd, False)
     try:
-        return payload[os.write(fd, payload):]
+        return payload[os.write(fd, payload) :]
     except BlockingIOError:
         return payload
     except BrokenPipeError:  # it is gone: communicate() reports how it ended

@@ -17,4 +17,4 @@ def get_policy(cfg: SearchConfig):
         raise ConfigError(f"unknown search policy {cfg.policy!r}", f"use one of: {', '.join(POLICIES)}") from None
 
 
-__all__ = ["SearchGraph", "Node", "GreedyPolicy", "get_policy"]
+__all__ = ["GreedyPolicy", "Node", "SearchGraph", "get_policy"]

@@ -16,13 +16,39 @@ SCORED = "scored"
 PENDING = "pending"
 # Failure kinds a node can end in; each has a name the next debug step receives.
 FAILURES = (
-    "brain_error", "llm_error", "truncated", "no_code", "diff_mismatch", "syntax_error", "guard_rejected",
-    "timeout", "memory", "disk", "procs", "crash", "missing_output", "invalid_output", "interrupted", "sandbox_error",
+    "brain_error",
+    "llm_error",
+    "truncated",
+    "no_code",
+    "diff_mismatch",
+    "syntax_error",
+    "guard_rejected",
+    "timeout",
+    "memory",
+    "disk",
+    "procs",
+    "crash",
+    "missing_output",
+    "invalid_output",
+    "interrupted",
+    "sandbox_error",
 )
 # A truncated node keeps its partial code, so a debug step can complete it; no_code and
 # diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
-DEBUGGABLE = frozenset({"truncated", "syntax_error", "guard_rejected", "timeout", "memory", "disk", "procs", "crash",
-                        "missing_output", "invalid_output"})
+DEBUGGABLE = frozenset(
+    {
+        "truncated",
+        "syntax_error",
+        "guard_rejected",
+        "timeout",
+        "memory",
+        "disk",
+        "procs",
+        "crash",
+        "missing_output",
+        "invalid_output",
+    }
+)
 
 
 @dataclass
@@ -37,13 +63,13 @@ class Node:
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
-    flags: list[str] = field(default_factory=list)   # leak-check flags (mlguild.leakcheck)
-    debug_depth: int = 0                      # consecutive debug steps along this lineage
-    branch: str = ""                          # id of the draft this lineage started from
+    flags: list[str] = field(default_factory=list)  # leak-check flags (mlguild.leakcheck)
+    debug_depth: int = 0  # consecutive debug steps along this lineage
+    branch: str = ""  # id of the draft this lineage started from
     timing: dict[str, float] = field(default_factory=dict)
-    attempts: int = 0                         # executions started (a resume may restart one)
-    code_sha256: str = ""                     # of the proposed solution.py, as journaled
-    outputs: list[str] = field(default_factory=list)   # optional outputs it wrote, e.g. "oof"
+    attempts: int = 0  # executions started (a resume may restart one)
+    code_sha256: str = ""  # of the proposed solution.py, as journaled
+    outputs: list[str] = field(default_factory=list)  # optional outputs it wrote, e.g. "oof"
 
     @property
     def finished(self) -> bool:
@@ -94,7 +120,11 @@ class SearchGraph:
         nodes made by ``exclude_ops``."""
         best: Node | None = None
         for node in self.nodes.values():
-            if node.ok and node.op not in exclude_ops and (best is None or self.score_of(node).better_than(self.score_of(best))):
+            if (
+                node.ok
+                and node.op not in exclude_ops
+                and (best is None or self.score_of(node).better_than(self.score_of(best)))
+            ):
                 best = node
         return best
 
@@ -111,15 +141,16 @@ class SearchGraph:
         """Finished, failed search nodes that nothing has been built on yet (a failed final
         refit is not repaired: the final submission falls back to the best node)."""
         with_children = {p for n in self.nodes.values() for p in n.parents}
-        return [n for n in self.nodes.values()
-                if n.status in FAILURES and n.id not in with_children and n.op != "refit"]
+        return [
+            n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children and n.op != "refit"
+        ]
 
     def stagnation(self, node_id: str) -> int:
         """Finished nodes in ``node_id``'s branch since the branch's best score was set."""
         branch = self.nodes[node_id].branch
         members = [n for n in self.nodes.values() if n.branch == branch and n.finished]
         best_key, since = None, 0
-        for n in members:   # creation order
+        for n in members:  # creation order
             key = self.score_of(n).key()
             if n.ok and (best_key is None or key > best_key):
                 best_key, since = key, 0

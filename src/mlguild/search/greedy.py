@@ -23,12 +23,11 @@ class GreedyPolicy:
             return Action("draft", (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
 
         debuggable = [
-            n for n in graph.failed_leaves()
-            if n.status in DEBUGGABLE and n.debug_depth < self.cfg.max_debug_depth
+            n for n in graph.failed_leaves() if n.status in DEBUGGABLE and n.debug_depth < self.cfg.max_debug_depth
         ]
         best = graph.best()
         if debuggable and (best is None or rng.random() < self.cfg.debug_probability):
-            target = max(debuggable, key=lambda n: n.iteration)   # freshest failure first
+            target = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
             return Action("debug", (target.id,), f"repair {target.id} ({target.status})")
 
         if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:

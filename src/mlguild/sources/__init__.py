@@ -17,8 +17,10 @@ def init_task(source: str, dest: Path, **options) -> Path:
         return _init_task(source, Path(dest), **options)
     except OSError as exc:
         where = exc.filename or dest
-        raise TaskError(f"cannot write the task folder {dest}: {exc.strerror or exc} ({where})",
-                        "pass --out (or set MLGUILD_HOME) to a writable folder with free space") from None
+        raise TaskError(
+            f"cannot write the task folder {dest}: {exc.strerror or exc} ({where})",
+            "pass --out (or set MLGUILD_HOME) to a writable folder with free space",
+        ) from None
 
 
 def _init_task(source: str, dest: Path, **options) -> Path:

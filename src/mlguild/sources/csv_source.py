@@ -93,7 +93,9 @@ def build_from_csv(
         raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
     train = _read(Path(train_path), "train")
     if target not in train.columns:
-        raise TaskError(f"{train_path} has no column {target!r}; it has {list(train.columns)[:20]}", "pass the right --target")
+        raise TaskError(
+            f"{train_path} has no column {target!r}; it has {list(train.columns)[:20]}", "pass the right --target"
+        )
     if (train[target] == "").all():
         raise TaskError(f"target column {target!r} is empty", "pass the right --target")
     train = train[train[target] != ""].reset_index(drop=True)
@@ -104,7 +106,9 @@ def build_from_csv(
         # A new column of row numbers; the name is free in both files ("id" may be taken by a
         # column that repeats, e.g. a subject seen several times).
         taken = set(train.columns) | set(test_frame.columns if test_frame is not None else [])
-        id_column = next(name for name in ("id", "row_id", *(f"row_id_{i}" for i in range(1, 1000))) if name not in taken)
+        id_column = next(
+            name for name in ("id", "row_id", *(f"row_id_{i}" for i in range(1, 1000))) if name not in taken
+        )
         train.insert(0, id_column, [str(i) for i in range(1, len(train) + 1)])
         if test_frame is not None:
             test_frame.insert(0, id_column, [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
@@ -112,8 +116,10 @@ def build_from_csv(
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
     if task_type is not None and task_type not in ("binary", "multiclass", "regression"):
-        raise TaskError(f"--task-type {task_type!r} is not one of binary, multiclass, regression",
-                        "for ranking data write task.yaml by hand (see README, 'task.yaml')")
+        raise TaskError(
+            f"--task-type {task_type!r} is not one of binary, multiclass, regression",
+            "for ranking data write task.yaml by hand (see README, 'task.yaml')",
+        )
     task_type = task_type or infer_task_type(train[target])
     metric = metric or default_metric(task_type)
     classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
@@ -134,13 +140,17 @@ def build_from_csv(
         spec_kwargs["submission_columns"] = [id_column, target]
     if task_type == "binary" and prediction in ("probability", "label"):
         spec_kwargs["positive_label"] = _positive_label(train[target])
-    text_cols = [c for c in train.columns if c not in (target, id_column) and train[c].str.len().mean() >= _TEXT_MEAN_LENGTH]
+    text_cols = [
+        c for c in train.columns if c not in (target, id_column) and train[c].str.len().mean() >= _TEXT_MEAN_LENGTH
+    ]
     if text_cols:
         spec_kwargs.update(text_columns=text_cols, modality="text")
     try:
         spec = TaskSpec(**spec_kwargs)
     except ValueError as exc:
-        raise TaskError(f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly") from exc
+        raise TaskError(
+            f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
+        ) from exc
 
     if test_frame is None:
         stratify = target if task_type in ("binary", "multiclass") else None

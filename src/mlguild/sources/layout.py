@@ -25,7 +25,9 @@ def prepare_dest(dest: Path, overwrite: bool = False) -> Path:
     return dest
 
 
-def split_test(frame: pd.DataFrame, fraction: float, seed: int, stratify_on: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_test(
+    frame: pd.DataFrame, fraction: float, seed: int, stratify_on: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seeded (optionally stratified) split of labelled rows into train and a test set with answers."""
     labels = frame[stratify_on] if stratify_on else pd.Series(np.zeros(len(frame)))
     mask = split_holdout(labels, fraction, len(frame), seed, stratify=stratify_on is not None)

@@ -40,7 +40,7 @@ class RecipeBrain:
     """Offline brain: ``propose`` returns a plan, a standalone script and the recipe meta."""
 
     name = "recipes"
-    has_last_resort = True     # the safest pipeline (see repair.safest_meta)
+    has_last_resort = True  # the safest pipeline (see repair.safest_meta)
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -65,8 +65,10 @@ class RecipeBrain:
         repeated = repeated_failure(context)
         if repeated is not None and not any(h.meta.get(LAST_RESORT) for h in context.history[-3:]):
             # More drafts of the same kind would fail the same way: try the safest pipeline.
-            return self._safest(context, f"The last three nodes failed the same way (`{repeated}`), "
-                                         "so this draft is the safest pipeline.")
+            return self._safest(
+                context,
+                f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
+            )
         names = recipes_for(task)
         drafts = [h.meta for h in context.history if h.op == "draft" and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
@@ -94,8 +96,10 @@ class RecipeBrain:
                 chosen, varied = self._rng(context, "draft", name).choice(options)
                 move = "+".join(m.name for m in chosen)
                 varied.update(move=move, moves=[move], changed=diff(meta, varied))
-                lines.append(f"**Variation:** every recipe has a draft already, so this one starts with "
-                             f"`{move}` ({_describe(varied['changed'])}): {'; '.join(m.why for m in chosen)}.")
+                lines.append(
+                    f"**Variation:** every recipe has a draft already, so this one starts with "
+                    f"`{move}` ({_describe(varied['changed'])}): {'; '.join(m.why for m in chosen)}."
+                )
                 summary += f" Varied from the defaults by {move}."
                 meta = varied
         return self._proposal(lines, summary, meta, context)
@@ -103,15 +107,20 @@ class RecipeBrain:
     def _improve(self, parent: ParentView, context: Context) -> Proposal:
         recipe = RECIPES.get(parent.meta.get("recipe", "")) if parent.meta.get("brain") == "recipes" else None
         if recipe is None:
-            return self._draft(context, f"Parent `{parent.node_id}` was not written by the recipe brain, "
-                                        "so there are no recipe parameters to vary; drafting a recipe instead.")
+            return self._draft(
+                context,
+                f"Parent `{parent.node_id}` was not written by the recipe brain, "
+                "so there are no recipe parameters to vary; drafting a recipe instead.",
+            )
         tried = {h.meta.get("move") for h in context.history if h.meta.get("parent") == parent.node_id}
         options = _variants(parent.meta, recipe, context, tried)
         if not options:
-            return self._draft(context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead.")
+            return self._draft(
+                context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead."
+            )
         (chosen, meta), reason = choose(options, parent.node_id, context, self._rng(context, "improve", parent.node_id))
         name = "+".join(m.name for m in chosen)
-        meta.pop(LAST_RESORT, None)      # a variation of the safest pipeline is not the safest
+        meta.pop(LAST_RESORT, None)  # a variation of the safest pipeline is not the safest
         changed = diff(parent.meta, meta)
         meta.update(move=name, parent=parent.node_id, moves=[*parent.meta.get("moves", []), name], changed=changed)
         why = "; ".join(m.why for m in chosen)
@@ -137,8 +146,10 @@ class RecipeBrain:
         if old is not None and parent.status in _SLOW:
             meta, move = copy.deepcopy(old), "shrink"
             shrink(meta, RECIPES[old["recipe"]], facts)
-            why = (f"the run hit its {parent.status} limit, so every costly part is halved: "
-                   "fewer or cheaper models, fewer folds, smaller feature sets, capped training rows")
+            why = (
+                f"the run hit its {parent.status} limit, so every costly part is halved: "
+                "fewer or cheaper models, fewer folds, smaller feature sets, capped training rows"
+            )
         elif old is not None and repair is not None:
             meta, move, why = copy.deepcopy(old), repair.move, repair.why
             repair.apply(meta)
@@ -148,9 +159,11 @@ class RecipeBrain:
             why = f"the parent's own change ({last_move}) is the likely cause ({diagnosis.summary()}), so it is undone"
         elif old is None or not old["features"].get("safe"):
             meta, move = safest_meta(context), SAFEST
-            why = (f"{diagnosis.summary()}: no single column or optional step explains it, so this falls back to the "
-                   "safest pipeline: only the columns it can parse, missing values kept for a model that accepts them, "
-                   "no optional features")
+            why = (
+                f"{diagnosis.summary()}: no single column or optional step explains it, so this falls back to the "
+                "safest pipeline: only the columns it can parse, missing values kept for a model that accepts them, "
+                "no optional features"
+            )
         else:
             meta, move = safest_meta(context), "safest_shrink"
             shrink(meta, RECIPES[meta["recipe"]], facts)
@@ -177,9 +190,14 @@ class RecipeBrain:
         meta = safest_meta(context)
         meta.update(move=SAFEST, moves=[SAFEST])
         recipe = RECIPES[meta["recipe"]]
-        lines = [f"## Draft: the safest pipeline ({recipe.title})", "", note, "",
-                 "**What:** only the columns it can parse, missing values kept for a model that accepts them, "
-                 "no optional features; a column that fails to parse is left out instead of failing the script."]
+        lines = [
+            f"## Draft: the safest pipeline ({recipe.title})",
+            "",
+            note,
+            "",
+            "**What:** only the columns it can parse, missing values kept for a model that accepts them, "
+            "no optional features; a column that fails to parse is left out instead of failing the script.",
+        ]
         return self._proposal(lines, f"{recipe.title}, the safest pipeline: {note}", meta, context)
 
     # ------------------------------------------------------------------ helpers
@@ -212,8 +230,9 @@ def _parent(action: Action, context: Context) -> ParentView | None:
     return next((p for p in context.parents if p.node_id == wanted), context.parents[0])
 
 
-def _variants(meta: dict[str, Any], recipe: Recipe, context: Context,
-              tried: set[str]) -> list[tuple[tuple[Move, ...], dict[str, Any]]]:
+def _variants(
+    meta: dict[str, Any], recipe: Recipe, context: Context, tried: set[str]
+) -> list[tuple[tuple[Move, ...], dict[str, Any]]]:
     """(moves, resulting meta) for each untried single move on ``meta`` — or each pair, once
     the singles are used up — leaving out results that some earlier node already ran (a
     weaker penalty after a stronger one would just repeat the grandparent)."""

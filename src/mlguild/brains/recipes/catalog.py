@@ -27,18 +27,18 @@ Params = dict[str, Any]
 @dataclass(frozen=True)
 class Recipe:
     name: str
-    modality: str                  # tabular | text | image_array
-    title: str                     # one line, for plans and the script's docstring
-    why: str                       # why this family deserves a draft
-    model: str                     # template under templates/models/
-    features: str                  # template under templates/features/
-    encoding: str                  # columns: native | ordinal | catboost | onehot (pixels: none)
-    defaults: Callable[[bool], Params]   # model parameters, given "is classification"
-    knobs: dict[str, str] = field(default_factory=dict)   # role (rounds, lr, size, ...) -> parameter name
-    class_weight: tuple[str, Any] | None = None           # parameter that reweights classes, and its value
-    estimators: tuple[str, str] = ("", "")                # (classifier, regressor) class names for forests
-    stochastic: bool = False       # fits differ by seed (row/column subsampling): seed averaging helps
-    needs: str | None = None       # a module the script imports that the [ml] extra does not install
+    modality: str  # tabular | text | image_array
+    title: str  # one line, for plans and the script's docstring
+    why: str  # why this family deserves a draft
+    model: str  # template under templates/models/
+    features: str  # template under templates/features/
+    encoding: str  # columns: native | ordinal | catboost | onehot (pixels: none)
+    defaults: Callable[[bool], Params]  # model parameters, given "is classification"
+    knobs: dict[str, str] = field(default_factory=dict)  # role (rounds, lr, size, ...) -> parameter name
+    class_weight: tuple[str, Any] | None = None  # parameter that reweights classes, and its value
+    estimators: tuple[str, str] = ("", "")  # (classifier, regressor) class names for forests
+    stochastic: bool = False  # fits differ by seed (row/column subsampling): seed averaging helps
+    needs: str | None = None  # a module the script imports that the [ml] extra does not install
 
     def estimator(self, classification: bool) -> str:
         return self.estimators[0] if classification else self.estimators[1]
@@ -49,103 +49,257 @@ class Recipe:
         return self.needs is None or importlib.util.find_spec(self.needs) is not None
 
 
-def _lightgbm(rounds: int, lr: float, leaves: int, colsample: float, patience: int,
-              **extra: Any) -> Callable[[bool], Params]:
+def _lightgbm(
+    rounds: int, lr: float, leaves: int, colsample: float, patience: int, **extra: Any
+) -> Callable[[bool], Params]:
     """LightGBM defaults; tabular, text and pixel recipes differ only in these few values."""
+
     def defaults(classification: bool) -> Params:
-        return dict(n_estimators=rounds, learning_rate=lr, num_leaves=leaves, min_child_samples=20,
-                    subsample=0.8, subsample_freq=1, colsample_bytree=colsample, reg_lambda=1.0,
-                    early_stopping_rounds=patience, **extra)
+        return dict(
+            n_estimators=rounds,
+            learning_rate=lr,
+            num_leaves=leaves,
+            min_child_samples=20,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=colsample,
+            reg_lambda=1.0,
+            early_stopping_rounds=patience,
+            **extra,
+        )
+
     return defaults
 
 
-_GBDT_KNOBS = dict(rounds="n_estimators", lr="learning_rate", size="num_leaves", l2="reg_lambda",
-                   colsample="colsample_bytree", min_leaf="min_child_samples")
+_GBDT_KNOBS = dict(
+    rounds="n_estimators",
+    lr="learning_rate",
+    size="num_leaves",
+    l2="reg_lambda",
+    colsample="colsample_bytree",
+    min_leaf="min_child_samples",
+)
 
 _RECIPE_LIST = [
     # ---- tabular, in draft order: strongest usual baseline first, then different biases
-    Recipe("lightgbm", "tabular", "LightGBM on native categorical features",
-           "gradient-boosted trees are the strongest usual baseline on tabular data",
-           "lightgbm", "columns", "native", _lightgbm(2000, 0.05, 31, 0.8, 100), _GBDT_KNOBS,
-           ("class_weight", "balanced"), stochastic=True),
-    Recipe("linear", "tabular", "Linear model on one-hot categories and scaled numbers",
-           "a linear model has a very different bias from trees: a useful baseline and a diverse ensemble member",
-           "linear", "columns", "onehot",
-           lambda c: dict(C=1.0, max_iter=2000) if c else dict(alpha=1.0),
-           {"C": "C", "alpha": "alpha"}, ("class_weight", "balanced")),
-    Recipe("hist_gb", "tabular", "scikit-learn HistGradientBoosting",
-           "a second boosting implementation with honest early stopping and no extra dependency",
-           "hist_gb", "columns", "native",
-           lambda c: dict(max_iter=1000, learning_rate=0.05, max_leaf_nodes=31, min_samples_leaf=20,
-                          l2_regularization=0.0, n_iter_no_change=50),
-           dict(rounds="max_iter", lr="learning_rate", size="max_leaf_nodes", l2="l2_regularization",
-                min_leaf="min_samples_leaf"),
-           ("class_weight", "balanced")),
-    Recipe("catboost", "tabular", "CatBoost with its own categorical encoding",
-           "ordered target statistics often win when categorical columns carry the signal",
-           "catboost", "columns", "catboost",
-           # one-hot for small categoricals and pairs of categoricals at most keep CatBoost
-           # several times faster than its defaults, at no loss seen on the bundled examples
-           lambda c: dict(iterations=2000, learning_rate=0.08, depth=6, l2_leaf_reg=3.0, one_hot_max_size=10,
-                          max_ctr_complexity=2, early_stopping_rounds=100),
-           dict(rounds="iterations", lr="learning_rate", size="depth", l2="l2_leaf_reg"),
-           ("auto_class_weights", "Balanced"), stochastic=True),   # Bayesian bagging of rows
-    Recipe("xgboost", "tabular", "XGBoost (histogram method, native categories)",
-           "depth-wise trees regularise differently from LightGBM's leaf-wise growth",
-           "xgboost", "columns", "native",
-           lambda c: dict(n_estimators=2000, learning_rate=0.05, max_depth=6, min_child_weight=1.0, subsample=0.8,
-                          colsample_bytree=0.8, reg_lambda=1.0, early_stopping_rounds=100),
-           dict(rounds="n_estimators", lr="learning_rate", size="max_depth", l2="reg_lambda",
-                colsample="colsample_bytree", min_leaf="min_child_weight"), stochastic=True),
-    Recipe("random_forest", "tabular", "Random forest on integer-coded categories",
-           "bagged deep trees need little tuning and make errors unlike boosting's",
-           "forest", "columns", "ordinal",
-           lambda c: dict(n_estimators=300, min_samples_leaf=1 if c else 2, max_features="sqrt" if c else 0.5),
-           dict(trees="n_estimators", min_leaf="min_samples_leaf"),
-           ("class_weight", "balanced_subsample"), ("RandomForestClassifier", "RandomForestRegressor")),
+    Recipe(
+        "lightgbm",
+        "tabular",
+        "LightGBM on native categorical features",
+        "gradient-boosted trees are the strongest usual baseline on tabular data",
+        "lightgbm",
+        "columns",
+        "native",
+        _lightgbm(2000, 0.05, 31, 0.8, 100),
+        _GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+    ),
+    Recipe(
+        "linear",
+        "tabular",
+        "Linear model on one-hot categories and scaled numbers",
+        "a linear model has a very different bias from trees: a useful baseline and a diverse ensemble member",
+        "linear",
+        "columns",
+        "onehot",
+        lambda c: dict(C=1.0, max_iter=2000) if c else dict(alpha=1.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "hist_gb",
+        "tabular",
+        "scikit-learn HistGradientBoosting",
+        "a second boosting implementation with honest early stopping and no extra dependency",
+        "hist_gb",
+        "columns",
+        "native",
+        lambda c: dict(
+            max_iter=1000,
+            learning_rate=0.05,
+            max_leaf_nodes=31,
+            min_samples_leaf=20,
+            l2_regularization=0.0,
+            n_iter_no_change=50,
+        ),
+        dict(
+            rounds="max_iter",
+            lr="learning_rate",
+            size="max_leaf_nodes",
+            l2="l2_regularization",
+            min_leaf="min_samples_leaf",
+        ),
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "catboost",
+        "tabular",
+        "CatBoost with its own categorical encoding",
+        "ordered target statistics often win when categorical columns carry the signal",
+        "catboost",
+        "columns",
+        "catboost",
+        # one-hot for small categoricals and pairs of categoricals at most keep CatBoost
+        # several times faster than its defaults, at no loss seen on the bundled examples
+        lambda c: dict(
+            iterations=2000,
+            learning_rate=0.08,
+            depth=6,
+            l2_leaf_reg=3.0,
+            one_hot_max_size=10,
+            max_ctr_complexity=2,
+            early_stopping_rounds=100,
+        ),
+        dict(rounds="iterations", lr="learning_rate", size="depth", l2="l2_leaf_reg"),
+        ("auto_class_weights", "Balanced"),
+        stochastic=True,
+    ),  # Bayesian bagging of rows
+    Recipe(
+        "xgboost",
+        "tabular",
+        "XGBoost (histogram method, native categories)",
+        "depth-wise trees regularise differently from LightGBM's leaf-wise growth",
+        "xgboost",
+        "columns",
+        "native",
+        lambda c: dict(
+            n_estimators=2000,
+            learning_rate=0.05,
+            max_depth=6,
+            min_child_weight=1.0,
+            subsample=0.8,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+            early_stopping_rounds=100,
+        ),
+        dict(
+            rounds="n_estimators",
+            lr="learning_rate",
+            size="max_depth",
+            l2="reg_lambda",
+            colsample="colsample_bytree",
+            min_leaf="min_child_weight",
+        ),
+        stochastic=True,
+    ),
+    Recipe(
+        "random_forest",
+        "tabular",
+        "Random forest on integer-coded categories",
+        "bagged deep trees need little tuning and make errors unlike boosting's",
+        "forest",
+        "columns",
+        "ordinal",
+        lambda c: dict(n_estimators=300, min_samples_leaf=1 if c else 2, max_features="sqrt" if c else 0.5),
+        dict(trees="n_estimators", min_leaf="min_samples_leaf"),
+        ("class_weight", "balanced_subsample"),
+        ("RandomForestClassifier", "RandomForestRegressor"),
+    ),
     # ---- text
-    Recipe("tfidf_linear", "text", "TF-IDF word and character n-grams with a linear model",
-           "sparse n-gram features with a linear model are the classic strong text baseline",
-           "linear", "columns", "onehot",
-           lambda c: dict(C=4.0, max_iter=2000) if c else dict(alpha=1.0),
-           {"C": "C", "alpha": "alpha"}, ("class_weight", "balanced")),
-    Recipe("tfidf_svm", "text", "TF-IDF n-grams with a calibrated linear SVM",
-           "a margin-based linear model often beats logistic regression on sparse text",
-           "svm_linear", "columns", "onehot",
-           lambda c: dict(C=0.5) if c else dict(C=0.1, epsilon=0.0),
-           {"C": "C"}, ("class_weight", "balanced")),
-    Recipe("tfidf_lightgbm", "text", "LightGBM on TF-IDF components and text statistics",
-           "trees on a dense summary of the text can mix wording with length and the other columns",
-           "lightgbm", "columns", "native", _lightgbm(2000, 0.05, 31, 0.5, 100), _GBDT_KNOBS,
-           ("class_weight", "balanced"), stochastic=True),
+    Recipe(
+        "tfidf_linear",
+        "text",
+        "TF-IDF word and character n-grams with a linear model",
+        "sparse n-gram features with a linear model are the classic strong text baseline",
+        "linear",
+        "columns",
+        "onehot",
+        lambda c: dict(C=4.0, max_iter=2000) if c else dict(alpha=1.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "tfidf_svm",
+        "text",
+        "TF-IDF n-grams with a calibrated linear SVM",
+        "a margin-based linear model often beats logistic regression on sparse text",
+        "svm_linear",
+        "columns",
+        "onehot",
+        lambda c: dict(C=0.5) if c else dict(C=0.1, epsilon=0.0),
+        {"C": "C"},
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "tfidf_lightgbm",
+        "text",
+        "LightGBM on TF-IDF components and text statistics",
+        "trees on a dense summary of the text can mix wording with length and the other columns",
+        "lightgbm",
+        "columns",
+        "native",
+        _lightgbm(2000, 0.05, 31, 0.5, 100),
+        _GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+    ),
     # ---- image arrays (pixels as columns)
     # Offered only where torch is installed (the [torch] extra); forests are not marked
     # stochastic: a forest averaged over seeds is just a bigger forest (see more_trees).
-    Recipe("small_cnn", "image_array", "Small convolutional network (PyTorch, CPU)",
-           "convolutions see strokes and shapes wherever they sit in the image: the usual best model on images",
-           "cnn", "images", "none",
-           lambda c: dict(channels=16, epochs=12, batch_size=64, learning_rate=0.002, weight_decay=0.0001),
-           dict(epochs="epochs", lr="learning_rate"), stochastic=True, needs="torch"),
-    Recipe("pixels_linear", "image_array", "Linear model on scaled pixels",
-           "a fast, well-understood floor for pixel data",
-           "linear", "pixels", "none",
-           lambda c: dict(C=0.1, max_iter=500) if c else dict(alpha=10.0),
-           {"C": "C", "alpha": "alpha"}, ("class_weight", "balanced")),
-    Recipe("pixels_extra_trees", "image_array", "Extremely randomised trees on pixels",
-           "randomised trees capture non-linear pixel interactions with no tuning",
-           "forest", "pixels", "none",
-           lambda c: dict(n_estimators=300, min_samples_leaf=1, max_features="sqrt"),
-           dict(trees="n_estimators", min_leaf="min_samples_leaf"),
-           ("class_weight", "balanced_subsample"), ("ExtraTreesClassifier", "ExtraTreesRegressor")),
-    Recipe("pca_svc", "image_array", "RBF support vector machine on principal components",
-           "a kernel machine on whitened principal components is a strong classic on small images",
-           "svm_rbf", "pixels", "none",
-           lambda c: dict(C=10.0, gamma="scale") if c else dict(C=1.0, epsilon=0.1, gamma="scale"),
-           {"C": "C"}, ("class_weight", "balanced")),
-    Recipe("pixels_lightgbm", "image_array", "LightGBM on pixels",
-           "boosted trees on raw pixels, with column subsampling to keep each tree cheap",
-           "lightgbm", "pixels", "none", _lightgbm(400, 0.15, 15, 0.2, 30, max_bin=31), _GBDT_KNOBS,
-           ("class_weight", "balanced"), stochastic=True),
+    Recipe(
+        "small_cnn",
+        "image_array",
+        "Small convolutional network (PyTorch, CPU)",
+        "convolutions see strokes and shapes wherever they sit in the image: the usual best model on images",
+        "cnn",
+        "images",
+        "none",
+        lambda c: dict(channels=16, epochs=12, batch_size=64, learning_rate=0.002, weight_decay=0.0001),
+        dict(epochs="epochs", lr="learning_rate"),
+        stochastic=True,
+        needs="torch",
+    ),
+    Recipe(
+        "pixels_linear",
+        "image_array",
+        "Linear model on scaled pixels",
+        "a fast, well-understood floor for pixel data",
+        "linear",
+        "pixels",
+        "none",
+        lambda c: dict(C=0.1, max_iter=500) if c else dict(alpha=10.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "pixels_extra_trees",
+        "image_array",
+        "Extremely randomised trees on pixels",
+        "randomised trees capture non-linear pixel interactions with no tuning",
+        "forest",
+        "pixels",
+        "none",
+        lambda c: dict(n_estimators=300, min_samples_leaf=1, max_features="sqrt"),
+        dict(trees="n_estimators", min_leaf="min_samples_leaf"),
+        ("class_weight", "balanced_subsample"),
+        ("ExtraTreesClassifier", "ExtraTreesRegressor"),
+    ),
+    Recipe(
+        "pca_svc",
+        "image_array",
+        "RBF support vector machine on principal components",
+        "a kernel machine on whitened principal components is a strong classic on small images",
+        "svm_rbf",
+        "pixels",
+        "none",
+        lambda c: dict(C=10.0, gamma="scale") if c else dict(C=1.0, epsilon=0.1, gamma="scale"),
+        {"C": "C"},
+        ("class_weight", "balanced"),
+    ),
+    Recipe(
+        "pixels_lightgbm",
+        "image_array",
+        "LightGBM on pixels",
+        "boosted trees on raw pixels, with column subsampling to keep each tree cheap",
+        "lightgbm",
+        "pixels",
+        "none",
+        _lightgbm(400, 0.15, 15, 0.2, 30, max_bin=31),
+        _GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+    ),
 ]
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
@@ -169,18 +323,18 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         text = "tfidf" if recipe.encoding == "onehot" else "svd"
     return {
         "log_target": log_target,
-        "screen": _screen_size(recipe, profile),   # numeric columns kept per fold (0: all)
+        "screen": _screen_size(recipe, profile),  # numeric columns kept per fold (0: all)
         "freq_encoding": False,
         "quantile_numeric": False,
-        "text": text,                     # stats | svd | tfidf: how free-text columns enter
+        "text": text,  # stats | svd | tfidf: how free-text columns enter
         "max_features": 30000 if text == "tfidf" else 20000,
         "ngram_max": 2,
         "char_ngrams": True,
         "svd_components": 64 if recipe.modality == "text" else 16,
         "max_levels": 200,
         "min_count": 5,
-        "target_encoding": False,         # out-of-fold category target means, fitted inside each fold
-        "ratios": False,                  # log-ratios of the leading positive numeric columns
+        "target_encoding": False,  # out-of-fold category target means, fitted inside each fold
+        "ratios": False,  # log-ratios of the leading positive numeric columns
     }
 
 

@@ -19,16 +19,16 @@ from typing import Any
 
 from ...protocols import Context, HistoryItem
 
-_EXPLORE = 0.5          # bonus for an untried move, in units of the task's score spread
-_FAILED_GAIN = -0.5     # a move whose child failed: worse than no change
-_TOO_SLOW = 0.9         # an option expected to need more than this share of the time limit is last
+_EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
+_FAILED_GAIN = -0.5  # a move whose child failed: worse than no change
+_TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
 
 
 @dataclass(frozen=True)
 class MoveStats:
     tries: int
-    gain: float          # shrunk mean gain, in score-spread units (positive = better)
-    cost: float          # expected run-time ratio to the parent
+    gain: float  # shrunk mean gain, in score-spread units (positive = better)
+    cost: float  # expected run-time ratio to the parent
 
     def value(self) -> float:
         """Gain per unit of cost, optimistic by the exploration bonus."""
@@ -52,20 +52,22 @@ def move_stats(history: tuple[HistoryItem, ...], direction: str) -> dict[str, Mo
         names = h.meta["move"].split("+")
         gain = _FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
         ratio = h.exec_s / parent.exec_s if h.exec_s and parent.exec_s else None
-        for name in names:   # a pair's result is credited to each of its moves, split evenly
+        for name in names:  # a pair's result is credited to each of its moves, split evenly
             gains.setdefault(name, []).append(gain / len(names))
             if ratio is not None:
                 ratios.setdefault(name, []).append(ratio ** (1 / len(names)))
     stats = {}
     for name, observed in gains.items():
         logs = [math.log(max(r, 1e-3)) for r in ratios.get(name, [])]
-        stats[name] = MoveStats(len(observed), sum(observed) / (len(observed) + 1),
-                                math.exp(sum(logs) / (len(logs) + 1)))
+        stats[name] = MoveStats(
+            len(observed), sum(observed) / (len(observed) + 1), math.exp(sum(logs) / (len(logs) + 1))
+        )
     return stats
 
 
-def choose(options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str, context: Context,
-           rng: random.Random) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str]:
+def choose(
+    options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str, context: Context, rng: random.Random
+) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str]:
     """The option (moves, meta) with the best expected gain per second, and a line saying why."""
     stats = move_stats(context.history, context.direction)
     parent = next((h for h in context.history if h.node_id == parent_id), None)
@@ -86,6 +88,8 @@ def choose(options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str
     if s.tries == 0:
         why = "not tried on this task yet, so its gain per second is unknown and worth learning"
     else:
-        why = (f"best expected gain per second on this task: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
-               f"the parent's run time, from {s.tries} earlier tr{'y' if s.tries == 1 else 'ies'}")
+        why = (
+            f"best expected gain per second on this task: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
+            f"the parent's run time, from {s.tries} earlier tr{'y' if s.tries == 1 else 'ies'}"
+        )
     return chosen, why

@@ -20,11 +20,14 @@ def fuse_proposal(context: Context) -> Proposal:
     """A blend of ``context.parents`` (the Action's parents, best first)."""
     task = context.task
     if not task.get("ids_unique", True):
-        raise TaskError("a blend aligns predictions by id, and this task's ids repeat",
-                        "set search.fuse_every=0 for this task")
+        raise TaskError(
+            "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
+        )
     if len(task["target_columns"]) != 1:
-        raise TaskError(f"a blend fits one target column; this task has {task['target_columns']}",
-                        "set search.fuse_every=0 for this task")
+        raise TaskError(
+            f"a blend fits one target column; this task has {task['target_columns']}",
+            "set search.fuse_every=0 for this task",
+        )
     members = [p.node_id for p in context.parents]
     if len(members) < 2:
         raise ValueError("a fuse needs at least two parents")
@@ -32,11 +35,16 @@ def fuse_proposal(context: Context) -> Proposal:
     for p in context.parents:
         what = p.meta.get("summary") or p.meta.get("recipe") or p.op
         lines.append(f"- `{p.node_id}` ({_score(p.score, task)}): {str(what).splitlines()[0][:160]}")
-    why = ("models from different branches make different errors, so a weighted average is usually "
-           "better than its best member; the weights are fitted on out-of-fold predictions, so the "
-           "holdout still measures the blend honestly")
-    lines += ["", "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions.",
-              f"**Why:** {why}."]
+    why = (
+        "models from different branches make different errors, so a weighted average is usually "
+        "better than its best member; the weights are fitted on out-of-fold predictions, so the "
+        "holdout still measures the blend honestly"
+    )
+    lines += [
+        "",
+        "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions.",
+        f"**Why:** {why}.",
+    ]
     summary = f"A weighted blend of {', '.join(members)}: {why}."
     code = render_fuse(task, members, summary)
     meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
@@ -49,10 +57,21 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
     metric_positive = None
     if task["metric"] == "f1":
         metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
-    code = _environment().get_template("fuse.py.j2").render(
-        task=task, members=members, summary=summary, kind=kind, cv=cv, target=task["target_columns"][0],
-        positive=str(task.get("positive_label") or "1"), classes=[str(c) for c in (task.get("classes") or [])],
-        metric_positive=metric_positive, greater_is_better=get_metric(cv["name"]).direction == "maximize",
+    code = (
+        _environment()
+        .get_template("fuse.py.j2")
+        .render(
+            task=task,
+            members=members,
+            summary=summary,
+            kind=kind,
+            cv=cv,
+            target=task["target_columns"][0],
+            positive=str(task.get("positive_label") or "1"),
+            classes=[str(c) for c in (task.get("classes") or [])],
+            metric_positive=metric_positive,
+            greater_is_better=get_metric(cv["name"]).direction == "maximize",
+        )
     )
     return _hoist_imports(code)
 

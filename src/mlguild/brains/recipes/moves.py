@@ -31,7 +31,7 @@ class Facts:
     minority_fraction: float
     n_classes: int
     n_train: int
-    max_levels: int = 0      # most distinct values of any categorical column
+    max_levels: int = 0  # most distinct values of any categorical column
     n_numeric: int = 0
 
     @classmethod
@@ -60,7 +60,7 @@ class Move:
     name: str
     why: str
     applies: Callable[[Meta, Recipe, Facts], bool]
-    apply: Callable[[Meta, Recipe, Facts], None]   # edits a copy of the meta in place
+    apply: Callable[[Meta, Recipe, Facts], None]  # edits a copy of the meta in place
 
 
 def _knob(recipe: Recipe, meta: Meta, role: str) -> str | None:
@@ -85,7 +85,7 @@ def _is_depth(name: str) -> bool:
 def _resize_trees(meta: Meta, recipe: Recipe, grow: bool) -> None:
     name = _knob(recipe, meta, "size")
     if _is_depth(name):
-        cap = 10 if name == "depth" else 12   # CatBoost's symmetric trees double per level
+        cap = 10 if name == "depth" else 12  # CatBoost's symmetric trees double per level
         meta["params"][name] = min(cap, meta["params"][name] + 2) if grow else max(3, meta["params"][name] - 2)
     else:
         _scale(meta, name, 2.0 if grow else 0.5, 7, 255, integer=True)
@@ -105,6 +105,7 @@ def _penalty(stronger: bool) -> Callable[[Meta, Recipe, Facts], None]:
             _scale(meta, "C", 0.25 if stronger else 4.0, 1e-4, 1e4)
         else:
             _scale(meta, "alpha", 4.0 if stronger else 0.25, 1e-4, 1e5)
+
     return apply
 
 
@@ -116,6 +117,7 @@ def _l2(meta: Meta, recipe: Recipe, facts: Facts) -> None:
 def _set_feature(key: str, value: Any) -> Callable[[Meta, Recipe, Facts], None]:
     def apply(meta: Meta, recipe: Recipe, facts: Facts) -> None:
         meta["features"][key] = value
+
     return apply
 
 
@@ -147,15 +149,18 @@ def _text_on(meta: Meta) -> bool:
 # A categorical column with at least this many levels is worth a target encoding (the script
 # encodes the columns at or above it); trees split on a column with fewer levels directly.
 MANY_LEVELS = 10
-SEEDS = 3   # models per fold once seed_averaging is on
+SEEDS = 3  # models per fold once seed_averaging is on
 
 
 def _target_encoding_applies(meta: Meta, recipe: Recipe, facts: Facts) -> bool:
     # Tree recipes on category codes or native categories; CatBoost already encodes its
     # categories with ordered target statistics, and a linear model's one-hot columns
     # would need the encodings rescaled.
-    return (recipe.encoding in ("native", "ordinal") and facts.max_levels >= MANY_LEVELS
-            and _feature_is("target_encoding", False)(meta))
+    return (
+        recipe.encoding in ("native", "ordinal")
+        and facts.max_levels >= MANY_LEVELS
+        and _feature_is("target_encoding", False)(meta)
+    )
 
 
 def _seeds(meta: Meta) -> int:
@@ -163,68 +168,140 @@ def _seeds(meta: Meta) -> int:
 
 
 IMPROVE_MOVES: list[Move] = [
-    Move("lower_lr_more_rounds",
-         "smaller boosting steps, with more of them allowed, usually generalise better; early stopping still picks the count",
-         _has("lr", "rounds"), _lower_lr),
-    Move("larger_trees", "deeper trees can express interactions the current ones cannot",
-         _has("size"), lambda m, r, f: _resize_trees(m, r, grow=True)),
-    Move("smaller_trees", "smaller trees with larger leaves overfit less on small or noisy data",
-         _has("size"), lambda m, r, f: _resize_trees(m, r, grow=False)),
-    Move("stronger_l2", "a larger L2 penalty on leaf values damps overfitting without changing the tree shapes",
-         _has("l2"), _l2),
-    Move("feature_subsample", "each tree sees fewer columns: more diverse trees, less reliance on a few strong columns",
-         lambda m, r, f: bool(_knob(r, m, "colsample")) and m["params"][r.knobs["colsample"]] > 0.35,
-         lambda m, r, f: _scale(m, r.knobs["colsample"], 0.6, 0.2, 1.0)),
-    Move("more_trees", "averaging more trees lowers the variance of a forest; it never hurts accuracy, only time",
-         lambda m, r, f: bool(_knob(r, m, "trees")) and m["params"]["n_estimators"] < 2000,
-         lambda m, r, f: _scale(m, "n_estimators", 2.0, 10, 2000, integer=True)),
-    Move("larger_leaves", "larger minimum leaves smooth a forest's predictions on noisy targets",
-         _has("min_leaf", "trees"), lambda m, r, f: _scale(m, "min_samples_leaf", 3.0, 1, 200, integer=True)),
-    Move("weaker_penalty", "a weaker penalty (larger C, smaller alpha) lets the model fit more signal when it underfits",
-         lambda m, r, f: bool(_knob(r, m, "C") or _knob(r, m, "alpha")), _penalty(stronger=False)),
-    Move("stronger_penalty", "a stronger penalty (smaller C, larger alpha) keeps the model simpler when many columns are noise",
-         lambda m, r, f: bool(_knob(r, m, "C") or _knob(r, m, "alpha")), _penalty(stronger=True)),
-    Move("class_weight",
-         "the classes are imbalanced; reweighting them inversely to their frequency makes the model attend to the rare ones",
-         lambda m, r, f: _imbalanced(f) and r.class_weight is not None and r.class_weight[0] not in m["params"],
-         _class_weight),
-    Move("freq_encoding", "how common a category is often predicts on its own, and orders high-cardinality columns",
-         lambda m, r, f: f.has_categorical and _feature_is("freq_encoding", False)(m),
-         _set_feature("freq_encoding", True)),
-    Move("quantile_numeric", "a normal-quantile map stops skewed columns and outliers from dominating a linear fit",
-         lambda m, r, f: r.encoding == "onehot" and f.has_numeric and _feature_is("quantile_numeric", False)(m),
-         _set_feature("quantile_numeric", True)),
-    Move("text_vectors", "the free-text columns enter only as lengths so far; their wording may carry signal",
-         lambda m, r, f: f.has_text_columns and _feature_is("text", "stats")(m), _text_vectors),
-    Move("log_target", "a skewed, non-negative target is easier to fit on a log scale, where errors are relative",
-         lambda m, r, f: not f.classification and (f.target_min or 0) >= 0 and _feature_is("log_target", False)(m),
-         _set_feature("log_target", True)),
-    Move("word_trigrams", "three-word phrases capture negation and idioms that pairs of words miss",
-         lambda m, r, f: _text_on(m) and m["features"]["ngram_max"] < 3, _set_feature("ngram_max", 3)),
-    Move("larger_vocabulary", "a larger vocabulary keeps rarer but telling n-grams",
-         lambda m, r, f: _text_on(m) and m["features"]["max_features"] < 200_000,
-         lambda m, r, f: m["features"].update(max_features=m["features"]["max_features"] * 2)),
-    Move("more_svd_components", "more TF-IDF components keep more of the wording for the trees",
-         lambda m, r, f: m["features"].get("text") == "svd" and m["features"]["svd_components"] < 256,
-         lambda m, r, f: m["features"].update(svd_components=m["features"]["svd_components"] * 2)),
-    Move("more_pca_components", "more principal components keep finer detail of the images",
-         lambda m, r, f: 0 < m["features"].get("pca_components", 0) < 200,
-         lambda m, r, f: m["features"].update(pca_components=m["features"]["pca_components"] * 2)),
-    Move("target_encoding",
-         "a many-level category's mean target is a strong, compact feature; computed inside each fold "
-         "(out of fold for the fit rows), so no row's encoding has seen its own label",
-         _target_encoding_applies, _set_feature("target_encoding", True)),
-    Move("ratios", "trees cannot form the ratio of two columns (a price per area, a rate) from splits on each",
-         lambda m, r, f: r.features == "columns" and f.n_numeric >= 2 and _feature_is("ratios", False)(m),
-         _set_feature("ratios", True)),
-    Move("seed_averaging",
-         f"the model is stochastic (subsampled rows or columns, random initial weights): averaging {SEEDS} seeds per fold lowers "
-         f"the variance of its predictions, at {SEEDS} times the training time",
-         lambda m, r, f: r.stochastic and _seeds(m) < SEEDS,
-         lambda m, r, f: m["run"].update(seeds=SEEDS)),
-    Move("more_epochs", "the network may still be improving; it stops early anyway when its time share is spent",
-         lambda m, r, f: bool(_knob(r, m, "epochs")) and m["params"]["epochs"] < 48,
-         lambda m, r, f: _scale(m, "epochs", 2.0, 1, 48, integer=True)),
+    Move(
+        "lower_lr_more_rounds",
+        "smaller boosting steps, with more of them allowed, usually generalise better; early stopping still picks the count",
+        _has("lr", "rounds"),
+        _lower_lr,
+    ),
+    Move(
+        "larger_trees",
+        "deeper trees can express interactions the current ones cannot",
+        _has("size"),
+        lambda m, r, f: _resize_trees(m, r, grow=True),
+    ),
+    Move(
+        "smaller_trees",
+        "smaller trees with larger leaves overfit less on small or noisy data",
+        _has("size"),
+        lambda m, r, f: _resize_trees(m, r, grow=False),
+    ),
+    Move(
+        "stronger_l2",
+        "a larger L2 penalty on leaf values damps overfitting without changing the tree shapes",
+        _has("l2"),
+        _l2,
+    ),
+    Move(
+        "feature_subsample",
+        "each tree sees fewer columns: more diverse trees, less reliance on a few strong columns",
+        lambda m, r, f: bool(_knob(r, m, "colsample")) and m["params"][r.knobs["colsample"]] > 0.35,
+        lambda m, r, f: _scale(m, r.knobs["colsample"], 0.6, 0.2, 1.0),
+    ),
+    Move(
+        "more_trees",
+        "averaging more trees lowers the variance of a forest; it never hurts accuracy, only time",
+        lambda m, r, f: bool(_knob(r, m, "trees")) and m["params"]["n_estimators"] < 2000,
+        lambda m, r, f: _scale(m, "n_estimators", 2.0, 10, 2000, integer=True),
+    ),
+    Move(
+        "larger_leaves",
+        "larger minimum leaves smooth a forest's predictions on noisy targets",
+        _has("min_leaf", "trees"),
+        lambda m, r, f: _scale(m, "min_samples_leaf", 3.0, 1, 200, integer=True),
+    ),
+    Move(
+        "weaker_penalty",
+        "a weaker penalty (larger C, smaller alpha) lets the model fit more signal when it underfits",
+        lambda m, r, f: bool(_knob(r, m, "C") or _knob(r, m, "alpha")),
+        _penalty(stronger=False),
+    ),
+    Move(
+        "stronger_penalty",
+        "a stronger penalty (smaller C, larger alpha) keeps the model simpler when many columns are noise",
+        lambda m, r, f: bool(_knob(r, m, "C") or _knob(r, m, "alpha")),
+        _penalty(stronger=True),
+    ),
+    Move(
+        "class_weight",
+        "the classes are imbalanced; reweighting them inversely to their frequency makes the model attend to the rare ones",
+        lambda m, r, f: _imbalanced(f) and r.class_weight is not None and r.class_weight[0] not in m["params"],
+        _class_weight,
+    ),
+    Move(
+        "freq_encoding",
+        "how common a category is often predicts on its own, and orders high-cardinality columns",
+        lambda m, r, f: f.has_categorical and _feature_is("freq_encoding", False)(m),
+        _set_feature("freq_encoding", True),
+    ),
+    Move(
+        "quantile_numeric",
+        "a normal-quantile map stops skewed columns and outliers from dominating a linear fit",
+        lambda m, r, f: r.encoding == "onehot" and f.has_numeric and _feature_is("quantile_numeric", False)(m),
+        _set_feature("quantile_numeric", True),
+    ),
+    Move(
+        "text_vectors",
+        "the free-text columns enter only as lengths so far; their wording may carry signal",
+        lambda m, r, f: f.has_text_columns and _feature_is("text", "stats")(m),
+        _text_vectors,
+    ),
+    Move(
+        "log_target",
+        "a skewed, non-negative target is easier to fit on a log scale, where errors are relative",
+        lambda m, r, f: not f.classification and (f.target_min or 0) >= 0 and _feature_is("log_target", False)(m),
+        _set_feature("log_target", True),
+    ),
+    Move(
+        "word_trigrams",
+        "three-word phrases capture negation and idioms that pairs of words miss",
+        lambda m, r, f: _text_on(m) and m["features"]["ngram_max"] < 3,
+        _set_feature("ngram_max", 3),
+    ),
+    Move(
+        "larger_vocabulary",
+        "a larger vocabulary keeps rarer but telling n-grams",
+        lambda m, r, f: _text_on(m) and m["features"]["max_features"] < 200_000,
+        lambda m, r, f: m["features"].update(max_features=m["features"]["max_features"] * 2),
+    ),
+    Move(
+        "more_svd_components",
+        "more TF-IDF components keep more of the wording for the trees",
+        lambda m, r, f: m["features"].get("text") == "svd" and m["features"]["svd_components"] < 256,
+        lambda m, r, f: m["features"].update(svd_components=m["features"]["svd_components"] * 2),
+    ),
+    Move(
+        "more_pca_components",
+        "more principal components keep finer detail of the images",
+        lambda m, r, f: 0 < m["features"].get("pca_components", 0) < 200,
+        lambda m, r, f: m["features"].update(pca_components=m["features"]["pca_components"] * 2),
+    ),
+    Move(
+        "target_encoding",
+        "a many-level category's mean target is a strong, compact feature; computed inside each fold "
+        "(out of fold for the fit rows), so no row's encoding has seen its own label",
+        _target_encoding_applies,
+        _set_feature("target_encoding", True),
+    ),
+    Move(
+        "ratios",
+        "trees cannot form the ratio of two columns (a price per area, a rate) from splits on each",
+        lambda m, r, f: r.features == "columns" and f.n_numeric >= 2 and _feature_is("ratios", False)(m),
+        _set_feature("ratios", True),
+    ),
+    Move(
+        "seed_averaging",
+        f"the model is stochastic (subsampled rows or columns, random initial weights): averaging {SEEDS} seeds per fold lowers "
+        f"the variance of its predictions, at {SEEDS} times the training time",
+        lambda m, r, f: r.stochastic and _seeds(m) < SEEDS,
+        lambda m, r, f: m["run"].update(seeds=SEEDS),
+    ),
+    Move(
+        "more_epochs",
+        "the network may still be improving; it stops early anyway when its time share is spent",
+        lambda m, r, f: bool(_knob(r, m, "epochs")) and m["params"]["epochs"] < 48,
+        lambda m, r, f: _scale(m, "epochs", 2.0, 1, 48, integer=True),
+    ),
 ]
 MOVES: dict[str, Move] = {m.name: m for m in IMPROVE_MOVES}
 
@@ -239,7 +316,7 @@ def shrink(meta: Meta, recipe: Recipe, facts: Facts) -> None:
     params, features, run = meta["params"], meta["features"], meta["run"]
     if _knob(recipe, meta, "rounds"):
         _scale(meta, recipe.knobs["rounds"], 0.5, 50, 20000, integer=True)
-        _scale(meta, recipe.knobs["lr"], 2.0, 0.003, 0.3)   # bigger steps make up for fewer rounds
+        _scale(meta, recipe.knobs["lr"], 2.0, 0.003, 0.3)  # bigger steps make up for fewer rounds
     if _knob(recipe, meta, "trees"):
         _scale(meta, "n_estimators", 0.5, 50, 2000, integer=True)
     if _knob(recipe, meta, "colsample"):

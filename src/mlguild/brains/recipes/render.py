@@ -105,7 +105,7 @@ def _merge_from_imports(found: set[str]) -> set[str]:
     names: dict[str, set[str]] = {}
     for line in found:
         if line.startswith("from ") and "(" not in line:
-            module, imported = line[len("from "):].split(" import ", 1)
+            module, imported = line[len("from ") :].split(" import ", 1)
             names.setdefault(module, set()).update(n.strip() for n in imported.split(","))
     merged = {line for line in found if not (line.startswith("from ") and "(" not in line)}
     for module, imported in names.items():
@@ -134,7 +134,9 @@ def _tidy_blank_lines(lines: list[str]) -> str:
                 out.pop()
             # a comment directly above a def belongs to it
             anchor = len(out)
-            while starts_def and anchor and out[anchor - 1].startswith("#") and not out[anchor - 1].startswith("# ----"):
+            while (
+                starts_def and anchor and out[anchor - 1].startswith("#") and not out[anchor - 1].startswith("# ----")
+            ):
                 anchor -= 1
             out[anchor:anchor] = ["", ""]
         if top_level and not line.startswith((")", "]", "}")):
@@ -150,14 +152,22 @@ _CV = {
     "roc_auc": ("from sklearn.metrics import roc_auc_score", "roc_auc_score(truth, prediction)"),
     "binary_logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=[0, 1])"),
     "logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=CLASSES)"),
-    "f1": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, pos_label=F1_POSITIVE, average='binary')"),
+    "f1": (
+        "from sklearn.metrics import f1_score",
+        "f1_score(truth, prediction, pos_label=F1_POSITIVE, average='binary')",
+    ),
     "f1_macro": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, average='macro')"),
     "rmse": ("from sklearn.metrics import root_mean_squared_error", "root_mean_squared_error(truth, prediction)"),
-    "rmsle": ("from sklearn.metrics import root_mean_squared_log_error", "root_mean_squared_log_error(truth, prediction)"),
+    "rmsle": (
+        "from sklearn.metrics import root_mean_squared_log_error",
+        "root_mean_squared_log_error(truth, prediction)",
+    ),
     "mae": ("from sklearn.metrics import mean_absolute_error", "mean_absolute_error(truth, prediction)"),
     "r2": ("from sklearn.metrics import r2_score", "r2_score(truth, prediction)"),
-    "qwk": ("from sklearn.metrics import cohen_kappa_score",
-            "cohen_kappa_score(truth.astype(int), prediction.astype(int), weights='quadratic')"),
+    "qwk": (
+        "from sklearn.metrics import cohen_kappa_score",
+        "cohen_kappa_score(truth.astype(int), prediction.astype(int), weights='quadratic')",
+    ),
 }
 # A stand-in when the task's metric has no scikit-learn twin here, by prediction kind.
 _FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
@@ -172,8 +182,13 @@ def _cv_metric(metric: str) -> dict[str, str]:
 
 
 # The parser each column kind needs (see templates/features/columns.py.j2).
-_PARSERS = {"boolean": "parse_boolean", "datetime": "parse_datetime", "epoch": "parse_epoch",
-            "time": "parse_time_of_day", "list": "list_items"}
+_PARSERS = {
+    "boolean": "parse_boolean",
+    "datetime": "parse_datetime",
+    "epoch": "parse_epoch",
+    "time": "parse_time_of_day",
+    "list": "list_items",
+}
 
 
 def _parsers_source(kinds: dict[str, list[str]]) -> str:
@@ -233,7 +248,9 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str,
         # The fold hook needs feature frames whose index is the row number (native, ordinal).
         "target_encoding": bool(meta["features"].get("target_encoding")) and recipe.encoding in ("native", "ordinal"),
         "ratios": bool(meta["features"].get("ratios")),
-        "screen": int(meta["features"].get("screen") or 0) if recipe.encoding in ("native", "ordinal", "catboost") else 0,
+        "screen": int(meta["features"].get("screen") or 0)
+        if recipe.encoding in ("native", "ordinal", "catboost")
+        else 0,
         "safe": bool(meta["features"].get("safe")),
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,

@@ -54,12 +54,16 @@ def repair_for(meta: Meta, diagnosis: Diagnosis, columns: list[str]) -> Repair |
     features = meta["features"]
     cause = diagnosis.summary()
     if diagnosis.column in columns and diagnosis.column not in (features.get("drop_columns") or []):
-        return Repair("drop_column", f"{cause}; so the column {diagnosis.column!r} is left out", column=diagnosis.column)
+        return Repair(
+            "drop_column", f"{cause}; so the column {diagnosis.column!r} is left out", column=diagnosis.column
+        )
     step = diagnosis.step or ""
     if step in _OPTIONAL_STEPS:
         key, off = _OPTIONAL_STEPS[step]
         if key in features and features[key] != off:
-            return Repair(f"skip_{step}", f"{cause}; so the optional {step} features are switched off", feature=(key, off))
+            return Repair(
+                f"skip_{step}", f"{cause}; so the optional {step} features are switched off", feature=(key, off)
+            )
     return None
 
 
