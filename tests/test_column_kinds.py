@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Workspace, rdata
+from conftest import Workspace, rdata, script_head
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
@@ -319,8 +319,6 @@ def test_wide_data(tmp_path):
 
 
 def test_wide_data_is_screened_inside_each_fold_from_its_fit_rows_only(tmp_path, monkeypatch):
-    from test_recipes import _script_head
-
     rng = np.random.default_rng(3)
     rows = 200
     frame = pd.DataFrame(rng.normal(size=(rows, 300)).round(3), columns=[f"f{i}" for i in range(300)])
@@ -354,7 +352,7 @@ def test_wide_data_is_screened_inside_each_fold_from_its_fit_rows_only(tmp_path,
     assert "screen_columns" not in _draft(narrow, "lightgbm").code
     # Each fold chooses from its own fit rows and their labels; the other parts only follow.
     assert "screen_columns(X_fit, y[fit_rows], [X_valid, X_holdout, X_test])" in proposal.code
-    ns = _script_head(ws, proposal.code, monkeypatch)
+    ns = script_head(ws, proposal.code, monkeypatch)
     X, y, screen = ns["X"], ns["y"], ns["screen_columns"]
     fit, valid = np.arange(0, 100), np.arange(100, len(y))
     X_fit, (X_valid,) = screen(X.iloc[fit], y[fit], [X.iloc[valid]])

@@ -2,6 +2,8 @@
 
 What a new user sees first: real scripts, scored on a sealed holdout, beating the constant
 predictor, with a best submission the scorer accepts and one final grade on the test answers.
+Driven as any code that uses the library would drive it, with no CLI: an Agent, then the
+library's ``finish``, which writes ``final/`` and takes the once-only grade.
 """
 
 import pytest
@@ -9,13 +11,12 @@ import pytest
 from mlguild.agent import Agent
 from mlguild.brains import get_brain
 from mlguild.config import load_config
-from mlguild.final import grade_final
-from mlguild.firewall import read_csv_exact
+from mlguild.final_stage import finish
+from mlguild.grade import grade_once
 from mlguild.journal import read_journal
 from mlguild.metrics import Score
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.scorer import read_submission
 from mlguild.search import get_policy
 from mlguild.task import load_task
 
@@ -27,7 +28,8 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     cfg = load_config(None, ["budget.iterations=6", "budget.time_s=240", "sandbox.script_timeout_s=120"])
     run = create_run(load_task(example_tasks[name]), cfg, tmp_path / "runs")
     agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
-    agent.run_loop()
+    stop = agent.run_loop()
+    done = finish(agent, stop)
     graph = agent.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
     assert sum(n.ok for n in graph) >= 5, failures
@@ -37,8 +39,10 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     direction = agent.runner.metric.direction
     assert Score(best.score, direction).better_than(Score(floor, direction)), (best.score, floor)
 
-    ids = read_csv_exact(run.workspace.data_dir / run.spec.sample_submission)[run.spec.id_column].tolist()
-    read_submission(run.best_dir / "submission.csv", agent.runner.fmt, ids, metric=agent.runner.metric)
-    grade = grade_final(run, agent.state, agent.runner)
+    agent.runner.scorers.test.validate(run.best_dir / "submission.csv")  # the sample submission's ids, all of them
+    final = run.path / "final"
+    assert done.choice is not None and (final / "submission.csv").exists() and (final / "final.json").exists()
+    grade = done.grade
     assert grade["valid"] and Score(grade["test_score"], direction).better_than(Score(floor, direction))
+    assert (run.path / "audit" / "final_grade.json").exists() and grade_once(run, agent.state, None) == grade
     run.close()

@@ -82,7 +82,7 @@ def test_bundled_workspaces_hold_no_sealed_label(example_tasks, tmp_path, name):
 
 
 def test_verifier_catches_a_planted_leak(small_task, tmp_path):
-    ws, task = _build(small_task, tmp_path)
+    ws, _task = _build(small_task, tmp_path)
     leak = read_csv_exact(ws.holdout_answers)
     target = ws.data_dir / "extra_features.csv"
     target.parent.chmod(0o755)

@@ -4,11 +4,11 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import make_task
-from test_loop import GOOD, _agent
+from conftest import GOOD, make_task
+from conftest import scripted_agent as _agent
 
 from mlguild.errors import ScorerIntegrityError
-from mlguild.final import audit_path, grade_final
+from mlguild.grade import audit_path, grade_once
 from mlguild.journal import read_journal
 from mlguild.state import replay
 
@@ -29,7 +29,7 @@ def test_a_changed_scorer_stops_the_run(small_task, tmp_path):
 def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 2})
     agent.run_loop()
-    first = grade_final(run, agent.state, agent.runner)
+    first = grade_once(run, agent.state, agent.runner.scorers.grade)
     audit = json.loads(audit_path(run).read_text())
     assert audit["test_score"] == first["test_score"] and audit["node"] == first["node"]
     assert set(audit) >= {"node", "code_sha256", "submission_sha256", "test_score", "graded_at"}
@@ -37,9 +37,9 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
     records = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] != "final_graded"]
     state = replay(records, "maximize")
     (run.best_dir / "submission.csv").write_text("id,y\n")  # would be invalid if graded again
-    again = grade_final(run, state, agent.runner)
+    again = grade_once(run, state, agent.runner.scorers.grade)
     assert again["test_score"] == first["test_score"] and again["valid"]
-    from mlguild.final import _write_once
+    from mlguild.grade import _write_once
 
     with pytest.raises(FileExistsError):
         _write_once(audit_path(run), {"node": "forged"})

@@ -2,8 +2,7 @@
 escalation, budgets, hybrid fallback and brain selection."""
 
 import pytest
-from conftest import make_task
-from test_loop import GOOD
+from conftest import GOOD, make_task
 
 from mlguild.agent import Agent
 from mlguild.brains import get_brain, resolve_brain_name
@@ -40,7 +39,7 @@ def _agent(tmp_path, brain, **sets):
 
 def test_prompts_are_isolated_and_bounded(tmp_path):
     llm = ScriptedLLM(default=FULL)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    agent, _run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     agent.run_loop()
     assert all(n.ok for n in agent.state.graph)
     improve_calls = [c for c in llm.calls if c["purpose"] == "improve"]
@@ -85,15 +84,15 @@ def test_escalation_tiers():
 
 def test_token_budget_stops_the_run(tmp_path):
     router = Router([ScriptedLLM(default=FULL)], max_tokens_total=400, sleep=lambda s: None)
-    agent, run = _agent(tmp_path, LLMBrain(router), **{"budget.iterations": 20})
-    assert agent.run_loop() == "budget: llm_tokens"
+    agent, _run = _agent(tmp_path, LLMBrain(router), **{"budget.iterations": 20})
+    assert str(agent.run_loop()) == "budget: llm_tokens"
     assert 0 < len(agent.state.graph) < 20
 
 
 def test_hybrid_falls_back_to_recipes_when_every_model_is_parked(tmp_path):
     llm = ScriptedLLM([AllModelsExhausted({"scripted/fake": "daily quota exhausted"})] * 10, default=FULL)
     brain = HybridBrain(RecipeBrain(seed=0), LLMBrain(llm))
-    agent, run = _agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
+    agent, _run = _agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
     agent.run_loop()
     graph = agent.state.graph
     assert graph["n0001"].meta.get("recipe")  # recipes draft

@@ -7,63 +7,19 @@ import sys
 import time
 
 import pytest
-from conftest import make_task
+from conftest import BAD_HEADER, CHEAT, CRASH, GOOD, HANG, NO_OUTPUT, SYNTAX, make_task
+from conftest import scripted_agent as _agent
 
-from mlguild.agent import Agent
-from mlguild.brains.scripted import ScriptedBrain
-from mlguild.config import load_config
-from mlguild.final import grade_final
+from mlguild.grade import grade_once
 from mlguild.journal import read_journal
-from mlguild.protocols import Proposal
-from mlguild.rundir import create_run
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.state import replay
-from mlguild.task import load_task
-
-# A real (if tiny) model: a threshold on x0, which carries the signal in the synthetic task.
-GOOD = """
-import json, os
-from pathlib import Path
-import pandas as pd
-data = Path(os.environ["MLGUILD_DATA"])
-os.makedirs("output", exist_ok=True)
-for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
-    frame = pd.read_csv(data / src, dtype={"id": str})
-    pd.DataFrame({"id": frame["id"], "y": 1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))}).to_csv("output/" + dst, index=False)
-print("cv_score: 0.99999")
-"""
-CRASH = "raise RuntimeError('boom in feature engineering')\n"
-HANG = "import time\ntime.sleep(600)\n"
-NO_OUTPUT = "print('forgot to write anything')\n"
-BAD_HEADER = GOOD.replace('"y": 1', '"prob": 1')
-SYNTAX = "def broken(:\n    pass\n"
-CHEAT = "print(open('../../sealed/holdout_answers.csv').read())\n"
-
-
-def _agent(task_dir, tmp_path, replies, **overrides):
-    sets = [
-        f"{k}={v}"
-        for k, v in {
-            "search.num_drafts": 2,
-            "search.draft_every": 0,
-            "search.max_debug_depth": 1,
-            "search.debug_probability": 1.0,
-            "sandbox.script_timeout_s": 20,
-            **overrides,
-        }.items()
-    ]
-    cfg = load_config(None, sets)
-    run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
-    brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
 
 
 def test_loop_scores_failures_and_best(small_task, tmp_path):
     replies = [CRASH, GOOD, SYNTAX, NO_OUTPUT, BAD_HEADER, HANG, CHEAT]
     agent, run = _agent(small_task, tmp_path, replies, **{"budget.iterations": 9, "sandbox.script_timeout_s": 2})
-    reason = agent.run_loop()
-    assert reason == "budget: iterations"
+    stop = agent.run_loop()
+    assert stop.finished and stop.which == "iterations" and str(stop) == "budget: iterations"
     graph = agent.state.graph
     statuses = [n.status for n in graph]
     assert statuses[:7] == [
@@ -92,11 +48,11 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert [(n.id, n.status, n.score) for n in state.graph] == [(n.id, n.status, n.score) for n in graph]
     assert state.best_id == "n0002"
-    grade = grade_final(run, agent.state, agent.runner)
+    grade = grade_once(run, agent.state, agent.runner.scorers.grade)
     assert grade["valid"] and grade["test_score"] > 0.8 and grade["node"] == "n0002"
     # Graded once: a second call returns the same record and writes nothing new.
     n_records = len(read_journal(run.path / "journal.jsonl"))
-    assert grade_final(run, agent.state, agent.runner) == grade
+    assert grade_once(run, agent.state, agent.runner.scorers.grade) == grade
     assert len(read_journal(run.path / "journal.jsonl")) == n_records
 
 
@@ -110,11 +66,11 @@ def test_prior_script_beats_nothing_on_every_metric_kind(tmp_path):
 
 
 def test_time_budget_stops_the_run(small_task, tmp_path):
-    agent, run = _agent(
+    agent, _run = _agent(
         small_task, tmp_path, [HANG, HANG, HANG], **{"budget.time_s": 8, "sandbox.script_timeout_s": 60}
     )
     started = time.monotonic()
-    assert agent.run_loop() == "budget: time"
+    assert str(agent.run_loop()) == "budget: time"
     assert time.monotonic() - started < 20
     assert agent.state.graph["n0001"].status == "timeout"  # the script was cut to the remaining budget
 
@@ -168,7 +124,7 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
 def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
     from mlguild.errors import BrainBroken
 
-    agent, run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200, "search.max_debug_depth": 0})
+    agent, _run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200, "search.max_debug_depth": 0})
     with pytest.raises(BrainBroken, match="same way"):
         agent.run_loop()
     assert len(agent.state.graph) == 25

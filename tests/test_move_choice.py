@@ -41,7 +41,7 @@ def _options(*names):
 
 
 def _chosen(options, parent, context, seed=0):
-    (moves, meta), why = choose(options, parent, context, random.Random(seed))
+    (_moves, meta), why = choose(options, parent, context, random.Random(seed))
     return meta["move"], why
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from conftest import Workspace
 from conftest import rdata as _rdata
-from threadpoolctl import threadpool_limits
+from conftest import script_head as _script_head
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import (
@@ -501,18 +501,6 @@ def _moved(ws: Workspace, recipe: str, *moves: str) -> tuple[dict, dict]:
 
 def _render(ws: Workspace, meta: dict) -> str:
     return render_script(ws.task, ws.profile, meta, "test")
-
-
-def _script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> dict:
-    """What a script defines before its ``until`` section (data, features, fold hooks; with
-    until="validate", the model too), run in this process."""
-    head = code.split(f"# {'-' * 64} {until}\n")[0]
-    assert head != code, until
-    monkeypatch.setenv("MLGUILD_DATA", str(ws.data))
-    namespace: dict = {}
-    with threadpool_limits(limits=None):  # the script limits threads; restore ours afterwards
-        exec(compile(head, "solution.py", "exec"), namespace)
-    return namespace
 
 
 def _offered(ws: Workspace, recipe: str) -> set[str]:

@@ -13,11 +13,12 @@ from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.final import grade_final
+from mlguild.final_stage import FinalStage
+from mlguild.grade import grade_once
 from mlguild.guard import check_code
 from mlguild.journal import read_journal
 from mlguild.protocols import Action, Proposal
-from mlguild.refit import Refitter, agreement, full_data_dir, refit_reserve, refit_seconds
+from mlguild.refit import agreement, full_data_dir, refit_reserve, refit_seconds
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
@@ -70,7 +71,7 @@ def _rows(run, node_id):
 
 def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp_path):
     run, agent, split = _searched(tmp_path)
-    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(60)
+    choice = FinalStage(agent).run_refit(60)
     graph = agent.state.graph
     refit = graph[choice["node"]]
     assert choice["refit"] and refit.op == "refit" and refit.parents == ("n0001",) and refit.status == "final"
@@ -88,14 +89,14 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert state.final_choice["node"] == refit.id and state.graph[refit.id].status == "final"
     assert state.graph.best().id == "n0001"  # a refit never competes with search nodes
-    grade = grade_final(run, agent.state, agent.runner)
+    grade = grade_once(run, agent.state, agent.runner.scorers.grade)
     assert grade["node"] == refit.id and grade["best_node"] == "n0001" and grade["refit"] and grade["valid"]
 
 
 @pytest.mark.parametrize("how", ["flip", "crash"])
 def test_a_refit_that_breaks_falls_back_to_the_best_node(tmp_path, how):
     run, agent, _ = _searched(tmp_path, flip=how == "flip", crash=how == "crash")
-    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(60)
+    choice = FinalStage(agent).run_refit(60)
     assert choice["node"] == "n0001" and not choice["refit"]
     assert ("agrees with n0001 on only" if how == "flip" else "failed (crash)") in choice["reason"]
     assert (run.path / "final" / "submission.csv").read_bytes() == (run.best_dir / "submission.csv").read_bytes()
@@ -111,7 +112,7 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     fuse = agent.step(Action("fuse", members), 120)
     assert fuse.ok, fuse.failure
     agent.state.best_id = fuse.id  # refit the blend, whatever won
-    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(300)
+    choice = FinalStage(agent).run_refit(300)
     graph = agent.state.graph
     refits = [n for n in graph if n.op == "refit"]
     weights = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())["weights"]
@@ -174,9 +175,9 @@ def test_agreement_measures():
 
 
 def test_no_refit_when_too_little_time_is_left(tmp_path):
-    run, agent, _ = _searched(tmp_path)
+    _run_dir, agent, _ = _searched(tmp_path)
     agent.state.graph["n0001"].timing.update(exec_s=50.0, budget_s=60.0)
-    choice = Refitter(run, agent.state, agent.runner, agent.elapsed).run_refit(30)
+    choice = FinalStage(agent).run_refit(30)
     assert choice["node"] == "n0001" and "not enough time left" in choice["reason"]
     assert [n.op for n in agent.state.graph] == ["draft"]  # nothing was started
 
@@ -186,7 +187,7 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
 
     import pandas as pd
 
-    from mlguild.refit import final_base
+    from mlguild.final_stage import final_base
 
     run, agent, _ = _searched(tmp_path)
     graph = agent.state.graph
@@ -199,13 +200,13 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame = pd.read_csv(holdout, dtype={"id": str})
     frame["y"] = (frame["y"] + np.random.default_rng(0).normal(scale=0.01, size=len(frame))).clip(0, 1)
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.runner, best)
+    base, why = final_base(run, graph, agent.runner.scorers.holdout, best)
     assert base.id == "n0002" and "within noise" in why, why
     frame["y"] = 1 - frame["y"]  # now clearly worse: the best node stays
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.runner, best)
+    base, why = final_base(run, graph, agent.runner.scorers.holdout, best)
     assert base.id == "n0001" and "better than the best blend n0002" in why, why
     run.config.final.tie_share = 0.0  # never prefer a blend
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
-    assert final_base(run, graph, agent.runner, best)[0].id == "n0001"
+    assert final_base(run, graph, agent.runner.scorers.holdout, best)[0].id == "n0001"

@@ -80,7 +80,7 @@ def _agent(task, tmp_path, brain, **overrides):
 def test_a_failing_feature_step_is_repaired_by_one_debug_node(tmp_path):
     brain = PlantingBrain(PARSED, OLD_BUG, ops=("draft",))
     agent, run = _agent(_task_with_timestamps(tmp_path / "task"), tmp_path, brain, **{"budget.iterations": 2})
-    assert agent.run_loop() == "budget: iterations"
+    assert str(agent.run_loop()) == "budget: iterations"
     draft, fix = list(agent.state.graph)
     assert draft.status == "crash"
     cause = diagnose(draft.failure)

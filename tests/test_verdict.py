@@ -25,7 +25,7 @@ def _mlguild(*args, cwd, env=None):
 
 def test_the_verdict_compares_the_best_holdout_score_with_every_floor():
     check_learned(0.81, [0.5, 0.8], "maximize", "roc_auc")  # better than both: learned
-    with pytest.raises(NothingLearnable, match="best accuracy 0.8, constant 0.8"):
+    with pytest.raises(NothingLearnable, match=r"best accuracy 0\.8, constant 0\.8"):
         check_learned(0.8, [0.8, 0.7], "maximize", "accuracy")  # a tie is not learning
     with pytest.raises(NothingLearnable, match="constant 10"):
         check_learned(12.0, [15.0, 10.0], "minimize", "rmse")  # the stronger floor counts

@@ -9,35 +9,54 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from .coder import CoderFailure
 from .diagnose import Diagnosis, diagnose
-from .errors import (
-    BrainBroken,
-    BudgetExhausted,
-    ConfigError,
-    ScorerIntegrityError,
-    TaskError,
-)
-from .executor import REFIT, NodeRunner, Outcome, read_no_follow, sha256_text
-from .fsutil import atomic_write
-from .llm.errors import AllModelsExhausted, AuthError, LLMError
+from .errors import BrainBroken, BudgetExhausted, ProposalFailed, StopRun
+from .executor import OUTPUT_TAIL, NodeRunner, Outcome
+from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .metrics import get_metric
-from .protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView, Proposal
+from .protocols import LAST_RESORT, Action, Brain, Context, HistoryItem, ParentView, Policy, Proposal, Sandbox
+from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
 from .scorer import fingerprint
 from .search.graph import Node
 from .state import RunState, replay
+from .vocabulary import FUSE, NO_CODE, REFIT
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
-_HISTORY_LIMIT = 60  # bounded history: context never grows with the graph
-_MAX_BRAIN_FAILURES = 25  # consecutive nodes without code: the brain is broken, stop the run
-_NO_CODE = frozenset({"brain_error", "llm_error", "no_code"})
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the loop stopped: a budget ended (``which``: time, iterations, llm_tokens,
+    llm_cost), or the user interrupted it. Only a run that ended by its budget is finished:
+    one that was interrupted can still be resumed, and find a better node."""
+
+    kind: str  # "budget" | "interrupted"
+    which: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.kind == "budget"
+
+    def __str__(self) -> str:
+        return f"budget: {self.which}" if self.finished else "interrupted by user"
+
+
+INTERRUPTED = Stop("interrupted")
 
 
 class Agent:
-    def __init__(self, run: RunDir, brain, policy, sandbox, on_event: Callable[[str, dict], None] | None = None):
+    def __init__(
+        self,
+        run: RunDir,
+        brain: Brain,
+        policy: Policy,
+        sandbox: Sandbox,
+        on_event: Callable[[str, dict], None] | None = None,
+    ):
         self.run = run
         self.brain = brain
         self.policy = policy
@@ -55,8 +74,10 @@ class Agent:
         budget = self.run.config.budget.time_s
         return None if budget is None else budget - self.state.spent_s - self.elapsed()
 
-    def _check_budget(self) -> float:
-        """Raise BudgetExhausted, or return the timeout the next script may have."""
+    def _check_budget(self, planned_blend: tuple[str, ...] = ()) -> float:
+        """Raise BudgetExhausted, or return the timeout the next script may have. With
+        ``planned_blend`` (the members of a fuse about to be made), the time its refit would
+        need is kept back too: a blend made in the last minutes must still be refitted."""
         budget = self.run.config.budget
         searched = sum(1 for n in self.state.graph if n.op != REFIT)  # refits are the final stage, not the search
         if budget.iterations is not None and searched >= budget.iterations:
@@ -65,18 +86,21 @@ class Agent:
         remaining = self.remaining_s()
         if remaining is not None:
             # Keep back the time the final refit of the current best node will need.
-            remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best())
+            remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best(), planned_blend)
             if remaining < _MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
             timeout = min(timeout, remaining, max(_MIN_SCRIPT_S, budget.script_share * budget.time_s))
         return timeout
 
     # --- the loop ---
-    def run_loop(self) -> str:
+    def run_loop(self) -> Stop:
+        """Run nodes until a budget ends or the user interrupts; return why. Any other StopRun
+        (an unusable setup, a brain that cannot produce code) is raised, once the end of the
+        session is in the journal."""
         journal = self.run.journal
         journal.append("session_started", resumed=self.state.sessions > 0, session_elapsed_s=0.0)
         self.state.sessions += 1
-        reason = "error"
+        stop: Stop | None = None
         try:
             self._sync_best()
             for node in self.state.unfinished():  # killed mid-node last time
@@ -84,27 +108,31 @@ class Agent:
             while True:
                 timeout = self._check_budget()
                 action = self.policy.select(self.state.graph, len(self.state.graph))
+                if action.op == FUSE:
+                    timeout = self._check_budget(action.parents)
                 self.step(action, timeout)
                 self._check_brain_health()
         except BudgetExhausted as exc:
-            reason = f"budget: {exc.which}"
+            stop = Stop("budget", exc.which)
         except KeyboardInterrupt:
-            reason = "interrupted by user"
+            stop = INTERRUPTED
         finally:
+            reason = str(stop) if stop is not None else "error"
             journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
             self.on_event("session_ended", {"reason": reason})
-        return reason
+        return stop  # type: ignore[return-value]  (set on every path that returns)
 
     def _check_brain_health(self) -> None:
         """Stop a run that can only burn its budget: the brain produces no code, or every node
         fails in exactly the same way (a broken environment, not a bad idea)."""
-        recent = list(self.state.graph)[-_MAX_BRAIN_FAILURES:]
-        if len(recent) < _MAX_BRAIN_FAILURES or any(n.ok for n in recent):
+        limit = self.run.config.search.max_same_failures
+        recent = list(self.state.graph)[-limit:]
+        if len(recent) < limit or any(n.ok for n in recent):
             return
         fix = f"see `mlguild show {recent[-1].id} --run {self.run.path}`"
-        if all(n.status in _NO_CODE for n in recent):
+        if all(n.status in NO_CODE for n in recent):
             raise BrainBroken(
-                f"the last {_MAX_BRAIN_FAILURES} proposals produced no code (last: {recent[-1].failure})",
+                f"the last {limit} proposals produced no code (last: {recent[-1].failure})",
                 f"{fix}; check the model and its settings",
             )
         columns = [c.name for c in self.run.profile.columns]
@@ -116,39 +144,31 @@ class Agent:
             return
         cause = causes[recent[-1].id]
         raise BrainBroken(
-            f"the last {_MAX_BRAIN_FAILURES} nodes all failed the same way"
+            f"the last {limit} nodes all failed the same way"
             f"{', the safest pipeline included' if any(n.meta.get(LAST_RESORT) for n in recent) else ''}: "
             f"{recent[-1].status}, {cause.summary()}",
             _fix_for(cause, self.run, fix),
         )
 
     def _code(self, node: Node) -> str:
-        path = self.run.node_dir(node.id) / "solution.py"
-        return path.read_text(errors="replace") if path.is_file() and not path.is_symlink() else ""
+        return read_text_no_follow(self.run.node_dir(node.id) / "solution.py")
 
     def step(self, action: Action, timeout: float) -> Node:
         graph = self.state.graph
         node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
         started = time.monotonic()
         self.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
-        failed_as = "brain_error"
+        failed_as, failure = "", None
         try:
             proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
-            failure = None
-        except (BudgetExhausted, AuthError, AllModelsExhausted, ConfigError, TaskError, ScorerIntegrityError):
+        except StopRun:
             raise  # a spent budget or an unusable setup stops the run, said clearly
-        except LLMError as exc:  # one request failed for good (e.g. a prompt over the context size)
-            proposal, failed_as, failure = (
-                Proposal(plan=f"(the LLM request failed: {exc.message})", code=""),
-                "llm_error",
-                str(exc),
-            )
-        except CoderFailure as exc:  # truncated, no code, diff mismatch: named for the next prompt
-            failed_as, failure = exc.failure.kind, exc.failure.message
-            partial = exc.failure.detail if exc.failure.kind == "truncated" else ""
-            proposal = Proposal(plan=f"({exc.failure.kind}: {exc.failure.message})", code=partial)
+        except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
+            failed_as, failure, partial = exc.as_record()
+            proposal = Proposal(plan=f"({failed_as}: {failure})", code=partial)
         except Exception as exc:  # a brain bug must not end the run
-            proposal, failure = Proposal(plan=f"(the brain failed: {exc})", code=""), f"{type(exc).__name__}: {exc}"
+            failed_as, failure = "brain_error", f"{type(exc).__name__}: {exc}"
+            proposal = Proposal(plan=f"(the brain failed: {exc})", code="")
         brain_s = time.monotonic() - started
         remaining = self.remaining_s()
         if remaining is not None:  # the brain's own time comes out of the script's
@@ -157,20 +177,7 @@ class Agent:
         self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
         graph.add(node)
         node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
-        self.run.journal.append(
-            "node_started",
-            node={
-                "id": node.id,
-                "op": node.op,
-                "parents": list(node.parents),
-                "iteration": node.iteration,
-                "plan": node.plan,
-                "meta": node.meta,
-                "code_sha256": node.code_sha256,
-                "reason": action.reason,
-            },
-            session_elapsed_s=round(self.elapsed(), 3),
-        )
+        record_started(self.run.journal, node, action.reason, self.elapsed())
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
@@ -184,8 +191,7 @@ class Agent:
         if node.op == REFIT:  # the final stage reruns its refits from the start when it is reached again
             self._finish(node, Outcome("interrupted", failure="the run was killed during the final refit"))
             return
-        code_path = self.run.node_dir(node.id) / "solution.py"
-        code = code_path.read_text() if code_path.is_file() and not code_path.is_symlink() else ""
+        code = self._code(node)
         if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:
             why = (
                 "twice"
@@ -200,18 +206,7 @@ class Agent:
                 node, Outcome("interrupted", failure="the run was killed while this node ran, and no time is left")
             )
             return
-        node.attempts += 1
-        self.run.journal.append(
-            "node_started",
-            node={
-                "id": node.id,
-                "op": node.op,
-                "parents": list(node.parents),
-                "iteration": node.iteration,
-                "restart": True,
-            },
-            session_elapsed_s=round(self.elapsed(), 3),
-        )
+        record_restarted(self.run.journal, node, self.elapsed())
         # Only the time budget applies here: the node is already counted in the iteration budget.
         timeout = self.run.config.sandbox.script_timeout_s
         timeout = timeout if remaining is None else min(timeout, remaining)
@@ -219,24 +214,10 @@ class Agent:
 
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
-        node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
-        node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
-        node.outputs = outcome.outputs
+        apply_outcome(node, outcome)  # the report compares the node with its parent and the best
         self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
-        self.run.journal.append(
-            "node_finished",
-            id=node.id,
-            status=node.status,
-            score=node.score,
-            failure=(node.failure or "")[-2000:] or None,
-            printed_score=node.printed_score,
-            flags=node.flags,
-            outputs=node.outputs,
-            timing=outcome.timing,
-            exec=outcome.exec,
-            session_elapsed_s=round(self.elapsed(), 3),
-        )
+        record_finished(self.run.journal, node, outcome, self.elapsed())
         is_best = self._sync_best()
         self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})
 
@@ -277,7 +258,7 @@ class Agent:
             HistoryItem(
                 n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"), n.failure[-1000:] if n.failure else None
             )
-            for n in list(graph)[-_HISTORY_LIMIT:]
+            for n in list(graph)[-self.run.config.brain.history_length :]
         )
         return Context(
             task=self.run.spec.public_dict(),
@@ -295,9 +276,7 @@ class Agent:
     def _parent_view(self, node: Node) -> ParentView:
         d = self.run.node_dir(node.id)
         # Never follow a link a script left in its directory: it could point at sealed labels.
-        read = lambda name: (
-            (d / name).read_text(errors="replace") if (d / name).is_file() and not (d / name).is_symlink() else ""
-        )
+        read = lambda name: read_text_no_follow(d / name)
         return ParentView(
             node.id,
             node.op,
@@ -307,8 +286,8 @@ class Agent:
             node.score,
             node.failure,
             node.meta,
-            read("stdout.txt")[-3000:],
-            read("stderr.txt")[-3000:],
+            read("stdout.txt")[-OUTPUT_TAIL:],
+            read("stderr.txt")[-OUTPUT_TAIL:],
         )
 
 

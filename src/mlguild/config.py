@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .llm.config import LLMConfig
+from .sandbox.base import Limits
 
 
 class _Section(BaseModel):
@@ -27,6 +28,9 @@ class FirewallConfig(_Section):
     seed: int = Field(0, description="Seed of the stratified holdout split.")
 
 
+_LIMITS = Limits()  # the sandbox's own defaults: the config's are the same values, said once
+
+
 class SandboxConfig(_Section):
     kind: str = Field(
         "auto",
@@ -34,20 +38,51 @@ class SandboxConfig(_Section):
     )
     strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
     gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
-    script_timeout_s: float = Field(300.0, gt=0, description="Wall-clock limit for one script.")
-    tree_memory_mb: int = Field(8192, gt=0, description="Kill a script whose whole process tree uses more RSS.")
-    memory_mb: int | None = Field(None, description="Per-process address-space limit (RLIMIT_AS); off by default.")
-    fsize_mb: int = Field(2048, gt=0, description="Largest single file a script may write.")
-    nofile: int = Field(1024, gt=0, description="Open-file limit for a script.")
-    output_bytes: int = Field(2_000_000, ge=1024, description="Stdout/stderr kept per stream (head and tail).")
-    threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
-    disk_mb: int = Field(4096, gt=0, description="Cap on the bytes a script writes under its node directory.")
-    max_files: int = Field(100_000, gt=0, description="Cap on the files a script creates under its node directory.")
-    tree_procs: int = Field(1024, gt=0, description="Cap on live processes in a script's tree (fork bombs).")
-    tmp_mb: int = Field(1024, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each.")
-    run_as_uid: int | None = Field(
-        65534, description="Unprivileged uid scripts run as when the agent is root (None = never drop)."
+    script_timeout_s: float = Field(_LIMITS.timeout_s, gt=0, description="Wall-clock limit for one script.")
+    tree_memory_mb: int = Field(
+        _LIMITS.tree_memory_mb, gt=0, description="Kill a script whose whole process tree uses more RSS."
     )
+    memory_mb: int | None = Field(
+        _LIMITS.memory_mb, description="Per-process address-space limit (RLIMIT_AS); off by default."
+    )
+    fsize_mb: int = Field(_LIMITS.fsize_mb, gt=0, description="Largest single file a script may write.")
+    nofile: int = Field(_LIMITS.nofile, gt=0, description="Open-file limit for a script.")
+    output_bytes: int = Field(
+        _LIMITS.output_bytes, ge=1024, description="Stdout/stderr kept per stream (head and tail)."
+    )
+    threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
+    disk_mb: int = Field(
+        _LIMITS.disk_mb, gt=0, description="Cap on the bytes a script writes under its node directory."
+    )
+    max_files: int = Field(
+        _LIMITS.max_files, gt=0, description="Cap on the files a script creates under its node directory."
+    )
+    tree_procs: int = Field(
+        _LIMITS.tree_procs, gt=0, description="Cap on live processes in a script's tree (fork bombs)."
+    )
+    tmp_mb: int = Field(
+        _LIMITS.tmp_mb, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each."
+    )
+    run_as_uid: int | None = Field(
+        _LIMITS.run_as_uid,
+        description="Unprivileged uid scripts run as when the agent is root (None = never drop).",
+    )
+
+    def limits(self, timeout_s: float) -> Limits:
+        """The sandbox limits of one script that may run ``timeout_s`` seconds."""
+        return Limits(
+            timeout_s=timeout_s,
+            tree_memory_mb=self.tree_memory_mb,
+            memory_mb=self.memory_mb,
+            fsize_mb=self.fsize_mb,
+            nofile=self.nofile,
+            output_bytes=self.output_bytes,
+            disk_mb=self.disk_mb,
+            max_files=self.max_files,
+            tree_procs=self.tree_procs,
+            tmp_mb=self.tmp_mb,
+            run_as_uid=self.run_as_uid,
+        )
 
 
 class SearchConfig(_Section):
@@ -65,6 +100,11 @@ class SearchConfig(_Section):
         5, ge=2, description="Most nodes one fuse blends (the best node of each of the best branches)."
     )
     seed: int = Field(0, description="Seed of the policy's random choices.")
+    max_same_failures: int = Field(
+        25,
+        ge=2,
+        description="Stop a run whose last N nodes all failed the same way, or produced no code (after the brain's safest pipeline failed that way too).",
+    )
 
 
 class BudgetConfig(_Section):
@@ -76,6 +116,9 @@ class BudgetConfig(_Section):
         le=1,
         description="Most of the run's time budget one script may use, so that a short run still makes several attempts.",
     )
+    default_time_s: float = Field(
+        600.0, gt=0, description="The time budget of a run started with neither --time nor --iterations."
+    )
 
 
 class BrainConfig(_Section):
@@ -85,6 +128,9 @@ class BrainConfig(_Section):
     seed: int = Field(0, description="Seed of the brain's random choices.")
     diff_mode: bool = Field(True, description="LLM improves as SEARCH/REPLACE edits (falls back to a rewrite).")
     stepwise: bool = Field(False, description="LLM drafts written part by part: data, features, model, train, predict.")
+    history_length: int = Field(
+        60, ge=1, description="Earlier nodes a brain sees, summarised (the context never grows with the graph)."
+    )
 
 
 class FinalConfig(_Section):
@@ -104,6 +150,12 @@ class FinalConfig(_Section):
         ge=0,
         le=1,
         description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).",
+    )
+    max_refit_share: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="Most of the run's time budget the search keeps back for the final refit; a refit that needs more is not planned.",
     )
 
 

@@ -14,16 +14,14 @@ import ast
 import re
 from dataclasses import dataclass
 
+from .coder.failures import parse_last_traceback
+
 _STEP_LINE = re.compile(
     r"^failed in step '(?P<step>[\w ]+)'(?:, column (?P<column>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?: "
     r"(?P<exception>[\w.]+): ?(?P<message>.*)$",
     re.MULTILINE,
 )
-_FRAME = re.compile(r'^\s*File "[^"]*solution\.py", line (\d+)', re.MULTILINE)
-_EXCEPTION = re.compile(
-    r"^(?P<exception>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))(?:: (?P<message>.*))?$",
-    re.MULTILINE,
-)
+_EXCEPTION = re.compile(r"^(?P<exception>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?$")
 _STEP_CALL = re.compile(r"""^\s*step\(["'](\w+)["']""")
 _SECTION = re.compile(r"^# -{8,} (\w[\w ]*)$")
 _QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"")
@@ -61,16 +59,17 @@ def diagnose(failure: str, code: str = "", columns: list[str] | tuple[str, ...] 
     script whose source is ``code``; ``columns`` are the task's input columns, which a
     message may name."""
     text = failure or ""
-    frames = _FRAME.findall(text)
-    line = int(frames[-1]) if frames else None
+    traceback = parse_last_traceback(text)
+    frame = traceback.script_frame() if traceback is not None else None
+    line = frame.line if frame is not None else None
     named = list(_STEP_LINE.finditer(text))
     if named:
         found = named[-1]
         column = ast.literal_eval(found["column"]) if found["column"] else None
         return Diagnosis(found["exception"].rsplit(".", 1)[-1], _bounded(found["message"]), found["step"], column, line)
-    raised = list(_EXCEPTION.finditer(text))
-    exception = raised[-1]["exception"].rsplit(".", 1)[-1] if raised else None
-    message = _bounded(raised[-1]["message"] or "") if raised else _last_line(text)
+    raised = _EXCEPTION.match(traceback.exception.splitlines()[0]) if traceback and traceback.exception else None
+    exception = raised["exception"].rsplit(".", 1)[-1] if raised else None
+    message = _bounded(raised["message"] or "") if raised else _last_line(text)
     step = _step_at(code, line) if code and line else None
     return Diagnosis(exception, message, step, _column_named(message, columns), line)
 

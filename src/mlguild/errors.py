@@ -7,6 +7,23 @@ so a person reading a terminal at 3 a.m. knows what to do next.
 from __future__ import annotations
 
 
+class StopRun(Exception):
+    """The run cannot go on (a spent budget, an unusable setup): raised through a step, it
+    ends the loop; a spent budget ends it cleanly, anything else reaches the user."""
+
+
+class ProposalFailed(Exception):
+    """One proposal failed (an LLM request, a reply without usable code): its node is
+    recorded as failed, and the run goes on."""
+
+    kind = "brain_error"
+
+    def as_record(self) -> tuple[str, str, str]:
+        """(failure kind, message for the record and the next prompt, code the proposal still
+        had, e.g. a truncated reply's, which a debug step can complete)."""
+        return self.kind, str(self), ""
+
+
 class MlguildError(Exception):
     """A problem the user can fix. ``fix`` is the command or edit that fixes it."""
 
@@ -21,11 +38,11 @@ class MlguildError(Exception):
         return self.message
 
 
-class TaskError(MlguildError):
+class TaskError(MlguildError, StopRun):
     """A task folder or task source is malformed."""
 
 
-class ConfigError(MlguildError):
+class ConfigError(MlguildError, StopRun):
     """A configuration value is missing, unknown or invalid."""
 
 
@@ -41,7 +58,7 @@ class FirewallError(MlguildError):
     """The workspace could not be built, or the verifier found sealed data in it."""
 
 
-class BrainBroken(MlguildError):
+class BrainBroken(MlguildError, StopRun):
     """The brain keeps producing no code: continuing would only spend budget."""
 
 
@@ -57,14 +74,14 @@ class SubmissionError(MlguildError):
         self.reason = reason
 
 
-class ScorerIntegrityError(MlguildError):
+class ScorerIntegrityError(MlguildError, StopRun):
     """The scorer's own files changed since the run started."""
 
 
 # --- loop control: these are not errors, they carry what happened ---
 
 
-class BudgetExhausted(Exception):
+class BudgetExhausted(StopRun):
     """A run budget (time, iterations) is spent; the loop stops cleanly."""
 
     def __init__(self, which: str):

@@ -9,7 +9,6 @@ script that rewrites them is the node that answers for it (status ``scorer_tampe
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 import re
@@ -19,39 +18,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ScorerIntegrityError, SubmissionError
-from .firewall import read_csv_exact, sealed_paths
-from .fsutil import atomic_write
+from .firewall import sealed_paths
+from .fsutil import atomic_write, read_no_follow
 from .guard import check_code
 from .leakcheck import describe, result_flags
-from .metrics import get_metric
 from .node_report import result_lines
+from .protocols import Sandbox
+from .records import record_finished
 from .rundir import RunDir
-from .sandbox import ExecStatus, Limits, safe_env
-from .scorer import (
-    SubmissionFormat,
-    check_fingerprint,
-    known_labels,
-    load_answers,
-    read_submission,
-    score_submission,
-)
-from .search.graph import SCORED, Node, SearchGraph
+from .sandbox import ExecStatus, safe_env
+from .scorer import SOURCES, check_fingerprint, scorers_for
+from .search.graph import Node, SearchGraph
+from .vocabulary import FINAL_OK, FUSE, REFIT, SCORED, TAMPERED
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
 _PRINTED = re.compile(
     r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])"
 )
-_TAIL = 4000
+OUTPUT_TAIL = 3000  # characters of a script's output a failure message, a report or a brain sees
 PARENT_OUTPUTS = "parents"  # where a fuse node finds its parents' predictions
 # Optional class probabilities behind label predictions, which a blend averages when present.
 PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
-REFIT = "refit"  # the op of a final refit node (see mlguild.refit)
-FINAL_OK = "final"  # the status of a refit node that wrote a valid submission
-TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -78,26 +65,14 @@ def parse_printed_score(stdout: str) -> float | None:
 
 
 class NodeRunner:
-    """Runs nodes of one run; loads the sealed holdout labels once."""
+    """Runs nodes of one run with its sandbox, and judges them with its scorers (built once)."""
 
-    def __init__(self, run: RunDir, sandbox, scorer_fingerprint: str):
+    def __init__(self, run: RunDir, sandbox: Sandbox, scorer_fingerprint: str):
         self.run = run
         self.scorer_fingerprint = scorer_fingerprint
         self.sandbox = sandbox
-        spec = run.spec
-        self.metric = get_metric(spec.metric)
-        self.fmt = SubmissionFormat(
-            spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=run.config.scorer.max_submission_bytes
-        )
-        self.holdout_answers = load_answers(run.workspace.holdout_answers, spec.id_column)
-        # The labels a test prediction may take (a test submission has no answers to check against).
-        self.labels = (
-            known_labels(self.holdout_answers, spec.target_columns, spec.positive_label, spec.classes, None)
-            if self.metric.prediction == "label"
-            else None
-        )
-        data = run.workspace.data_dir
-        self.test_ids = read_csv_exact(data / spec.sample_submission)[spec.id_column].tolist()
+        self.scorers = scorers_for(run, scorer_fingerprint)
+        self.metric = self.scorers.holdout.metric
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
 
     def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
@@ -133,24 +108,12 @@ class NodeRunner:
         check_fingerprint(self.scorer_fingerprint)  # changed before this script ran: not its doing
         output = node_dir / "output"
         _clear(output)
-        if node.op == "fuse" or node.meta.get("stage"):
+        if node.op == FUSE or node.meta.get("stage"):
             self._stage_parent_outputs(
                 node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS
             )
         cfg = self.run.config.sandbox
-        limits = Limits(
-            timeout_s=timeout_s,
-            tree_memory_mb=cfg.tree_memory_mb,
-            memory_mb=cfg.memory_mb,
-            fsize_mb=cfg.fsize_mb,
-            nofile=cfg.nofile,
-            output_bytes=cfg.output_bytes,
-            disk_mb=cfg.disk_mb,
-            max_files=cfg.max_files,
-            tree_procs=cfg.tree_procs,
-            tmp_mb=cfg.tmp_mb,
-            run_as_uid=cfg.run_as_uid,
-        )
+        limits = cfg.limits(timeout_s)
         threads = cfg.threads or os.cpu_count() or 1
         env = safe_env(
             cwd=node_dir,
@@ -196,34 +159,21 @@ class NodeRunner:
         """Finish ``node`` as the one that changed the scorer (report, journal), then raise
         ScorerIntegrityError naming it. Recorded here because the error skips the caller's
         own bookkeeping (the agent's, the refitter's)."""
-        node.status, node.score, node.failure = outcome.status, None, outcome.failure
-        node.printed_score, node.timing, node.flags, node.outputs = outcome.printed_score, outcome.timing, [], []
         self.write_report(node, outcome)
-        self.run.journal.append(
-            "node_finished",
-            id=node.id,
-            status=node.status,
-            score=None,
-            failure=node.failure,
-            printed_score=node.printed_score,
-            flags=[],
-            outputs=[],
-            timing=outcome.timing,
-            exec=outcome.exec,
-        )
+        record_finished(self.run.journal, node, outcome)
         layer = outcome.exec.get("layer") or "?"
         hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
         raise ScorerIntegrityError(
             f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
             f"the run stopped, and the node is recorded as {TAMPERED}",
             # the scorer's modules sit next to this one
-            fix=f"restore {Path(__file__).parent}/{{scorer,strict_csv,metrics,score}}.py (e.g. reinstall "
+            fix=f"restore {', '.join(SOURCES)} in {Path(__file__).parent} (e.g. reinstall "
             f"mlguild), then `mlguild resume {self.run.path}`{hint}",
         )
 
     def _judge(self, result, output: Path) -> Outcome:
         if result.status != ExecStatus.OK:
-            tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
+            tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
             what = result.reason or f"the script ended with status {result.status.value}"
             return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
         holdout, submission = output / "holdout.csv", output / "submission.csv"
@@ -238,27 +188,17 @@ class NodeRunner:
                 return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
         spec = self.run.spec
         try:
-            read_submission(submission, self.fmt, self.test_ids, metric=self.metric, labels=self.labels)
+            self.scorers.test.validate(submission)
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
         try:
-            scored = score_submission(
-                holdout,
-                self.holdout_answers,
-                self.fmt,
-                self.metric,
-                spec.target_columns,
-                metric_params=spec.metric_params,
-                positive_label=spec.positive_label,
-                classes=spec.classes,
-            )
+            value = self.scorers.holdout.score(holdout).value
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
         except ValueError as exc:  # values the metric cannot take (e.g. rmsle of a prediction <= -1)
             return Outcome(
                 "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
             )
-        value = scored.score.value
         return Outcome(
             SCORED,
             score=value,
@@ -270,13 +210,13 @@ class NodeRunner:
         """A refit's holdout is in its training data, so it has no score: it passes when it
         wrote a valid submission (mlguild.refit then checks it agrees with the node it refits)."""
         if result.status != ExecStatus.OK:
-            tail = result.stderr_tail[-_TAIL:] or result.stdout_tail[-_TAIL:]
+            tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
             return Outcome(str(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip())
         submission = output / "submission.csv"
         if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
             return Outcome("missing_output", failure="the refit did not write output/submission.csv as a regular file")
         try:
-            read_submission(submission, self.fmt, self.test_ids, metric=self.metric, labels=self.labels)
+            self.scorers.test.validate(submission)
         except SubmissionError as exc:
             return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
         return Outcome(
@@ -326,7 +266,7 @@ class NodeRunner:
         if graph is not None:
             lines += ["", "## Result", *result_lines(node, graph, self.metric.name, node_dir)]
         if outcome.failure:
-            lines += ["", "## Failure", "```", outcome.failure[-_TAIL:], "```"]
+            lines += ["", "## Failure", "```", outcome.failure[-OUTPUT_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
 
 
@@ -347,13 +287,6 @@ def _has_oof(path: Path, columns: list[str]) -> bool:
     with path.open(newline="", errors="replace") as fh:
         header, first = fh.readline(), fh.readline()
     return bool(first.strip()) and next(csv.reader([header]), []) == list(columns)
-
-
-def read_no_follow(path: Path) -> bytes:
-    """A node file's bytes, refusing a link a script may have planted in its directory."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
 
 
 def _clear(output: Path) -> None:

@@ -10,7 +10,6 @@ workspace file from disk and checks it against the sealed files and the manifest
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import stat
@@ -22,19 +21,12 @@ import pandas as pd
 
 from .config import FirewallConfig
 from .errors import FirewallError, TaskError
-from .scorer import KNOWN_LABELS
+from .fsutil import sha256_file
+from .submission import KNOWN_LABELS
 from .task import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, Task
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_csv_exact(path: Path) -> pd.DataFrame:
@@ -442,7 +434,6 @@ __all__ = [
     "build_workspace",
     "read_csv_exact",
     "sealed_paths",
-    "sha256_file",
     "split_holdout",
     "verify_workspace",
 ]

@@ -1,7 +1,9 @@
-"""Crash-safe file writes shared by the run directory, the reply cache and reports."""
+"""File helpers shared by the harness: crash-safe writes, reads that never follow a link a
+script may have planted, and SHA-256 digests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -29,3 +31,35 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def read_no_follow(path: Path) -> bytes:
+    """A node file's bytes, refusing (OSError) a link a script may have planted in its directory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def read_text_no_follow(path: Path) -> str:
+    """A node file's text, or "" when it is missing, not a regular file, or a link."""
+    try:
+        return read_no_follow(path).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """The digest of a file, read in chunks (a workspace file can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,15 +1,28 @@
 """The core concepts as small Protocols, and the value types that flow between them.
 
-Implementations are small classes picked by name from tables (``brains.get_brain``,
-``sandbox.get_sandbox``, ``search.get_policy``); nothing here imports a heavy library.
+The agent and the brains are annotated with these: ``Brain``, ``Policy``, ``Sandbox``,
+``Scorer`` and ``LLM``. Implementations are small classes picked by name from tables
+(``brains.get_brain``, ``sandbox.get_sandbox``, ``search.get_policy``, ``llm.make_llm``);
+nothing here imports a heavy library.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-Op = Literal["draft", "improve", "debug", "fuse"]
+from .vocabulary import Op
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .llm.base import Completion, Message
+    from .metrics import Score
+    from .sandbox.base import ExecResult, Limits
+    from .search.graph import SearchGraph
+
 # A proposal whose meta has this key set is its brain's safest pipeline: the loop stops a
 # run whose nodes all fail the same way only once such a proposal has failed that way too.
 LAST_RESORT = "last_resort"
@@ -82,7 +95,11 @@ class Proposal:
 class Brain(Protocol):
     """Turns an Action plus its Context into a Proposal. A brain that can propose a safest
     pipeline (meta ``LAST_RESORT``) after repeated identical failures says so with
-    ``has_last_resort = True``."""
+    ``has_last_resort = True``.
+
+    Contract: ``propose`` returns a Proposal, or raises a ``ProposalFailed`` (this proposal
+    failed: the node is recorded as failed, the run goes on) or a ``StopRun`` (the run
+    cannot go on: a spent budget, a missing key, a task it cannot serve)."""
 
     name: str
 
@@ -92,4 +109,58 @@ class Brain(Protocol):
 class Policy(Protocol):
     """A small seeded function of the search graph: which action comes next."""
 
-    def select(self, graph: Any, iteration: int) -> Action: ...
+    def select(self, graph: SearchGraph, iteration: int) -> Action: ...
+
+
+class Sandbox(Protocol):
+    """Runs one untrusted script to its end and every process it started with it
+    (``mlguild.sandbox``: the contract of ``run`` is on ``SupervisedSandbox.run``)."""
+
+    layer: str
+    strong: bool
+
+    def run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        limits: Limits,
+        stdout_path: Path,
+        stderr_path: Path,
+        data_dir: Path | None = None,
+    ) -> ExecResult: ...
+
+
+class Scorer(Protocol):
+    """Validates and scores submissions against sealed labels, outside the sandbox
+    (``mlguild.scorer.Scorer``); a score never comes from anything a script printed."""
+
+    def validate(self, path: str | os.PathLike) -> pd.DataFrame: ...
+
+    def score(self, path: str | os.PathLike) -> Score: ...
+
+    def bootstrap_wins(self, path_a: str | os.PathLike, path_b: str | os.PathLike, seed: int = 0) -> float | None: ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Anything that turns messages into a Completion.
+
+    Contract: ``complete`` returns a Completion or raises an ``mlguild.llm.errors.LLMError``
+    subclass (never a provider SDK exception). ``purpose`` and ``node`` are labels for the
+    ledger (e.g. "draft", "n0003"); adapters ignore them. Adapters do not retry: retrying,
+    fallback and budgets belong to the Router, so one policy governs every provider.
+    """
+
+    model: str
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion: ...

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .search.graph import PENDING, Node, SearchGraph
+from .records import apply_finished, node_from_started
+from .search.graph import Node, SearchGraph
+from .vocabulary import PENDING
 
 
 @dataclass
@@ -46,26 +48,9 @@ def replay(records: list[dict[str, Any]], direction: str) -> RunState:
             if data["id"] in graph.nodes:  # a resumed restart of an unfinished node
                 graph[data["id"]].attempts += 1
             else:
-                node = Node(
-                    id=data["id"],
-                    op=data["op"],
-                    parents=tuple(data["parents"]),
-                    iteration=data["iteration"],
-                    plan=data.get("plan", ""),
-                    meta=data.get("meta", {}),
-                )
-                node.attempts = 1
-                node.code_sha256 = data.get("code_sha256", "")
-                graph.add(node)
+                graph.add(node_from_started(data))
         elif kind == "node_finished":
-            node = graph[rec["id"]]
-            node.status = rec["status"]
-            node.score = rec.get("score")
-            node.failure = rec.get("failure")
-            node.printed_score = rec.get("printed_score")
-            node.flags = rec.get("flags", [])
-            node.timing = rec.get("timing", {})
-            node.outputs = rec.get("outputs", [])
+            apply_finished(graph[rec["id"]], rec)
         elif kind == "run_started":
             state.scorer_fingerprint = rec.get("scorer_sha256")
         elif kind == "best_changed":

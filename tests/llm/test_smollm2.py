@@ -30,8 +30,8 @@ from mlguild.llm.config import build_router
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.search.graph import FAILURES, SCORED
 from mlguild.task import load_task
+from mlguild.vocabulary import FAILURES, SCORED
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MLGUILD_SMOLLM2") != "1",
@@ -112,7 +112,7 @@ def test_short_real_run_records_every_failure_by_name(llama_server, tmp_path, mo
     router = build_router(cfg.llm, run_dir=run.path, sink=lambda rec: run.journal.append("llm_call", **rec))
     brain = get_brain("hybrid", llm_factory=lambda: router, options=LLMBrainOptions(max_tokens=384))
     agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
-    assert agent.run_loop() == "budget: iterations"
+    assert str(agent.run_loop()) == "budget: iterations"
     statuses = [n.status for n in agent.state.graph]
     assert len(statuses) == 4 and all(s == SCORED or s in FAILURES for s in statuses), statuses
     assert agent.state.best_id is not None  # the recipe draft keeps the run useful

@@ -9,8 +9,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..protocols import LLM, Brain
+
+if TYPE_CHECKING:
+    from .llm_brain import LLMBrainOptions
 
 BRAINS = ("auto", "recipes", "llm", "hybrid", "scripted")
 LLM_CODE_BRAINS = frozenset({"llm", "hybrid"})
@@ -31,7 +36,9 @@ def resolve_brain_name(name: str, has_model: bool) -> str:
     return name
 
 
-def get_brain(name: str, seed: int = 0, llm_factory: Callable[[], object] | None = None, options=None):
+def get_brain(
+    name: str, seed: int = 0, llm_factory: Callable[[], LLM] | None = None, options: LLMBrainOptions | None = None
+) -> Brain:
     """Build a brain by resolved name; ``llm_factory`` builds the LLM only when one is needed."""
     if name == "scripted":
         from .scripted import ScriptedBrain

@@ -6,15 +6,16 @@ over the remaining steps, and the switch is said once on the node's plan.
 
 from __future__ import annotations
 
-from ..llm.errors import AllModelsExhausted, AuthError, LLMError
-from ..protocols import Action, Context, Proposal
+from ..errors import StopRun
+from ..llm.errors import AllModelsExhausted, LLMError
+from ..protocols import Action, Brain, Context, Proposal
 
 
 class HybridBrain:
     name = "hybrid"
     has_last_resort = True  # its recipe drafts reach the recipes' safest pipeline
 
-    def __init__(self, recipes, llm_brain):
+    def __init__(self, recipes: Brain, llm_brain: Brain):
         self.recipes = recipes
         self.llm_brain = llm_brain
         self.llm_down: str | None = None
@@ -24,10 +25,10 @@ class HybridBrain:
             return self._by_recipes(action, context)
         try:
             return self.llm_brain.propose(action, context)
-        except AllModelsExhausted as exc:
+        except AllModelsExhausted as exc:  # a StopRun for the LLM brain alone; here the recipes carry on
             self.llm_down = str(exc).splitlines()[0]
             note = f"every LLM is parked: {self.llm_down}; the recipes continue"
-        except AuthError:
+        except StopRun:
             raise
         except LLMError as exc:  # this request failed for good; the next step tries the LLM again
             note = f"the LLM request failed ({type(exc).__name__}: {exc.message[:200]}); a recipe step instead"

@@ -7,6 +7,7 @@ bounded however long the run. Only the draft prompt gets a short list of what wa
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from ..coder import (
@@ -14,7 +15,6 @@ from ..coder import (
     CoderFailure,
     apply_edits,
     continue_prompt,
-    diff_retry_prompt,
     extract_code,
     failure_from_node,
     join_continuation,
@@ -22,10 +22,13 @@ from ..coder import (
     should_fallback_to_rewrite,
 )
 from ..coder.stepwise import STEP_ORDER, assemble_parts
+from ..config import BrainConfig, Config
 from ..llm.base import LLM, Completion, Message
+from ..llm.config import LLMConfig
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
+from ..sandbox.bwrap import gpu_devices
 from .recipes.fuse import fuse_proposal
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
@@ -45,12 +48,31 @@ STEP_HELP = {
 
 @dataclass
 class LLMBrainOptions:
-    max_tokens: int = 16384
-    temperature: float = 0.2
-    timeout_s: float = 300.0  # one request's wall-clock limit
-    diff_mode: bool = True  # improve with SEARCH/REPLACE edits, falling back to a rewrite
-    stepwise: bool = False  # write drafts part by part (data, features, model, train, predict)
+    """What the LLM brain takes from the configuration: its requests (``llm:``) and its
+    style (``brain:``). The defaults are those sections' defaults."""
+
+    max_tokens: int = LLMConfig.model_fields["max_tokens"].default
+    temperature: float = LLMConfig.model_fields["temperature"].default
+    timeout_s: float = LLMConfig.model_fields["timeout_s"].default  # one request's wall-clock limit
+    diff_mode: bool = BrainConfig.model_fields["diff_mode"].default  # improve with SEARCH/REPLACE edits
+    stepwise: bool = BrainConfig.model_fields["stepwise"].default  # drafts part by part
     threads: int = 2
+    gpu: bool = False  # scripts can use a GPU (the prompt says so)
+
+    @classmethod
+    def from_config(cls, config: Config, threads: int) -> LLMBrainOptions:
+        llm, brain = config.llm, config.brain
+        gpu = config.sandbox.gpu if config.sandbox.gpu is not None else bool(gpu_devices())
+        return cls(llm.max_tokens, llm.temperature, llm.timeout_s, brain.diff_mode, brain.stepwise, threads, gpu)
+
+
+# Libraries beyond the [ml] extra that a script may use when this environment has them.
+_OPTIONAL_LIBRARIES = ("torch", "torchvision", "transformers", "sentence_transformers")
+
+
+def _extra_libraries() -> list[str]:
+    """The optional libraries scripts can import here (they run with this interpreter)."""
+    return [name for name in _OPTIONAL_LIBRARIES if importlib.util.find_spec(name) is not None]
 
 
 def stagnation_tier(stagnation: int) -> int:
@@ -115,7 +137,9 @@ class LLMBrain:
         return self._summary
 
     def _messages(self, prompt: str) -> list[Message]:
-        system = render("system", threads=self.options.threads, gpu=False, extra_libraries="")
+        system = render(
+            "system", threads=self.options.threads, gpu=self.options.gpu, extra_libraries=", ".join(_extra_libraries())
+        )
         return [Message("system", system), Message("user", prompt)]
 
     def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
@@ -180,10 +204,9 @@ class LLMBrain:
             attempts += 1
             if should_fallback_to_rewrite(attempts, result.failures, len(edits)):
                 break
-            messages = messages + [
-                Message("assistant", reply.text),
-                Message("user", diff_retry_prompt(result.failures, code)),
-            ]
+            mismatch = result.failure()  # its detail is the retry prompt, naming each block that failed
+            assert mismatch is not None
+            messages = [*messages, Message("assistant", reply.text), Message("user", mismatch.detail)]
         return self._full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
 
     # --- stepwise drafts ---

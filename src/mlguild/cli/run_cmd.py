@@ -9,27 +9,26 @@ from pathlib import Path
 
 import typer
 
-from ..agent import Agent
+from ..agent import Agent, Stop
 from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
 from ..config import load_config, parse_duration, save_config
 from ..diagnose import diagnose
 from ..errors import ConfigError, RunError
-from ..final import grade_final
+from ..final_stage import finish
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
-from ..refit import Refitter
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
 from ..verdict import check_learned, floors
+from ..vocabulary import REFIT
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
 
-INTERRUPTED = "interrupted by user"  # Agent.run_loop's reason after Ctrl-C
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
     "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
@@ -86,14 +85,7 @@ def _brain_for(run: RunDir, fake_llm: bool = False):
             cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
         )
 
-    options = LLMBrainOptions(
-        max_tokens=cfg.llm.max_tokens,
-        temperature=cfg.llm.temperature,
-        timeout_s=cfg.llm.timeout_s,
-        diff_mode=cfg.brain.diff_mode,
-        stepwise=cfg.brain.stepwise,
-        threads=cfg.sandbox.threads or os.cpu_count() or 1,
-    )
+    options = LLMBrainOptions.from_config(cfg, threads=cfg.sandbox.threads or os.cpu_count() or 1)
     brain = get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
     chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if fake_llm else "")
     line = {
@@ -123,8 +115,9 @@ def _sandbox_for(cfg, brain_name: str):
     return sandbox, line
 
 
-def _drive(run: RunDir, fake_llm: bool = False) -> str:
-    """Run the loop (and the final stage when the budget ended); return why it stopped."""
+def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
+    """Run the loop, then finish the run (the library's final stage and grade); return why
+    the loop stopped."""
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     brain, brain_line = _brain_for(run, fake_llm)
@@ -137,43 +130,39 @@ def _drive(run: RunDir, fake_llm: bool = False) -> str:
     console.print(sandbox_line)
     with Progress(agent) as progress:
         agent.on_event = progress
-        reason = agent.run_loop()
-    # The test set is graded once: only a run that ended by its budget, never one stopped by
-    # Ctrl-C (a resume may still find a better node).
-    finished = reason.startswith("budget:")
-    choice = agent.state.final_choice
-    if finished and agent.state.best_id and (choice is None or choice["best"] != agent.state.best_id):
-        _final_stage(run, agent)  # again after a resume that found a better node
-    grade = grade_final(run, agent.state, agent.runner) if cfg.final.grade_test and finished else None
-    if not finished:
+        stop = agent.run_loop()
+    done = finish(agent, stop)
+    if not stop.finished:
         console.print(
             f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`"
         )
     best = agent.state.graph[agent.state.best_id] if agent.state.best_id else None
     scored = sum(1 for n in agent.state.graph if n.ok)
-    searched = sum(1 for n in agent.state.graph if n.op != "refit")
-    console.print(f"\nstopped: {reason}; {searched} nodes, {scored} scored")
+    searched = sum(1 for n in agent.state.graph if n.op != REFIT)
+    console.print(f"\nstopped: {stop}; {searched} nodes, {scored} scored")
     if best is None:
-        if finished:
+        if stop.finished:
             raise RunError(
                 f"no node produced a valid submission in {searched} nodes ({_common_failure(agent)})",
                 f"see `mlguild status {run.path}` and `mlguild show <node> --run {run.path}`; "
                 f"give it more time with `mlguild resume {run.path} --time 30m`",
             )
         console.print("[yellow]no node produced a valid submission yet[/]; see `mlguild status " + str(run.path) + "`")
-        return reason
+        return stop
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
-    choice = agent.state.final_choice
-    if choice is not None:
-        console.print(f"final {choice['node']}: {choice['reason']}  →  {run.path / 'final' / 'submission.csv'}")
-    if grade is not None:
+    if done.choice is not None:
+        console.print(
+            f"final {done.choice['node']}: {done.choice['reason']}  →  {run.path / 'final' / 'submission.csv'}"
+        )
+    if done.grade is not None:
+        grade = done.grade
         shown = (
             f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
         )
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
-    if finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
+    if stop.finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
         check_learned(best.score, floors(run.journal.records), agent.runner.metric.direction, run.spec.metric)
-    return reason
+    return stop
 
 
 def _common_failure(agent: Agent) -> str:
@@ -182,28 +171,12 @@ def _common_failure(agent: Agent) -> str:
     causes = Counter(
         f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
         for n in agent.state.graph
-        if not n.ok and n.op != "refit"
+        if not n.ok and n.op != REFIT
     )
     if not causes:
         return "no node finished"
     cause, count = causes.most_common(1)[0]
     return f"most often, {count} times: {cause}"
-
-
-def _final_stage(run: RunDir, agent: Agent) -> None:
-    """Choose the final submission: the best node refitted on all labelled rows (in the time
-    the search kept back for it), or the best node itself."""
-    refitter = Refitter(run, agent.state, agent.runner, agent.elapsed)
-    if not run.config.final.refit:
-        refitter.choose_without_refit("the final refit is off (final.refit=false)")
-        return
-    remaining = agent.remaining_s()
-    timeout = (
-        run.config.sandbox.script_timeout_s
-        if remaining is None
-        else min(run.config.sandbox.script_timeout_s, remaining)
-    )
-    refitter.run_refit(timeout)
 
 
 def run(
@@ -251,15 +224,18 @@ def run(
         for name in cfg.llm.models:
             make_llm(name)  # a missing key or SDK fails now, naming the fix
         if cfg.budget.time_s is None and cfg.budget.iterations is None:
-            cfg = load_config(config, overrides + ["budget.time_s=600"])
-            console.print("no --time or --iterations given: using a 10 minute budget")
+            default = cfg.budget.default_time_s
+            cfg = load_config(config, [*overrides, f"budget.time_s={default}"])
+            console.print(
+                f"no --time or --iterations given: using the default budget of {default:g} s (budget.default_time_s)"
+            )
         loaded = resolve_task(task, target=target)
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
-            reason = _drive(run_dir, fake_llm=dry_run)
+            stop = _drive(run_dir, fake_llm=dry_run)
         finally:
             run_dir.close()
-    if reason == INTERRUPTED:
+    if not stop.finished:
         raise typer.Exit(SIGINT_EXIT)
 
 
@@ -281,8 +257,8 @@ def resume(
                 tree = run_dir.config.model_dump()
                 run_dir.config = load_config(None, overrides, base=tree)
                 save_config(run_dir.config, run_dir.path / "config.yaml")
-            reason = _drive(run_dir)
+            stop = _drive(run_dir)
         finally:
             run_dir.close()
-    if reason == INTERRUPTED:
+    if not stop.finished:
         raise typer.Exit(SIGINT_EXIT)

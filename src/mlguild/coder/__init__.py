@@ -9,7 +9,8 @@
 - ``assemble_parts`` builds a script written step by step;
 - ``failure_from_node`` turns a finished node into a short, specific ``Failure`` message.
 
-Pure text processing: no model calls, no files, stdlib only.
+Text processing only: no model calls and no files; the prompts it builds come from the
+templates in ``mlguild/prompts`` (``mlguild.prompting``).
 """
 
 from .continuation import MAX_CONTINUATIONS, continue_prompt, join_continuation

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import ProposalFailed
+
 # Stable names, also used as node statuses. The first three are the coder's own (a reply
 # that cannot become a script); the rest describe a script that was written and run.
 KINDS = (
@@ -48,13 +50,17 @@ class Failure:
         return f"{self.kind}: {self.message}"
 
 
-class CoderFailure(Exception):
+class CoderFailure(ProposalFailed):
     """Raised by a brain when a reply cannot become a script; carries the named Failure so the
     loop records ``failure.kind`` as the node status instead of a generic brain error."""
 
     def __init__(self, failure: Failure):
         super().__init__(str(failure))
         self.failure = failure
+
+    def as_record(self) -> tuple[str, str, str]:
+        partial = self.failure.detail if self.failure.kind == "truncated" else ""
+        return self.failure.kind, self.failure.message, partial
 
 
 def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:

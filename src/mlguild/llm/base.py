@@ -1,4 +1,4 @@
-"""The LLM protocol and the value types that cross it.
+"""The value types that cross the LLM protocol (``mlguild.protocols.LLM``, re-exported here).
 
 Everything above this line (router, cache, ledger, brains) speaks only these types, so a
 provider is a small adapter and a test can drive the whole stack with a local server.
@@ -8,7 +8,9 @@ Nothing here imports a provider SDK: ``import mlguild.llm`` must stay fast.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
+
+from ..protocols import LLM
 
 Role = Literal["system", "user", "assistant"]
 
@@ -58,30 +60,6 @@ class Completion:
         return cls(**{k: v for k, v in data.items() if k in fields})
 
 
-@runtime_checkable
-class LLM(Protocol):
-    """Anything that turns messages into a Completion.
-
-    Contract: ``complete`` returns a Completion or raises an ``mlguild.llm.errors.LLMError``
-    subclass (never a provider SDK exception). ``purpose`` and ``node`` are labels for the
-    ledger (e.g. "draft", "n0003"); adapters ignore them. Adapters do not retry: retrying,
-    fallback and budgets belong to the Router, so one policy governs every provider.
-    """
-
-    model: str
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        timeout_s: float = 300,
-        purpose: str = "",
-        node: str = "",
-    ) -> Completion: ...
-
-
 # Provider spellings of "the token limit cut the reply off" and "the model chose to stop".
 _LENGTH = {"length", "max_tokens", "max_output_tokens", "model_length"}
 _STOP = {"stop", "end_turn", "stop_sequence", "eos", "finish_reason_stop"}
@@ -110,3 +88,6 @@ def split_system(messages: list[Message]) -> tuple[str, list[Message]]:
     (Anthropic, Gemini) that take the system prompt as its own field."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     return system, [m for m in messages if m.role != "system"]
+
+
+__all__ = ["LLM", "Completion", "Message", "normalise_finish_reason", "split_system"]

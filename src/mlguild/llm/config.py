@@ -65,17 +65,4 @@ def build_router(
         raise ConfigError("no LLM model is configured", "pass --model provider/name (e.g. --model openai/gpt-4.1)")
     llms = [make_llm(model) for model in config.models]
     cache = ReplyCache(Path(run_dir) / CACHE_DIR) if config.cache and run_dir is not None else None
-    options: dict[str, Any] = {
-        "retries": config.retries,
-        "bad_response_retries": config.bad_response_retries,
-        "backoff_base_s": config.backoff_base_s,
-        "backoff_cap_s": config.backoff_cap_s,
-        "retry_after_cap_s": config.retry_after_cap_s,
-        "park_s": config.park_s,
-        "max_tokens_total": config.max_tokens_total,
-        "max_cost_usd": config.max_cost_usd,
-        "ledger": Ledger.from_records(records, sink=sink),
-        "cache": cache,
-    }
-    options.update(overrides)
-    return Router(llms, **options)
+    return Router(llms, config, ledger=Ledger.from_records(records, sink=sink), cache=cache, **overrides)

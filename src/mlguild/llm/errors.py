@@ -19,16 +19,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import MlguildError
+from ..errors import MlguildError, ProposalFailed, StopRun
 
 if TYPE_CHECKING:
     from ..errors import ConfigError
 
 
-class LLMError(MlguildError):
-    """Base of every error an adapter or the Router raises. ``model`` is the full model string."""
+class LLMError(MlguildError, ProposalFailed):
+    """Base of every error an adapter or the Router raises. ``model`` is the full model string.
+    One that reaches the loop fails its node (``llm_error``); the run goes on, unless the
+    error is also a StopRun (no valid key, every model parked)."""
 
     retryable = False
+    kind = "llm_error"
 
     def __init__(self, message: str, fix: str | None = None, *, model: str = ""):
         super().__init__(message, fix)
@@ -64,7 +67,7 @@ class QuotaExhausted(LLMError):
     """
 
 
-class AuthError(LLMError):
+class AuthError(LLMError, StopRun):
     """The key was refused (401/403, or "API key not valid")."""
 
 
@@ -78,7 +81,7 @@ class InvalidRequest(LLMError):
     """The service rejected the request itself (unknown model, context too long, bad parameter)."""
 
 
-class AllModelsExhausted(LLMError):
+class AllModelsExhausted(LLMError, StopRun):
     """Every model in the fallback chain is parked. ``parked`` maps model -> reason;
     ``retry_in_s`` is the wait until the first timed park ends (None: parked for the run)."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExhausted
 from .base import LLM, Completion, Message
@@ -32,6 +33,9 @@ from .errors import (
 )
 from .ledger import Ledger
 
+if TYPE_CHECKING:
+    from .config import LLMConfig
+
 
 class Router:
     """An LLM made of ``llms`` tried in order. Not thread-safe: one Router per worker."""
@@ -39,40 +43,37 @@ class Router:
     def __init__(
         self,
         llms: Sequence[LLM],
+        settings: LLMConfig | None = None,
         *,
-        retries: int = 4,
-        bad_response_retries: int = 2,
-        backoff_base_s: float = 2.0,
-        backoff_cap_s: float = 60.0,
-        retry_after_cap_s: float = 120.0,
-        park_s: float | None = None,
-        max_tokens_total: int | None = None,
-        max_cost_usd: float | None = None,
         ledger: Ledger | None = None,
         cache: ReplyCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         seed: int | None = None,
+        **changes: Any,
     ):
-        """``retries``: extra attempts per model after a transient error or rate limit.
-        ``bad_response_retries``: extra attempts per model after an unusable reply.
-        ``backoff_base_s``/``backoff_cap_s``: backoff before retry n is uniform in
-        [0, min(cap, base * 2**(n-1))]. ``retry_after_cap_s``: the longest Retry-After honoured.
-        ``park_s``: how long a quota-exhausted model is parked (None: the rest of the run).
-        ``max_tokens_total``/``max_cost_usd``: run budgets, checked against ``ledger`` (which a
-        resumed run rebuilds from its journal) before every call.
+        """``settings``: the ``llm:`` section of the configuration (``LLMConfig``, whose
+        fields say what each does: retries, backoff, parking, token and cost budgets);
+        ``changes`` override some of its fields (e.g. ``retries=0``). The budgets are checked
+        against ``ledger`` (which a resumed run rebuilds from its journal) before every call;
+        ``cache`` keeps replies; ``sleep``, ``clock`` and ``seed`` make waits testable.
         """
+        from .config import LLMConfig  # pydantic: only when a Router is built
+
+        # Validated: an unknown or invalid change fails here, not on the first retry.
+        settings = LLMConfig.model_validate({**(settings or LLMConfig()).model_dump(), **changes})
         if not llms:
             raise ValueError("a Router needs at least one model")
         self.llms = list(llms)
-        self.retries = retries
-        self.bad_response_retries = bad_response_retries
-        self.backoff_base_s = backoff_base_s
-        self.backoff_cap_s = backoff_cap_s
-        self.retry_after_cap_s = retry_after_cap_s
-        self.park_s = park_s
-        self.max_tokens_total = max_tokens_total
-        self.max_cost_usd = max_cost_usd
+        self.settings = settings
+        self.retries = settings.retries
+        self.bad_response_retries = settings.bad_response_retries
+        self.backoff_base_s = settings.backoff_base_s
+        self.backoff_cap_s = settings.backoff_cap_s
+        self.retry_after_cap_s = settings.retry_after_cap_s
+        self.park_s = settings.park_s
+        self.max_tokens_total = settings.max_tokens_total
+        self.max_cost_usd = settings.max_cost_usd
         self.ledger = ledger if ledger is not None else Ledger()
         self.cache = cache
         self._sleep = sleep

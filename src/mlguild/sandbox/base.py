@@ -19,7 +19,7 @@ from enum import Enum
 class Limits:
     """Resource limits for one script run. ``None`` means "off" unless said otherwise."""
 
-    timeout_s: float = 600.0
+    timeout_s: float = 300.0
     """Wall-clock limit; on expiry every process of the script gets SIGTERM, then SIGKILL."""
     term_grace_s: float = 1.0
     """Seconds between the SIGTERM and the SIGKILL of a timed-out script."""
@@ -31,7 +31,7 @@ class Limits:
     virtual ranges they never touch, so an address-space cap kills honest scripts."""
     tree_memory_mb: int | None = 8192
     """Cap on the resident memory of the whole process tree (sampled ~every 150 ms)."""
-    fsize_mb: int | None = 1024
+    fsize_mb: int | None = 2048
     """RLIMIT_FSIZE: the largest single file a script may write, in MiB (not total disk)."""
     nofile: int | None = 1024
     """RLIMIT_NOFILE: open file descriptors per process."""
@@ -94,7 +94,7 @@ class Limits:
                 raise ValueError(f"{name} must be positive or None, got {value}")
 
 
-class ExecStatus(str, Enum):
+class ExecStatus(str, Enum):  # noqa: UP042 (str() of a member must stay as it is for old records)
     """How a run ended, from the harness's point of view."""
 
     OK = "ok"  # main script exited 0 (its leftover children, if any, were killed)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from ..config import SearchConfig
 from ..errors import ConfigError
+from ..protocols import Policy
 from .graph import Node, SearchGraph
 from .greedy import GreedyPolicy
 
 POLICIES = {"greedy": GreedyPolicy}
 
 
-def get_policy(cfg: SearchConfig):
+def get_policy(cfg: SearchConfig) -> Policy:
     try:
         return POLICIES[cfg.policy](cfg)
     except KeyError:

@@ -11,44 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..metrics import Score
-
-SCORED = "scored"
-PENDING = "pending"
-# Failure kinds a node can end in; each has a name the next debug step receives.
-FAILURES = (
-    "brain_error",
-    "llm_error",
-    "truncated",
-    "no_code",
-    "diff_mismatch",
-    "syntax_error",
-    "guard_rejected",
-    "timeout",
-    "memory",
-    "disk",
-    "procs",
-    "crash",
-    "missing_output",
-    "invalid_output",
-    "interrupted",
-    "sandbox_error",
-)
-# A truncated node keeps its partial code, so a debug step can complete it; no_code and
-# diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
-DEBUGGABLE = frozenset(
-    {
-        "truncated",
-        "syntax_error",
-        "guard_rejected",
-        "timeout",
-        "memory",
-        "disk",
-        "procs",
-        "crash",
-        "missing_output",
-        "invalid_output",
-    }
-)
+from ..vocabulary import DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, SCORED
 
 
 @dataclass
@@ -106,8 +69,8 @@ class SearchGraph:
             raise ValueError(f"node {node.id} already exists")
         parent = self.nodes.get(node.parents[0]) if node.parents else None
         # A fuse draws on several branches, so it starts a branch of its own.
-        node.branch = node.branch or (parent.branch if parent and node.op != "fuse" else node.id)
-        if node.op == "debug" and parent is not None:
+        node.branch = node.branch or (parent.branch if parent and node.op != FUSE else node.id)
+        if node.op == DEBUG and parent is not None:
             node.debug_depth = parent.debug_depth + 1
         self.nodes[node.id] = node
         return node
@@ -135,15 +98,13 @@ class SearchGraph:
         return [n for n in self.nodes.values() if node_id in n.parents]
 
     def drafts(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.op == "draft"]
+        return [n for n in self.nodes.values() if n.op == DRAFT]
 
     def failed_leaves(self) -> list[Node]:
         """Finished, failed search nodes that nothing has been built on yet (a failed final
         refit is not repaired: the final submission falls back to the best node)."""
         with_children = {p for n in self.nodes.values() for p in n.parents}
-        return [
-            n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children and n.op != "refit"
-        ]
+        return [n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children and n.op != REFIT]
 
     def stagnation(self, node_id: str) -> int:
         """Finished nodes in ``node_id``'s branch since the branch's best score was set."""

@@ -8,7 +8,8 @@ import random
 
 from ..config import SearchConfig
 from ..protocols import Action
-from .graph import DEBUGGABLE, Node, SearchGraph
+from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, FUSE, IMPROVE
+from .graph import Node, SearchGraph
 
 
 class GreedyPolicy:
@@ -20,7 +21,7 @@ class GreedyPolicy:
         rng = random.Random(self.cfg.seed * 1_000_003 + iteration)
         n_drafts = len(graph.drafts())
         if n_drafts < self.cfg.num_drafts:
-            return Action("draft", (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
+            return Action(DRAFT, (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
 
         debuggable = [
             n for n in graph.failed_leaves() if n.status in DEBUGGABLE and n.debug_depth < self.cfg.max_debug_depth
@@ -28,19 +29,19 @@ class GreedyPolicy:
         best = graph.best()
         if debuggable and (best is None or rng.random() < self.cfg.debug_probability):
             target = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
-            return Action("debug", (target.id,), f"repair {target.id} ({target.status})")
+            return Action(DEBUG, (target.id,), f"repair {target.id} ({target.status})")
 
         if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:
             members = fuse_members(graph, self.cfg.fuse_size)
             if members:
-                return Action("fuse", members, f"blend the best node of {len(members)} branches")
+                return Action(FUSE, members, f"blend the best node of {len(members)} branches")
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
-            return Action("draft", (), f"periodic fresh draft (every {self.cfg.draft_every})")
+            return Action(DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
         # A blend is not improved directly: better members make a better next blend.
-        target = graph.best(exclude_ops=("fuse",))
+        target = graph.best(exclude_ops=(FUSE,))
         if target is None:
-            return Action("draft", (), "nothing scored yet")
-        return Action("improve", (target.id,), f"improve the best node {target.id}")
+            return Action(DRAFT, (), "nothing scored yet")
+        return Action(IMPROVE, (target.id,), f"improve the best node {target.id}")
 
 
 def fuse_members(graph: SearchGraph, size: int) -> tuple[str, ...]:
@@ -49,8 +50,8 @@ def fuse_members(graph: SearchGraph, size: int) -> tuple[str, ...]:
     qualify or a fuse of exactly this set exists already."""
     best_of_branch: dict[str, Node] = {}
     for node in graph.ranked():
-        if node.op != "fuse" and "oof" in node.outputs and not node.flags:
+        if node.op != FUSE and "oof" in node.outputs and not node.flags:
             best_of_branch.setdefault(node.branch, node)
     members = tuple(n.id for n in list(best_of_branch.values())[:size])
-    done = {frozenset(n.parents) for n in graph if n.op == "fuse"}
+    done = {frozenset(n.parents) for n in graph if n.op == FUSE}
     return members if len(members) >= 2 and frozenset(members) not in done else ()

@@ -1,14 +1,15 @@
-"""The final, once-per-run grading of the best submission on sealed test answers.
+"""The once-only grade: the final submission scored on the sealed test answers, exactly once.
 
-The search never sees this number: it is computed after the loop, from final/submission.csv
-(the final stage's choice, see mlguild.refit; best/submission.csv when that stage did not run),
-recorded in ``audit/final_grade.json`` (created once, never overwritten), in the journal as
-``final_graded`` and in ``best/final_grade.json``, and never recomputed — grading the test set repeatedly would turn it into a second holdout.
+The search never sees this number: it is computed after the final stage, from
+``final/submission.csv`` (the final stage's choice, see ``mlguild.final_stage``;
+``best/submission.csv`` when that stage did not run), recorded in ``audit/final_grade.json``
+(created once, never overwritten), in the journal as ``final_graded`` and in
+``best/final_grade.json``, and never recomputed: grading the test set repeatedly would turn
+it into a second holdout.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -16,15 +17,10 @@ import time
 from pathlib import Path
 
 from .errors import SubmissionError
-from .executor import NodeRunner
-from .fsutil import atomic_write
+from .fsutil import atomic_write, sha256_file
 from .rundir import RunDir
-from .scorer import check_fingerprint, load_answers, score_submission
+from .scorer import Scorer
 from .state import RunState
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def audit_path(run: RunDir) -> Path:
@@ -48,8 +44,9 @@ def _write_once(path: Path, record: dict) -> None:
         os.unlink(tmp)
 
 
-def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None:
-    """Grade best/submission.csv once. Returns the grade record, or None when there is nothing to grade.
+def grade_once(run: RunDir, state: RunState, scorer: Scorer | None) -> dict | None:
+    """Grade the final submission once with ``scorer`` (the test answers' Scorer; None when
+    the task has none). Returns the grade record, or None when there is nothing to grade.
 
     The audit record (node, code hash, submission hash, score, time) is created exclusively
     before the journal records it, so a kill between the two never allows a second grading.
@@ -62,36 +59,24 @@ def grade_final(run: RunDir, state: RunState, runner: NodeRunner) -> dict | None
         run.journal.append("final_graded", **record)
         state.final_grade = record
         return record
-    answers_path = run.workspace.test_answers
     # The final stage's choice (a refit on all labelled rows, or the best node) when it ran.
     where = run.path / "final" if state.final_choice else run.best_dir
     submission = where / "submission.csv"
-    if answers_path is None or state.best_id is None or not submission.exists():
+    if scorer is None or state.best_id is None or not submission.exists():
         return None
-    check_fingerprint(runner.scorer_fingerprint)
     spec = run.spec
     record: dict = {
         "node": (state.final_choice or {}).get("node", state.best_id),
         "best_node": state.best_id,
         "refit": bool((state.final_choice or {}).get("refit")),
         "metric": spec.metric,
-        "submission_sha256": _sha(submission),
-        "code_sha256": _sha(where / "solution.py"),
+        "submission_sha256": sha256_file(submission),
+        "code_sha256": sha256_file(where / "solution.py"),
         "holdout_score": state.graph[state.best_id].score,
         "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     try:
-        result = score_submission(
-            submission,
-            load_answers(answers_path, spec.id_column),
-            runner.fmt,
-            runner.metric,
-            spec.target_columns,
-            metric_params=spec.metric_params,
-            positive_label=spec.positive_label,
-            classes=spec.classes,
-        )
-        record.update(test_score=result.score.value, valid=True)
+        record.update(test_score=scorer.score(submission).value, valid=True)
     except SubmissionError as exc:
         record.update(test_score=None, valid=False, error=f"{exc.reason}: {exc.message}")
     except ValueError as exc:

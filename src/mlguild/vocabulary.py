@@ -1,0 +1,59 @@
+"""The words a node is described with: its operation, its status, the ways it can fail.
+
+Named once here; the graph, the policies, the executor, the loop and the final stage all
+speak them, and the journal stores them as these strings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# ---------------------------------------------------------------- operations
+Op = Literal["draft", "improve", "debug", "fuse", "refit"]
+DRAFT, IMPROVE, DEBUG, FUSE = "draft", "improve", "debug", "fuse"
+REFIT = "refit"  # a final refit on all labelled rows (mlguild.final_stage): not a search node
+
+# ---------------------------------------------------------------- statuses
+PENDING = "pending"  # started, not finished
+SCORED = "scored"  # the harness scored its holdout predictions
+FINAL_OK = "final"  # a refit node that wrote a valid submission (a refit has no score)
+
+# Failure kinds a node can end in; each has a name the next debug step receives.
+FAILURES = (
+    "brain_error",
+    "llm_error",
+    "truncated",
+    "no_code",
+    "diff_mismatch",
+    "syntax_error",
+    "guard_rejected",
+    "timeout",
+    "memory",
+    "disk",
+    "procs",
+    "crash",
+    "missing_output",
+    "invalid_output",
+    "interrupted",
+    "sandbox_error",
+    "scorer_tampered",
+)
+TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
+# A truncated node keeps its partial code, so a debug step can complete it; no_code and
+# diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
+DEBUGGABLE = frozenset(
+    {
+        "truncated",
+        "syntax_error",
+        "guard_rejected",
+        "timeout",
+        "memory",
+        "disk",
+        "procs",
+        "crash",
+        "missing_output",
+        "invalid_output",
+    }
+)
+# Failures in which the brain produced no script at all.
+NO_CODE = frozenset({"brain_error", "llm_error", "no_code"})
