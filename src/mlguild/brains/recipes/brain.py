@@ -90,7 +90,7 @@ class RecipeBrain:
         summary = f"Why this recipe: {recipe.why}."
         if not fresh:
             # Every family has a draft already: vary this one so the new draft is not a copy.
-            used = {m.get("move") for m in drafts if m.get("recipe") == name}
+            used = {str(m["move"]) for m in drafts if m.get("recipe") == name and m.get("move")}
             options = _variants(meta, recipe, context, used) or _variants(meta, recipe, context, set())
             if options:
                 chosen, varied = self._rng(context, "draft", name).choice(options)
@@ -112,7 +112,11 @@ class RecipeBrain:
                 f"Parent `{parent.node_id}` was not written by the recipe brain, "
                 "so there are no recipe parameters to vary; drafting a recipe instead.",
             )
-        tried = {h.meta.get("move") for h in context.history if h.meta.get("parent") == parent.node_id}
+        tried = {
+            str(h.meta["move"])
+            for h in context.history
+            if h.meta.get("parent") == parent.node_id and h.meta.get("move")
+        }
         options = _variants(parent.meta, recipe, context, tried)
         if not options:
             return self._draft(
@@ -171,8 +175,8 @@ class RecipeBrain:
         if move not in (SAFEST, "safest_shrink"):
             meta.pop(LAST_RESORT, None)
         same_recipe = old is not None and old["recipe"] == meta["recipe"]
-        changed = diff(old, meta) if same_recipe else {}
-        moves = [*old.get("moves", []), move] if same_recipe else [move]
+        changed = diff(old, meta) if old is not None and same_recipe else {}
+        moves = [*old.get("moves", []), move] if old is not None and same_recipe else [move]
         meta.update(move=move, parent=parent.node_id, changed=changed, moves=moves)
         recipe = RECIPES[meta["recipe"]]
         lines = [

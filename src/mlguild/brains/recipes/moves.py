@@ -63,6 +63,14 @@ class Move:
     apply: Callable[[Meta, Recipe, Facts], None]  # edits a copy of the meta in place
 
 
+def _role(recipe: Recipe, meta: Meta, role: str) -> str:
+    """The parameter that plays ``role``; for moves whose ``applies`` made sure it exists."""
+    name = _knob(recipe, meta, role)
+    if name is None:
+        raise KeyError(f"recipe {recipe.name} has no {role} parameter in this meta")
+    return name
+
+
 def _knob(recipe: Recipe, meta: Meta, role: str) -> str | None:
     """The parameter that plays ``role`` for this recipe, if the meta has it."""
     name = recipe.knobs.get(role)
@@ -83,7 +91,7 @@ def _is_depth(name: str) -> bool:
 
 
 def _resize_trees(meta: Meta, recipe: Recipe, grow: bool) -> None:
-    name = _knob(recipe, meta, "size")
+    name = _role(recipe, meta, "size")
     if _is_depth(name):
         cap = 10 if name == "depth" else 12  # CatBoost's symmetric trees double per level
         meta["params"][name] = min(cap, meta["params"][name] + 2) if grow else max(3, meta["params"][name] - 2)
@@ -95,8 +103,8 @@ def _resize_trees(meta: Meta, recipe: Recipe, grow: bool) -> None:
 
 
 def _lower_lr(meta: Meta, recipe: Recipe, facts: Facts) -> None:
-    _scale(meta, _knob(recipe, meta, "lr"), 0.5, 0.003, 1.0)
-    _scale(meta, _knob(recipe, meta, "rounds"), 2.0, 50, 20000, integer=True)
+    _scale(meta, _role(recipe, meta, "lr"), 0.5, 0.003, 1.0)
+    _scale(meta, _role(recipe, meta, "rounds"), 2.0, 50, 20000, integer=True)
 
 
 def _penalty(stronger: bool) -> Callable[[Meta, Recipe, Facts], None]:
@@ -110,7 +118,7 @@ def _penalty(stronger: bool) -> Callable[[Meta, Recipe, Facts], None]:
 
 
 def _l2(meta: Meta, recipe: Recipe, facts: Facts) -> None:
-    name = _knob(recipe, meta, "l2")
+    name = _role(recipe, meta, "l2")
     meta["params"][name] = float(f"{max(meta['params'][name] * 5.0, 1.0):.6g}")
 
 
@@ -130,6 +138,8 @@ def _text_vectors(meta: Meta, recipe: Recipe, facts: Facts) -> None:
 
 
 def _class_weight(meta: Meta, recipe: Recipe, facts: Facts) -> None:
+    if recipe.class_weight is None:  # the move applies only to recipes that have one
+        return
     name, value = recipe.class_weight
     meta["params"][name] = value
 

@@ -108,8 +108,8 @@ def _merge_from_imports(found: set[str]) -> set[str]:
             module, imported = line[len("from ") :].split(" import ", 1)
             names.setdefault(module, set()).update(n.strip() for n in imported.split(","))
     merged = {line for line in found if not (line.startswith("from ") and "(" not in line)}
-    for module, imported in names.items():
-        line = f"from {module} import {', '.join(sorted(imported))}"
+    for module, names_imported in names.items():
+        line = f"from {module} import {', '.join(sorted(names_imported))}"
         if len(line) <= 100:
             merged.add(line)
         else:
