@@ -15,7 +15,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .llm.config import LLMConfig
-from .sandbox.base import Limits
+from .sandbox.base import (
+    DEFAULT_DISK_MB,
+    DEFAULT_FSIZE_MB,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_NOFILE,
+    DEFAULT_OUTPUT_BYTES,
+    DEFAULT_RUN_AS_UID,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TMP_MB,
+    DEFAULT_TREE_MEMORY_MB,
+    DEFAULT_TREE_PROCS,
+    Limits,
+)
 
 
 class _Section(BaseModel):
@@ -28,9 +41,6 @@ class FirewallConfig(_Section):
     seed: int = Field(0, description="Seed of the stratified holdout split.")
 
 
-_LIMITS = Limits()  # the sandbox's own defaults: the config's are the same values, said once
-
-
 class SandboxConfig(_Section):
     kind: str = Field(
         "auto",
@@ -38,33 +48,33 @@ class SandboxConfig(_Section):
     )
     strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
     gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
-    script_timeout_s: float = Field(_LIMITS.timeout_s, gt=0, description="Wall-clock limit for one script.")
+    script_timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="Wall-clock limit for one script.")
     tree_memory_mb: int = Field(
-        _LIMITS.tree_memory_mb, gt=0, description="Kill a script whose whole process tree uses more RSS."
+        DEFAULT_TREE_MEMORY_MB, gt=0, description="Kill a script whose whole process tree uses more RSS."
     )
     memory_mb: int | None = Field(
-        _LIMITS.memory_mb, description="Per-process address-space limit (RLIMIT_AS); off by default."
+        DEFAULT_MEMORY_MB, description="Per-process address-space limit (RLIMIT_AS); off by default."
     )
-    fsize_mb: int = Field(_LIMITS.fsize_mb, gt=0, description="Largest single file a script may write.")
-    nofile: int = Field(_LIMITS.nofile, gt=0, description="Open-file limit for a script.")
+    fsize_mb: int = Field(DEFAULT_FSIZE_MB, gt=0, description="Largest single file a script may write.")
+    nofile: int = Field(DEFAULT_NOFILE, gt=0, description="Open-file limit for a script.")
     output_bytes: int = Field(
-        _LIMITS.output_bytes, ge=1024, description="Stdout/stderr kept per stream (head and tail)."
+        DEFAULT_OUTPUT_BYTES, ge=1024, description="Stdout/stderr kept per stream (head and tail)."
     )
     threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
     disk_mb: int = Field(
-        _LIMITS.disk_mb, gt=0, description="Cap on the bytes a script writes under its node directory."
+        DEFAULT_DISK_MB, gt=0, description="Cap on the bytes a script writes under its node directory."
     )
     max_files: int = Field(
-        _LIMITS.max_files, gt=0, description="Cap on the files a script creates under its node directory."
+        DEFAULT_MAX_FILES, gt=0, description="Cap on the files a script creates under its node directory."
     )
     tree_procs: int = Field(
-        _LIMITS.tree_procs, gt=0, description="Cap on live processes in a script's tree (fork bombs)."
+        DEFAULT_TREE_PROCS, gt=0, description="Cap on live processes in a script's tree (fork bombs)."
     )
     tmp_mb: int = Field(
-        _LIMITS.tmp_mb, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each."
+        DEFAULT_TMP_MB, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each."
     )
     run_as_uid: int | None = Field(
-        _LIMITS.run_as_uid,
+        DEFAULT_RUN_AS_UID,
         description="Unprivileged uid scripts run as when the agent is root (None = never drop).",
     )
 

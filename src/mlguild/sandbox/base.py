@@ -14,47 +14,61 @@ import signal as _signal
 from dataclasses import asdict, dataclass
 from enum import Enum
 
+# Defaults of the limits a user may configure, said once: ``Limits`` and the
+# ``sandbox`` section of the configuration both take theirs from here.
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MEMORY_MB: int | None = None
+DEFAULT_TREE_MEMORY_MB = 8192
+DEFAULT_FSIZE_MB = 2048
+DEFAULT_NOFILE = 1024
+DEFAULT_TREE_PROCS = 1024
+DEFAULT_DISK_MB = 4096
+DEFAULT_MAX_FILES = 100_000
+DEFAULT_TMP_MB = 1024
+DEFAULT_RUN_AS_UID: int | None = 65534
+DEFAULT_OUTPUT_BYTES = 2_000_000
+
 
 @dataclass
 class Limits:
     """Resource limits for one script run. ``None`` means "off" unless said otherwise."""
 
-    timeout_s: float = 300.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     """Wall-clock limit; on expiry every process of the script gets SIGTERM, then SIGKILL."""
     term_grace_s: float = 1.0
     """Seconds between the SIGTERM and the SIGKILL of a timed-out script."""
     cpu_s: int | None = None
     """RLIMIT_CPU per process, all threads summed. None: 2 x timeout x CPU count, a backstop
     that never fires before the wall clock (16 threads burn 16 CPU-seconds per second)."""
-    memory_mb: int | None = None
+    memory_mb: int | None = DEFAULT_MEMORY_MB
     """RLIMIT_AS per process, in MiB. Off by default: CUDA, JAX and OpenBLAS reserve huge
     virtual ranges they never touch, so an address-space cap kills honest scripts."""
-    tree_memory_mb: int | None = 8192
+    tree_memory_mb: int | None = DEFAULT_TREE_MEMORY_MB
     """Cap on the resident memory of the whole process tree (sampled ~every 150 ms)."""
-    fsize_mb: int | None = 2048
+    fsize_mb: int | None = DEFAULT_FSIZE_MB
     """RLIMIT_FSIZE: the largest single file a script may write, in MiB (not total disk)."""
-    nofile: int | None = 1024
+    nofile: int | None = DEFAULT_NOFILE
     """RLIMIT_NOFILE: open file descriptors per process."""
     nproc: int | None = None
     """RLIMIT_NPROC: processes AND threads per uid, machine-wide. The kernel ignores it for
     root. None: under a dropped uid (see ``run_as_uid``) a pid-exhaustion backstop of
     max(4096, 32 per CPU, tree_procs); otherwise unset."""
-    tree_procs: int | None = 1024
+    tree_procs: int | None = DEFAULT_TREE_PROCS
     """Cap on live processes in the script's tree (sampled with the memory); a fork bomb
     is killed when it passes it (status ``procs``). The only fork cap for a root script."""
-    disk_mb: int | None = 4096
+    disk_mb: int | None = DEFAULT_DISK_MB
     """Cap on the disk used under the working directory (sampled; status ``disk``)."""
-    max_files: int | None = 100_000
+    max_files: int | None = DEFAULT_MAX_FILES
     """Cap on the number of files and directories under the working directory."""
-    tmp_mb: int = 1024
+    tmp_mb: int = DEFAULT_TMP_MB
     """Size of the private /tmp and of /dev/shm, each, in the namespace layer (tmpfs: RAM)."""
-    run_as_uid: int | None = 65534
+    run_as_uid: int | None = DEFAULT_RUN_AS_UID
     """When the agent is root, run the script as this uid (so RLIMIT_NPROC and file
     permissions apply to it), if the layer can; None: never drop. ``ExecResult.run_uid``
     says what happened, ``ExecResult.notes`` why a drop was not possible."""
     run_as_gid: int | None = None
     """The gid that goes with ``run_as_uid`` (None: the same number as the uid)."""
-    output_bytes: int = 2_000_000
+    output_bytes: int = DEFAULT_OUTPUT_BYTES
     """Bytes kept per stream (head half + tail half); the middle of a flood is dropped."""
 
     def effective_cpu_s(self) -> int:
@@ -190,6 +204,17 @@ def _signal_name(sig: int) -> str:
 
 
 __all__ = [
+    "DEFAULT_DISK_MB",
+    "DEFAULT_FSIZE_MB",
+    "DEFAULT_MAX_FILES",
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_NOFILE",
+    "DEFAULT_OUTPUT_BYTES",
+    "DEFAULT_RUN_AS_UID",
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_TMP_MB",
+    "DEFAULT_TREE_MEMORY_MB",
+    "DEFAULT_TREE_PROCS",
     "STDERR_TAIL_BYTES",
     "STDOUT_TAIL_BYTES",
     "ExecResult",
