@@ -372,6 +372,8 @@ class BwrapSandbox(SupervisedSandbox):
             out += ["--setenv", name, value]
         out.append("--")
         if drop is not None:
+            if self.setpriv is None:  # drop_problem() refuses every drop then
+                raise ValueError("a uid drop needs setpriv")
             uid, gid = drop
             out += [
                 self.setpriv,

@@ -17,16 +17,21 @@ PR_SET_CHILD_SUBREAPER = 36
 CAP_SYS_PTRACE = 19
 _CAP_VERSION_3 = 0x20080522
 
-_libc = None
+_libc: ctypes.CDLL | None = None
+
+
+def _lib() -> ctypes.CDLL:
+    """This process's libc, loaded on first use."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
 
 
 def prctl(option: int, arg: int) -> None:
     """Call prctl(2) with one argument; raise OSError on failure."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
     z = ctypes.c_ulong(0)
-    if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), z, z, z) != 0:
+    if _lib().prctl(ctypes.c_int(option), ctypes.c_ulong(arg), z, z, z) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
 
@@ -38,15 +43,16 @@ def drop_capability(cap: int) -> None:
 
     Raises OSError when the kernel refuses (the bounding set needs CAP_SETPCAP)."""
     prctl(PR_CAPBSET_DROP, cap)
+    libc = _lib()
     header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
-    if _libc.capget(header, data) != 0:
+    if libc.capget(header, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     word, bit = divmod(cap, 32)
     for i in range(3):
         data[3 * word + i] &= ~(1 << bit) & 0xFFFFFFFF
-    if _libc.capset(header, data) != 0:
+    if libc.capset(header, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
 

@@ -264,7 +264,7 @@ WATCH_S = 0.25  # how often the agent checks that its supervisor is not held sto
 
 def _wait(
     proc: subprocess.Popen,
-    rest: bytes,
+    rest: bytes | None,
     safety_s: float,
     slack_s: float,
 ) -> tuple[bytes, bytes, str, set[int]]:

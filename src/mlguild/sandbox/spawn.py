@@ -14,7 +14,7 @@ import resource
 if __package__:
     from . import procfs
 else:  # imported by the supervisor started standalone, from this directory
-    import procfs
+    import procfs  # type: ignore[no-redef]  # the same module by its plain name, not a second one
 
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -97,13 +97,15 @@ def spawn(argv: list[str], cwd: str, env: dict, setup) -> tuple[int, int, int]:
                 signal.signal(sig, signal.SIG_DFL)
             os.setsid()
             setup()
-            failed = None
+            failed: OSError | None = None
             for exe in candidates:
                 try:
                     os.execve(exe, argv, env)
                 except OSError as exc:  # report the first error other than "not there"
                     if failed is None or failed.errno in (errno.ENOENT, errno.ENOTDIR):
                         failed = exc
+            if failed is None:  # no candidate at all (cannot happen: a PATH has one entry or more)
+                raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
             raise failed
         except BaseException as exc:
             try:
@@ -118,6 +120,7 @@ def spawn(argv: list[str], cwd: str, env: dict, setup) -> tuple[int, int, int]:
     os.close(report_r)
     if failure:
         os.waitpid(pid, 0)
-        os.close(out_r), os.close(err_r)
+        os.close(out_r)
+        os.close(err_r)
         raise OSError(failure.decode("utf-8", "replace"))
     return pid, out_r, err_r

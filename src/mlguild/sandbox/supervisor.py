@@ -53,9 +53,9 @@ if __package__:
     from .spawn import child_setup, spawn
 else:  # started with -I: our own directory may not be on sys.path (appended: stdlib wins)
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    import procfs
-    from capture import CappedSink
-    from spawn import child_setup, spawn
+    import procfs  # type: ignore[no-redef]  # the same module by its plain name, not a second one
+    from capture import CappedSink  # type: ignore[no-redef]  # likewise
+    from spawn import child_setup, spawn  # type: ignore[no-redef]  # likewise
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
@@ -244,7 +244,8 @@ def run(r: Run, emit) -> dict:
             spec["argv"], spec["cwd"], spec["env"], lambda: child_setup(spec["rlimits"], r.me, drop, nnp)
         )
     except OSError as exc:
-        out.close(), err.close()
+        out.close()
+        err.close()
         return {"error": f"could not start {spec['argv'][:1]}: {exc}"}
     start = time.monotonic()
     r.main = pid
@@ -335,7 +336,8 @@ def run(r: Run, emit) -> dict:
     drain_end = time.monotonic() + DRAIN_LIMIT_S
     while sinks and time.monotonic() < drain_end:
         pump(drain_end)
-    out.close(), err.close()
+    out.close()
+    err.close()
 
     # Samples miss short runs; the kernel's peak of the largest single reaped process doesn't.
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
@@ -344,7 +346,8 @@ def run(r: Run, emit) -> dict:
     code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
     if r.wrapped and code is not None and 128 < code <= 128 + 64:
-        code, sig = None, code - 128  # bwrap reports a signal death of its child this way
+        sig = code - 128  # bwrap reports a signal death of its child this way
+        code = None
     result = {
         "exit_code": code,
         "signal": sig,

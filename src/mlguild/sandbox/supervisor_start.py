@@ -89,7 +89,8 @@ class Spare:
         proc, self.proc = self.proc, None
         if proc is not None:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                pipe.close()
+                if pipe is not None:  # all three are pipes (start_supervisor)
+                    pipe.close()
             proc.returncode = -1  # not our child: nothing to wait for
 
     def __del__(self):
@@ -98,15 +99,29 @@ class Spare:
 
 
 _SPARES: weakref.WeakSet[Spare] = weakref.WeakSet()
+
+
+def _close_spares() -> None:
+    for spare in list(_SPARES):
+        spare.close()
+
+
+def _forget_spares() -> None:
+    for spare in list(_SPARES):
+        spare.forget()
+
+
 # At exit before module teardown (a __del__ then may find subprocess half gone); in a
 # forked child at once, before it could take or kill what is not its child.
-atexit.register(lambda: [spare.close() for spare in list(_SPARES)])
-os.register_at_fork(after_in_child=lambda: [spare.forget() for spare in list(_SPARES)])
+atexit.register(_close_spares)
+os.register_at_fork(after_in_child=_forget_spares)
 
 
 def send_nowait(proc: subprocess.Popen, payload: bytes) -> bytes:
     """Write what the supervisor's stdin pipe takes without blocking; return the rest
     (communicate() writes it, under its timeout, and closes the pipe)."""
+    if proc.stdin is None:
+        raise ValueError("the supervisor was started without a stdin pipe")
     fd = proc.stdin.fileno()
     os.set_blocking(fd, False)
     try:
