@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import BudgetExhausted
 from .base import LLM, Completion, Message
@@ -35,6 +35,13 @@ from .ledger import Ledger
 
 if TYPE_CHECKING:
     from .config import LLMConfig
+
+
+class _Labels(TypedDict):
+    """What a call is for, passed on to the model and to the ledger."""
+
+    purpose: str
+    node: str
 
 
 class Router:
@@ -119,7 +126,7 @@ class Router:
         otherwise, when every model ran out of retries, the last model's error.
         """
         self._check_budget()
-        labels = {"purpose": purpose, "node": node}
+        labels = _Labels(purpose=purpose, node=node)
         if self.cache is not None:
             for llm in self.llms:  # parked models too: a stored reply costs nothing
                 hit = self.cache.get(llm.model, messages, max_tokens, temperature)
@@ -154,7 +161,7 @@ class Router:
         max_tokens: int,
         temperature: float,
         timeout_s: float,
-        labels: dict[str, str],
+        labels: _Labels,
     ) -> Completion:
         """Attempts on one model until it answers or runs out of retries (then its error is raised)."""
         transient = bad = 0
