@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .metrics import Direction
 from .records import apply_finished, node_from_started
 from .search.graph import Node, SearchGraph
 from .vocabulary import PENDING
@@ -34,7 +35,7 @@ class RunState:
         return [n for n in self.graph if n.status == PENDING]
 
 
-def replay(records: list[dict[str, Any]], direction: str) -> RunState:
+def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
     state = RunState(SearchGraph(direction))
     graph = state.graph
     for rec in records:

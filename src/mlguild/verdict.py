@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import NothingLearnable
-from .metrics import Score, get_metric
+from .metrics import Direction, Score, get_metric
 from .task import TaskSpec
 
 
@@ -58,7 +58,7 @@ def floors(records: list[dict]) -> list[float]:
     return []
 
 
-def check_learned(best_score: float | None, floor_scores: list[float], direction: str, metric: str) -> None:
+def check_learned(best_score: float | None, floor_scores: list[float], direction: Direction, metric: str) -> None:
     """Raise NothingLearnable when the best holdout score does not beat every constant floor."""
     if best_score is None or not floor_scores:
         return

@@ -6,12 +6,16 @@ speak them, and the journal stores them as these strings.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 # ---------------------------------------------------------------- operations
 Op = Literal["draft", "improve", "debug", "fuse", "refit"]
-DRAFT, IMPROVE, DEBUG, FUSE = "draft", "improve", "debug", "fuse"
-REFIT = "refit"  # a final refit on all labelled rows (mlguild.final_stage): not a search node
+# Final: each name is its Op literal to the type checker, so Action(DRAFT, ...) checks.
+DRAFT: Final = "draft"
+IMPROVE: Final = "improve"
+DEBUG: Final = "debug"
+FUSE: Final = "fuse"
+REFIT: Final = "refit"  # a final refit on all labelled rows (mlguild.final_stage): not a search node
 
 # ---------------------------------------------------------------- statuses
 PENDING = "pending"  # started, not finished

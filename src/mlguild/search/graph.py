@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..metrics import Score
+from ..metrics import Direction, Score
 from ..vocabulary import DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, SCORED
 
 
@@ -51,7 +51,7 @@ class Node:
 class SearchGraph:
     """Nodes in creation order, with the metric direction that defines "better"."""
 
-    def __init__(self, direction: str):
+    def __init__(self, direction: Direction):
         self.direction = direction
         self.nodes: dict[str, Node] = {}
 

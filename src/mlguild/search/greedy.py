@@ -28,8 +28,8 @@ class GreedyPolicy:
         ]
         best = graph.best()
         if debuggable and (best is None or rng.random() < self.cfg.debug_probability):
-            target = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
-            return Action(DEBUG, (target.id,), f"repair {target.id} ({target.status})")
+            broken = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
+            return Action(DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
 
         if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:
             members = fuse_members(graph, self.cfg.fuse_size)
