@@ -84,7 +84,7 @@ class Agent:
             raise BudgetExhausted("iterations")
         timeout = self.run.config.sandbox.script_timeout_s
         remaining = self.remaining_s()
-        if remaining is not None:
+        if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
             # Keep back the time the final refit of the current best node will need.
             remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best(), planned_blend)
             if remaining < _MIN_SCRIPT_S:
@@ -120,7 +120,7 @@ class Agent:
             reason = str(stop) if stop is not None else "error"
             journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
             self.on_event("session_ended", {"reason": reason})
-        return stop  # type: ignore[return-value]  (set on every path that returns)
+        return stop  # the loop ends only by an exception, and each one caught sets stop
 
     def _check_brain_health(self) -> None:
         """Stop a run that can only burn its budget: the brain produces no code, or every node

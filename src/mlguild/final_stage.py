@@ -115,17 +115,21 @@ class FinalStage:
         self.elapsed = agent.elapsed  # the agent's session clock, for journal records
         self.base_reason = ""
 
+    def _best_node(self) -> Node:
+        """The best node of the search (``finish`` runs the final stage only when there is one)."""
+        if self.state.best_id is None:
+            raise ValueError("the final stage needs a best node")
+        return self.state.graph[self.state.best_id]
+
     def choose_without_refit(self, reason: str) -> dict:
-        base, why = final_base(
-            self.run, self.state.graph, self.runner.scorers.holdout, self.state.graph[self.state.best_id]
-        )
+        base, why = final_base(self.run, self.state.graph, self.runner.scorers.holdout, self._best_node())
         return self._choose(base, None, f"{why}; {reason}")
 
     def run_refit(self, timeout_s: float) -> dict:
         """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
         final submission: the refit if it is sound, else the base node itself."""
         graph = self.state.graph
-        best, why = final_base(self.run, graph, self.runner.scorers.holdout, graph[self.state.best_id])
+        best, why = final_base(self.run, graph, self.runner.scorers.holdout, self._best_node())
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
@@ -158,13 +162,17 @@ class FinalStage:
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
-        meta = {"refit_of": original.id, "data": "train + holdout (all labelled rows)"}
+        meta: dict[str, str | dict[str, str]] = {
+            "refit_of": original.id,
+            "data": "train + holdout (all labelled rows)",
+        }
+        stage: dict[str, str] = {}
         if original.op == FUSE:  # blend the refitted members, staged under their original names
-            meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
+            stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
         node = Node(
             id=graph.next_id(),
             op=REFIT,
-            parents=(original.id, *(meta.get("stage") or {}).values()),
+            parents=(original.id, *stage.values()),
             iteration=len(graph),
             meta=meta,
             plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "

@@ -55,10 +55,10 @@ def grade_once(run: RunDir, state: RunState, scorer: Scorer | None) -> dict | No
         return state.final_grade
     audit = audit_path(run)
     if audit.exists():  # graded, then killed before the journal said so
-        record = json.loads(audit.read_text())
-        run.journal.append("final_graded", **record)
-        state.final_grade = record
-        return record
+        graded = json.loads(audit.read_text())
+        run.journal.append("final_graded", **graded)
+        state.final_grade = graded
+        return graded
     # The final stage's choice (a refit on all labelled rows, or the best node) when it ran.
     where = run.path / "final" if state.final_choice else run.best_dir
     submission = where / "submission.csv"

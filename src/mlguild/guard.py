@@ -107,6 +107,8 @@ def check_code(code: str, node_dir: Path, forbidden: list[Path], data_dir: Path 
     forbidden = [Path(os.path.normpath(p)) for p in forbidden]
     bases = [Path(node_dir)] + ([Path(data_dir)] if data_dir else [])
     for node in ast.walk(tree):
+        if not isinstance(node, ast.expr):  # only an expression is a path expression (_pieces)
+            continue
         pieces = _pieces(node)
         found = _tail(pieces) if pieces else None
         if found is None:

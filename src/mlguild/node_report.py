@@ -49,6 +49,8 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
 
 
 def _versus(graph: SearchGraph, node: Node, other: Node) -> str:
+    if node.score is None or other.score is None:  # callers pass scored (ok) nodes only
+        raise ValueError(f"no score to compare: {node.id} or {other.id}")
     delta = node.score - other.score
     return f"{delta:+.6g}, {_verdict(graph, node, other)}"
 

@@ -141,7 +141,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
     return RunDir(path, config, task.spec, task.description, journal, lock_fd)
 
 
-def _build(task: Task, config: Config, path: Path) -> tuple[float, float | None, int]:
+def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float | None, int]:
     """Everything of a run but its journal; returns (the sample submission's floor score, the
     training prior's floor score, files verified)."""
     save_config(config, path / "config.yaml")
@@ -227,7 +227,7 @@ def _writing(runs_dir: Path, run_id: str) -> Iterator[None]:
         yield
     except OSError as exc:
         where = exc.filename or runs_dir
-        fixes = {
+        fixes: dict[int | None, str] = {  # keyed by OSError.errno, which may be None
             errno.ENOSPC: "free disk space there, or pass --runs-dir on another disk",
             errno.EDQUOT: "free disk space there, or pass --runs-dir on another disk",
             errno.EROFS: "pass --runs-dir on a writable disk",
@@ -251,10 +251,11 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> float:
+def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> float | None:
     """The score of a constant template (a sample submission) against sealed answers: the floor
     every real model must beat. Scoring it at creation also proves that the answers and the
-    scorer agree, so a broken answers file is found now, not after hours of search."""
+    scorer agree, so a broken answers file is found now, not after hours of search. None when
+    the metric's value is not a finite number (Score keeps no NaN or infinity)."""
     from .firewall import read_csv_exact
     from .metrics import get_metric
     from .scorer import SubmissionFormat, load_answers, score_submission

@@ -56,13 +56,17 @@ class Scorer:
         max_bytes: int | None = SubmissionFormat.max_bytes,
         labels: Collection[str] = (),
     ):
-        if answers is None and expected_ids is None:
+        if expected_ids is not None:
+            ids = list(expected_ids)
+        elif answers is not None:
+            ids = answers[spec.id_column].tolist()
+        else:
             raise ValueError("a Scorer needs sealed answers or the expected ids")
         self.spec = spec
         self.metric = get_metric(spec.metric)
         self.format = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=max_bytes)
         self.answers = answers
-        self.expected_ids = list(expected_ids) if expected_ids is not None else answers[spec.id_column].tolist()
+        self.expected_ids = ids
         self.fingerprint = fingerprint
         self.labels: set[str] | None = None  # for label metrics: every label a prediction may take
         if self.metric.prediction == "label":

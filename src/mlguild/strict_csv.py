@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -82,7 +82,7 @@ def read_table(path: str | os.PathLike, max_bytes: int | None, max_rows: int | N
         raise fail("missing", f"{p} cannot be read: {e.strerror}") from None
 
 
-def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_rows: int | None) -> Table:
+def _read_stream(fh: io.BufferedIOBase, p: Path, size: int, max_bytes: int | None, max_rows: int | None) -> Table:
     """The file parsed, or only its start when that proves more than ``max_rows`` rows."""
     if max_rows is not None and size > _CHUNK:
         table = _prefix_with_extra_rows(fh, size, max_rows)
@@ -97,7 +97,7 @@ def _read_stream(fh: BinaryIO, p: Path, size: int, max_bytes: int | None, max_ro
     return _parse(raw, max_rows, partial=False)
 
 
-def _prefix_with_extra_rows(fh: BinaryIO, size: int, max_rows: int) -> Table | None:
+def _prefix_with_extra_rows(fh: io.BufferedIOBase, size: int, max_rows: int) -> Table | None:
     """Scan the file's newlines chunk by chunk (through one reused buffer); once there are
     enough for the header and ``max_rows + 1`` rows, parse just the start up to there. The
     table when it really holds more than ``max_rows`` rows, else None (read it all).
@@ -126,6 +126,10 @@ def _prefix_with_extra_rows(fh: BinaryIO, size: int, max_rows: int) -> Table | N
     return None
 
 
+@overload
+def _parse(raw: bytes, max_rows: int | None, partial: Literal[False]) -> Table: ...
+@overload
+def _parse(raw: bytes, max_rows: int | None, partial: Literal[True]) -> Table | None: ...
 def _parse(raw: bytes, max_rows: int | None, partial: bool) -> Table | None:
     """Parse a whole file, or with ``partial`` the start of one cut after a newline: then the
     table is returned only if it holds more than ``max_rows`` complete rows, else None."""

@@ -58,7 +58,7 @@ def init(
         if not rest:
             raise TaskError(f"{source!r} is not a source", "use example:NAME or csv:PATH")
         dest = out or Path("tasks") / task_name(kind, rest)
-        options = {"overwrite": force}
+        options: dict[str, bool | str | Path | None] = {"overwrite": force}
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
         elif any([target, test, id_column, task_type, metric]):

@@ -108,7 +108,9 @@ def parse_edits(reply: str) -> list[Edit]:
     SEARCH began first) is returned with ``complete=False`` so it is reported, not lost."""
     lines = reply.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     edits: list[Edit] = []
-    state, search, replace = "out", [], []
+    state = "out"
+    search: list[str] = []
+    replace: list[str] = []
 
     def close(complete: bool) -> None:
         edits.append(Edit(_text(search), _text(replace), len(edits) + 1, complete))

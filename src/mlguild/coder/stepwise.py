@@ -24,12 +24,12 @@ def _split_imports(code: str) -> tuple[list[str], str]:
         # Keep going with single-line imports only: the assembled script will fail to compile
         # anyway, and the guard names the line; hoisting must not hide which part broke.
         lines = code.split("\n")
-        imports = [line.strip() for line in lines if _IMPORT_LINE.match(line)]
+        imports: list[str] = [line.strip() for line in lines if _IMPORT_LINE.match(line)]
         rest = [line for line in lines if not _IMPORT_LINE.match(line)]
         return imports, "\n".join(rest)
     lines = code.split("\n")
     drop: set[int] = set()
-    imports: list[str] = []
+    imports = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.append(ast.unparse(stmt))

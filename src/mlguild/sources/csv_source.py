@@ -135,6 +135,11 @@ def build_from_csv(
 
     prediction = get_metric(metric).prediction
     if prediction == "class_probabilities":
+        if classes is None:  # was a TypeError at *classes below
+            raise TaskError(
+                f"metric {metric!r} scores class probabilities; a {task_type} task has no classes",
+                "pass --task-type/--metric explicitly",
+            )
         spec_kwargs.update(classes=classes, submission_columns=[id_column, *classes])
     else:
         spec_kwargs["submission_columns"] = [id_column, target]
