@@ -369,10 +369,11 @@ def recipes_for(task: dict[str, Any]) -> list[str]:
 def _params(recipe: Recipe, classification: bool, profile: dict[str, Any]) -> Params:
     params = recipe.defaults(classification)
     # A leaf of 20 rows is a sensible floor on real data, but on a few dozen rows it leaves
-    # a tree almost no split to make: the floor shrinks with the data (1 row in 25).
+    # a tree almost no split to make: the floor shrinks with the data (1 row in 25), down to
+    # 5 rows, below which a leaf's mean is mostly noise.
     leaf = recipe.knobs.get("min_leaf")
     if leaf in ("min_child_samples", "min_samples_leaf") and leaf in params:
-        params[leaf] = min(params[leaf], max(2, int(profile.get("n_train") or 0) // 25))
+        params[leaf] = min(params[leaf], max(5, int(profile.get("n_train") or 0) // 25))
     return params
 
 
