@@ -19,9 +19,10 @@ from conftest import make_task
 
 from mlguild.config import load_config
 from mlguild.errors import FirewallError, RunError, TaskError
-from mlguild.firewall import build_workspace, verify_workspace
+from mlguild.firewall import build_workspace
 from mlguild.rundir import create_run, new_run_id
 from mlguild.task import Task, load_task
+from mlguild.verifier import verify_workspace
 
 
 def mlguild(*args, cwd, timeout=300):

@@ -8,8 +8,9 @@ from conftest import make_task
 
 from mlguild.config import FirewallConfig
 from mlguild.errors import FirewallError, TaskError
-from mlguild.firewall import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout, verify_workspace
+from mlguild.firewall import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
 from mlguild.task import load_task
+from mlguild.verifier import verify_workspace
 
 # An independent search, written without the verifier's code: for every CSV in the workspace
 # and every column under any name, do that column's values reproduce the sealed labels on the

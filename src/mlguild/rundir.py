@@ -27,12 +27,13 @@ import yaml
 
 from .config import Config, save_config
 from .errors import RunError, SubmissionError, TaskError
-from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace, verify_workspace
+from .firewall import HOLDOUT_SAMPLE, Workspace, build_workspace
 from .journal import Journal
 from .profile import DataProfile, profile_workspace
 from .scorer import fingerprint
 from .task import Task, TaskSpec, short
 from .verdict import write_prior_submission
+from .verifier import verify_workspace
 
 _RUN_ID = re.compile(r"\w[\w.-]{0,127}")
 _PARTIAL = re.compile(r"\.(.+)\.partial")
