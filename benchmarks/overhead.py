@@ -25,13 +25,12 @@ import pandas as pd
 from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.metrics import get_metric
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.scorer import SubmissionFormat, load_answers, score_submission
+from mlguild.scorer import Scorer
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
-from mlguild.task import load_task
+from mlguild.task import TaskSpec, load_task
 
 
 def loop_overhead(iterations: int, workdir: Path) -> list[float]:
@@ -63,18 +62,18 @@ def scoring_time(rows: int, workdir: Path) -> dict[str, float]:
     sub = pd.DataFrame({"id": ids, "y": np.clip(truth * 0.3 + rng.random(rows) * 0.7, 0, 1)})
     sub.to_csv(workdir / "ordered.csv", index=False)
     sub.sample(frac=1.0, random_state=1).to_csv(workdir / "shuffled.csv", index=False)
-    answers = load_answers(workdir / "answers.csv", "id")
-    fmt = SubmissionFormat("id", ["id", "y"])
-    metric = get_metric("roc_auc")
+    spec = TaskSpec(name="bench", task_type="binary", metric="roc_auc", id_column="id", target_columns=["y"],
+                    submission_columns=["id", "y"], positive_label="1")  # fmt: skip
+    scorer = Scorer.from_file(spec, workdir / "answers.csv")  # what a run builds once
     out = {}
     for name in ("ordered", "shuffled"):
         times = []
         for _ in range(3):
             started = time.perf_counter()
-            result = score_submission(workdir / f"{name}.csv", answers, fmt, metric, ["y"], positive_label="1")
+            score = scorer.score(workdir / f"{name}.csv")
             times.append(time.perf_counter() - started)
         out[name] = min(times)
-        out[f"{name}_auc"] = result.score.value
+        out[f"{name}_auc"] = score.value
     return out
 
 

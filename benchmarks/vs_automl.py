@@ -17,7 +17,7 @@ score of
   the docstrings of the runners); image arrays are already one numeric column per pixel.
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is
-scored by mlguild's own scorer (``mlguild.scorer.score_submission``) against the same test
+scored by mlguild's own scorer (``mlguild.scorer.Scorer``) against the same test
 answers (``<task>/private/answers.csv``). The constant sample submission's score (the floor)
 is shown too. The table's ratio is > 1 when mlguild is better: mlguild/peer for metrics that
 are maximised, peer/mlguild for metrics that are minimised. Wall seconds are measured around
@@ -61,8 +61,8 @@ from pathlib import Path
 
 from mlguild.config import parse_duration
 from mlguild.errors import SubmissionError
-from mlguild.metrics import get_metric
-from mlguild.scorer import SubmissionFormat, load_answers, score_submission
+from mlguild.firewall import read_csv_exact
+from mlguild.scorer import Scorer
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.task import Task, load_task
 
@@ -155,25 +155,18 @@ def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
 
 
 def score_file(task: Task, path: Path) -> dict:
-    """Score a submission with mlguild's scorer against the task's test answers."""
+    """Score a submission with mlguild's scorer against the task's test answers (a label the
+    training rows have is a known label, as in a run's own grade)."""
     spec = task.spec
-    fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique)
+    train = read_csv_exact(task.train_path)
+    labels = set(train[spec.target_columns[0]]) if spec.task_type in ("binary", "multiclass") else set()
     try:
-        result = score_submission(
-            path,
-            load_answers(task.answers_path, spec.id_column),
-            fmt,
-            get_metric(spec.metric),
-            spec.target_columns,
-            metric_params=spec.metric_params,
-            positive_label=spec.positive_label,
-            classes=spec.classes,
-        )
+        score = Scorer.from_file(spec, task.answers_path, labels=labels).score(path)
     except SubmissionError as exc:
         return {"score": None, "error": f"invalid submission ({exc.reason}): {exc.message}"}
     except (ValueError, OSError) as exc:
         return {"score": None, "error": f"cannot be scored: {exc}"}
-    return {"score": result.score.value, "error": None}
+    return {"score": score.value, "error": None}
 
 
 def sha256(path: Path) -> str:

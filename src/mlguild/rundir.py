@@ -259,28 +259,16 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
     the metric's value is not a finite number (Score keeps no NaN or infinity)."""
     from .firewall import read_csv_exact
     from .metrics import get_metric
-    from .scorer import SubmissionFormat, load_answers, score_submission
+    from .scorer import Scorer
 
-    fmt = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=None)
-    metric = get_metric(spec.metric)
     # The template's own labels are its to predict, even a placeholder that is no class.
     template = (
         set(read_csv_exact(submission)[spec.prediction_columns].to_numpy().ravel().tolist())
-        if metric.prediction == "label"
-        else None
+        if get_metric(spec.metric).prediction == "label"
+        else set()
     )
     try:
-        result = score_submission(
-            submission,
-            load_answers(answers, spec.id_column),
-            fmt,
-            metric,
-            spec.target_columns,
-            metric_params=spec.metric_params,
-            positive_label=spec.positive_label,
-            classes=spec.classes,
-            labels=template,
-        )
+        score = Scorer.from_file(spec, answers, max_bytes=None, labels=template).score(submission)
     except SubmissionError as exc:
         raise TaskError(
             f"the task's sample submission does not match its {what} ({exc.reason}): {exc.message}",
@@ -291,7 +279,7 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
             f"the {what} cannot be scored: {exc}",
             "check the metric, positive_label/classes and answers in task.yaml and private/",
         ) from exc
-    return result.score.value
+    return score.value
 
 
 def check_run_dir(path: Path) -> None:
