@@ -36,10 +36,10 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
 
     floor = read_journal(run.path / "journal.jsonl")[0]["floor_score"]
     best = graph[agent.state.best_id]
-    direction = agent.runner.metric.direction
+    direction = agent.scorers.holdout.metric.direction
     assert Score(best.score, direction).better_than(Score(floor, direction)), (best.score, floor)
 
-    agent.runner.scorers.test.validate(run.best_dir / "submission.csv")  # the sample submission's ids, all of them
+    agent.scorers.test.validate(run.best_dir / "submission.csv")  # the sample submission's ids, all of them
     final = run.path / "final"
     assert done.choice is not None and (final / "submission.csv").exists() and (final / "final.json").exists()
     grade = done.grade

@@ -29,7 +29,7 @@ def test_a_changed_scorer_stops_the_run(small_task, tmp_path):
 def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 2})
     agent.run_loop()
-    first = grade_once(run, agent.state, agent.runner.scorers.grade)
+    first = grade_once(run, agent.state, agent.scorers.grade)
     audit = json.loads(audit_path(run).read_text())
     assert audit["test_score"] == first["test_score"] and audit["node"] == first["node"]
     assert set(audit) >= {"node", "code_sha256", "submission_sha256", "test_score", "graded_at"}
@@ -37,7 +37,7 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
     records = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] != "final_graded"]
     state = replay(records, "maximize")
     (run.best_dir / "submission.csv").write_text("id,y\n")  # would be invalid if graded again
-    again = grade_once(run, state, agent.runner.scorers.grade)
+    again = grade_once(run, state, agent.scorers.grade)
     assert again["test_score"] == first["test_score"] and again["valid"]
     from mlguild.grade import _write_once
 

@@ -48,11 +48,11 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert [(n.id, n.status, n.score) for n in state.graph] == [(n.id, n.status, n.score) for n in graph]
     assert state.best_id == "n0002"
-    grade = grade_once(run, agent.state, agent.runner.scorers.grade)
+    grade = grade_once(run, agent.state, agent.scorers.grade)
     assert grade["valid"] and grade["test_score"] > 0.8 and grade["node"] == "n0002"
     # Graded once: a second call returns the same record and writes nothing new.
     n_records = len(read_journal(run.path / "journal.jsonl"))
-    assert grade_once(run, agent.state, agent.runner.scorers.grade) == grade
+    assert grade_once(run, agent.state, agent.scorers.grade) == grade
     assert len(read_journal(run.path / "journal.jsonl")) == n_records
 
 

@@ -89,7 +89,7 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert state.final_choice["node"] == refit.id and state.graph[refit.id].status == "final"
     assert state.graph.best().id == "n0001"  # a refit never competes with search nodes
-    grade = grade_once(run, agent.state, agent.runner.scorers.grade)
+    grade = grade_once(run, agent.state, agent.scorers.grade)
     assert grade["node"] == refit.id and grade["best_node"] == "n0001" and grade["refit"] and grade["valid"]
 
 
@@ -200,13 +200,13 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame = pd.read_csv(holdout, dtype={"id": str})
     frame["y"] = (frame["y"] + np.random.default_rng(0).normal(scale=0.01, size=len(frame))).clip(0, 1)
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.runner.scorers.holdout, best)
+    base, why = final_base(run, graph, agent.scorers.holdout, best)
     assert base.id == "n0002" and "within noise" in why, why
     frame["y"] = 1 - frame["y"]  # now clearly worse: the best node stays
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.runner.scorers.holdout, best)
+    base, why = final_base(run, graph, agent.scorers.holdout, best)
     assert base.id == "n0001" and "better than the best blend n0002" in why, why
     run.config.final.tie_share = 0.0  # never prefer a blend
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
-    assert final_base(run, graph, agent.runner.scorers.holdout, best)[0].id == "n0001"
+    assert final_base(run, graph, agent.scorers.holdout, best)[0].id == "n0001"

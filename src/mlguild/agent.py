@@ -20,7 +20,7 @@ from .protocols import LAST_RESORT, Action, Brain, Context, HistoryItem, ParentV
 from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
-from .scorer import fingerprint
+from .scorer import fingerprint, scorers_for
 from .search.graph import Node
 from .state import RunState, replay
 from .vocabulary import FUSE, NO_CODE, REFIT
@@ -61,7 +61,8 @@ class Agent:
         self.brain = brain
         self.policy = policy
         self.state: RunState = replay(run.journal.records, get_metric(run.spec.metric).direction)
-        self.runner = NodeRunner(run, sandbox, self.state.scorer_fingerprint or fingerprint())
+        self.scorers = scorers_for(run, self.state.scorer_fingerprint or fingerprint())
+        self.runner = NodeRunner(run, sandbox, self.scorers)
         self.on_event = on_event or (lambda kind, data: None)
         self._profile = run.profile.to_dict()
         self._session_start = time.monotonic()
@@ -247,7 +248,9 @@ class Agent:
         atomic_write(best / "plan.md", node.plan.strip() + "\n")
         atomic_write(
             best / "best.json",
-            json.dumps({"node": node.id, "holdout_score": node.score, "metric": self.runner.metric.name}, indent=2),
+            json.dumps(
+                {"node": node.id, "holdout_score": node.score, "metric": self.scorers.holdout.metric.name}, indent=2
+            ),
         )
 
     # --- context for the brain: isolated and bounded ---
@@ -266,7 +269,7 @@ class Agent:
             profile=self._profile,
             parents=parents,
             history=history,
-            direction=self.runner.metric.direction,
+            direction=self.scorers.holdout.metric.direction,
             script_timeout_s=timeout,
             seed=self.run.config.brain.seed,
             iteration=iteration,

@@ -27,7 +27,7 @@ from .protocols import Sandbox
 from .records import record_finished
 from .rundir import RunDir
 from .sandbox import ExecStatus, safe_env
-from .scorer import SOURCES, check_fingerprint, scorers_for
+from .scorer import SOURCES, RunScorers, check_fingerprint
 from .search.graph import Node, SearchGraph
 from .vocabulary import FINAL_OK, FUSE, REFIT, SCORED, TAMPERED
 
@@ -67,12 +67,12 @@ def parse_printed_score(stdout: str) -> float | None:
 class NodeRunner:
     """Runs nodes of one run with its sandbox, and judges them with its scorers (built once)."""
 
-    def __init__(self, run: RunDir, sandbox: Sandbox, scorer_fingerprint: str):
+    def __init__(self, run: RunDir, sandbox: Sandbox, scorers: RunScorers):
         self.run = run
-        self.scorer_fingerprint = scorer_fingerprint
         self.sandbox = sandbox
-        self.scorers = scorers_for(run, scorer_fingerprint)
-        self.metric = self.scorers.holdout.metric
+        self.scorers = scorers
+        self.scorer_fingerprint = scorers.fingerprint
+        self.metric = scorers.holdout.metric
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
 
     def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:

@@ -77,7 +77,7 @@ def finish(agent: Agent, stop: Stop) -> Finish:
             choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
         else:
             choice = stage.choose_without_refit("the final refit is off (final.refit=false)")
-    grade = grade_once(agent.run, state, agent.runner.scorers.grade) if config.final.grade_test else None
+    grade = grade_once(agent.run, state, agent.scorers.grade) if config.final.grade_test else None
     return Finish(choice, grade)
 
 
@@ -111,7 +111,7 @@ class FinalStage:
     """Runs the refit chain of the final base node and records the final choice."""
 
     def __init__(self, agent: Agent):
-        self.run, self.state, self.runner = agent.run, agent.state, agent.runner
+        self.run, self.state, self.runner, self.scorers = agent.run, agent.state, agent.runner, agent.scorers
         self.elapsed = agent.elapsed  # the agent's session clock, for journal records
         self.base_reason = ""
 
@@ -122,14 +122,14 @@ class FinalStage:
         return self.state.graph[self.state.best_id]
 
     def choose_without_refit(self, reason: str) -> dict:
-        base, why = final_base(self.run, self.state.graph, self.runner.scorers.holdout, self._best_node())
+        base, why = final_base(self.run, self.state.graph, self.scorers.holdout, self._best_node())
         return self._choose(base, None, f"{why}; {reason}")
 
     def run_refit(self, timeout_s: float) -> dict:
         """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
         final submission: the refit if it is sound, else the base node itself."""
         graph = self.state.graph
-        best, why = final_base(self.run, graph, self.runner.scorers.holdout, self._best_node())
+        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node())
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
@@ -192,7 +192,7 @@ class FinalStage:
         spec = self.run.spec
         reference = read_csv_exact(self.run.node_dir(best.id) / "output" / "submission.csv")
         candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
-        kind = self.runner.metric.prediction
+        kind = self.scorers.holdout.metric.prediction
         score = agreement(kind, reference, candidate, spec.id_column)
         needed = self.run.config.final.refit_min_agreement
         if score < needed:

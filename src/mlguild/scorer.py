@@ -122,6 +122,7 @@ class RunScorers:
     holdout: Scorer  # scores every node's holdout predictions: the numbers the search uses
     test: Scorer  # validates every test submission (the sample submission's ids; no answers)
     grade: Scorer | None  # grades the final submission once, when the task has test answers
+    fingerprint: str  # the scorer's fingerprint when the run started; every Scorer checks it
 
 
 def scorers_for(run: RunDir, fingerprint: str) -> RunScorers:
@@ -135,7 +136,7 @@ def scorers_for(run: RunDir, fingerprint: str) -> RunScorers:
     test = Scorer(spec, expected_ids=test_ids, labels=labels, **options)
     answers = ws.test_answers
     grade = Scorer.from_file(spec, answers, labels=labels, **options) if answers is not None else None
-    return RunScorers(holdout, test, grade)
+    return RunScorers(holdout, test, grade, fingerprint)
 
 
 @dataclass(frozen=True)

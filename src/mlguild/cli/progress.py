@@ -35,7 +35,7 @@ class Progress:
         best = a.state.graph[a.state.best_id] if a.state.best_id else None
         best_text = f"{best.score:.5g} ({best.id})" if best else "—"
         return Text(
-            f"iter {len(a.state.graph)} | best {a.runner.metric.name} {best_text} | "
+            f"iter {len(a.state.graph)} | best {a.scorers.holdout.metric.name} {best_text} | "
             f"elapsed {_clock(a.state.spent_s + a.elapsed())} | left {_clock(a.remaining_s())} | {self.current}",
             style="dim",
         )

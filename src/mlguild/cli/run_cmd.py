@@ -124,7 +124,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     agent = Agent(run, brain, get_policy(cfg.search), sandbox)
     console.print(f"run   {plain(run.path)}")
     console.print(
-        f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.runner.metric.direction}) on a sealed holdout"
+        f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.scorers.holdout.metric.direction}) on a sealed holdout"
     )
     console.print(f"brain {plain(brain_line)}")
     console.print(sandbox_line)
@@ -161,7 +161,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
         )
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
     if stop.finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
-        check_learned(best.score, floors(run.journal.records), agent.runner.metric.direction, run.spec.metric)
+        check_learned(best.score, floors(run.journal.records), agent.scorers.holdout.metric.direction, run.spec.metric)
     return stop
 
 
