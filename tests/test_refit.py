@@ -13,6 +13,7 @@ from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
+from mlguild.errors import BudgetExhausted
 from mlguild.final_stage import FinalStage
 from mlguild.grade import grade_once
 from mlguild.guard import check_code
@@ -22,6 +23,7 @@ from mlguild.refit import agreement, full_data_dir, refit_reserve, refit_seconds
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
+from mlguild.search.graph import Node
 from mlguild.state import replay
 from mlguild.task import load_task
 
@@ -161,6 +163,30 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     assert agent._check_budget() == pytest.approx(0.1 * run.config.budget.time_s)
     run.config.final.refit = False
     assert refit_seconds(run, agent.state.graph, best) == 0.0
+
+
+def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
+    run, agent, split = _searched(tmp_path)
+    graph = agent.state.graph
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    best = graph["n0001"]
+    best.timing.update(exec_s=10.0, budget_s=60.0)
+    members = []
+    for i, exec_s in enumerate((20.0, 25.0), start=2):  # two more scored nodes a fuse may blend (not paced)
+        node = Node(id=f"n000{i}", op="draft", parents=(), iteration=i - 1, status="scored", score=0.8)
+        node.timing.update(exec_s=exec_s, budget_s=60.0)
+        graph.add(node)
+        members.append(node.id)
+    alone = refit_reserve(run, graph, best)
+    assert alone == pytest.approx(10.0 * growth * 1.25)
+    # A blend the search is about to make: every member's refit, and the blend's own rerun.
+    planned = refit_reserve(run, graph, best, planned=("n0001", *members))
+    assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
+    run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + planned + 3
+    run.config.budget.iterations = None
+    agent._check_budget()  # time enough while no blend is planned
+    with pytest.raises(BudgetExhausted):  # but not for the blend and its refit
+        agent._check_budget(("n0001", *members))
 
 
 def test_agreement_measures():
