@@ -182,6 +182,7 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     # A blend the search is about to make: every member's refit, and the blend's own rerun.
     planned = refit_reserve(run, graph, best, planned=("n0001", *members))
     assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
+    run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at 30% of the budget)
     run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + planned + 3
     run.config.budget.iterations = None
     agent._check_budget()  # time enough while no blend is planned
