@@ -261,7 +261,7 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
     from .metrics import get_metric
     from .scorer import Scorer
 
-    # The template's own labels are its to predict, even a placeholder that is no class.
+    # The template's own labels are its to predict, even a stand-in value that is no class.
     template = (
         set(read_csv_exact(submission)[spec.prediction_columns].to_numpy().ravel().tolist())
         if get_metric(spec.metric).prediction == "label"

@@ -21,7 +21,7 @@ from .task import TaskSpec
 def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
     """Write to ``dest`` the template ``sample`` filled with the best constant the training
     labels give (the majority class, the class shares, the positive share, the mean, or the
-    median for MAE): a stronger floor than a placeholder template. False when the metric has
+    median for MAE): a stronger floor than a template's stand-in values. False when the metric has
     no such constant (ranked lists)."""
     kind = get_metric(spec.metric).prediction
     if kind == "ranked_list" or len(spec.target_columns) != 1:
