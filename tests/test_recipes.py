@@ -695,3 +695,13 @@ def test_small_cnn_regression_head(digit_values, monkeypatch):
     assert values.shape == (len(y) - 100,) and np.isfinite(values).all()
     # Trained on the standardised target, predictions come back on the target's own scale.
     assert 1.0 < values.mean() < 8.0 and values.std() > 0.05
+
+
+def test_boosting_minimises_the_absolute_error_when_the_task_is_scored_by_mae(ames):
+    task = {**ames.task, "metric": "mae"}
+    expected = {"lightgbm": ("objective", "l1"), "hist_gb": ("loss", "absolute_error"),
+                "catboost": ("loss_function", "MAE"), "xgboost": ("objective", "reg:absoluteerror")}  # fmt: skip
+    for recipe, (name, value) in expected.items():
+        assert draft_meta(recipe, task, ames.profile)["params"][name] == value
+        assert name not in draft_meta(recipe, ames.task, ames.profile)["params"]  # rmsle: its own loss
+    assert "objective" not in draft_meta("random_forest", task, ames.profile)["params"]

@@ -366,8 +366,22 @@ def recipes_for(task: dict[str, Any]) -> list[str]:
     return [name for name in names if RECIPES[name].available()]
 
 
-def _params(recipe: Recipe, classification: bool, profile: dict[str, Any]) -> Params:
+# What a boosting model minimises when the task is scored by mean absolute error: the squared
+# error's best constant is the mean, the absolute error's the median, and on a skewed target
+# they are far apart (a model fitted for one loses to a constant on the other).
+_ABSOLUTE_ERROR = {
+    "lightgbm": ("objective", "l1"),
+    "hist_gb": ("loss", "absolute_error"),
+    "catboost": ("loss_function", "MAE"),
+    "xgboost": ("objective", "reg:absoluteerror"),
+}
+
+
+def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metric: str) -> Params:
     params = recipe.defaults(classification)
+    if metric == "mae" and not classification and recipe.model in _ABSOLUTE_ERROR:
+        name, value = _ABSOLUTE_ERROR[recipe.model]
+        params[name] = value
     # A leaf of 20 rows is a sensible floor on real data, but on a few dozen rows it leaves
     # a tree almost no split to make: the floor shrinks with the data (1 row in 25), down to
     # 5 rows, below which a leaf's mean is mostly noise.
@@ -385,7 +399,7 @@ def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict
         "brain": "recipes",
         "recipe": name,
         "modality": recipe.modality,
-        "params": _params(recipe, classification, profile),
+        "params": _params(recipe, classification, profile, task["metric"]),
         "features": _feature_defaults(recipe, task, profile),
         "run": _run_defaults(recipe, profile),
         "moves": [],
