@@ -24,6 +24,7 @@ Commands (mlguild's venv; one run at a time, so a 2-core machine gives each run 
     .venv/bin/python benchmarks/gauntlet.py status                # progress bar of a (background) run
     .venv/bin/python benchmarks/gauntlet.py report                # the table of the latest run
     .venv/bin/python benchmarks/gauntlet.py run --limit 10 --budget 15s --only 'MASS-*'
+    .venv/bin/python benchmarks/gauntlet.py run --metric mae --out .bench/gauntlet-mae
 
 How long: about budget + 10 s per task (start, firewall, final refit, grade): ~2 hours for
 the 192 tasks at 30 s. A run resumes where it stopped when started again with the same
@@ -365,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--budget", default="30s", help="mlguild --time per task (default 30s)")
     run.add_argument("--limit", type=int, help="only the first N tasks of the list")
     run.add_argument("--only", help="only tasks whose name matches this glob, e.g. 'MASS-*' or '*~messy'")
+    run.add_argument("--metric", help="only tasks scored by this metric, e.g. mae")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
     run.add_argument("--background", action="store_true", help="detach; follow it with `status`")
     run.add_argument("--set", action="append", default=[], help="extra mlguild --set overrides")
@@ -396,6 +398,8 @@ def main(argv: list[str] | None = None) -> None:
         entries = gauntlet_data.load()
         if args.only:
             entries = [e for e in entries if fnmatch.fnmatch(e.name, args.only)]
+        if args.metric:
+            entries = [e for e in entries if e.metric == args.metric]
         entries = entries[: args.limit] if args.limit else entries
         extra = [x for item in args.set for x in ("--set", item)]
         run_all(entries, parse_duration(args.budget), args.out, extra)
