@@ -37,7 +37,7 @@ def loop_overhead(iterations: int, workdir: Path) -> list[float]:
     task = load_task(build_example("churn", workdir / "churn"))
     cfg = load_config(None, [f"budget.iterations={iterations}", "search.draft_every=0"])
     run = create_run(task, cfg, workdir / "runs")
-    agent = Agent(run, ScriptedBrain(), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(run, ScriptedBrain(), get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
     overheads: list[float] = []
     step = agent.step
 

@@ -40,7 +40,7 @@ def main() -> int:
         task = load_task(build_example("churn", Path(tmp) / "churn"))
         cfg = load_config(None, [f"budget.iterations={args.iterations}", "search.draft_every=10"])
         run = create_run(task, cfg, Path(tmp) / "runs")
-        agent = Agent(run, LLMBrain(llm), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+        agent = Agent(run, LLMBrain(llm), get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
         agent.run_loop()
         per_node: dict[str, int] = {}
         for call in llm.calls:

@@ -263,7 +263,7 @@ def scripted_agent(task_dir, tmp_path, replies, **overrides):
     cfg = load_config(None, sets)
     run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
     brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
+    return Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
 
 
 def script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> dict:

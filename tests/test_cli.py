@@ -68,3 +68,13 @@ def test_examples_lists_the_bundled_tasks(tmp_path):
     out = mlguild("examples", cwd=tmp_path).stdout
     for name in ("churn", "ames", "reviews", "titanic", "digits"):
         assert f"example:{name}" in out
+
+
+def test_config_lists_every_setting_with_its_default(tmp_path):
+    out = mlguild("config", "search.mcgs", cwd=tmp_path).stdout
+    assert "search.mcgs.exploration_start" in out and "1.4" in out and "search.mcgs.top_k" in out
+    assert "search.num_drafts" not in out  # only the section asked for
+    everything = mlguild("config", cwd=tmp_path).stdout
+    assert "budget.default_time_s" in everything and "sandbox.script_timeout_s" in everything
+    bad = mlguild("config", "nope", cwd=tmp_path, check=False)
+    assert bad.returncode == 2 and "no setting is named 'nope'" in bad.stderr and "search" in bad.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 from .llm.config import LLMConfig
@@ -95,8 +95,54 @@ class SandboxConfig(_Section):
         )
 
 
+class MCGSConfig(_Section):
+    """Monte Carlo graph search (``search.policy: mcgs``; mlguild.search.mcgs)."""
+
+    exploration_start: float = Field(1.4, ge=0, description="UCT exploration weight at the start of the run.")
+    exploration_end: float = Field(
+        0.3, ge=0, description="UCT exploration weight at the end of the budget (it decays linearly)."
+    )
+    widen_base: float = Field(
+        1.0,
+        gt=0,
+        description="Progressive widening: a node tried N times may have widen_base * N^widen_power children.",
+    )
+    widen_power: float = Field(0.5, ge=0, le=1, description="Progressive widening exponent (see widen_base).")
+    reward_valid: float = Field(1.0, description="Reward for a node that produced a scored submission.")
+    reward_new_best: float = Field(1.0, description="Extra reward for a node that beat every earlier node.")
+    reward_debug_fixed: float = Field(0.5, description="Extra reward for a debug step that repaired its parent.")
+    reward_failure: float = Field(-1.0, le=0, description="Reward (a penalty) for a node that failed.")
+    exploit_start: float = Field(
+        0.6, ge=0, le=1, description="Share of the budget after which some choices improve one of the top-K nodes."
+    )
+    exploit_full: float = Field(
+        0.9, gt=0, le=1, description="Share of the budget by which every choice improves one of the top-K nodes."
+    )
+    top_k: int = Field(5, ge=1, description="How many of the best nodes the late, exploiting choices spread over.")
+    branch_cap: int = Field(2, ge=1, description="Most of the top-K nodes that may come from one branch.")
+    terminal_after: int = Field(
+        3,
+        ge=0,
+        description="A node whose last N children all failed or gained next to nothing is not improved again (0 = never).",
+    )
+    negligible_gain: float = Field(
+        0.001, ge=0, description="A child's gain below this share of its parent's score counts as next to nothing."
+    )
+    horizon_nodes: int = Field(
+        200,
+        gt=0,
+        description="With neither a time nor an iteration budget, the exploration decays over this many nodes.",
+    )
+
+    @model_validator(mode="after")
+    def _exploit_order(self) -> MCGSConfig:
+        if self.exploit_full <= self.exploit_start:
+            raise ValueError("exploit_full must be larger than exploit_start")
+        return self
+
+
 class SearchConfig(_Section):
-    policy: str = Field("greedy", description="Search policy name.")
+    policy: str = Field("greedy", description="Search policy: greedy, or mcgs (Monte Carlo graph search).")
     num_drafts: int = Field(3, ge=1, description="Independent drafts before improving starts.")
     max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
     debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")
@@ -115,6 +161,7 @@ class SearchConfig(_Section):
         ge=2,
         description="Stop a run whose last N nodes all failed the same way, or produced no code (after the brain's safest pipeline failed that way too).",
     )
+    mcgs: MCGSConfig = MCGSConfig()
 
 
 class BudgetConfig(_Section):
@@ -234,7 +281,7 @@ def load_config(
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}", f"fix or remove {path}") from exc
         if not isinstance(loaded, dict):
-            raise ConfigError(f"config {path} must be a mapping of sections", "see `mlguild run --help`")
+            raise ConfigError(f"config {path} must be a mapping of sections", "see `mlguild config`")
         tree = _merge(tree, loaded)
     for item in overrides or []:
         match = re.fullmatch(r"([A-Za-z_][\w.]*)=(.*)", item.strip())
@@ -247,7 +294,7 @@ def load_config(
         return Config.model_validate(tree)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid configuration: {problems}", "check the names with `mlguild run --help`") from exc
+        raise ConfigError(f"invalid configuration: {problems}", "check the names with `mlguild config`") from exc
 
 
 def save_config(config: Config, path: Path) -> None:
@@ -261,3 +308,15 @@ def parse_duration(text: str) -> float:
         raise ConfigError(f"cannot read duration {text!r}", "use e.g. --time 90s, 5m, 2h")
     scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
     return float(match.group(1)) * scale
+
+
+def settings(model: type[BaseModel] = Config, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """Every setting as (dotted name, default, description), sections in order."""
+    rows: list[tuple[str, Any, str]] = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            rows += settings(kind, f"{prefix}{name}.")
+        else:
+            rows.append((f"{prefix}{name}", info.get_default(call_default_factory=True), info.description or ""))
+    return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from .config_cmd import config
 from .inspect_cmd import show, status
 from .run_cmd import resume, run
 from .task_cmd import examples, init
@@ -21,6 +22,7 @@ app.command()(run)
 app.command()(resume)
 app.command()(status)
 app.command()(show)
+app.command()(config)
 
 
 def main() -> None:

@@ -121,7 +121,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     brain, brain_line = _brain_for(run, fake_llm)
-    agent = Agent(run, brain, get_policy(cfg.search), sandbox)
+    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
     console.print(f"run   {plain(run.path)}")
     console.print(
         f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.scorers.holdout.metric.direction}) on a sealed holdout"

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from ..config import SearchConfig
+from ..config import BudgetConfig, SearchConfig
 from ..errors import ConfigError
 from ..protocols import Policy
 from .graph import Node, SearchGraph
 from .greedy import GreedyPolicy
+from .mcgs import MCGSPolicy
 
-POLICIES = {"greedy": GreedyPolicy}
-
-
-def get_policy(cfg: SearchConfig) -> Policy:
-    try:
-        return POLICIES[cfg.policy](cfg)
-    except KeyError:
-        raise ConfigError(f"unknown search policy {cfg.policy!r}", f"use one of: {', '.join(POLICIES)}") from None
+POLICIES: dict[str, type[GreedyPolicy] | type[MCGSPolicy]] = {"greedy": GreedyPolicy, "mcgs": MCGSPolicy}
 
 
-__all__ = ["GreedyPolicy", "Node", "SearchGraph", "get_policy"]
+def get_policy(cfg: SearchConfig, budget: BudgetConfig | None = None) -> Policy:
+    """The policy ``cfg.policy`` names; ``budget`` (the run's) sets how fast mcgs moves from
+    exploring to exploiting."""
+    if cfg.policy not in POLICIES:
+        raise ConfigError(f"unknown search policy {cfg.policy!r}", f"use one of: {', '.join(POLICIES)}")
+    return POLICIES[cfg.policy](cfg, budget)
+
+
+__all__ = ["GreedyPolicy", "MCGSPolicy", "Node", "SearchGraph", "get_policy"]

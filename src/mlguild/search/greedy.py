@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import random
 
-from ..config import SearchConfig
+from ..config import BudgetConfig, SearchConfig
 from ..protocols import Action
 from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, FUSE, IMPROVE
 from .graph import Node, SearchGraph
 
 
 class GreedyPolicy:
-    def __init__(self, cfg: SearchConfig):
-        self.cfg = cfg
+    def __init__(self, cfg: SearchConfig, budget: BudgetConfig | None = None):
+        self.cfg = cfg  # the budget does not change what greedy does
 
     def select(self, graph: SearchGraph, iteration: int) -> Action:
         # Seeded per iteration, so a resumed run makes the same choice it would have made.
