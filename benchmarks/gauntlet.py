@@ -155,6 +155,7 @@ def run_one(entry: Entry, budget_s: float, out: Path, extra: list[str] = ()) -> 
         str(runs),
         "--run-id",
         "run",
+        "--no-memory",  # each task on its own: nothing learned on the others
         *extra,
     ]
     proc = run_logged(cmd, log, timeout_s=3 * budget_s + 180, env=env, cwd=work)

@@ -206,6 +206,7 @@ def run_mlguild(task: Task, name: str, budget_s: float, work: Path, timeout_s: f
         str(runs),
         "--run-id",
         run_id,
+        "--no-memory",  # a cold run: nothing learned on the other examples
     ]
     proc = run_logged(cmd, log, timeout_s, env=env, cwd=work)
     out = {"wall_s": proc["wall_s"], "log": str(log), "run_dir": str(runs / run_id)}

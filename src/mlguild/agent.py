@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .config import mlguild_home
 from .diagnose import Diagnosis, diagnose
 from .errors import BrainBroken, BudgetExhausted, ProposalFailed, StopRun
 from .executor import OUTPUT_TAIL, NodeRunner, Outcome
 from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_text
+from .memory import Memory, Recall, TaskTraits
 from .metrics import get_metric
 from .protocols import LAST_RESORT, Action, Brain, Context, HistoryItem, ParentView, Policy, Proposal, Sandbox
 from .records import apply_outcome, record_finished, record_restarted, record_started
@@ -66,6 +68,10 @@ class Agent:
         self.on_event = on_event or (lambda kind, data: None)
         self._profile = run.profile.to_dict()
         self._session_start = time.monotonic()
+        self._columns = tuple(c.name for c in run.profile.columns)
+        traits = TaskTraits.of(run.spec.public_dict(), self._profile)
+        self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
+        self.memory.replay(self.state.graph, self._code, self._columns)
 
     # --- budget ---
     def elapsed(self) -> float:
@@ -100,6 +106,7 @@ class Agent:
         session is in the journal."""
         journal = self.run.journal
         journal.append("session_started", resumed=self.state.sessions > 0, session_elapsed_s=0.0)
+        self._report_memory_warnings()
         self.state.sessions += 1
         stop: Stop | None = None
         try:
@@ -219,8 +226,15 @@ class Agent:
         self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         record_finished(self.run.journal, node, outcome, self.elapsed())
+        if node.op != REFIT:
+            self.memory.record(node, self.state.graph, "" if node.ok else self._code(node), self._columns)
+            self._report_memory_warnings()
         is_best = self._sync_best()
         self.on_event("node_finished", {"node": node, "best": self.state.best_id, "is_best": is_best})
+
+    def _report_memory_warnings(self) -> None:
+        while self.memory.warnings:
+            self.on_event("warning", {"message": self.memory.warnings.pop(0)})
 
     def _sync_best(self) -> bool:
         """Make best/ hold the graph's best node. Also repairs a kill between node_finished and
@@ -274,7 +288,22 @@ class Agent:
             seed=self.run.config.brain.seed,
             iteration=iteration,
             stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
+            recall=self._recall(action, parents),
+            move_priors=self.memory.move_priors(),
         )
+
+    def _recall(self, action: Action, parents: tuple[ParentView, ...]) -> Recall:
+        """The records most like what this proposal is about: its parents' plans, changes and
+        failures (for a draft, the task's type, metric and column kinds)."""
+        if parents:
+            query = " ".join(
+                f"{p.plan[:400]} {p.meta.get('recipe', '')} {p.meta.get('move', '')} {p.status} {(p.failure or '')[-400:]}"
+                for p in parents
+            )
+        else:
+            kinds = " ".join(sorted({c["kind"] for c in self._profile.get("columns", [])}))
+            query = f"draft {self.run.spec.task_type} {self.run.spec.metric} {kinds}"
+        return self.memory.recall(f"{action.op} {query}", skip={p.node_id for p in parents})
 
     def _parent_view(self, node: Node) -> ParentView:
         d = self.run.node_dir(node.id)

@@ -6,6 +6,7 @@ understood (and resumed) without the command line that started it.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,31 @@ class ScorerConfig(_Section):
         return self.max_submission_mb * 1024**2
 
 
+class MemoryConfig(_Section):
+    """Experience records and their retrieval (mlguild.memory)."""
+
+    enabled: bool = Field(
+        True,
+        description="Use the store shared by every run (the run's own memory is always on); --no-memory sets false.",
+    )
+    path: str | None = Field(
+        None, description="The shared store, an SQLite file (None = memory.sqlite in $MLGUILD_HOME, ~/.mlguild)."
+    )
+    recall: int = Field(
+        4, ge=0, description="Records of this run shown before a proposal: this many successes and as many failures."
+    )
+    similar: int = Field(4, ge=0, description="Records of other runs on similar tasks shown before a proposal.")
+    max_distance: float = Field(
+        2.0,
+        ge=0,
+        description="How unlike this task another may be for its records to count (task type 3, metric 1, modality 1, sizes by orders of magnitude).",
+    )
+    embeddings: bool = Field(
+        False,
+        description="Also rank records by sentence-embedding similarity, fused with BM25 (needs the [embeddings] extra).",
+    )
+
+
 class Config(_Section):
     """The whole resolved configuration of a run."""
 
@@ -238,7 +264,13 @@ class Config(_Section):
     brain: BrainConfig = BrainConfig()
     final: FinalConfig = FinalConfig()
     scorer: ScorerConfig = ScorerConfig()
+    memory: MemoryConfig = MemoryConfig()
     llm: LLMConfig = LLMConfig()
+
+
+def mlguild_home() -> Path:
+    """The user's mlguild folder: $MLGUILD_HOME, else ~/.mlguild (tasks, the memory store)."""
+    return Path(os.environ.get("MLGUILD_HOME", Path.home() / ".mlguild")).expanduser()
 
 
 def _parse_value(text: str) -> Any:

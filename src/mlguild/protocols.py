@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .llm.base import Completion, Message
+    from .memory import MovePrior, Recall
     from .metrics import Score
     from .sandbox.base import ExecResult, Limits
     from .search.graph import SearchGraph
@@ -81,6 +82,8 @@ class Context:
     seed: int
     iteration: int
     stagnation: int = 0  # attempts in the parent's branch since it last improved
+    recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
+    move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
 
 
 @dataclass(frozen=True)

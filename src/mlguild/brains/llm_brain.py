@@ -120,6 +120,7 @@ class LLMBrain:
             data_summary=summary_text(profile, max_columns=40),
             prediction_help=prediction_help(task),
             time_budget_s=int(context.script_timeout_s),
+            recall=context.recall,
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:

@@ -6,6 +6,7 @@ import typer
 
 from .config_cmd import config
 from .inspect_cmd import show, status
+from .memory_cmd import memory_app
 from .run_cmd import resume, run
 from .task_cmd import examples, init
 
@@ -23,6 +24,7 @@ app.command()(resume)
 app.command()(status)
 app.command()(show)
 app.command()(config)
+app.add_typer(memory_app, name="memory")
 
 
 def main() -> None:

@@ -26,10 +26,6 @@ _MAX_SHOWN = 1000
 _ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
 
-def mlguild_home() -> Path:
-    return Path(os.environ.get("MLGUILD_HOME", Path.home() / ".mlguild")).expanduser()
-
-
 def default_runs_dir() -> Path:
     return Path(os.environ.get("MLGUILD_RUNS", "runs"))
 

@@ -51,7 +51,9 @@ class Progress:
             self.live.__exit__(*exc)
 
     def __call__(self, kind: str, data: dict) -> None:
-        if kind == "node_proposing":
+        if kind == "warning":
+            console.print(f"[yellow]warning:[/] {plain(data['message'])}")
+        elif kind == "node_proposing":
             self.current = f"{data['op']} {data['id']}: {data['reason']}"  # shown as a Text: no markup
         elif kind == "node_finished":
             node = data["node"]

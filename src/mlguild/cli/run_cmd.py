@@ -206,6 +206,11 @@ def run(
         False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."
     ),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    no_memory: bool = typer.Option(
+        False,
+        "--no-memory",
+        help="Neither read nor write the memory store shared by runs (memory.enabled=false): a clean run.",
+    ),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -217,6 +222,8 @@ def run(
         overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model, sandbox)
         if strict:
             overrides.append("sandbox.strict=true")
+        if no_memory or dry_run:  # a dry run's stand-in scripts teach nothing worth keeping
+            overrides.append("memory.enabled=false")
         cfg = load_config(config, overrides)
         brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
         # an unusable or refused sandbox too, before any LLM call or run directory

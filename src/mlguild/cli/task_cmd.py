@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ..config import mlguild_home
 from ..errors import TaskError
 from ..task import Task, load_task
-from .common import console, mlguild_home, plain, user_errors
+from .common import console, plain, user_errors
 
 
 def resolve_task(source: str, target: str | None = None, fresh: bool = False) -> Task:

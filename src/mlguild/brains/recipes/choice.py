@@ -7,6 +7,10 @@ and RMSE), shrunk toward zero with one pseudo-observation, plus an exploration b
 shrinks as the move is tried. Its expected cost is the geometric mean of its observed
 run-time ratios (child over parent), starting from 1. A pair of moves adds gains and
 multiplies costs. Until anything is observed every move ties, and the seeded draw decides.
+
+What a move did on similar tasks in earlier runs (the memory's move priors) starts its
+estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations, so what
+this task shows soon outweighs it.
 """
 
 from __future__ import annotations
@@ -14,30 +18,37 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...memory import MovePrior
 from ...protocols import Context, HistoryItem
 
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
 _FAILED_GAIN = -0.5  # a move whose child failed: worse than no change
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
+_PRIOR_CAP = 3.0  # most observations a prior from other tasks counts as
 
 
 @dataclass(frozen=True)
 class MoveStats:
-    tries: int
+    tries: int  # observations on this task
     gain: float  # shrunk mean gain, in score-spread units (positive = better)
     cost: float  # expected run-time ratio to the parent
+    prior: float = 0.0  # how many observations the prior from similar tasks counts as
 
     def value(self) -> float:
         """Gain per unit of cost, optimistic by the exploration bonus."""
-        hopeful = self.gain + _EXPLORE / math.sqrt(self.tries + 1)
+        hopeful = self.gain + _EXPLORE / math.sqrt(self.tries + self.prior + 1)
         return hopeful / self.cost if hopeful > 0 else hopeful * self.cost
 
 
-def move_stats(history: tuple[HistoryItem, ...], direction: str) -> dict[str, MoveStats]:
-    """Per single move name, what its improve nodes on this task have shown so far."""
+def move_stats(
+    history: tuple[HistoryItem, ...], direction: str, priors: Mapping[str, MovePrior] | None = None
+) -> dict[str, MoveStats]:
+    """Per single move name, what its improve nodes on this task have shown so far, starting
+    from what it did on similar tasks (``priors``)."""
     by_id = {h.node_id: h for h in history}
     scores = [h.score for h in history if h.score is not None]
     spread = statistics.pstdev(scores) if len(scores) >= 2 else 0.0
@@ -56,11 +67,19 @@ def move_stats(history: tuple[HistoryItem, ...], direction: str) -> dict[str, Mo
             gains.setdefault(name, []).append(gain / len(names))
             if ratio is not None:
                 ratios.setdefault(name, []).append(ratio ** (1 / len(names)))
+    priors = priors or {}
     stats = {}
-    for name, observed in gains.items():
+    for name in {*gains, *priors}:
+        observed = gains.get(name, [])
         logs = [math.log(max(r, 1e-3)) for r in ratios.get(name, [])]
+        prior = priors.get(name)
+        w = min(prior.weight, _PRIOR_CAP) if prior is not None else 0.0
+        g0, c0 = (prior.gain, prior.log_cost) if prior is not None else (0.0, 0.0)
         stats[name] = MoveStats(
-            len(observed), sum(observed) / (len(observed) + 1), math.exp(sum(logs) / (len(logs) + 1))
+            len(observed),
+            (sum(observed) + w * g0) / (len(observed) + 1 + w),
+            math.exp((sum(logs) + w * c0) / (len(logs) + 1 + w)),
+            w,
         )
     return stats
 
@@ -69,13 +88,18 @@ def choose(
     options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str, context: Context, rng: random.Random
 ) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str]:
     """The option (moves, meta) with the best expected gain per second, and a line saying why."""
-    stats = move_stats(context.history, context.direction)
+    stats = move_stats(context.history, context.direction, context.move_priors)
     parent = next((h for h in context.history if h.node_id == parent_id), None)
     parent_s = parent.exec_s if parent is not None else None
 
     def combined(option) -> MoveStats:
         parts = [stats.get(m.name, MoveStats(0, 0.0, 1.0)) for m in option[0]]
-        return MoveStats(min(p.tries for p in parts), sum(p.gain for p in parts), math.prod(p.cost for p in parts))
+        return MoveStats(
+            min(p.tries for p in parts),
+            sum(p.gain for p in parts),
+            math.prod(p.cost for p in parts),
+            min(p.prior for p in parts),
+        )
 
     def key(option) -> tuple[bool, float]:
         s = combined(option)
@@ -85,11 +109,13 @@ def choose(
     best_key = max(key(o) for o in options)
     chosen = rng.choice([o for o in options if key(o) == best_key])
     s = combined(chosen)
-    if s.tries == 0:
+    if s.tries == 0 and s.prior == 0:
         why = "not tried on this task yet, so its gain per second is unknown and worth learning"
     else:
+        evidence = [f"{s.tries} earlier tr{'y' if s.tries == 1 else 'ies'} here"] if s.tries else []
+        evidence += ["what it did on similar tasks in earlier runs"] if s.prior else []
         why = (
-            f"best expected gain per second on this task: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
-            f"the parent's run time, from {s.tries} earlier tr{'y' if s.tries == 1 else 'ies'}"
+            f"best expected gain per second: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
+            f"the parent's run time, from {' and '.join(evidence)}"
         )
     return chosen, why

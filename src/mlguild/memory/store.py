@@ -1,0 +1,236 @@
+"""The experience store: SQLite with an FTS5 index, safe for several writers at once.
+
+One file holds the records of every run that used it (``memory.path``, by default
+``~/.mlguild/memory.sqlite``); a run also keeps an in-memory store of its own records. Writes
+are short ``BEGIN IMMEDIATE`` transactions in WAL mode with a busy timeout, so two runs (or
+two workers) writing at the same time wait for each other instead of failing or corrupting
+the file. A record is keyed by (run, node): recording a node again replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .experience import Experience, TaskTraits
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS experiences (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    node TEXT NOT NULL,
+    task TEXT NOT NULL,
+    op TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    move TEXT NOT NULL,
+    task_type TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    created REAL NOT NULL,
+    record TEXT NOT NULL,
+    UNIQUE (run, node)
+);
+CREATE INDEX IF NOT EXISTS experiences_task_type ON experiences (task_type, op);
+CREATE VIRTUAL TABLE IF NOT EXISTS experiences_fts USING fts5(body, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, vec BLOB NOT NULL);
+"""
+_WORD = re.compile(r"[A-Za-z0-9_]{2,}")
+_MAX_TERMS = 40
+
+
+class MemoryStore:
+    """Experience records in SQLite. ``path`` ":memory:" keeps them in this process only."""
+
+    def __init__(self, path: str | Path = ":memory:", timeout_s: float = 30.0):
+        self.path = str(path)
+        if self.path != ":memory:":
+            try:
+                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot create the memory store's folder for {self.path}: {exc}",
+                    "set memory.path to a writable file, or run with --no-memory",
+                ) from exc
+        try:
+            self._db = sqlite3.connect(
+                str(Path(self.path).expanduser()) if self.path != ":memory:" else self.path,
+                timeout=timeout_s,
+                isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE)
+                check_same_thread=False,
+            )
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
+            with self._write():  # executescript would commit on its own: one statement at a time
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    self._db.execute(statement)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(
+                f"the memory store {self.path} cannot be used: {exc}",
+                "move the file away (a new one is made), set memory.path elsewhere, or run with --no-memory",
+            ) from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, exp: Experience, vector: bytes | None = None, model: str = "") -> int:
+        """Store ``exp`` (replacing the record of the same run and node); return its id."""
+        with self._write():
+            old = self._db.execute("SELECT id FROM experiences WHERE run = ? AND node = ?", (exp.run, exp.node))
+            row = old.fetchone()
+            if row is not None:
+                self._delete_ids([row[0]])
+            cursor = self._db.execute(
+                "INSERT INTO experiences (run, node, task, op, outcome, move, task_type, metric, created, record)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    exp.run,
+                    exp.node,
+                    exp.task,
+                    exp.op,
+                    exp.outcome,
+                    exp.move,
+                    exp.traits.task_type,
+                    exp.traits.metric,
+                    time.time(),
+                    json.dumps(exp.to_dict()),
+                ),
+            )
+            new_id = int(cursor.lastrowid or 0)
+            self._db.execute("INSERT INTO experiences_fts (rowid, body) VALUES (?, ?)", (new_id, exp.text()))
+            if vector is not None:
+                self._db.execute("INSERT INTO vectors (id, model, vec) VALUES (?, ?, ?)", (new_id, model, vector))
+        return new_id
+
+    def forget(self, *, run: str | None = None, task: str | None = None, ids: list[int] | None = None) -> int:
+        """Delete the records of a run, of a task, or with these ids; return how many."""
+        where, args = _filters(run=run, task=task, ids=ids)
+        if not where:
+            raise ValueError("forget needs a run, a task or ids")
+        with self._write():
+            found = [r[0] for r in self._db.execute(f"SELECT id FROM experiences e WHERE {where}", args)]
+            self._delete_ids(found)
+        return len(found)
+
+    def _delete_ids(self, ids: list[int]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for table, key in (("experiences", "id"), ("experiences_fts", "rowid"), ("vectors", "id")):
+                self._db.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", chunk)
+
+    # ------------------------------------------------------------------ reading
+
+    def count(self, **filters: Any) -> int:
+        where, args = _filters(**filters)
+        return int(self._db.execute(f"SELECT count(*) FROM experiences e WHERE {where or '1'}", args).fetchone()[0])
+
+    def get(self, record_id: int) -> Experience | None:
+        row = self._db.execute("SELECT record FROM experiences WHERE id = ?", (record_id,)).fetchone()
+        return _record(row[0]) if row else None
+
+    def recent(self, limit: int = 50, **filters: Any) -> list[tuple[int, Experience]]:
+        """The newest records first."""
+        where, args = _filters(**filters)
+        rows = self._db.execute(
+            f"SELECT id, record FROM experiences e WHERE {where or '1'} ORDER BY id DESC LIMIT ?", [*args, limit]
+        )
+        return [(r[0], _record(r[1])) for r in rows]
+
+    def search(self, query: str, limit: int = 20, **filters: Any) -> list[tuple[int, Experience]]:
+        """Records matching any word of ``query``, best BM25 match first."""
+        terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_TERMS]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)  # quoted: no word is read as FTS syntax
+        where, args = _filters(**filters)
+        rows = self._db.execute(
+            "SELECT e.id, e.record FROM experiences_fts f JOIN experiences e ON e.id = f.rowid"
+            f" WHERE experiences_fts MATCH ? {'AND ' + where if where else ''}"
+            " ORDER BY bm25(experiences_fts), e.id LIMIT ?",
+            [match, *args, limit],
+        )
+        return [(r[0], _record(r[1])) for r in rows]
+
+    def ids(self, **filters: Any) -> list[int]:
+        where, args = _filters(**filters)
+        return [r[0] for r in self._db.execute(f"SELECT e.id FROM experiences e WHERE {where or '1'}", args)]
+
+    def vectors(self, model: str, after_id: int = 0, **filters: Any) -> list[tuple[int, bytes]]:
+        """Stored embeddings of ``model`` with ids above ``after_id``, oldest first."""
+        where, args = _filters(**filters)
+        rows = self._db.execute(
+            "SELECT v.id, v.vec FROM vectors v JOIN experiences e ON e.id = v.id"
+            f" WHERE v.model = ? AND v.id > ? {'AND ' + where if where else ''} ORDER BY v.id",
+            [model, after_id, *args],
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def records(self, ids: list[int]) -> dict[int, Experience]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._db.execute(f"SELECT id, record FROM experiences WHERE id IN ({marks})", ids)
+        return {r[0]: _record(r[1]) for r in rows}
+
+    def runs(self) -> list[dict[str, Any]]:
+        """One row per run: its task, how many records, when the last was written."""
+        rows = self._db.execute(
+            "SELECT run, task, task_type, metric, count(*), max(created) FROM experiences GROUP BY run ORDER BY max(created) DESC"
+        )
+        keys = ("run", "task", "task_type", "metric", "records", "last")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def _filters(
+    *,
+    run: str | None = None,
+    exclude_run: str | None = None,
+    task: str | None = None,
+    task_type: str | None = None,
+    op: str | None = None,
+    outcomes: tuple[str, ...] | None = None,
+    ids: list[int] | None = None,
+) -> tuple[str, list[Any]]:
+    """A WHERE clause over ``experiences e`` (empty: no filter) and its arguments."""
+    parts: list[str] = []
+    args: list[Any] = []
+    for column, value in (("run", run), ("task", task), ("task_type", task_type), ("op", op)):
+        if value is not None:
+            parts.append(f"e.{column} = ?")
+            args.append(value)
+    if exclude_run is not None:
+        parts.append("e.run != ?")
+        args.append(exclude_run)
+    if outcomes:
+        parts.append(f"e.outcome IN ({','.join('?' * len(outcomes))})")
+        args.extend(outcomes)
+    if ids is not None:
+        parts.append(f"e.id IN ({','.join('?' * len(ids)) or 'NULL'})")
+        args.extend(ids)
+    return " AND ".join(parts), args
+
+
+def _record(text: str) -> Experience:
+    return Experience.from_dict(json.loads(text))
+
+
+__all__ = ["MemoryStore", "TaskTraits"]

@@ -1,0 +1,261 @@
+"""Memory: experience records in SQLite FTS5, retrieval, a run's own memory, the store that
+later runs read, concurrent writers, and what the brains are shown."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import pytest
+from conftest import CRASH, GOOD, make_task
+from conftest import scripted_agent as _agent
+
+from mlguild.agent import Agent
+from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.recipes import RecipeBrain
+from mlguild.brains.recipes.choice import move_stats
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config, mlguild_home
+from mlguild.errors import ConfigError
+from mlguild.final_stage import finish
+from mlguild.llm import ScriptedLLM
+from mlguild.memory import Memory, MemoryStore, MovePrior, Retriever, TaskTraits
+from mlguild.memory.experience import Experience
+from mlguild.protocols import HistoryItem, Proposal
+from mlguild.rundir import create_run
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.task import load_task
+
+TRAITS = TaskTraits("binary", "roc_auc", 5000, 20, "tabular", 0.01, 12)
+
+
+def _exp(node: str, change: str, outcome: str = "gain", run: str = "r1", op: str = "improve", **kw) -> Experience:
+    fields = dict(
+        run=run,
+        task="t",
+        node=node,
+        op=op,
+        status="crash" if outcome == "failed" else "scored",
+        outcome=outcome,
+        title=change,
+        plan=change,
+        change=change,
+        recipe="lightgbm",
+        move="",
+        score=None if outcome == "failed" else 0.8,
+        parent="",
+        parent_score=None,
+        gain_spreads=None,
+        cost_ratio=None,
+        exec_s=1.0,
+        traits=TRAITS,
+    )
+    fields.update(kw)
+    return Experience(**fields)
+
+
+TOPICS = [
+    "target encoding of high cardinality categories with out of fold means",
+    "date features from the signup timestamp: TypeError cannot subtract tz-naive and tz-aware",
+    "lower learning rate and more boosting rounds with early stopping",
+    "text column as TF-IDF word n-grams into a linear model",
+    "log transform of the skewed target for regression",
+    "drop the constant and id columns before training",
+    "class weights for the rare minority class",
+    "memory error: one-hot encoding of a 50000 level column",
+]
+
+
+def test_store_adds_replaces_searches_and_forgets():
+    store = MemoryStore()
+    for i, topic in enumerate(TOPICS):
+        store.add(_exp(f"n{i:04d}", topic, "failed" if "Error" in topic or "error" in topic else "gain"))
+    assert store.count() == len(TOPICS)
+    store.add(_exp("n0000", "target encoding, now smoothed", "no_gain"))  # the same node again: replaced
+    assert store.count() == len(TOPICS)
+    hits = store.search("timezone tz-aware timestamp subtract", 3)
+    assert hits[0][1].node == "n0001"
+    assert next(e.node for _, e in store.search("target encoding", 5)) == "n0000"
+    assert store.search("encoding", 5, outcomes=("failed",))[0][1].node == "n0007"
+    # Words that are FTS syntax, quotes and punctuation are searched as words, never parsed.
+    odd = store.search('NEAR( "AND" OR -x * : ^', 20)
+    assert odd and all({"and", "or", "near"} & set(e.change.lower().split()) for _, e in odd)
+    assert next(e.node for _, e in store.search('he said "boosting" AND NOT (rounds', 5)) == "n0002"
+    assert store.forget(run="r1") == len(TOPICS) and store.count() == 0
+
+
+def test_retrieval_puts_the_relevant_record_first_at_scale():
+    retriever = Retriever(MemoryStore())
+    for i in range(400):
+        retriever.add(_exp(f"n{i:04d}", TOPICS[i % len(TOPICS)] + f" variant {i}", run=f"r{i % 7}"))
+    found = retriever.search("TypeError subtracting timezone-aware dates", 5)
+    assert found and all("timestamp" in e.change for e in found)
+    only = retriever.search("learning rate", 50, run="r3")
+    assert only and {e.run for e in only} == {"r3"}
+
+
+def _write_many(path: str, run: str, n: int) -> None:
+    store = MemoryStore(path)
+    for i in range(n):
+        store.add(_exp(f"n{i:04d}", f"{TOPICS[i % len(TOPICS)]} by {run}", run=run))
+    store.close()
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "memory.sqlite")
+    MemoryStore(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(path, f"run{k}", 200)) for k in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    store = MemoryStore(path)
+    assert store.count() == 400 and store.count(run="run0") == store.count(run="run1") == 200
+    assert {e.run for _, e in store.search("boosting rounds", 100)} == {"run0", "run1"}
+    assert store._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_an_unusable_store_is_a_clear_error(tmp_path):
+    bad = tmp_path / "memory.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(ConfigError, match="cannot be used") as err:
+        MemoryStore(bad)
+    assert "--no-memory" in err.value.fix
+
+
+def test_traits_distance_prefers_tasks_of_the_same_kind():
+    near = TaskTraits("binary", "roc_auc", 8000, 25, "tabular", 0.0, 10)
+    other_type = TaskTraits("regression", "rmse", 5000, 20, "tabular", 0.01, 12)
+    bigger = TaskTraits("binary", "roc_auc", 5_000_000, 20, "tabular", 0.01, 12)
+    assert TRAITS.distance(TRAITS) == 0
+    assert TRAITS.distance(near) < 1 < TRAITS.distance(bigger) < TRAITS.distance(other_type)
+
+
+def test_a_failure_in_this_run_is_shown_before_the_next_proposals(small_task, tmp_path):
+    seen = []
+
+    def capture(action, context):
+        seen.append((action.parents, context.recall))
+        return Proposal("plan: a fresh logistic curve", GOOD, {"recipe": "curve"})
+
+    agent, _run = _agent(small_task, tmp_path, [], **{"budget.iterations": 4})
+    agent.brain = ScriptedBrain([Proposal("plan: a broken script", CRASH), capture, capture, capture])
+    agent.run_loop()
+    assert agent.state.graph["n0001"].status == "crash"
+    # Every proposal but the repair of n0001 itself (whose prompt shows that failure in full) sees it.
+    later = [recall for parents, recall in seen if "n0001" not in parents]
+    assert len(later) == 2
+    assert all(any("RuntimeError: boom in feature engineering" in line for line in r.this_run) for r in later)
+
+
+def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_priors(tmp_path):
+    task = load_task(make_task(tmp_path / "task", n=600))
+    cfg = load_config(
+        None, ["budget.iterations=6", "search.num_drafts=1", "search.draft_every=0", "search.fuse_every=0"]
+    )
+    first = create_run(task, cfg, tmp_path / "runs", run_id="first")
+    Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local")).run_loop()
+    store = MemoryStore(mlguild_home() / "memory.sqlite")
+    improves = [e for _, e in store.recent(50, run="first") if e.op == "improve" and e.move]
+    assert improves and all(e.gain_spreads is not None or e.outcome == "failed" for e in improves)
+
+    second = create_run(task, cfg, tmp_path / "runs", run_id="second")
+    agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    priors = agent.memory.move_priors()
+    assert {e.move.split("+")[0] for e in improves} <= set(priors)
+    recall = agent.memory.recall("improve lightgbm draft")
+    assert recall.other_tasks and all("[" in line for line in recall.other_tasks)
+    assert not recall.this_run  # the second run has no records of its own yet
+    # --no-memory: nothing read, nothing written.
+    clean_cfg = load_config(None, ["budget.iterations=1", "memory.enabled=false"])
+    clean = create_run(task, clean_cfg, tmp_path / "runs", run_id="clean")
+    clean_agent = Agent(clean, RecipeBrain(), get_policy(clean_cfg.search), get_sandbox("local"))
+    assert clean_agent.memory.shared is None and not clean_agent.memory.move_priors()
+    clean_agent.run_loop()
+    assert store.count(run="clean") == 0
+
+
+def test_move_priors_start_the_estimate_and_this_tasks_evidence_outweighs_them():
+    priors = {"more_trees": MovePrior(weight=5.0, gain=1.0, log_cost=0.7)}
+    stats = move_stats((), "maximize", priors)
+    assert stats["more_trees"].tries == 0 and stats["more_trees"].prior == 3.0  # capped
+    assert stats["more_trees"].gain == pytest.approx(3.0 / 4.0)
+    parent = HistoryItem("n1", "draft", "scored", 0.80, {}, 10.0)
+    worse = [
+        HistoryItem(f"n{i}", "improve", "scored", 0.70, {"parent": "n1", "move": "more_trees"}, 20.0)
+        for i in range(2, 12)
+    ]
+    after = move_stats((parent, *worse), "maximize", priors)
+    assert after["more_trees"].gain < 0  # ten failures here beat a good record elsewhere
+
+
+def test_the_llm_prompt_shows_this_runs_records(tmp_path):
+    full = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
+    crash = f"Plan: a curve with a bug.\n```python\n{CRASH}```\n"
+    llm = ScriptedLLM([crash, full], default=full)
+    cfg = load_config(None, ["budget.iterations=4", "search.num_drafts=2", "search.draft_every=0"])
+    run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
+    Agent(run, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), get_policy(cfg.search), get_sandbox("local")).run_loop()
+    later = [c["messages"][-1].content for c in llm.calls[2:]]
+    assert later and all("# What earlier attempts showed" in p for p in later)
+    assert any("boom in feature engineering" in p for p in later)
+
+
+def test_a_store_that_breaks_mid_run_becomes_a_warning(small_task, tmp_path):
+    agent, _run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 3})
+    events = []
+    agent.on_event = lambda kind, data: events.append((kind, data))
+    assert agent.memory.shared is not None
+    path = agent.memory.shared.store.path
+    agent.memory.shared.store._db.close()
+    with open(path, "r+b") as handle:  # the file is damaged under the run
+        handle.write(b"garbage" * 4096)
+    agent.run_loop()
+    assert all(n.ok for n in agent.state.graph) and len(agent.state.graph) == 3
+    warnings = [d["message"] for k, d in events if k == "warning"]
+    assert len(warnings) == 1 and "goes on without it" in warnings[0]
+    assert agent.memory.local.store.count() == 3
+
+
+def test_resume_rebuilds_the_runs_own_memory(small_task, tmp_path):
+    agent, run = _agent(small_task, tmp_path, [CRASH, GOOD], **{"budget.iterations": 3})
+    agent.run_loop()
+    again = Agent(run, agent.brain, agent.policy, get_sandbox("local"))
+    lines = again.memory.recall("improve boom RuntimeError").this_run
+    assert again.memory.local.store.count() == 3 and any("boom" in line for line in lines)
+
+
+def test_nothing_but_holdout_numbers_enter_the_store(small_task, tmp_path):
+    agent, _run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 2})
+    done = finish(agent, agent.run_loop())
+    grade = done.grade["test_score"] if done.grade else None
+    db = sqlite3.connect(agent.memory.shared.store.path)
+    text = " ".join(r[0] for r in db.execute("SELECT record FROM experiences"))
+    holdout = {f"{n.score}" for n in agent.state.graph if n.ok}
+    assert any(h in text for h in holdout)
+    assert grade is None or repr(grade) not in text
+    assert "final" not in {r[0] for r in db.execute("SELECT op FROM experiences")}
+
+
+def test_embeddings_find_a_record_that_shares_no_word_with_the_query(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    from mlguild.memory.embed import load_embedder
+
+    embedder = load_embedder()
+    assert embedder is not None, "the [embeddings] extra is installed but its model was not found"
+    plain, embedded = Retriever(MemoryStore()), Retriever(MemoryStore(), embedder)
+    for i, topic in enumerate(TOPICS):
+        plain.add(_exp(f"n{i:04d}", topic))
+        embedded.add(_exp(f"n{i:04d}", topic))
+    query = "clock zone mismatch crashed"  # no word in common with the timestamp record
+    assert "n0001" not in [e.node for e in plain.search(query, 3)]
+    assert embedded.search(query, 1)[0].node == "n0001"
+    # Through the configuration: the run's memory embeds what it stores.
+    cfg = load_config(None, ["memory.embeddings=true"]).memory
+    memory = Memory.open("r", "t", TRAITS, cfg, tmp_path)
+    memory.remember(_exp("n0001", TOPICS[1]))
+    assert memory.warnings == [] and memory.shared is not None
+    assert len(memory.shared.store.vectors(embedder.model)) == 1
