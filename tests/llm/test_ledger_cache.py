@@ -91,10 +91,22 @@ def test_cache_key_depends_on_every_request_field():
                 cache_key("p/m", MSGS, 101, 0.2),
                 cache_key("p/m", MSGS, 100, 0.0),
                 cache_key("p/m", [Message("user", "s"), Message("user", "u")], 100, 0.2),
+                cache_key("p/m", MSGS, 100, 0.2, node="n0007"),
             }
         )
-        == 6
+        == 7
     )
+
+
+def test_the_cache_answers_the_resume_of_the_node_that_asked_and_no_other(tmp_path):
+    llm = ScriptedLLM(["first reply", "second reply"], model="scripted/a")
+    router = Router([llm], cache=ReplyCache(tmp_path / "cache"), sleep=lambda s: None)
+    assert router.complete(MSGS, max_tokens=10, purpose="improve", node="n0004").text == "first reply"
+    # Another node with the very same prompt is asked afresh: a cached reply would rerun a script.
+    assert router.complete(MSGS, max_tokens=10, purpose="improve", node="n0005").text == "second reply"
+    # The resume of n0004 (after a kill) gets its own reply back, free.
+    again = router.complete(MSGS, max_tokens=10, purpose="improve", node="n0004")
+    assert again.text == "first reply" and again.cached and len(llm.calls) == 2
 
 
 def test_scripted_llm_drives_the_router_offline():

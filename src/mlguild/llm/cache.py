@@ -1,7 +1,9 @@
 """A content-addressed reply cache, so a resumed run never pays twice for the same prompt.
 
-Key: sha256 of (model, messages, max_tokens, temperature) as canonical JSON. Value: the
-Completion, one JSON file per key at ``<dir>/<key[:2]>/<key>.json``.
+Key: sha256 of (model, messages, max_tokens, temperature, node) as canonical JSON. Value: the
+Completion, one JSON file per key at ``<dir>/<key[:2]>/<key>.json``. The node that asked is
+part of the key: the cache serves the resume of that node, never another node that happens
+to send the same prompt (it would get the same reply, and run the same script again).
 
 Files rather than SQLite because the cache lives in the run directory, which DESIGN.md
 promises is plain files a human can read (``cat`` shows the prompt and the reply), and
@@ -25,14 +27,15 @@ from .base import Completion, Message
 FORMAT = 1
 
 
-def cache_key(model: str, messages: list[Message], max_tokens: int, temperature: float) -> str:
-    """The hex sha256 naming one request. Labels (purpose, node) and timeouts are not part of
-    it: they do not change what the model is asked."""
+def cache_key(model: str, messages: list[Message], max_tokens: int, temperature: float, node: str = "") -> str:
+    """The hex sha256 naming one request of one node ("" for a request of the run, such as
+    the task summary). The purpose label and timeouts are not part of it."""
     payload = {
         "model": model,
         "messages": [[m.role, m.content] for m in messages],
         "max_tokens": int(max_tokens),
         "temperature": float(temperature),
+        "node": node,
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -47,13 +50,15 @@ class ReplyCache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, model: str, messages: list[Message], max_tokens: int, temperature: float) -> Completion | None:
+    def get(
+        self, model: str, messages: list[Message], max_tokens: int, temperature: float, node: str = ""
+    ) -> Completion | None:
         """The stored reply marked ``cached=True`` and free (``cost_usd=0``), or None.
 
         An unreadable entry (hand-edited, or from another format) is a miss, never an error:
         the worst outcome of a bad cache file must be paying for the call again.
         """
-        path = self._path(cache_key(model, messages, max_tokens, temperature))
+        path = self._path(cache_key(model, messages, max_tokens, temperature, node))
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             if entry.get("format") != FORMAT:
@@ -63,9 +68,12 @@ class ReplyCache:
             return None
         return replace(completion, cached=True, cost_usd=0.0, latency_s=0.0)
 
-    def put(self, messages: list[Message], max_tokens: int, temperature: float, completion: Completion) -> Path:
-        """Store ``completion`` under the key of (its model, the request). Atomic; returns the path."""
-        key = cache_key(completion.model, messages, max_tokens, temperature)
+    def put(
+        self, messages: list[Message], max_tokens: int, temperature: float, completion: Completion, node: str = ""
+    ) -> Path:
+        """Store ``completion`` under the key of (its model, the request, the node). Atomic;
+        returns the path."""
+        key = cache_key(completion.model, messages, max_tokens, temperature, node)
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {
@@ -75,6 +83,7 @@ class ReplyCache:
                 "model": completion.model,
                 "max_tokens": max_tokens,
                 "temperature": temperature,
+                "node": node,
                 "messages": [{"role": m.role, "content": m.content} for m in messages],
             },
             "completion": replace(completion, cached=False).to_dict(),

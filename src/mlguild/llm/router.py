@@ -129,7 +129,7 @@ class Router:
         labels = _Labels(purpose=purpose, node=node)
         if self.cache is not None:
             for llm in self.llms:  # parked models too: a stored reply costs nothing
-                hit = self.cache.get(llm.model, messages, max_tokens, temperature)
+                hit = self.cache.get(llm.model, messages, max_tokens, temperature, node)
                 if hit is not None:
                     self._record(llm.model, 0, "cache_hit", completion=hit, **labels)
                     return hit
@@ -147,7 +147,7 @@ class Router:
                 last = exc  # out of retries on this model; the next one may be healthy
                 continue
             if self.cache is not None:
-                self.cache.put(messages, max_tokens, temperature, completion)
+                self.cache.put(messages, max_tokens, temperature, completion, node)
             return completion
         if all(self.is_parked(m.model) for m in self.llms):
             raise AllModelsExhausted(self.parked, self._next_unpark_in()) from last
