@@ -106,3 +106,24 @@ def test_brain_selection():
     with pytest.raises(ConfigError, match="--model"):
         resolve_brain_name("hybrid", has_model=False)
     assert isinstance(get_brain("hybrid", llm_factory=lambda: ScriptedLLM()), HybridBrain)
+
+
+def test_an_improve_prompt_shows_the_parents_run_time_what_was_tried_on_it_and_the_other_branches(tmp_path):
+    llm = ScriptedLLM(default=FULL)
+    agent, run = _agent(
+        tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 5, "search.fuse_every": 0}
+    )
+    agent.run_loop()
+    improves = [c for c in llm.calls if c["purpose"] == "improve"]
+    assert len(improves) == 3
+    last = improves[-1]["messages"][-1].content
+    graph = agent.state.graph
+    made = graph["n0005"]  # the node the last improve prompt made
+    parent = graph[made.parents[0]]
+    assert f"It ran {parent.timing['exec_s']:.0f} s of the {parent.timing['budget_s']:.0f} s it was allowed" in last
+    tried = [n for n in graph.children(parent.id) if n.id != made.id]
+    assert tried and "## Already tried on this solution" in last
+    assert all(f"{n.id} (improve)" in last for n in tried)
+    assert "## The best node of each branch" in last
+    n_train = run.profile.n_train
+    assert f"has {n_train} rows: the harness set {run.profile.n_holdout} labelled rows" in last

@@ -28,6 +28,8 @@ from .state import RunState, replay
 from .vocabulary import FUSE, NO_CODE, REFIT
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
+_TRIED_SHOWN = 8  # children of a parent a prompt lists
+_LEADERS_SHOWN = 5  # branches a prompt lists the best node of
 
 
 @dataclass(frozen=True)
@@ -288,6 +290,7 @@ class Agent:
             seed=self.run.config.brain.seed,
             iteration=iteration,
             stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
+            leaders=self._leaders(),
             recall=self._recall(action, parents),
             move_priors=self.memory.move_priors(),
         )
@@ -303,7 +306,9 @@ class Agent:
         else:
             kinds = " ".join(sorted({c["kind"] for c in self._profile.get("columns", [])}))
             query = f"draft {self.run.spec.task_type} {self.run.spec.metric} {kinds}"
-        return self.memory.recall(f"{action.op} {query}", skip={p.node_id for p in parents})
+        # The parents and what was built on them are in the prompt already.
+        shown = {p.node_id for p in parents} | {c.id for p in parents for c in self.state.graph.children(p.node_id)}
+        return self.memory.recall(f"{action.op} {query}", skip=shown)
 
     def _parent_view(self, node: Node) -> ParentView:
         d = self.run.node_dir(node.id)
@@ -320,7 +325,35 @@ class Agent:
             node.meta,
             read("stdout.txt")[-OUTPUT_TAIL:],
             read("stderr.txt")[-OUTPUT_TAIL:],
+            exec_s=node.timing.get("exec_s"),
+            budget_s=node.timing.get("budget_s"),
+            tried=tuple(_outcome_line(c, node) for c in self.state.graph.children(node.id)[-_TRIED_SHOWN:]),
         )
+
+    def _leaders(self) -> tuple[str, ...]:
+        """The best node of each of the best branches, one line each, so that a prompt about
+        one branch knows how the others are doing."""
+        best_of_branch: dict[str, Node] = {}
+        for node in self.state.graph.ranked():
+            best_of_branch.setdefault(node.branch, node)
+            if len(best_of_branch) >= _LEADERS_SHOWN:
+                break
+        return tuple(_outcome_line(n) for n in best_of_branch.values())
+
+
+def _outcome_line(node: Node, parent: Node | None = None) -> str:
+    """One line: the node, what it did and how it went (against ``parent`` when given)."""
+    what = str(node.meta.get("summary") or node.meta.get("move") or node.meta.get("recipe") or node.op)
+    what = " ".join(what.split())[:140]
+    seconds = f", {node.timing['exec_s']:.0f} s" if node.timing.get("exec_s") is not None else ""
+    if not node.ok:
+        last = ((node.failure or "").strip().splitlines() or [""])[-1][:160]
+        return f"{node.id} ({node.op}) {what}: failed ({node.status}{seconds}) {last}".rstrip()
+    verdict = ""
+    if parent is not None and parent.ok and parent.score is not None and node.score is not None:
+        delta = node.score - parent.score
+        verdict = f", {delta:+.4g} against it"
+    return f"{node.id} ({node.op}) {what}: {node.score:.6g}{verdict}{seconds}"
 
 
 def _fix_for(cause: Diagnosis, run: RunDir, see: str) -> str:

@@ -52,6 +52,9 @@ class ParentView:
     meta: dict[str, Any] = field(default_factory=dict)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    exec_s: float | None = None  # how long its script ran
+    budget_s: float | None = None  # the time limit it ran under
+    tried: tuple[str, ...] = ()  # one line per node already built on it, oldest first, with its result
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Context:
     seed: int
     iteration: int
     stagnation: int = 0  # attempts in the parent's branch since it last improved
+    leaders: tuple[str, ...] = ()  # the best node of each of the best branches, one line each
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
 

@@ -120,6 +120,8 @@ class LLMBrain:
             data_summary=summary_text(profile, max_columns=40),
             prediction_help=prediction_help(task),
             time_budget_s=int(context.script_timeout_s),
+            rows={"train": profile.n_train, "holdout": profile.n_holdout, "test": profile.n_test},
+            leaders=context.leaders,
             recall=context.recall,
         )
 

@@ -111,7 +111,8 @@ class Experience:
             if self.parent_score is not None:
                 against = f" vs parent {self.parent_score:.5g} ({'better' if self.outcome == GAIN else 'not better'})"
             timing = f", ×{self.cost_ratio:.2f} the parent's time" if self.cost_ratio else ""
-            result = f"scored {score}{against}{timing}" + (f": {self.change}" if self.change else "")
+            said = self.change if self.change and self.change != self.title else ""
+            result = f"scored {score}{against}{timing}" + (f": {said}" if said else "")
         return _cut(f"{head}{self.title or self.recipe} -> {result}", 2 * _TEXT_CHARS)
 
     def to_dict(self) -> dict[str, Any]:
