@@ -22,8 +22,9 @@ from mlguild.protocols import Action
 from mlguild.rundir import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
+from mlguild.search.blend import blend_members
 from mlguild.search.graph import Node, SearchGraph
-from mlguild.search.greedy import GreedyPolicy, fuse_members
+from mlguild.search.greedy import GreedyPolicy
 from mlguild.task import TaskSpec, load_task
 
 # ------------------------------------------------------------------ the blend script, per kind
@@ -166,7 +167,7 @@ def _node(graph: SearchGraph, op: str, score: float | None, parents=(), outputs=
     return node
 
 
-def test_fuse_members_are_the_best_of_each_branch_once():
+def test_blend_members_are_the_best_of_each_branch_once():
     graph = SearchGraph("maximize")
     a = _node(graph, "draft", 0.80)
     a2 = _node(graph, "improve", 0.84, parents=[a.id])
@@ -174,25 +175,35 @@ def test_fuse_members_are_the_best_of_each_branch_once():
     _node(graph, "draft", 0.90, outputs=())  # no oof.csv: cannot be blended
     _node(graph, "draft", 0.99, flags=("perfect_score",))  # a leak flag: never blended
     c = _node(graph, "draft", 0.70)
-    assert fuse_members(graph, size=5) == (a2.id, b.id, c.id)
-    assert fuse_members(graph, size=2) == (a2.id, b.id)
-    fused = _node(graph, "fuse", 0.86, parents=[a2.id, b.id, c.id])
-    assert fused.branch == fused.id  # a fuse starts its own branch
-    assert fuse_members(graph, size=5) == ()  # this set is blended already
-    assert fuse_members(graph, size=2) == (a2.id, b.id)  # a different set is not
+    assert blend_members(graph, size=5) == (a2.id, b.id, c.id)
+    assert blend_members(graph, size=2) == (a2.id, b.id)
+    blended = _node(graph, "blend", 0.86, parents=[a2.id, b.id, c.id])
+    assert blended.branch == blended.id and blended.is_blend  # a blend starts its own branch
+    assert blend_members(graph, size=5) == ()  # this set is blended already
+    assert blend_members(graph, size=2) == (a2.id, b.id)  # a different set is not
+    # A run recorded before blends had their own op: a fuse whose meta lists members.
+    old = _node(graph, "fuse", 0.86, parents=[a2.id, b.id])
+    old.meta["fuse"] = [a2.id, b.id]
+    assert old.is_blend and blend_members(graph, size=2) == ()
 
 
-def test_policy_fuses_every_n_and_never_improves_a_blend():
+def test_a_blend_comes_when_its_member_set_is_new_and_a_blend_is_never_improved():
     graph = SearchGraph("maximize")
     a, b = _node(graph, "draft", 0.80), _node(graph, "draft", 0.82)
     policy = GreedyPolicy(SearchConfig(num_drafts=2, draft_every=0, fuse_every=3))
-    assert policy.select(graph, 3) == Action("fuse", (b.id, a.id), "blend the best node of 2 branches")
-    assert policy.select(graph, 4).op == "improve"
-    _node(graph, "fuse", 0.95, parents=[b.id, a.id])
-    action = policy.select(graph, 4)
+    action = policy.select(graph, 2)
+    assert (action.op, action.parents) == ("blend", (b.id, a.id))  # a new member set: blend now
+    _node(graph, "blend", 0.95, parents=[b.id, a.id])
+    action = policy.select(graph, 3)
     assert action.op == "improve" and action.parents == (b.id,)  # the best non-blend
-    assert policy.select(graph, 6).op == "improve"  # the same set is not fused twice
-    assert GreedyPolicy(SearchConfig(num_drafts=2, draft_every=0, fuse_every=0)).select(graph, 3).op == "improve"
+    better_a = _node(graph, "improve", 0.90, parents=[a.id])  # a's branch has a new best: a new set
+    assert policy.select(graph, 4).op == "improve"  # ... but only 1 node since the last blend
+    _node(graph, "improve", 0.81, parents=[b.id])
+    assert policy.select(graph, 5).op == "improve"  # 2 nodes since
+    _node(graph, "improve", 0.80, parents=[b.id])
+    action = policy.select(graph, 6)
+    assert (action.op, action.parents) == ("blend", (better_a.id, b.id))  # 3 nodes since, and new
+    assert GreedyPolicy(SearchConfig(num_drafts=2, draft_every=0, fuse_every=0)).select(graph, 6).op == "improve"
 
 
 # ------------------------------------------------------------------ sealed labels never shape weights
@@ -219,7 +230,7 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     agent = Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox)
     members = tuple(n.id for n in agent.state.graph.ranked() if "oof" in n.outputs)
     assert len(members) == 3, [(n.id, n.status, n.outputs, n.failure) for n in agent.state.graph]
-    first = agent.step(Action("fuse", members), 120)
+    first = agent.step(Action("blend", members), 120)
     assert first.ok, first.failure
     staged = run.node_dir(first.id) / "parents"
     assert sorted(p.name for p in staged.iterdir()) == sorted(members)
@@ -231,7 +242,7 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     answers["y"] = rng.integers(0, 2, size=len(answers)).astype(str)
     answers.to_csv(run.workspace.holdout_answers, index=False)
     noisy = Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox)
-    second = noisy.step(Action("fuse", members), 120)
+    second = noisy.step(Action("blend", members), 120)
     assert second.ok, second.failure
     assert _weights(run, second) == _weights(run, first)
     assert second.score != first.score  # the noise did reach the harness's scoring
@@ -240,7 +251,7 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     link = run.node_dir(members[0]) / "output" / "oof.csv"
     link.unlink()
     link.symlink_to(run.workspace.holdout_answers)
-    third = noisy.step(Action("fuse", members), 120)
+    third = noisy.step(Action("blend", members), 120)
     assert not (run.node_dir(third.id) / "parents" / members[0] / "oof.csv").exists()
     assert _weights(run, third).keys() == set(members[1:])
 

@@ -50,12 +50,10 @@ def _simulate(policy: MCGSPolicy, steps: int, seed: int = 0, graph: SearchGraph 
         action = policy.select(graph, len(graph))
         actions.append((action, len(graph)))
         failed = rng.random() < fail
-        if action.op == "draft":
+        if action.op in ("draft", "debug"):
             score = rng.uniform(0.5, 0.8)
-        elif action.op == "improve":
-            score = graph[action.parents[0]].score + rng.gauss(0.002, 0.01)
-        else:  # debug
-            score = rng.uniform(0.5, 0.8)
+        else:  # improve, evolve, fuse: near the (best) parent
+            score = max(graph[p].score for p in action.parents) + rng.gauss(0.002, 0.01)
         _add(graph, action.op, action.parents, None if failed else score)
     return graph, actions
 
@@ -110,7 +108,7 @@ def test_exploration_early_top_k_late_and_the_branch_cap():
     graph, actions = _simulate(policy, 120, seed=3)
     early = [a for a, i in actions if a.op == "improve" and 3 <= i < 40]
     early_branches = {graph[a.parents[0]].branch for a in early}
-    assert len(early_branches) == 3  # every draft's branch is explored
+    assert {n.id for n in graph.drafts()[:3]} <= early_branches  # every draft's branch is explored
     late = [(a, i) for a, i in actions if a.op == "improve" and i >= 108]  # progress >= 0.9
     assert late and all(a.reason.startswith("exploit") for a, _ in late)
     # Replaying the growth, each late target was one of the top-K of the graph at that time.
@@ -255,3 +253,32 @@ def test_a_resume_after_kill_9_makes_the_choices_the_uninterrupted_run_made(smal
     proc.wait()
     subprocess.run([sys.executable, "-c", RUNNER, "resume", str(killed / "r")], check=True, timeout=120)
     assert _choices(killed / "r") == reference
+
+
+def test_a_stagnant_branch_is_evolved_or_fused_with_the_best_of_other_branches():
+    policy = _policy(stagnation_after=4, fuse_share=0.5, fuse_parents=3, widen_base=10.0, terminal_after=0)
+    policy.cfg.max_debug_depth = 0
+    graph = SearchGraph("maximize")
+    a = _add(graph, "draft", score=0.80)
+    b = _add(graph, "draft", score=0.70)
+    c = _add(graph, "draft", score=0.60)
+    best_b = _add(graph, "improve", [b.id], score=0.72)
+    for parent in (b, b, c, c, c):  # failures make the other branches less attractive to UCT
+        _add(graph, "improve", [parent.id])
+    for score in (0.79, 0.78, 0.795, 0.77):  # four nodes of a's branch without a gain
+        _add(graph, "improve", [a.id], score=score)
+    policy.stats.update(graph)
+    assert policy.stats.branch_since[a.branch] == 4 and policy.stats.branch_since[b.branch] == 2
+    actions = {}
+    for iteration in range(8, 60):
+        action = policy.select(graph, iteration)
+        if graph[action.parents[0]].branch == a.branch:
+            actions.setdefault(action.op, action)
+    assert set(actions) == {"evolve", "fuse"}
+    assert actions["evolve"].parents == (a.id,)  # the branch's best node
+    assert actions["fuse"].parents == (a.id, best_b.id, c.id)  # with the best of two other branches
+    # An evolve starts the count afresh: the branch is not shaken again at once.
+    _add(graph, "evolve", [a.id], score=0.79)
+    policy.stats.update(graph)
+    assert policy.stats.branch_since[a.branch] == 0
+    assert all(policy.select(graph, i).op not in ("evolve", "fuse") for i in range(10, 30))

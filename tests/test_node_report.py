@@ -37,7 +37,7 @@ def test_failures_and_blends(tmp_path):
     assert (
         "failed as `crash`: MemoryError: cannot allocate" in text and "`more_trees` on n0001 ended in `crash`" in text
     )
-    fuse = _add(graph, "fuse", 0.85, [a.id, b.id])
+    fuse = _add(graph, "blend", 0.85, [a.id, b.id])
     (tmp_path / "output").mkdir()
     (tmp_path / "output" / "fuse_weights.json").write_text(
         json.dumps(

@@ -111,7 +111,7 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     agent = Agent(run, RecipeBrain(), get_policy(run.config.search), get_sandbox("auto"))
     agent.run_loop()
     members = tuple(n.id for n in agent.state.graph.ranked())
-    fuse = agent.step(Action("fuse", members), 120)
+    fuse = agent.step(Action("blend", members), 120)
     assert fuse.ok, fuse.failure
     agent.state.best_id = fuse.id  # refit the blend, whatever won
     choice = FinalStage(agent).run_refit(300)
@@ -220,7 +220,7 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     graph = agent.state.graph
     best = graph["n0001"]
     # A stand-in blend: n0001's predictions with a little noise, scored a bit lower.
-    blend = graph.add(type(best)(id="n0002", op="fuse", parents=("n0001",), iteration=1))
+    blend = graph.add(type(best)(id="n0002", op="blend", parents=("n0001",), iteration=1))
     blend.status, blend.score, blend.timing = "scored", best.score - 0.001, dict(best.timing)
     shutil.copytree(run.node_dir("n0001"), run.node_dir("n0002"))
     holdout = run.node_dir("n0002") / "output" / "holdout.csv"

@@ -25,11 +25,12 @@ from .rundir import RunDir
 from .scorer import fingerprint, scorers_for
 from .search.graph import Node
 from .state import RunState, replay
-from .vocabulary import FUSE, NO_CODE, REFIT
+from .vocabulary import BLEND, EVOLVE, NO_CODE, REFIT
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
 _TRIED_SHOWN = 8  # children of a parent a prompt lists
 _LEADERS_SHOWN = 5  # branches a prompt lists the best node of
+_TRAJECTORY_SHOWN = 20  # nodes of a branch an evolve prompt lists
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Agent:
             while True:
                 timeout = self._check_budget()
                 action = self.policy.select(self.state.graph, len(self.state.graph))
-                if action.op == FUSE:
+                if action.op == BLEND:
                     timeout = self._check_budget(action.parents)
                 self.step(action, timeout)
                 self._check_brain_health()
@@ -291,6 +292,7 @@ class Agent:
             iteration=iteration,
             stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
             leaders=self._leaders(),
+            trajectory=self._trajectory(action),
             recall=self._recall(action, parents),
             move_priors=self.memory.move_priors(),
         )
@@ -328,6 +330,18 @@ class Agent:
             exec_s=node.timing.get("exec_s"),
             budget_s=node.timing.get("budget_s"),
             tried=tuple(_outcome_line(c, node) for c in self.state.graph.children(node.id)[-_TRIED_SHOWN:]),
+        )
+
+    def _trajectory(self, action: Action) -> tuple[str, ...]:
+        """For an evolve: every node of the parent's branch, oldest first (the last
+        ``_TRAJECTORY_SHOWN``), each with its result against its own parent."""
+        if action.op != EVOLVE or not action.parents:
+            return ()
+        graph = self.state.graph
+        branch = graph[action.parents[0]].branch
+        members = [n for n in graph if n.branch == branch and n.finished and n.op != REFIT]
+        return tuple(
+            _outcome_line(n, graph.nodes.get(n.parents[0]) if n.parents else None) for n in members[-_TRAJECTORY_SHOWN:]
         )
 
     def _leaders(self) -> tuple[str, ...]:

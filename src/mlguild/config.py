@@ -129,6 +129,20 @@ class MCGSConfig(_Section):
     negligible_gain: float = Field(
         0.001, ge=0, description="A child's gain below this share of its parent's score counts as next to nothing."
     )
+    stagnation_after: int = Field(
+        4,
+        ge=0,
+        description="A branch whose last N finished nodes brought no gain is stagnant: its best node is evolved or fused with other branches' best (0 = never).",
+    )
+    fuse_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Share of stagnation moves that fuse (the rest evolve), when another branch exists.",
+    )
+    fuse_parents: int = Field(
+        3, ge=2, description="Most nodes a fuse combines: the stagnant branch's best and the best of other branches."
+    )
     horizon_nodes: int = Field(
         200,
         gt=0,
@@ -151,10 +165,10 @@ class SearchConfig(_Section):
     fuse_every: int = Field(
         5,
         ge=0,
-        description="Every N-th iteration blends the best node of each branch, when that set is new (0 = never).",
+        description="Blend the predictions of the best node of each branch whenever that member set is new, at least N nodes after the last blend (0 = never blend).",
     )
     fuse_size: int = Field(
-        5, ge=2, description="Most nodes one fuse blends (the best node of each of the best branches)."
+        5, ge=2, description="Most nodes one blend averages (the best node of each of the best branches)."
     )
     seed: int = Field(0, description="Seed of the policy's random choices.")
     max_same_failures: int = Field(

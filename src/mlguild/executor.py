@@ -29,7 +29,7 @@ from .rundir import RunDir
 from .sandbox import ExecStatus, safe_env
 from .scorer import SOURCES, RunScorers, check_fingerprint
 from .search.graph import Node, SearchGraph
-from .vocabulary import FINAL_OK, FUSE, REFIT, SCORED, TAMPERED
+from .vocabulary import FINAL_OK, REFIT, SCORED, TAMPERED
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
 _PRINTED = re.compile(
@@ -108,7 +108,7 @@ class NodeRunner:
         check_fingerprint(self.scorer_fingerprint)  # changed before this script ran: not its doing
         output = node_dir / "output"
         _clear(output)
-        if node.op == FUSE or node.meta.get("stage"):
+        if node.is_blend or node.meta.get("stage"):
             self._stage_parent_outputs(
                 node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS
             )

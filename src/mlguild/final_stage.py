@@ -43,7 +43,7 @@ from .refit import (
 from .rundir import RunDir
 from .scorer import Scorer
 from .search.graph import Node, SearchGraph
-from .vocabulary import FINAL_OK, FUSE, REFIT
+from .vocabulary import FINAL_OK, REFIT
 
 if TYPE_CHECKING:
     from .agent import Agent, Stop
@@ -167,7 +167,7 @@ class FinalStage:
             "data": "train + holdout (all labelled rows)",
         }
         stage: dict[str, str] = {}
-        if original.op == FUSE:  # blend the refitted members, staged under their original names
+        if original.is_blend:  # blend the refitted members, staged under their original names
             stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
         node = Node(
             id=graph.next_id(),

@@ -36,7 +36,7 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
         lines.append(f"- failed as `{node.status}`: {last[:300]}")
         if parent is not None and node.meta.get("move"):
             lines.append(f"- lesson: `{node.meta['move']}` on {parent.id} ended in `{node.status}`")
-    if node.op == "fuse":
+    if node.is_blend:
         lines += _blend_lines(node_dir / "output" / "fuse_weights.json")
     seconds = node.timing.get("exec_s")
     if seconds is not None:

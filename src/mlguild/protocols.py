@@ -86,6 +86,7 @@ class Context:
     iteration: int
     stagnation: int = 0  # attempts in the parent's branch since it last improved
     leaders: tuple[str, ...] = ()  # the best node of each of the best branches, one line each
+    trajectory: tuple[str, ...] = ()  # for an evolve: the parent's branch, oldest first, one line per node
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
 

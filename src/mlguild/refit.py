@@ -28,7 +28,6 @@ from .firewall import read_csv_exact
 from .fsutil import read_no_follow
 from .rundir import RunDir
 from .search.graph import Node, SearchGraph
-from .vocabulary import FUSE
 
 _SAFETY = 1.25  # reserve this much more than the measured run times
 _PACED = 0.5  # a script that used this share of its time budget is paced by it
@@ -41,7 +40,7 @@ def full_data_dir(run_path: Path) -> Path:
 def refit_chain(graph: SearchGraph, node: Node, run: RunDir | None = None) -> list[Node]:
     """The nodes whose scripts a refit of ``node`` reruns, members before their blend; with
     ``run``, only the members the blend gave weight to."""
-    if node.op != FUSE:
+    if not node.is_blend:
         return [node]
     members = [p for p in node.parents if p in graph.nodes]
     weights = _blend_weights(run, node) if run is not None else {}
@@ -89,7 +88,7 @@ def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
 
 
 def best_blend(graph: SearchGraph) -> Node | None:
-    return next((n for n in graph.ranked() if n.op == FUSE), None)
+    return next((n for n in graph.ranked() if n.is_blend), None)
 
 
 def planned_blend_seconds(run: RunDir, graph: SearchGraph, members: Iterable[str]) -> float:
@@ -98,7 +97,7 @@ def planned_blend_seconds(run: RunDir, graph: SearchGraph, members: Iterable[str
     if not run.config.final.refit:
         return 0.0
     grow = growth(run)
-    blends = [n.timing.get("exec_s", 0.0) for n in graph if n.op == FUSE]
+    blends = [n.timing.get("exec_s", 0.0) for n in graph if n.is_blend]
     own = grow * max(blends, default=0.0) * _SAFETY
     return sum(node_refit_seconds(graph[m], grow) for m in members if m in graph.nodes) + own
 

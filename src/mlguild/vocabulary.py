@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import Final, Literal
 
 # ---------------------------------------------------------------- operations
-Op = Literal["draft", "improve", "debug", "fuse", "refit"]
+Op = Literal["draft", "improve", "debug", "evolve", "fuse", "blend", "refit"]
 # Final: each name is its Op literal to the type checker, so Action(DRAFT, ...) checks.
 DRAFT: Final = "draft"
 IMPROVE: Final = "improve"
 DEBUG: Final = "debug"
-FUSE: Final = "fuse"
+EVOLVE: Final = "evolve"  # a stagnant branch's next direction, from its whole trajectory
+FUSE: Final = "fuse"  # one script combining a node with the best ideas of other branches
+BLEND: Final = "blend"  # a weighted average of several nodes' predictions (mlguild.brains.recipes.fuse)
 REFIT: Final = "refit"  # a final refit on all labelled rows (mlguild.final_stage): not a search node
 
 # ---------------------------------------------------------------- statuses

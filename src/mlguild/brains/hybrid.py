@@ -21,7 +21,7 @@ class HybridBrain:
         self.llm_down: str | None = None
 
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op in ("draft", "fuse") or self.llm_down:  # a blend needs no LLM
+        if action.op in ("draft", "blend") or self.llm_down:  # a blend needs no LLM
             return self._by_recipes(action, context)
         try:
             return self.llm_brain.propose(action, context)
@@ -38,6 +38,8 @@ class HybridBrain:
     def _by_recipes(self, action: Action, context: Context) -> Proposal:
         # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written
         # parent is answered with a fresh recipe draft instead.
-        if action.op in ("improve", "debug") and not all(p.meta.get("recipe") for p in context.parents):
+        if action.op in ("improve", "debug", "evolve", "fuse") and not all(
+            p.meta.get("recipe") for p in context.parents
+        ):
             action = Action("draft", (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
         return self.recipes.propose(action, context)

@@ -90,11 +90,18 @@ class LLMBrain:
 
     # --- entry point ---
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op == "fuse":  # a blend fitted on out-of-fold predictions needs no LLM
+        if action.op == "blend":  # a blend fitted on out-of-fold predictions needs no LLM
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
         common = self._common(context)
-        if action.op == "debug":
+        if action.op == "fuse":  # one script from the best ideas of several branches
+            plan, code = self._full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)
+        elif action.op == "evolve":  # a new direction for a stagnant branch, from its trajectory
+            parent = context.parents[0]
+            score = f"{parent.score:.6g}" if parent.score is not None else "—"
+            prompt = render("evolve", **common, parent=parent, parent_score=score, trajectory=context.trajectory)
+            plan, code = self._full_script(prompt, "evolve", node)
+        elif action.op == "debug":
             parent = context.parents[0]
             failure = failure_from_node(parent.status, parent.failure, parent.stderr_tail)
             prompt = render("debug", **common, parent=parent, failure=failure)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..metrics import Direction, Score
-from ..vocabulary import DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, SCORED
+from ..vocabulary import BLEND, DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, SCORED
 
 
 @dataclass
@@ -42,6 +42,13 @@ class Node:
     def ok(self) -> bool:
         return self.status == SCORED and self.score is not None
 
+    @property
+    def is_blend(self) -> bool:
+        """It averages its parents' predictions (their outputs are staged into it, a refit
+        reruns them first). The recipe brain answers a fuse with a blend, and runs before
+        the blend op had its own name recorded blends as fuses: the meta's member list says."""
+        return self.op == BLEND or isinstance(self.meta.get("fuse"), list)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["parents"] = list(self.parents)
@@ -68,8 +75,8 @@ class SearchGraph:
         if node.id in self.nodes:
             raise ValueError(f"node {node.id} already exists")
         parent = self.nodes.get(node.parents[0]) if node.parents else None
-        # A fuse draws on several branches, so it starts a branch of its own.
-        node.branch = node.branch or (parent.branch if parent and node.op != FUSE else node.id)
+        # A fuse or a blend draws on several branches, so it starts a branch of its own.
+        node.branch = node.branch or (parent.branch if parent and node.op not in (FUSE, BLEND) else node.id)
         if node.op == DEBUG and parent is not None:
             node.debug_depth = parent.debug_depth + 1
         self.nodes[node.id] = node
@@ -78,14 +85,14 @@ class SearchGraph:
     def score_of(self, node: Node) -> Score:
         return Score(node.score, self.direction) if node.ok else Score.worst(self.direction)
 
-    def best(self, exclude_ops: tuple[str, ...] = ()) -> Node | None:
-        """The scored node with the best holdout score (earliest wins a tie), leaving out
-        nodes made by ``exclude_ops``."""
+    def best(self, exclude_blends: bool = False) -> Node | None:
+        """The scored node with the best holdout score (earliest wins a tie), blends left out
+        with ``exclude_blends``."""
         best: Node | None = None
         for node in self.nodes.values():
             if (
                 node.ok
-                and node.op not in exclude_ops
+                and not (exclude_blends and node.is_blend)
                 and (best is None or self.score_of(node).better_than(self.score_of(best)))
             ):
                 best = node

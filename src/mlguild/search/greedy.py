@@ -1,6 +1,6 @@
 """Greedy tree search: a few drafts, then improve the best; repair broken leaves (capped per
 lineage); a fresh draft every few iterations so the search does not collapse onto one lineage;
-and every few iterations a fuse that blends the best node of each branch."""
+and a blend of the best node of each branch whenever that member set is new (search.blend)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import random
 
 from ..config import BudgetConfig, SearchConfig
 from ..protocols import Action
-from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, FUSE, IMPROVE
-from .graph import Node, SearchGraph
+from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, IMPROVE
+from .blend import blend_action
+from .graph import SearchGraph
 
 
 class GreedyPolicy:
@@ -31,27 +32,13 @@ class GreedyPolicy:
             broken = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
             return Action(DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
 
-        if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:
-            members = fuse_members(graph, self.cfg.fuse_size)
-            if members:
-                return Action(FUSE, members, f"blend the best node of {len(members)} branches")
+        blend = blend_action(graph, self.cfg)
+        if blend is not None:
+            return blend
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
             return Action(DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
         # A blend is not improved directly: better members make a better next blend.
-        target = graph.best(exclude_ops=(FUSE,))
+        target = graph.best(exclude_blends=True)
         if target is None:
             return Action(DRAFT, (), "nothing scored yet")
         return Action(IMPROVE, (target.id,), f"improve the best node {target.id}")
-
-
-def fuse_members(graph: SearchGraph, size: int) -> tuple[str, ...]:
-    """The best node of each of the ``size`` best branches, among scored nodes that wrote
-    out-of-fold predictions and raised no leak flag; empty when fewer than two branches
-    qualify or a fuse of exactly this set exists already."""
-    best_of_branch: dict[str, Node] = {}
-    for node in graph.ranked():
-        if node.op != FUSE and "oof" in node.outputs and not node.flags:
-            best_of_branch.setdefault(node.branch, node)
-    members = tuple(n.id for n in list(best_of_branch.values())[:size])
-    done = {frozenset(n.parents) for n in graph if n.op == FUSE}
-    return members if len(members) >= 2 and frozenset(members) not in done else ()

@@ -23,9 +23,9 @@ import random
 
 from ..config import BudgetConfig, SearchConfig
 from ..protocols import Action
-from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, FUSE, IMPROVE, REFIT
+from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, EVOLVE, FUSE, IMPROVE, REFIT
+from .blend import blend_action
 from .graph import Node, SearchGraph
-from .greedy import fuse_members
 from .tree_stats import ROOT, Rewards, TreeStats, ancestors
 
 
@@ -56,10 +56,9 @@ class MCGSPolicy:
             broken = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
             return Action(DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
 
-        if self.cfg.fuse_every and iteration % self.cfg.fuse_every == 0:
-            members = fuse_members(graph, self.cfg.fuse_size)
-            if members:
-                return Action(FUSE, members, f"blend the best node of {len(members)} branches")
+        blend = blend_action(graph, self.cfg, (graph[i] for _, _, i in self.stats.ranked))
+        if blend is not None:
+            return blend
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
             return Action(DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
 
@@ -69,11 +68,42 @@ class MCGSPolicy:
             if top:
                 # Spread the late attempts over the top K: the least-tried first, the better on a tie.
                 target = min(top, key=lambda n: (len(self.stats.children[n.id]), top.index(n)))
-                return Action(IMPROVE, (target.id,), f"exploit: improve {target.id}, one of the top {len(top)}")
+                action = Action(IMPROVE, (target.id,), f"exploit: improve {target.id}, one of the top {len(top)}")
+                return self._stagnation_move(graph, target, rng) or action
         target_id = self._descend(graph, self.exploration(progress))
         if target_id is None:
             return Action(DRAFT, (), "every node is terminal or broken: a fresh draft")
-        return Action(IMPROVE, (target_id,), f"UCT: improve {target_id} (progress {progress:.0%})")
+        action = Action(IMPROVE, (target_id,), f"UCT: improve {target_id} (progress {progress:.0%})")
+        return self._stagnation_move(graph, graph[target_id], rng) or action
+
+    def _stagnation_move(self, graph: SearchGraph, chosen: Node, rng: random.Random) -> Action | None:
+        """For a node of a stagnant branch: evolve the branch's best node from the branch's
+        whole trajectory, or fuse it with the best nodes of other branches."""
+        branch, after = chosen.branch, self.mc.stagnation_after
+        since = self.stats.branch_since.get(branch, 0)
+        if not after or since < after:
+            return None
+        best = graph[self.stats.branch_best_id.get(branch, chosen.id)]
+        why = f"branch {branch} brought no gain in its last {since} nodes"
+        partners = self._partners(graph, best, self.mc.fuse_parents - 1)
+        if partners and rng.random() < self.mc.fuse_share:
+            return Action(FUSE, (best.id, *partners), f"{why}: fuse {best.id} with {', '.join(partners)}")
+        return Action(EVOLVE, (best.id,), f"{why}: evolve {best.id} from the branch's trajectory")
+
+    def _partners(self, graph: SearchGraph, node: Node, k: int) -> tuple[str, ...]:
+        """The best node of each of the ``k`` best other branches (with out-of-fold
+        predictions when ``node`` has them, so a brain may blend them)."""
+        found: dict[str, str] = {}
+        for _, _, other_id in self.stats.ranked:
+            other = graph[other_id]
+            if other.branch == node.branch or other.is_blend or other.flags or other.branch in found:
+                continue
+            if "oof" in node.outputs and "oof" not in other.outputs:
+                continue
+            found[other.branch] = other.id
+            if len(found) >= k:
+                break
+        return tuple(found.values())
 
     # ------------------------------------------------------------------ schedule
 
@@ -149,7 +179,7 @@ class MCGSPolicy:
 
     def _improvable(self, graph: SearchGraph, node: Node) -> bool:
         # A blend is not improved directly: better members make a better next blend.
-        return node.ok and node.op not in (FUSE, REFIT) and not self.terminal(graph, node)
+        return node.ok and not node.is_blend and node.op != REFIT and not self.terminal(graph, node)
 
     def terminal(self, graph: SearchGraph, node: Node) -> bool:
         """Its last ``terminal_after`` finished children all failed or gained less than

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..vocabulary import DEBUG, DRAFT, FUSE, REFIT
+from ..vocabulary import BLEND, DEBUG, DRAFT, EVOLVE, FUSE, REFIT
 from .graph import Node, SearchGraph
 
 ROOT = ""  # the virtual root: parent of every draft and fuse in the search tree
@@ -45,8 +45,8 @@ def _milli(x: float) -> int:
 
 def primary_parent(node: Node) -> str:
     """The node it hangs under in the search tree: its first parent, or ROOT for a draft and
-    for a fuse (which draws on several branches and starts a branch of its own)."""
-    return ROOT if not node.parents or node.op == FUSE else node.parents[0]
+    for a fuse or blend (which draws on several branches and starts a branch of its own)."""
+    return ROOT if not node.parents or node.op in (FUSE, BLEND) else node.parents[0]
 
 
 class TreeStats:
@@ -63,6 +63,11 @@ class TreeStats:
         self.spent_ms = 0  # journaled wall time of the finished search nodes
         self.failed_leaves: set[str] = set()  # finished, failed, nothing built on them yet
         self.ranked: list[tuple[float, int, str]] = []  # scored nodes: (-score key, creation index, id)
+        # Per branch: its best score key, and its nodes finished since that best was set or
+        # since its last evolve or fuse (a stagnation move starts the count afresh).
+        self.branch_best: dict[str, float] = {}
+        self.branch_best_id: dict[str, str] = {}
+        self.branch_since: dict[str, int] = {}
         self._graph_id, self._seen = graph_id, 0
         self._pending: list[tuple[int, str]] = []  # created, not finished: (creation index, id)
         self._best_key: float | None = None
@@ -112,10 +117,21 @@ class TreeStats:
             self._best_key = key if was_best else self._best_key
         elif not self.children[node.id]:
             self.failed_leaves.add(node.id)
+        self._track_branch(graph, node, key)
         value = self.rewards.of(node, was_best)
         for ancestor in [*ancestors(graph, node.id), ROOT]:
             self.visits[ancestor] += 1
             self.reward[ancestor] += value
+
+    def _track_branch(self, graph: SearchGraph, node: Node, key: float | None) -> None:
+        branch = node.branch
+        if key is not None and (branch not in self.branch_best or key > self.branch_best[branch]):
+            self.branch_best[branch], self.branch_since[branch] = key, 0
+            self.branch_best_id[branch] = node.id
+        else:
+            self.branch_since[branch] = self.branch_since.get(branch, 0) + 1
+        if node.op in (EVOLVE, FUSE) and node.parents and node.parents[0] in graph.nodes:
+            self.branch_since[graph[node.parents[0]].branch] = 0  # the branch was shaken up
 
 
 def ancestors(graph: SearchGraph, node_id: str) -> list[str]:

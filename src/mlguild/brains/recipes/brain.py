@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import random
 from collections import Counter
 from typing import Any
@@ -48,10 +49,12 @@ class RecipeBrain:
     def propose(self, action: Action, context: Context) -> Proposal:
         _check_supported(context.task)
         parent = _parent(action, context)
-        if action.op == "fuse" and len(context.parents) >= 2:
-            return fuse_proposal(context)
+        if action.op in ("fuse", "blend") and len(context.parents) >= 2:
+            return fuse_proposal(context)  # the recipes fuse by blending the members' predictions
         if action.op == "draft" or parent is None:
             return self._draft(context)
+        if action.op == "evolve":
+            return self._evolve(parent, context)
         if action.op == "improve":
             return self._improve(parent, context)
         if action.op == "debug":
@@ -138,6 +141,58 @@ class RecipeBrain:
             f"**Why this move now:** {reason}.",
         ]
         summary = f"{recipe.title}, changed from node {parent.node_id} by {name} ({_describe(changed)}): {why}."
+        return self._proposal(lines, summary, meta, context)
+
+    def _evolve(self, parent: ParentView, context: Context) -> Proposal:
+        """A stagnant branch's next direction: another model family (one not tried yet, else
+        the best-scoring one, never a family whose every node failed), with what repairs
+        learned on this task; when no other family is left, a bigger step on this one."""
+        task, profile = context.task, context.profile
+        own = parent.meta.get("recipe") if parent.meta.get("brain") == "recipes" else None
+        best: dict[str, float] = {}
+        tries: Counter[str] = Counter()
+        failures: Counter[str] = Counter()
+        sign = 1.0 if context.direction == "maximize" else -1.0
+        for h in context.history:
+            name = h.meta.get("recipe")
+            if not name or h.meta.get("fuse"):
+                continue
+            tries[name] += 1
+            if h.score is None:
+                failures[name] += 1
+            else:
+                best[name] = max(best.get(name, -math.inf), sign * h.score)
+        names = [n for n in recipes_for(task) if n != own and not (tries[n] and failures[n] == tries[n])]
+        trajectory = [f"- {line}" for line in context.trajectory[-6:]]
+        if not names:
+            if own is None:
+                return self._draft(context, f"Evolving `{parent.node_id}`: no other recipe is left to try.")
+            proposal = self._improve(parent, context)
+            note = f"## Evolve: every other recipe failed or is this one, so a further step on `{parent.node_id}`\n\n"
+            return Proposal(note + proposal.plan, proposal.code, proposal.meta)
+        name = min(names, key=lambda n: (tries[n] > 0, -best.get(n, -math.inf), names.index(n)))
+        meta = draft_meta(name, task, profile)
+        recipe = RECIPES[name]
+        inherited = apply_learned(meta, learned(context.history))
+        meta.update(move="evolve", moves=["evolve"], evolved_from=parent.node_id)
+        was = RECIPES[own].title if own in RECIPES else f"node {parent.node_id}'s approach"
+        why = (
+            "not tried on this task yet"
+            if not tries[name]
+            else f"its best holdout score here is {sign * best[name]:.5g} after {tries[name]} nodes"
+        )
+        lines = [
+            f"## Evolve: from {was} to {recipe.title}",
+            "",
+            f"The branch of `{parent.node_id}` stopped improving. What it tried, oldest first:",
+            *trajectory,
+            "",
+            f"**New direction:** {recipe.title} ({why}); {_data_line(task, profile)}.",
+            f"**Why:** {recipe.why}.",
+        ]
+        if inherited:
+            lines.append(f"**Learned on this task:** {'; '.join(inherited)}.")
+        summary = f"{recipe.title}, evolved from the stagnant branch of {parent.node_id}: {recipe.why}."
         return self._proposal(lines, summary, meta, context)
 
     def _debug(self, parent: ParentView, context: Context) -> Proposal:
