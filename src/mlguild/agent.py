@@ -23,9 +23,10 @@ from .records import apply_outcome, record_finished, record_restarted, record_st
 from .refit import refit_reserve
 from .rundir import RunDir
 from .scorer import fingerprint, scorers_for
-from .search.graph import Node
+from .search.evidence import converged
+from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .vocabulary import BLEND, EVOLVE, NO_CODE, REFIT
+from .vocabulary import BLEND, EVOLVE, NO_CODE, REFIT, RERUN
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
 _TRIED_SHOWN = 8  # children of a parent a prompt lists
@@ -66,6 +67,9 @@ class Agent:
         self.brain = brain
         self.policy = policy
         self.state: RunState = replay(run.journal.records, get_metric(run.spec.metric).direction)
+        search = run.config.search
+        if search.evidence_reruns:  # the best node is promoted by evidence (mlguild.search.evidence)
+            self.state.graph.evidence = Evidence(search.evidence_reruns, search.evidence_z, search.assumed_noise)
         self.scorers = scorers_for(run, self.state.scorer_fingerprint or fingerprint())
         self.runner = NodeRunner(run, sandbox, self.scorers)
         self.on_event = on_event or (lambda kind, data: None)
@@ -123,6 +127,11 @@ class Agent:
                     timeout = self._check_budget(action.parents)
                 self.step(action, timeout)
                 self._check_brain_health()
+                if self.run.config.search.stop_on_convergence:
+                    why = converged(self.state.graph, self.run.config.search)
+                    if why is not None:
+                        self.on_event("warning", {"message": f"converged: {why}"})
+                        raise BudgetExhausted("converged")
         except BudgetExhausted as exc:
             stop = Stop("budget", exc.which)
         except KeyboardInterrupt:
@@ -170,8 +179,13 @@ class Agent:
         started = time.monotonic()
         self.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
         failed_as, failure = "", None
+        seed = self.run.config.brain.seed
         try:
-            proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
+            if action.op == RERUN:  # the same script with another seed: no brain involved
+                seed += 1 + len(graph.rerun_groups().get(action.parents[0], []))
+                proposal = self._rerun_proposal(action.parents[0], seed)
+            else:
+                proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
         except StopRun:
             raise  # a spent budget or an unusable setup stops the run, said clearly
         except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
@@ -192,10 +206,17 @@ class Agent:
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
-            outcome = self.runner.execute(node, timeout, seed=self.run.config.brain.seed)
+            outcome = self.runner.execute(node, timeout, seed=seed)
         outcome.timing["brain_s"] = round(brain_s, 4)
         self._finish(node, outcome)
         return node
+
+    def _rerun_proposal(self, candidate: str, seed: int) -> Proposal:
+        plan = (
+            f"## Re-run of {candidate} with seed {seed}\n\nThe script of `{candidate}`, unchanged: it beats the "
+            "best node by less than the noise margin, so it is promoted only if its mean over seeds is better.\n"
+        )
+        return Proposal(plan, self._code(self.state.graph[candidate]), {"rerun_of": candidate, "seed": seed})
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""
@@ -221,7 +242,8 @@ class Agent:
         # Only the time budget applies here: the node is already counted in the iteration budget.
         timeout = self.run.config.sandbox.script_timeout_s
         timeout = timeout if remaining is None else min(timeout, remaining)
-        self._finish(node, self.runner.execute(node, timeout, seed=self.run.config.brain.seed))
+        seed = int(node.meta.get("seed", self.run.config.brain.seed))  # a re-run keeps its own seed
+        self._finish(node, self.runner.execute(node, timeout, seed=seed))
 
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
@@ -229,7 +251,7 @@ class Agent:
         self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         record_finished(self.run.journal, node, outcome, self.elapsed())
-        if node.op != REFIT:
+        if node.op not in (REFIT, RERUN):  # a re-run repeats its node: nothing new to remember
             self.memory.record(node, self.state.graph, "" if node.ok else self._code(node), self._columns)
             self._report_memory_warnings()
         is_best = self._sync_best()

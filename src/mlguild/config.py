@@ -176,6 +176,27 @@ class SearchConfig(_Section):
         ge=2,
         description="Stop a run whose last N nodes all failed the same way, or produced no code (after the brain's safest pipeline failed that way too).",
     )
+    evidence_reruns: int = Field(
+        2,
+        ge=0,
+        description="Re-runs with other seeds a node needs before it becomes the best when it beats the best by less than the noise margin (0 = promote on the holdout score alone).",
+    )
+    evidence_z: float = Field(
+        1.0, ge=0, description="The noise margin, in units of the task's seed spread (the noise floor)."
+    )
+    assumed_noise: float = Field(
+        0.002,
+        ge=0,
+        description="The noise floor assumed until re-runs measure it, as a share of the best node's score.",
+    )
+    stop_on_convergence: bool = Field(
+        False,
+        description="End the run early once the search has converged (see convergence_window); --stop-on-convergence.",
+    )
+    convergence_window: int = Field(
+        8, ge=2, description="Converged: this many scored nodes in a row each gained less than the noise floor."
+    )
+    convergence_min_scored: int = Field(20, ge=1, description="Fewest scored nodes before a run may end as converged.")
     mcgs: MCGSConfig = MCGSConfig()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 # ---------------------------------------------------------------- operations
-Op = Literal["draft", "improve", "debug", "evolve", "fuse", "blend", "refit"]
+Op = Literal["draft", "improve", "debug", "evolve", "fuse", "blend", "rerun", "refit"]
 # Final: each name is its Op literal to the type checker, so Action(DRAFT, ...) checks.
 DRAFT: Final = "draft"
 IMPROVE: Final = "improve"
@@ -17,6 +17,7 @@ DEBUG: Final = "debug"
 EVOLVE: Final = "evolve"  # a stagnant branch's next direction, from its whole trajectory
 FUSE: Final = "fuse"  # one script combining a node with the best ideas of other branches
 BLEND: Final = "blend"  # a weighted average of several nodes' predictions (mlguild.brains.recipes.fuse)
+RERUN: Final = "rerun"  # a candidate's script again with another seed: evidence, not a new idea
 REFIT: Final = "refit"  # a final refit on all labelled rows (mlguild.final_stage): not a search node
 
 # ---------------------------------------------------------------- statuses

@@ -73,6 +73,15 @@ def status(
             f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}"
         )
         console.print(table)
+        groups = state.graph.rerun_groups()
+        noise = state.graph.noise_floor(groups)
+        if noise is not None:
+            reruns = sum(len(g) for g in groups.values())
+            console.print(
+                f"noise floor (seed spread of {spec.metric}): {noise:.4g}, from {reruns} re-runs of {len(groups)} nodes"
+            )
+        else:
+            console.print("noise floor: not measured yet (no node has been re-run with another seed)")
         calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)

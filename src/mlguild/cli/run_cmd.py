@@ -206,6 +206,11 @@ def run(
         False, "--strict", help="Refuse to run unless the namespace sandbox (bubblewrap) is available."
     ),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    stop_on_convergence: bool = typer.Option(
+        False,
+        "--stop-on-convergence",
+        help="End early once the search has converged: several scored nodes in a row gained less than the noise floor.",
+    ),
     no_memory: bool = typer.Option(
         False,
         "--no-memory",
@@ -222,6 +227,8 @@ def run(
         overrides = _overrides(set_, time, iterations, brain, script_timeout, seed, model, sandbox)
         if strict:
             overrides.append("sandbox.strict=true")
+        if stop_on_convergence:
+            overrides.append("search.stop_on_convergence=true")
         if no_memory or dry_run:  # a dry run's stand-in scripts teach nothing worth keeping
             overrides.append("memory.enabled=false")
         cfg = load_config(config, overrides)

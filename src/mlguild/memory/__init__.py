@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..config import MemoryConfig
 from ..search.graph import Node, SearchGraph
-from ..vocabulary import REFIT
+from ..vocabulary import REFIT, RERUN
 from .embed import Embedder, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
 from .retrieve import Retriever
@@ -84,7 +84,7 @@ class Memory:
         """On resume: rebuild this run's own memory from its finished nodes, in the order they
         ran (the shared store kept them when they finished)."""
         for node in graph:
-            if node.finished and node.op != REFIT:
+            if node.finished and node.op not in (REFIT, RERUN):
                 self.local.add(self._experience(node, graph, "" if node.ok else code_of(node), columns))
 
     def _experience(self, node: Node, graph: SearchGraph, code: str, columns: tuple[str, ...]) -> Experience:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..metrics import Direction, Score
-from ..vocabulary import BLEND, DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, SCORED
+from ..vocabulary import BLEND, DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, RERUN, SCORED
 
 
 @dataclass
@@ -55,11 +55,25 @@ class Node:
         return data
 
 
-class SearchGraph:
-    """Nodes in creation order, with the metric direction that defines "better"."""
+@dataclass(frozen=True)
+class Evidence:
+    """The rule by which a node becomes the best: a node that beats the best by less than
+    the noise margin (``z`` times the task's seed spread, or ``assumed_noise`` of the best's
+    score until re-runs have measured it) is promoted only once it has ``reruns`` re-runs
+    with other seeds, and then on its mean score."""
 
-    def __init__(self, direction: Direction):
+    reruns: int = 2
+    z: float = 1.0
+    assumed_noise: float = 0.002
+
+
+class SearchGraph:
+    """Nodes in creation order, with the metric direction that defines "better", and the
+    evidence rule for the best node (None: simply the best holdout score)."""
+
+    def __init__(self, direction: Direction, evidence: Evidence | None = None):
         self.direction = direction
+        self.evidence = evidence
         self.nodes: dict[str, Node] = {}
 
     def __iter__(self) -> Iterator[Node]:
@@ -86,20 +100,80 @@ class SearchGraph:
         return Score(node.score, self.direction) if node.ok else Score.worst(self.direction)
 
     def best(self, exclude_blends: bool = False) -> Node | None:
-        """The scored node with the best holdout score (earliest wins a tie), blends left out
-        with ``exclude_blends``."""
+        """The best node (earliest wins a tie), blends left out with ``exclude_blends``: by
+        holdout score, or, under an evidence rule, the last node promoted by it."""
+        return self._walk(exclude_blends)[0]
+
+    def pending_evidence(self) -> Node | None:
+        """The node that would be the best but for the re-runs it still needs, if any."""
+        return self._walk(False)[1]
+
+    def _walk(self, exclude_blends: bool) -> tuple[Node | None, Node | None]:
         best: Node | None = None
+        pending: Node | None = None
+        groups = self.rerun_groups() if self.evidence is not None else {}
+        noise = self.noise_floor(groups) if groups else None
         for node in self.nodes.values():
-            if (
-                node.ok
-                and not (exclude_blends and node.is_blend)
-                and (best is None or self.score_of(node).better_than(self.score_of(best)))
-            ):
+            if not node.ok or node.op == RERUN or (exclude_blends and node.is_blend):
+                continue
+            if best is None:
                 best = node
-        return best
+                continue
+            if self.evidence is None:
+                if self.score_of(node).better_than(self.score_of(best)):
+                    best = node
+                continue
+            mine, theirs = self.mean_key(node, groups), self.mean_key(best, groups)
+            if mine <= theirs:
+                continue
+            tried = len(groups.get(node.id, []))
+            # A clear gain needs no re-runs; once a node's re-runs started, its mean decides.
+            if tried >= self.evidence.reruns or (not tried and mine - theirs >= self.margin(best, noise)):
+                best, pending = node, (None if pending is node else pending)
+            else:
+                pending = node
+        if pending is not None and best is not None and self.mean_key(pending, groups) <= self.mean_key(best, groups):
+            pending = None
+        return best, pending
+
+    def rerun_groups(self) -> dict[str, list[Node]]:
+        """Per node, its finished re-runs (scored or not), oldest first."""
+        groups: dict[str, list[Node]] = {}
+        for node in self.nodes.values():
+            if node.op == RERUN and node.finished and node.parents:
+                groups.setdefault(node.parents[0], []).append(node)
+        return groups
+
+    def mean_key(self, node: Node, groups: dict[str, list[Node]] | None = None) -> float:
+        """The sort key (larger is better) of the node's mean score over its seeds."""
+        groups = self.rerun_groups() if groups is None else groups
+        scores = [n.score for n in [node, *groups.get(node.id, [])] if n.ok and n.score is not None]
+        return Score(sum(scores) / len(scores), self.direction).key() if scores else Score.worst(self.direction).key()
+
+    def noise_floor(self, groups: dict[str, list[Node]] | None = None) -> float | None:
+        """The seed spread measured on this task: the pooled standard deviation of the
+        scores of each node and its re-runs (None before any re-run scored)."""
+        groups = self.rerun_groups() if groups is None else groups
+        variances, weights = [], []
+        for node_id, reruns in groups.items():
+            scores = [n.score for n in [self.nodes[node_id], *reruns] if n.ok and n.score is not None]
+            if len(scores) >= 2:
+                mean = sum(scores) / len(scores)
+                variances.append(sum((s - mean) ** 2 for s in scores))
+                weights.append(len(scores) - 1)
+        return (sum(variances) / sum(weights)) ** 0.5 if weights else None
+
+    def margin(self, best: Node, noise: float | None) -> float:
+        """How much a node must beat ``best`` by to be promoted without re-runs, given the
+        measured ``noise`` floor (None: not measured yet)."""
+        assert self.evidence is not None
+        if noise is None:
+            noise = self.evidence.assumed_noise * abs(best.score or 0.0)
+        return self.evidence.z * noise
 
     def ranked(self) -> list[Node]:
-        return sorted((n for n in self.nodes.values() if n.ok), key=lambda n: -self.score_of(n).key())
+        """Scored nodes, best holdout score first (re-runs, which repeat a node, left out)."""
+        return sorted((n for n in self.nodes.values() if n.ok and n.op != RERUN), key=lambda n: -self.score_of(n).key())
 
     def children(self, node_id: str) -> list[Node]:
         return [n for n in self.nodes.values() if node_id in n.parents]
@@ -111,12 +185,16 @@ class SearchGraph:
         """Finished, failed search nodes that nothing has been built on yet (a failed final
         refit is not repaired: the final submission falls back to the best node)."""
         with_children = {p for n in self.nodes.values() for p in n.parents}
-        return [n for n in self.nodes.values() if n.status in FAILURES and n.id not in with_children and n.op != REFIT]
+        return [
+            n
+            for n in self.nodes.values()
+            if n.status in FAILURES and n.id not in with_children and n.op not in (REFIT, RERUN)
+        ]
 
     def stagnation(self, node_id: str) -> int:
         """Finished nodes in ``node_id``'s branch since the branch's best score was set."""
         branch = self.nodes[node_id].branch
-        members = [n for n in self.nodes.values() if n.branch == branch and n.finished]
+        members = [n for n in self.nodes.values() if n.branch == branch and n.finished and n.op != RERUN]
         best_key, since = None, 0
         for n in members:  # creation order
             key = self.score_of(n).key()

@@ -10,6 +10,7 @@ from ..config import BudgetConfig, SearchConfig
 from ..protocols import Action
 from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, IMPROVE
 from .blend import blend_action
+from .evidence import evidence_action
 from .graph import SearchGraph
 
 
@@ -24,6 +25,9 @@ class GreedyPolicy:
         if n_drafts < self.cfg.num_drafts:
             return Action(DRAFT, (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
 
+        rerun = evidence_action(graph, self.cfg)  # a near-tie candidate gets its re-runs before anything else
+        if rerun is not None:
+            return rerun
         debuggable = [
             n for n in graph.failed_leaves() if n.status in DEBUGGABLE and n.debug_depth < self.cfg.max_debug_depth
         ]

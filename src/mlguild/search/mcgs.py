@@ -25,6 +25,7 @@ from ..config import BudgetConfig, SearchConfig
 from ..protocols import Action
 from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, EVOLVE, FUSE, IMPROVE, REFIT
 from .blend import blend_action
+from .evidence import evidence_action
 from .graph import Node, SearchGraph
 from .tree_stats import ROOT, Rewards, TreeStats, ancestors
 
@@ -47,6 +48,9 @@ class MCGSPolicy:
         if track.drafts < self.cfg.num_drafts:
             return Action(DRAFT, (), f"draft {track.drafts + 1} of {self.cfg.num_drafts}")
 
+        rerun = evidence_action(graph, self.cfg)  # a near-tie candidate gets its re-runs before anything else
+        if rerun is not None:
+            return rerun
         debuggable = [
             graph[i]
             for i in track.failed_leaves

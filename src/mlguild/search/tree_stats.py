@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..vocabulary import BLEND, DEBUG, DRAFT, EVOLVE, FUSE, REFIT
+from ..vocabulary import BLEND, DEBUG, DRAFT, EVOLVE, FUSE, REFIT, RERUN
 from .graph import Node, SearchGraph
 
 ROOT = ""  # the virtual root: parent of every draft and fuse in the search tree
@@ -79,7 +79,7 @@ class TreeStats:
         changed: list[str] = []
         if len(graph) > self._seen:
             for index, node in enumerate(list(graph.nodes.values())[self._seen :], start=self._seen):
-                if node.op != REFIT:  # the final stage's refits are not part of the search
+                if node.op not in (REFIT, RERUN):  # refits are the final stage's; re-runs repeat a node
                     self._register(node, index)
                     changed.append(node.id)
             self._seen = len(graph)
