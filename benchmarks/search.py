@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
+    .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -15,20 +16,40 @@ records (target: <= 20 ms at 10,000), by BM25 alone and, when the [embeddings] e
 installed, BM25 and sentence embeddings fused (the query's embedding included). The records
 are made from a vocabulary of real plan and failure phrases, so the index has a realistic
 spread of words.
+
+``compare``: mcgs against greedy with the recipe brain on the bundled examples, at equal
+budgets, each policy with each seed (``--no-memory``: cold runs). Per run: the final
+submission's sealed test score (the run's own once-only grade) and its **selection regret**,
+the best test score among all its scored nodes minus the chosen one's (the benchmark grades
+every node's test predictions afterwards, outside the run: nothing the search saw). Targets:
+mcgs at least equal to greedy on every example, and lower regret on average.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from mlguild.config import BudgetConfig, SearchConfig
+from mlguild.config import BudgetConfig, SearchConfig, parse_duration
+from mlguild.errors import MlguildError
 from mlguild.memory import MemoryStore, Retriever, TaskTraits
 from mlguild.memory.embed import load_embedder
 from mlguild.memory.experience import Experience
+from mlguild.metrics import get_metric
+from mlguild.rundir import open_run
+from mlguild.scorer import scorers_for
 from mlguild.search import MCGSPolicy, Node, SearchGraph
+from mlguild.search.graph import Evidence
+from mlguild.sources.examples import EXAMPLES, build_example
+from mlguild.state import replay
 
 PHRASES = [
     "target encoding of high cardinality categories",
@@ -59,15 +80,15 @@ QUERIES = [
 def grow(policy: MCGSPolicy, n_nodes: int, seed: int = 0) -> tuple[SearchGraph, list[float]]:
     """Grow a graph of ``n_nodes`` with ``policy``; return it and each choice's time (s)."""
     rng = random.Random(seed)
-    graph = SearchGraph("maximize")
+    graph = SearchGraph("maximize", Evidence())  # as a run's graph: promotion by evidence
     times = []
     while len(graph) < n_nodes:
         started = time.perf_counter()
         action = policy.select(graph, len(graph))
         times.append(time.perf_counter() - started)
         failed = rng.random() < 0.1
-        if action.op == "improve":
-            score = graph[action.parents[0]].score + rng.gauss(0.0005, 0.005)
+        if action.op in ("improve", "evolve", "fuse", "rerun"):
+            score = max(graph[p].score for p in action.parents) + rng.gauss(0.0005, 0.005)
         else:
             score = rng.uniform(0.5, 0.8)
         graph.add(
@@ -175,6 +196,82 @@ def bench_retrieve(n_records: int) -> None:
         print("bm25+embeddings: not measured (install the [embeddings] extra)")
 
 
+def run_one(example_dir: Path, policy: str, seed: int, budget_s: float, work: Path) -> dict:
+    """One cold run; its final test grade and its selection regret."""
+    run_id = f"{example_dir.name}-{policy}-s{seed}"
+    env = {**os.environ, "MLGUILD_HOME": str(work / "home"), "NO_COLOR": "1", "COLUMNS": "160"}
+    cmd = [
+        sys.executable, "-m", "mlguild.cli.app", "run", str(example_dir), "--time", f"{budget_s:g}s",
+        "--brain", "recipes", "--seed", str(seed), "--set", f"search.policy={policy}", "--no-memory",
+        "--runs-dir", str(work / "runs"), "--run-id", run_id,
+    ]  # fmt: skip
+    started = time.monotonic()
+    log = work / f"{run_id}.log"
+    with log.open("w") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600)
+    row = {"example": example_dir.name, "policy": policy, "seed": seed, "wall_s": round(time.monotonic() - started, 1)}
+    try:
+        run = open_run(work / "runs" / run_id)
+    except MlguildError as exc:
+        return {**row, "error": f"exit {proc.returncode}: {exc}"}
+    grade = json.loads((run.path / "audit" / "final_grade.json").read_text())
+    state = replay(run.journal.records, get_metric(run.spec.metric).direction)
+    scorers = scorers_for(run, state.scorer_fingerprint or "")
+    assert scorers.grade is not None, "the examples keep test answers"
+    best_key, nodes = None, 0
+    for node in state.graph:
+        if node.ok and node.op != "rerun":
+            path = run.node_dir(node.id) / "output" / "submission.csv"
+            try:
+                key = scorers.grade.score(path).key()
+            except MlguildError:
+                continue
+            nodes += 1
+            best_key = key if best_key is None else max(best_key, key)
+    sign = 1.0 if scorers.grade.metric.direction == "maximize" else -1.0
+    chosen = grade["test_score"]
+    regret = None if best_key is None or chosen is None else max(0.0, best_key - sign * chosen)
+    run.close()
+    return {**row, "metric": scorers.grade.metric.name, "test": chosen, "regret": regret, "nodes_graded": nodes}
+
+
+def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="mlguild-compare-"))
+    rows = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for name in examples:
+        example_dir = build_example(name, work / "tasks" / name)
+        for seed in range(seeds):
+            for policy in ("greedy", "mcgs"):
+                row = run_one(example_dir, policy, seed, budget_s, work)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    print()
+    print(f"| example | metric | greedy test (mean of {seeds}) | mcgs test | greedy regret | mcgs regret |")
+    print("|---|---|---|---|---|---|")
+    regrets: dict[str, list[float]] = {"greedy": [], "mcgs": []}
+    for name in examples:
+        cells = {}
+        for policy in ("greedy", "mcgs"):
+            mine = [r for r in rows if r["example"] == name and r["policy"] == policy and r.get("test") is not None]
+            tests = [r["test"] for r in mine]
+            regret = [r["regret"] for r in mine if r["regret"] is not None]
+            regrets[policy] += regret
+            cells[policy] = (
+                f"{statistics.mean(tests):.5g}" if tests else "—",
+                f"{statistics.mean(regret):.4g}" if regret else "—",
+            )
+        metric = next((r["metric"] for r in rows if r["example"] == name and "metric" in r), "?")
+        print(
+            f"| {name} | {metric} | {cells['greedy'][0]} | {cells['mcgs'][0]} | {cells['greedy'][1]} | {cells['mcgs'][1]} |"
+        )
+    for policy, values in regrets.items():
+        if values:
+            print(f"{policy}: mean selection regret {statistics.mean(values):.4g} over {len(values)} runs")
+    print(f"rows: {out}; runs: {work}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -182,11 +279,18 @@ def main() -> None:
     sel.add_argument("--nodes", type=int, default=10_000)
     ret = sub.add_parser("retrieve", help="time one memory retrieval from a large store")
     ret.add_argument("--records", type=int, default=10_000)
+    cmp_ = sub.add_parser("compare", help="mcgs against greedy on the bundled examples: test score, selection regret")
+    cmp_.add_argument("--budget", default="10m", help="time budget of each run (default 10m)")
+    cmp_.add_argument("--seeds", type=int, default=3)
+    cmp_.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
+    cmp_.add_argument("--out", type=Path, default=Path(".bench/search_compare.jsonl"))
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
-    else:
+    elif args.what == "retrieve":
         bench_retrieve(args.records)
+    else:
+        bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ graph, not a tree. The graph is rebuilt from the journal on resume; nothing here
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -109,30 +110,35 @@ class SearchGraph:
         return self._walk(False)[1]
 
     def _walk(self, exclude_blends: bool) -> tuple[Node | None, Node | None]:
-        best: Node | None = None
-        pending: Node | None = None
+        """(best, pending) in one pass over the nodes in creation order."""
+        sign = 1.0 if self.direction == "maximize" else -1.0
         groups = self.rerun_groups() if self.evidence is not None else {}
-        noise = self.noise_floor(groups) if groups else None
+        noise: list[float | None] = []  # computed once, on first need
+
+        def key(node: Node) -> float:  # larger is better: the seed mean when it has re-runs
+            return self.mean_key(node, groups) if node.id in groups else sign * node.score  # type: ignore[operator]
+
+        best: Node | None = None
+        best_key = pending_key = -math.inf
+        pending: Node | None = None
         for node in self.nodes.values():
             if not node.ok or node.op == RERUN or (exclude_blends and node.is_blend):
                 continue
-            if best is None:
-                best = node
+            mine = key(node)
+            if mine <= best_key:
                 continue
-            if self.evidence is None:
-                if self.score_of(node).better_than(self.score_of(best)):
-                    best = node
+            if best is None or self.evidence is None:
+                best, best_key = node, mine
                 continue
-            mine, theirs = self.mean_key(node, groups), self.mean_key(best, groups)
-            if mine <= theirs:
-                continue
-            tried = len(groups.get(node.id, []))
+            tried = len(groups.get(node.id, ()))
+            if not tried and not noise:
+                noise.append(self.noise_floor(groups))
             # A clear gain needs no re-runs; once a node's re-runs started, its mean decides.
-            if tried >= self.evidence.reruns or (not tried and mine - theirs >= self.margin(best, noise)):
-                best, pending = node, (None if pending is node else pending)
+            if tried >= self.evidence.reruns or (not tried and mine - best_key >= self.margin(best, noise[0])):
+                best, best_key = node, mine
             else:
-                pending = node
-        if pending is not None and best is not None and self.mean_key(pending, groups) <= self.mean_key(best, groups):
+                pending, pending_key = node, mine
+        if pending is not None and pending_key <= best_key:
             pending = None
         return best, pending
 
