@@ -70,3 +70,40 @@ def test_the_recipe_brain_evolves_to_another_family_and_fuses_by_blending(tmp_pa
     assert fused.ok and fused.is_blend and fused.meta["fuse"] == [first.id, second.id]
     staged = sorted(p.name for p in (run.node_dir(fused.id) / "parents").iterdir())
     assert staged == sorted([first.id, second.id])
+
+
+BROKEN = GOOD.replace("import json, os\n", "import json, os\nraise RuntimeError('the date column breaks this recipe')\n")
+
+
+def test_port_repair_carries_a_fix_over_to_a_variant_and_refuses_a_partial_one():
+    from mlguild.brains.repair_port import port_repair
+
+    variant = BROKEN.replace("-3 *", "-2.5 *")  # the next draft of the recipe, other parameters
+    assert variant != BROKEN
+    ported = port_repair(variant, BROKEN, GOOD)
+    assert ported is not None and "RuntimeError" not in ported and "-2.5 *" in ported
+    assert port_repair("print('another script')\n", BROKEN, GOOD) is None  # nothing to apply to
+    assert port_repair(variant, GOOD, GOOD) is None  # no change
+
+
+def test_a_hybrid_draft_carries_over_the_llms_repair_of_its_recipe(tmp_path):
+    from mlguild.brains.hybrid import HybridBrain
+    from mlguild.brains.scripted import ScriptedBrain
+    from mlguild.protocols import Proposal
+
+    meta = {"brain": "recipes", "recipe": "curve"}
+    recipes = ScriptedBrain(
+        [Proposal("## Draft: curve", BROKEN, meta), Proposal("## Draft: curve", BROKEN.replace("-3 *", "-2.5 *"), meta)]
+    )
+    llm = ScriptedLLM([f"The raise is the bug.\n```python\n{GOOD}```\n"])
+    agent, run = _agent(tmp_path, HybridBrain(recipes, LLMBrain(llm, LLMBrainOptions(diff_mode=False))))
+    first = agent.step(Action("draft"), 60)
+    assert first.status == "crash"
+    fixed = agent.step(Action("debug", (first.id,)), 60)
+    assert fixed.ok and len(llm.calls) == 1
+    second = agent.step(Action("draft"), 60)
+    assert second.ok, second.failure  # the same crash was not drafted again
+    assert second.meta["repaired_by"] == fixed.id and len(llm.calls) == 1  # and cost no LLM call
+    code = (run.node_dir(second.id) / "solution.py").read_text()
+    assert "RuntimeError" not in code and "-2.5 *" in code
+    assert "Repaired in advance" in (run.node_dir(second.id) / "plan.md").read_text()

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .config import mlguild_home
+from .context import ContextBuilder
 from .diagnose import Diagnosis, diagnose
 from .errors import BrainBroken, BudgetExhausted, ProposalFailed, StopRun
-from .executor import OUTPUT_TAIL, NodeRunner, Outcome
+from .executor import NodeRunner, Outcome
 from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_text
-from .memory import Memory, Recall, TaskTraits
+from .memory import Memory, TaskTraits
 from .metrics import get_metric
-from .protocols import LAST_RESORT, Action, Brain, Context, HistoryItem, ParentView, Policy, Proposal, Sandbox
+from .protocols import LAST_RESORT, Action, Brain, Policy, Proposal, Sandbox
 from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
@@ -26,12 +27,9 @@ from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .vocabulary import BLEND, EVOLVE, NO_CODE, REFIT, RERUN
+from .vocabulary import BLEND, NO_CODE, REFIT, RERUN
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
-_TRIED_SHOWN = 8  # children of a parent a prompt lists
-_LEADERS_SHOWN = 5  # branches a prompt lists the best node of
-_TRAJECTORY_SHOWN = 20  # nodes of a branch an evolve prompt lists
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,12 @@ class Agent:
         self.scorers = scorers_for(run, self.state.scorer_fingerprint or fingerprint())
         self.runner = NodeRunner(run, sandbox, self.scorers)
         self.on_event = on_event or (lambda kind, data: None)
-        self._profile = run.profile.to_dict()
         self._session_start = time.monotonic()
         self._columns = tuple(c.name for c in run.profile.columns)
-        traits = TaskTraits.of(run.spec.public_dict(), self._profile)
+        traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
         self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
         self.memory.replay(self.state.graph, self._code, self._columns)
+        self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction)
 
     # --- budget ---
     def elapsed(self) -> float:
@@ -185,7 +183,7 @@ class Agent:
                 seed += 1 + len(graph.rerun_groups().get(action.parents[0], []))
                 proposal = self._rerun_proposal(action.parents[0], seed)
             else:
-                proposal = self.brain.propose(action, self._context(action, node.iteration, timeout))
+                proposal = self.brain.propose(action, self.contexts.build(graph, action, node.iteration, timeout))
         except StopRun:
             raise  # a spent budget or an unusable setup stops the run, said clearly
         except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
@@ -291,105 +289,6 @@ class Agent:
                 {"node": node.id, "holdout_score": node.score, "metric": self.scorers.holdout.metric.name}, indent=2
             ),
         )
-
-    # --- context for the brain: isolated and bounded ---
-    def _context(self, action: Action, iteration: int, timeout: float) -> Context:
-        graph = self.state.graph
-        parents = tuple(self._parent_view(graph[p]) for p in action.parents)
-        history = tuple(
-            HistoryItem(
-                n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"), n.failure[-1000:] if n.failure else None
-            )
-            for n in list(graph)[-self.run.config.brain.history_length :]
-        )
-        return Context(
-            task=self.run.spec.public_dict(),
-            description=self.run.description,
-            profile=self._profile,
-            parents=parents,
-            history=history,
-            direction=self.scorers.holdout.metric.direction,
-            script_timeout_s=timeout,
-            seed=self.run.config.brain.seed,
-            iteration=iteration,
-            stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
-            leaders=self._leaders(),
-            trajectory=self._trajectory(action),
-            recall=self._recall(action, parents),
-            move_priors=self.memory.move_priors(),
-        )
-
-    def _recall(self, action: Action, parents: tuple[ParentView, ...]) -> Recall:
-        """The records most like what this proposal is about: its parents' plans, changes and
-        failures (for a draft, the task's type, metric and column kinds)."""
-        if parents:
-            query = " ".join(
-                f"{p.plan[:400]} {p.meta.get('recipe', '')} {p.meta.get('move', '')} {p.status} {(p.failure or '')[-400:]}"
-                for p in parents
-            )
-        else:
-            kinds = " ".join(sorted({c["kind"] for c in self._profile.get("columns", [])}))
-            query = f"draft {self.run.spec.task_type} {self.run.spec.metric} {kinds}"
-        # The parents and what was built on them are in the prompt already.
-        shown = {p.node_id for p in parents} | {c.id for p in parents for c in self.state.graph.children(p.node_id)}
-        return self.memory.recall(f"{action.op} {query}", skip=shown)
-
-    def _parent_view(self, node: Node) -> ParentView:
-        d = self.run.node_dir(node.id)
-        # Never follow a link a script left in its directory: it could point at sealed labels.
-        read = lambda name: read_text_no_follow(d / name)
-        return ParentView(
-            node.id,
-            node.op,
-            node.plan,
-            read("solution.py"),
-            node.status,
-            node.score,
-            node.failure,
-            node.meta,
-            read("stdout.txt")[-OUTPUT_TAIL:],
-            read("stderr.txt")[-OUTPUT_TAIL:],
-            exec_s=node.timing.get("exec_s"),
-            budget_s=node.timing.get("budget_s"),
-            tried=tuple(_outcome_line(c, node) for c in self.state.graph.children(node.id)[-_TRIED_SHOWN:]),
-        )
-
-    def _trajectory(self, action: Action) -> tuple[str, ...]:
-        """For an evolve: every node of the parent's branch, oldest first (the last
-        ``_TRAJECTORY_SHOWN``), each with its result against its own parent."""
-        if action.op != EVOLVE or not action.parents:
-            return ()
-        graph = self.state.graph
-        branch = graph[action.parents[0]].branch
-        members = [n for n in graph if n.branch == branch and n.finished and n.op != REFIT]
-        return tuple(
-            _outcome_line(n, graph.nodes.get(n.parents[0]) if n.parents else None) for n in members[-_TRAJECTORY_SHOWN:]
-        )
-
-    def _leaders(self) -> tuple[str, ...]:
-        """The best node of each of the best branches, one line each, so that a prompt about
-        one branch knows how the others are doing."""
-        best_of_branch: dict[str, Node] = {}
-        for node in self.state.graph.ranked():
-            best_of_branch.setdefault(node.branch, node)
-            if len(best_of_branch) >= _LEADERS_SHOWN:
-                break
-        return tuple(_outcome_line(n) for n in best_of_branch.values())
-
-
-def _outcome_line(node: Node, parent: Node | None = None) -> str:
-    """One line: the node, what it did and how it went (against ``parent`` when given)."""
-    what = str(node.meta.get("summary") or node.meta.get("move") or node.meta.get("recipe") or node.op)
-    what = " ".join(what.split())[:140]
-    seconds = f", {node.timing['exec_s']:.0f} s" if node.timing.get("exec_s") is not None else ""
-    if not node.ok:
-        last = ((node.failure or "").strip().splitlines() or [""])[-1][:160]
-        return f"{node.id} ({node.op}) {what}: failed ({node.status}{seconds}) {last}".rstrip()
-    verdict = ""
-    if parent is not None and parent.ok and parent.score is not None and node.score is not None:
-        delta = node.score - parent.score
-        verdict = f", {delta:+.4g} against it"
-    return f"{node.id} ({node.op}) {what}: {node.score:.6g}{verdict}{seconds}"
 
 
 def _fix_for(cause: Diagnosis, run: RunDir, see: str) -> str:

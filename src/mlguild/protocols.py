@@ -71,6 +71,16 @@ class HistoryItem:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """A recipe script that failed and the script (written by another brain) that repaired it."""
+
+    node_id: str  # the repairing node
+    recipe: str
+    failed_code: str
+    fixed_code: str
+
+
+@dataclass(frozen=True)
 class Context:
     """Everything a brain sees for one proposal. Context is isolated on purpose: the task, the
     data profile and the parents — plus a bounded summary of history — never every node's code."""
@@ -87,6 +97,7 @@ class Context:
     stagnation: int = 0  # attempts in the parent's branch since it last improved
     leaders: tuple[str, ...] = ()  # the best node of each of the best branches, one line each
     trajectory: tuple[str, ...] = ()  # for an evolve: the parent's branch, oldest first, one line per node
+    repairs: tuple[Repair, ...] = ()  # for a draft: recipe scripts another brain repaired on this task
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import StopRun
 from ..llm.errors import AllModelsExhausted, LLMError
 from ..protocols import Action, Brain, Context, Proposal
+from .repair_port import port_repair
 
 
 class HybridBrain:
@@ -42,4 +43,21 @@ class HybridBrain:
             p.meta.get("recipe") for p in context.parents
         ):
             action = Action("draft", (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
-        return self.recipes.propose(action, context)
+        proposal = self.recipes.propose(action, context)
+        return _with_repairs(proposal, context) if action.op == "draft" else proposal
+
+
+def _with_repairs(proposal: Proposal, context: Context) -> Proposal:
+    """The draft with the LLM's repair of an earlier script of its recipe carried over, so
+    the same crash is not drafted and repaired again (the newest repair that applies)."""
+    for repair in context.repairs:
+        if repair.recipe != proposal.meta.get("recipe"):
+            continue
+        code = port_repair(proposal.code, repair.failed_code, repair.fixed_code)
+        if code is not None:
+            note = (
+                f"**Repaired in advance:** node `{repair.node_id}` repaired an earlier `{repair.recipe}` "
+                "script on this task; the same change is applied to this draft.\n"
+            )
+            return Proposal(f"{proposal.plan}\n{note}", code, {**proposal.meta, "repaired_by": repair.node_id})
+    return proposal

@@ -1,0 +1,41 @@
+"""Carry an LLM's repair of a recipe script over to the next draft of the same recipe.
+
+In a hybrid run the recipes draft and the LLM repairs. Without this, every fresh draft of a
+recipe that crashes on this task's data crashes the same way and costs one more LLM repair.
+The repair is the difference between the failed script and its repaired child; it is turned
+into SEARCH/REPLACE blocks (each changed span with a few unchanged lines around it, so it
+matches in one place) and applied to the new draft. A block that does not match leaves the
+draft as the recipe wrote it: a port that only half applies could break more than it fixes.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from ..coder.edits import Edit, apply_edits
+
+_CONTEXT_LINES = 2
+
+
+def repair_edits(failed: str, fixed: str) -> list[Edit]:
+    """SEARCH/REPLACE blocks that turn ``failed`` into ``fixed``."""
+    old, new = failed.splitlines(), fixed.splitlines()
+    edits: list[Edit] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for group in matcher.get_grouped_opcodes(_CONTEXT_LINES):
+        i1, i2 = group[0][1], group[-1][2]
+        j1, j2 = group[0][3], group[-1][4]
+        edits.append(Edit("\n".join(old[i1:i2]), "\n".join(new[j1:j2]), index=len(edits) + 1))
+    return edits
+
+
+def port_repair(code: str, failed: str, fixed: str) -> str | None:
+    """``code`` with the repair that turned ``failed`` into ``fixed``, or None when the
+    repair changes nothing here or does not apply in full."""
+    edits = repair_edits(failed, fixed)
+    if not edits:
+        return None
+    result = apply_edits(code, edits)
+    if result.failures or result.code.strip() == code.strip():
+        return None
+    return result.code
