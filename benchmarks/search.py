@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -23,6 +24,12 @@ submission's sealed test score (the run's own once-only grade) and its **selecti
 the best test score among all its scored nodes minus the chosen one's (the benchmark grades
 every node's test predictions afterwards, outside the run: nothing the search saw). Targets:
 mcgs at least equal to greedy on every example, and lower regret on average.
+
+``warm``: what the memory shared by runs is worth. Every example runs once to fill a master
+store; then, per example, a cold run (``--no-memory``) and a warm run whose store is the
+master with that example's own records forgotten (so it is warmed by the other examples
+only). Reported: the cold run's final best holdout score, and when the warm run first
+reached it, as a share of the budget (target: at most two thirds).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -50,6 +58,7 @@ from mlguild.search import MCGSPolicy, Node, SearchGraph
 from mlguild.search.graph import Evidence
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.state import replay
+from mlguild.task import load_task
 
 PHRASES = [
     "target encoding of high cardinality categories",
@@ -272,6 +281,66 @@ def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path) -
     print(f"rows: {out}; runs: {work}")
 
 
+def _launch(example_dir: Path, run_id: str, budget_s: float, work: Path, home: Path | None) -> Path:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "MLGUILD_HOME": str(home or work / "cold-home")}
+    cmd = [
+        sys.executable, "-m", "mlguild.cli.app", "run", str(example_dir), "--time", f"{budget_s:g}s",
+        "--brain", "recipes", "--runs-dir", str(work / "runs"), "--run-id", run_id,
+        *([] if home is not None else ["--no-memory"]),
+    ]  # fmt: skip
+    with (work / f"{run_id}.log").open("w") as out:
+        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600)
+    return work / "runs" / run_id
+
+
+def _best_over_time(run_dir: Path) -> list[tuple[float, float]]:
+    """(seconds into the run, holdout score) at each change of the best node."""
+    run = open_run(run_dir)
+    direction = get_metric(run.spec.metric).direction
+    points = [
+        (float(r["session_elapsed_s"]), float(r["score"])) for r in run.journal.records if r["type"] == "best_changed"
+    ]
+    run.close()
+    return points if direction == "maximize" else [(t, -s) for t, s in points]  # larger is better
+
+
+def bench_warm(budget_s: float, examples: list[str]) -> None:
+    work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
+    master = work / "master-home"
+    dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
+    for name, example_dir in dirs.items():  # fill the master store: one run of every example
+        _launch(example_dir, f"fill-{name}", budget_s, work, master)
+    print("| example | cold final best (holdout) | warm reached it at | share of budget |")
+    print("|---|---|---|---|")
+    shares = []
+    for name, example_dir in dirs.items():
+        home = work / f"home-{name}"
+        home.mkdir()
+        source, copy = sqlite3.connect(master / "memory.sqlite"), sqlite3.connect(home / "memory.sqlite")
+        source.backup(copy)  # the WAL's pages too, which a file copy could miss
+        source.close(), copy.close()
+        store = MemoryStore(home / "memory.sqlite")
+        store.forget(task=load_task(example_dir).spec.name)  # warmed by the other examples only
+        store.close()
+        cold = _best_over_time(_launch(example_dir, f"cold-{name}", budget_s, work, None))
+        warm = _best_over_time(_launch(example_dir, f"warm-{name}", budget_s, work, home))
+        if not cold:
+            print(f"| {name} | — | — | — |")
+            continue
+        target = cold[-1][1]
+        reached = next((t for t, s in warm if s >= target), None)
+        share = None if reached is None else reached / budget_s
+        if share is not None:
+            shares.append(share)
+        shown = f"{share:.0%}" if share is not None else "never"
+        print(f"| {name} | {abs(target):.5g} | {reached if reached is not None else '—'} s | {shown} |")
+    if shares:
+        print(
+            f"median share of the budget the warm run needed: {statistics.median(shares):.0%} ({len(shares)} examples)"
+        )
+    print(f"runs: {work}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -284,11 +353,16 @@ def main() -> None:
     cmp_.add_argument("--seeds", type=int, default=3)
     cmp_.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
     cmp_.add_argument("--out", type=Path, default=Path(".bench/search_compare.jsonl"))
+    warm = sub.add_parser("warm", help="cold runs against runs warmed by the other examples' memory")
+    warm.add_argument("--budget", default="10m", help="time budget of each run (default 10m)")
+    warm.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
     elif args.what == "retrieve":
         bench_retrieve(args.records)
+    elif args.what == "warm":
+        bench_warm(parse_duration(args.budget), args.examples.split(","))
     else:
         bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out)
 
