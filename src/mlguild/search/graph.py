@@ -76,6 +76,7 @@ class SearchGraph:
         self.direction = direction
         self.evidence = evidence
         self.nodes: dict[str, Node] = {}
+        self._reruns: list[Node] = []  # the re-run nodes, kept apart: evidence reads them often
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())
@@ -95,6 +96,8 @@ class SearchGraph:
         if node.op == DEBUG and parent is not None:
             node.debug_depth = parent.debug_depth + 1
         self.nodes[node.id] = node
+        if node.op == RERUN:
+            self._reruns.append(node)
         return node
 
     def score_of(self, node: Node) -> Score:
@@ -122,11 +125,11 @@ class SearchGraph:
         best_key = pending_key = -math.inf
         pending: Node | None = None
         for node in self.nodes.values():
-            if not node.ok or node.op == RERUN or (exclude_blends and node.is_blend):
+            if node.score is None or node.status != SCORED:
                 continue
             mine = key(node)
-            if mine <= best_key:
-                continue
+            if mine <= best_key or node.op == RERUN or (exclude_blends and node.is_blend):
+                continue  # the cheap test first: most nodes are behind the best so far
             if best is None or self.evidence is None:
                 best, best_key = node, mine
                 continue
@@ -145,8 +148,8 @@ class SearchGraph:
     def rerun_groups(self) -> dict[str, list[Node]]:
         """Per node, its finished re-runs (scored or not), oldest first."""
         groups: dict[str, list[Node]] = {}
-        for node in self.nodes.values():
-            if node.op == RERUN and node.finished and node.parents:
+        for node in self._reruns:
+            if node.finished and node.parents:
                 groups.setdefault(node.parents[0], []).append(node)
         return groups
 
