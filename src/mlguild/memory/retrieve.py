@@ -24,6 +24,7 @@ class Retriever:
         self._ids = np.zeros(0, dtype=np.int64)  # embedded records held in memory, oldest first
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._queries: dict[str, np.ndarray] = {}  # a proposal searches with one query several times
+        self._masks: dict[str, np.ndarray] = {}  # per filter, which held records it allows
 
     def add(self, exp: Experience) -> int:
         vector = self.embedder.encode([exp.text()])[0] if self.embedder is not None else None
@@ -32,7 +33,7 @@ class Retriever:
 
     def search(self, query: str, k: int, **filters: Any) -> list[Experience]:
         """The ``k`` records that best match ``query`` among those ``filters`` allow."""
-        ranked = [[i for i, _ in self.store.search(query, _CANDIDATES, **filters)]]
+        ranked = [self.store.search_ids(query, _CANDIDATES, **filters)]
         if self.embedder is not None and query.strip():
             ranked.append(self._nearest(query, _CANDIDATES, filters))
         fused: dict[int, float] = {}
@@ -49,7 +50,12 @@ class Retriever:
         if not len(self._ids):
             return []
         if filters:
-            mask = np.isin(self._ids, np.array(self.store.ids(**filters), dtype=np.int64))
+            key = repr(sorted(filters.items()))
+            cached = self._masks.get(key)
+            if cached is None or len(cached) != len(self._ids):  # new records since: recompute
+                cached = np.isin(self._ids, np.array(self.store.ids(**filters), dtype=np.int64))
+                self._masks[key] = cached
+            mask = cached
         else:
             mask = np.ones(len(self._ids), dtype=bool)
         if not mask.any():

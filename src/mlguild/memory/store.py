@@ -157,18 +157,29 @@ class MemoryStore:
 
     def search(self, query: str, limit: int = 20, **filters: Any) -> list[tuple[int, Experience]]:
         """Records matching any word of ``query``, best BM25 match first."""
+        ids = self.search_ids(query, limit, **filters)
+        found = self.records(ids)
+        return [(i, found[i]) for i in ids if i in found]
+
+    def search_ids(self, query: str, limit: int = 20, **filters: Any) -> list[int]:
+        """The ids of ``search``'s records, without reading the records."""
         terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_TERMS]
         if not terms:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)  # quoted: no word is read as FTS syntax
         where, args = _filters(**filters)
-        rows = self._db.execute(
-            "SELECT e.id, e.record FROM experiences_fts f JOIN experiences e ON e.id = f.rowid"
-            f" WHERE experiences_fts MATCH ? {'AND ' + where if where else ''}"
-            " ORDER BY bm25(experiences_fts), e.id LIMIT ?",
-            [match, *args, limit],
-        )
-        return [(r[0], _record(r[1])) for r in rows]
+        if not where:  # no join needed: the index alone ranks
+            rows = self._db.execute(
+                "SELECT rowid FROM experiences_fts WHERE experiences_fts MATCH ? ORDER BY bm25(experiences_fts), rowid LIMIT ?",
+                [match, limit],
+            )
+        else:
+            rows = self._db.execute(
+                "SELECT e.id FROM experiences_fts f JOIN experiences e ON e.id = f.rowid"
+                f" WHERE experiences_fts MATCH ? AND {where} ORDER BY bm25(experiences_fts), e.id LIMIT ?",
+                [match, *args, limit],
+            )
+        return [r[0] for r in rows]
 
     def ids(self, **filters: Any) -> list[int]:
         where, args = _filters(**filters)
