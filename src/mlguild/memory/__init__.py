@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +107,7 @@ class Memory:
             )
             self.shared = None
 
-    def recall(self, query: str, skip: set[str] = frozenset()) -> Recall:  # type: ignore[assignment]
+    def recall(self, query: str, skip: Set[str] = frozenset()) -> Recall:
         """The records most like ``query``: this run's (successes and failures, ``cfg.recall``
         of each, leaving out the nodes in ``skip``) and other runs' on similar tasks."""
         k = self.cfg.recall
