@@ -72,7 +72,9 @@ def test_the_recipe_brain_evolves_to_another_family_and_fuses_by_blending(tmp_pa
     assert staged == sorted([first.id, second.id])
 
 
-BROKEN = GOOD.replace("import json, os\n", "import json, os\nraise RuntimeError('the date column breaks this recipe')\n")
+BROKEN = GOOD.replace(
+    "import json, os\n", "import json, os\nraise RuntimeError('the date column breaks this recipe')\n"
+)
 
 
 def test_port_repair_carries_a_fix_over_to_a_variant_and_refuses_a_partial_one():
