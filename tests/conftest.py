@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ from threadpoolctl import threadpool_limits
 from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
+from mlguild.journal import read_journal
 from mlguild.metrics import get_metric
 from mlguild.profile import profile_workspace
 from mlguild.protocols import Action, Context, HistoryItem, Proposal
@@ -276,3 +279,14 @@ def script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> 
     with threadpool_limits(limits=None):  # the script limits threads; restore ours afterwards
         exec(compile(head, "solution.py", "exec"), namespace)
     return namespace
+
+
+def kill_after_finished(proc: subprocess.Popen, journal: Path, finished: int, wait_s: float = 60) -> None:
+    """SIGKILL ``proc`` (a run) once its journal has ``finished`` node_finished records."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if journal.exists() and sum(r["type"] == "node_finished" for r in read_journal(journal)) >= finished:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()

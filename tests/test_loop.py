@@ -1,13 +1,12 @@
 """The loop end to end with the scripted brain: real sandbox, real scorer, real journal."""
 
 import json
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import BAD_HEADER, CHEAT, CRASH, GOOD, HANG, NO_OUTPUT, SYNTAX, make_task
+from conftest import BAD_HEADER, CHEAT, CRASH, GOOD, HANG, NO_OUTPUT, SYNTAX, kill_after_finished, make_task
 from conftest import scripted_agent as _agent
 
 from mlguild.grade import grade_once
@@ -99,13 +98,7 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, "new", str(runs), str(small_task)])
     journal = runs / "r" / "journal.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if journal.exists() and sum(r["type"] == "node_finished" for r in read_journal(journal)) >= 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_after_finished(proc, journal, 3)
     before = read_journal(journal)
     finished_before = {r["id"] for r in before if r["type"] == "node_finished"}
     assert len(finished_before) >= 3

@@ -5,13 +5,12 @@ uninterrupted run would have."""
 from __future__ import annotations
 
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import kill_after_finished
 
 from mlguild.config import BudgetConfig, MCGSConfig, SearchConfig, load_config
 from mlguild.journal import read_journal
@@ -243,14 +242,7 @@ def test_a_resume_after_kill_9_makes_the_choices_the_uninterrupted_run_made(smal
 
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, "new", str(killed), str(small_task)])
-    journal = killed / "r" / "journal.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if journal.exists() and sum(r["type"] == "node_finished" for r in read_journal(journal)) >= 6:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_after_finished(proc, killed / "r" / "journal.jsonl", 6)
     subprocess.run([sys.executable, "-c", RUNNER, "resume", str(killed / "r")], check=True, timeout=120)
     assert _choices(killed / "r") == reference
 
