@@ -23,7 +23,7 @@ from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, T
 from .retrieve import Retriever
 from .store import MemoryStore
 
-_FAILED_GAIN = -0.5  # a move whose child failed: worse than no change (as recipes/choice.py)
+FAILED_GAIN = -0.5  # a move whose child failed: worse than no change, in score spreads
 _PRIOR_RECORDS = 3000  # the newest improve records of similar tasks a prior is built from
 
 
@@ -146,7 +146,7 @@ class Memory:
             distance = exp.traits.distance(self.traits)
             if not exp.move or distance > self.cfg.max_distance:
                 continue
-            gain = _FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
+            gain = FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
             if gain is None:
                 continue
             names = exp.move.split("+")
@@ -168,4 +168,14 @@ def _weighted(rows: list[tuple[float, float, float | None]]) -> MovePrior:
     )
 
 
-__all__ = ["Experience", "Memory", "MemoryStore", "MovePrior", "Recall", "Retriever", "TaskTraits", "experience_of"]
+__all__ = [
+    "FAILED_GAIN",
+    "Experience",
+    "Memory",
+    "MemoryStore",
+    "MovePrior",
+    "Recall",
+    "Retriever",
+    "TaskTraits",
+    "experience_of",
+]

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...memory import MovePrior
+from ...memory import FAILED_GAIN, MovePrior
 from ...protocols import Context, HistoryItem
 
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
-_FAILED_GAIN = -0.5  # a move whose child failed: worse than no change
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
 _PRIOR_CAP = 3.0  # most observations a prior from other tasks counts as
 
@@ -61,7 +60,7 @@ def move_stats(
         if h.op != "improve" or parent is None or parent.score is None or not h.meta.get("move"):
             continue
         names = h.meta["move"].split("+")
-        gain = _FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
+        gain = FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
         ratio = h.exec_s / parent.exec_s if h.exec_s and parent.exec_s else None
         for name in names:  # a pair's result is credited to each of its moves, split evenly
             gains.setdefault(name, []).append(gain / len(names))
