@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
-    .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames]
+    .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
     .venv/bin/python benchmarks/search.py warm [--budget 10m]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
@@ -23,7 +23,9 @@ budgets, each policy with each seed (``--no-memory``: cold runs). Per run: the f
 submission's sealed test score (the run's own once-only grade) and its **selection regret**,
 the best test score among all its scored nodes minus the chosen one's (the benchmark grades
 every node's test predictions afterwards, outside the run: nothing the search saw). Targets:
-mcgs at least equal to greedy on every example, and lower regret on average.
+mcgs at least equal to greedy on every example, and lower regret on average. ``--side-by-side``
+runs each pair at once, each policy pinned to half the CPUs; ``--out`` keeps the rows, and a
+rerun with the same ``--out`` and budget skips the runs already there.
 
 ``warm``: what the memory shared by runs is worth. Every example runs once to fill a master
 store; then, per example, a cold run (``--no-memory``) and a warm run whose store is the
@@ -44,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mlguild.config import BudgetConfig, SearchConfig, parse_duration
@@ -138,7 +141,7 @@ def bench_select(n_nodes: int) -> None:
     print(
         f"first select after a resume (takes in all {len(graph)} nodes): median {1000 * statistics.median(resumed):.1f} ms"
     )
-    ops = {}
+    ops: dict[str, int] = {}
     for node in graph:
         ops[node.op] = ops.get(node.op, 0) + 1
     print(f"operations: {ops}")
@@ -205,8 +208,11 @@ def bench_retrieve(n_records: int) -> None:
         print("bm25+embeddings: not measured (install the [embeddings] extra)")
 
 
-def run_one(example_dir: Path, policy: str, seed: int, budget_s: float, work: Path) -> dict:
-    """One cold run; its final test grade and its selection regret."""
+def run_one(
+    example_dir: Path, policy: str, seed: int, budget_s: float, work: Path, cpus: set[int] | None = None
+) -> dict:
+    """One cold run; its final test grade and its selection regret. ``cpus``: pin the run
+    (and every script it starts) to these CPUs, with as many threads."""
     run_id = f"{example_dir.name}-{policy}-s{seed}"
     env = {**os.environ, "MLGUILD_HOME": str(work / "home"), "NO_COLOR": "1", "COLUMNS": "160"}
     cmd = [
@@ -214,11 +220,19 @@ def run_one(example_dir: Path, policy: str, seed: int, budget_s: float, work: Pa
         "--brain", "recipes", "--seed", str(seed), "--set", f"search.policy={policy}", "--no-memory",
         "--runs-dir", str(work / "runs"), "--run-id", run_id,
     ]  # fmt: skip
+    if cpus:
+        cmd += ["--set", f"sandbox.threads={len(cpus)}"]
     started = time.monotonic()
     log = work / f"{run_id}.log"
     with log.open("w") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600)
-    row = {"example": example_dir.name, "policy": policy, "seed": seed, "wall_s": round(time.monotonic() - started, 1)}
+        proc = subprocess.run(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        )  # fmt: skip
+    row = {
+        "example": example_dir.name, "policy": policy, "seed": seed, "budget_s": budget_s,
+        "cpus": len(cpus) if cpus else os.cpu_count(), "wall_s": round(time.monotonic() - started, 1),
+    }  # fmt: skip
     try:
         run = open_run(work / "runs" / run_id)
     except MlguildError as exc:
@@ -244,18 +258,34 @@ def run_one(example_dir: Path, policy: str, seed: int, budget_s: float, work: Pa
     return {**row, "metric": scorers.grade.metric.name, "test": chosen, "regret": regret, "nodes_graded": nodes}
 
 
-def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path) -> None:
+def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path, side_by_side: bool) -> None:
+    """Seed by seed over the examples, so that a partial table is balanced. Rows already in
+    ``out`` for the same budget are kept and not run again: a stopped benchmark resumes."""
     work = Path(tempfile.mkdtemp(prefix="mlguild-compare-"))
-    rows = []
     out.parent.mkdir(parents=True, exist_ok=True)
-    for name in examples:
-        example_dir = build_example(name, work / "tasks" / name)
-        for seed in range(seeds):
-            for policy in ("greedy", "mcgs"):
-                row = run_one(example_dir, policy, seed, budget_s, work)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()] if out.exists() else []
+    rows = [r for r in rows if r.get("budget_s") == budget_s and r["example"] in examples]
+    done = {(r["example"], r["policy"], r["seed"]) for r in rows}
+    available = sorted(os.sched_getaffinity(0))
+    half = max(1, len(available) // 2)
+    # Side by side: the two policies run at once, each pinned to its own half of the CPUs, so
+    # both see the same machine load (a fairer pair than two runs one after the other).
+    pins = {"greedy": set(available[:half]), "mcgs": set(available[half:] or available)} if side_by_side else {}
+    example_dirs: dict[str, Path] = {}
+    for seed in range(seeds):
+        for name in examples:
+            todo = [p for p in ("greedy", "mcgs") if (name, p, seed) not in done]
+            if not todo:
+                continue
+            if name not in example_dirs:
+                example_dirs[name] = build_example(name, work / "tasks" / name)
+            with ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as pool:
+                jobs = [pool.submit(run_one, example_dirs[name], p, seed, budget_s, work, pins.get(p)) for p in todo]
+                for job in jobs:
+                    row = job.result()
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+            out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     print()
     print(f"| example | metric | greedy test (mean of {seeds}) | mcgs test | greedy regret | mcgs regret |")
     print("|---|---|---|---|---|---|")
@@ -318,7 +348,8 @@ def bench_warm(budget_s: float, examples: list[str]) -> None:
         home.mkdir()
         source, copy = sqlite3.connect(master / "memory.sqlite"), sqlite3.connect(home / "memory.sqlite")
         source.backup(copy)  # the WAL's pages too, which a file copy could miss
-        source.close(), copy.close()
+        source.close()
+        copy.close()
         store = MemoryStore(home / "memory.sqlite")
         store.forget(task=load_task(example_dir).spec.name)  # warmed by the other examples only
         store.close()
@@ -353,6 +384,9 @@ def main() -> None:
     cmp_.add_argument("--seeds", type=int, default=3)
     cmp_.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
     cmp_.add_argument("--out", type=Path, default=Path(".bench/search_compare.jsonl"))
+    cmp_.add_argument(
+        "--side-by-side", action="store_true", help="run the two policies at once, each on its own half of the CPUs"
+    )
     warm = sub.add_parser("warm", help="cold runs against runs warmed by the other examples' memory")
     warm.add_argument("--budget", default="10m", help="time budget of each run (default 10m)")
     warm.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
@@ -364,7 +398,7 @@ def main() -> None:
     elif args.what == "warm":
         bench_warm(parse_duration(args.budget), args.examples.split(","))
     else:
-        bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out)
+        bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out, args.side_by_side)
 
 
 if __name__ == "__main__":
