@@ -7,6 +7,8 @@ prompt with a complete prior-predictor script), on the bundled churn task, and r
 prompt tokens of every call (estimated as characters / 4). Context isolation keeps them
 bounded: target <= 8k tokens at iteration 200. For contrast it prints what a design that
 pastes every previous node's plan and code into the prompt would send at the same iteration.
+It also prints the share of all prompt tokens that lie in the system turn every request shares
+word for word: what a provider's prompt cache can serve instead of billing again.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def main() -> int:
         agent = Agent(run, LLMBrain(llm), get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
         agent.run_loop()
         per_node: dict[str, int] = {}
+        systems = {c["messages"][0].content for c in llm.calls}
+        shared_chars = sum(len(m.content) for c in llm.calls for m in c["messages"] if m.role == "system")
+        all_chars = sum(len(m.content) for c in llm.calls for m in c["messages"])
         for call in llm.calls:
             tokens = sum(len(m.content) for m in call["messages"]) // CHARS_PER_TOKEN
             per_node[call["node"]] = max(per_node.get(call["node"], 0), tokens)
@@ -58,6 +63,10 @@ def main() -> int:
     print(
         f"largest prompt over {len(nodes)} iterations: {worst:,} tokens (target <= 8,000) -> "
         f"{'OK' if worst <= 8000 else 'MISSED'}"
+    )
+    print(
+        f"shared system turn: {len(systems)} distinct text(s), {100 * shared_chars / max(all_chars, 1):.0f}% of "
+        f"all prompt tokens over {len(llm.calls)} requests (servable by a provider's prompt cache)"
     )
     return 0
 

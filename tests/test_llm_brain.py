@@ -46,7 +46,7 @@ def test_prompts_are_isolated_and_bounded(tmp_path):
     assert improve_calls
     prompt = improve_calls[-1]["messages"][-1].content
     assert prompt.count('print("cv_score: 0.99999")') == 1  # the parent's code only, never every node's
-    assert "holdout roc_auc" in prompt and "MLGUILD_DATA" in prompt
+    assert "holdout roc_auc" in prompt and "may run at most 30 s this time" in prompt
     draft = [c for c in llm.calls if c["purpose"] == "draft"][-1]["messages"][-1].content
     assert "Approaches already tried" in draft and "logistic curve" in draft
 
@@ -125,5 +125,25 @@ def test_an_improve_prompt_shows_the_parents_run_time_what_was_tried_on_it_and_t
     assert tried and "## Already tried on this solution" in last
     assert all(f"{n.id} (improve)" in last for n in tried)
     assert "## The best node of each branch" in last
+    system = improves[-1]["messages"][0].content
     n_train = run.profile.n_train
-    assert f"has {n_train} rows: the harness set {run.profile.n_holdout} labelled rows" in last
+    assert f"has {n_train} rows: the harness set {run.profile.n_holdout} labelled rows" in system
+
+
+def test_every_request_of_a_run_shares_one_system_turn_for_the_prompt_cache(tmp_path):
+    """The task, the data and the contract are said once, in a system turn that is the same
+    text in every request (a prefix a provider's prompt cache can serve); the user turns do not
+    repeat them, and each says its own time budget."""
+    llm = ScriptedLLM(default=FULL)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 5})
+    agent.run_loop()
+    purposes = {c["purpose"] for c in llm.calls}
+    assert {"draft", "improve"} <= purposes
+    systems = {c["messages"][0].content for c in llm.calls}
+    assert len(systems) == 1
+    (system,) = systems
+    assert "MLGUILD_DATA" in system and "# Data" in system and run.spec.metric in system
+    for call in llm.calls:
+        (user,) = [m.content for m in call["messages"] if m.role == "user"]
+        assert "## Script contract" not in user and "# Task" not in user
+        assert "may run at most" in user

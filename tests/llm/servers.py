@@ -33,14 +33,15 @@ class Behaviour:
     finish: str = "stop"  # stop | length (rendered in each wire's own spelling)
     tokens_in: int = 100
     tokens_out: int = 50
+    cache_read: int = 0  # input tokens the "provider" says it read from its prompt cache
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     fixture: str = ""  # a file under tests/fixtures/llm/errors, "{wire}" filled in
     delay_s: float = 0.0
 
 
-def reply(text: str = "", tokens_in: int = 100, tokens_out: int = 50) -> Behaviour:
-    return Behaviour("reply", text=text, tokens_in=tokens_in, tokens_out=tokens_out)
+def reply(text: str = "", tokens_in: int = 100, tokens_out: int = 50, cache_read: int = 0) -> Behaviour:
+    return Behaviour("reply", text=text, tokens_in=tokens_in, tokens_out=tokens_out, cache_read=cache_read)
 
 
 def truncated(text: str = "def train(:\n    x = ") -> Behaviour:
@@ -178,9 +179,8 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             elif b.kind == "empty":
                 self._send(200, _reply_body(wire, model, "", "stop", 10, 0))
             else:
-                self._send(
-                    200, _reply_body(wire, model, b.text or f"reply from {model}", b.finish, b.tokens_in, b.tokens_out)
-                )
+                text = b.text or f"reply from {model}"
+                self._send(200, _reply_body(wire, model, text, b.finish, b.tokens_in, b.tokens_out, b.cache_read))
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             self._send_raw(status, json.dumps(body).encode(), headers or {})
@@ -200,7 +200,11 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _reply_body(wire: str, model: str, text: str, finish: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
+def _reply_body(
+    wire: str, model: str, text: str, finish: str, tokens_in: int, tokens_out: int, cache_read: int = 0
+) -> dict[str, Any]:
+    """A reply in ``wire``'s format. ``cache_read`` goes where each provider reports prompt-cache
+    reads; Anthropic counts them apart from ``input_tokens``, the others inside the prompt count."""
     if wire == "openai":
         return {
             "id": "chatcmpl-1",
@@ -212,6 +216,7 @@ def _reply_body(wire: str, model: str, text: str, finish: str, tokens_in: int, t
                 "prompt_tokens": tokens_in,
                 "completion_tokens": tokens_out,
                 "total_tokens": tokens_in + tokens_out,
+                "prompt_tokens_details": {"cached_tokens": cache_read},
             },
         }
     if wire == "anthropic":
@@ -223,7 +228,11 @@ def _reply_body(wire: str, model: str, text: str, finish: str, tokens_in: int, t
             "content": [{"type": "text", "text": text}] if text else [],
             "stop_reason": "max_tokens" if finish == "length" else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+            "usage": {
+                "input_tokens": tokens_in - cache_read,
+                "cache_read_input_tokens": cache_read,
+                "output_tokens": tokens_out,
+            },
         }
     return {
         "candidates": [
@@ -237,6 +246,7 @@ def _reply_body(wire: str, model: str, text: str, finish: str, tokens_in: int, t
             "promptTokenCount": tokens_in,
             "candidatesTokenCount": tokens_out,
             "totalTokenCount": tokens_in + tokens_out,
+            "cachedContentTokenCount": cache_read,
         },
         "modelVersion": model,
     }

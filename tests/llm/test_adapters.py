@@ -48,7 +48,9 @@ def _system_and_cap(provider: str, body: dict) -> tuple[str, int]:
         return body["messages"][0]["content"], body["max_completion_tokens"]
     if provider == "anthropic":
         assert [m["role"] for m in body["messages"]] == ["user"]  # system lifted out of the turns
-        return body["system"], body["max_tokens"]
+        (block,) = body["system"]
+        assert block["cache_control"] == {"type": "ephemeral"}  # the run's shared prefix, cached
+        return block["text"], body["max_tokens"]
     assert [c["role"] for c in body["contents"]] == ["user"]
     return body["systemInstruction"]["parts"][0]["text"], body["generationConfig"]["maxOutputTokens"]
 
@@ -69,6 +71,18 @@ def test_normal_reply(case, server):
         assert seen.headers.get("x-goog-api-key") == "test-key"
     else:
         assert seen.body["model"] == name
+
+
+def test_prompt_cache_reads_are_counted(case, server):
+    """Each provider reports prompt-cache reads in its own field; all land in one place, and the
+    ledger's totals and status line show them."""
+    _, model, name = case
+    server.script(name, reply("ok", tokens_in=1000, tokens_out=20, cache_read=800))
+    ledger = Ledger(sink=[].append)
+    c = Router([make_llm(model)], seed=0, ledger=ledger).complete(PROMPT, max_tokens=64, timeout_s=10)
+    assert (c.input_tokens, c.prompt_cache_tokens) == (1000, 800)
+    assert ledger.by_model[model].prompt_cache_tokens == 800
+    assert "1,000 in (800 from the prompt cache)" in ledger.summary()
 
 
 def test_truncated_reply_is_length(case, server):

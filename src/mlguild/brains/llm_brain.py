@@ -3,6 +3,10 @@
 Context isolation (CoMind's lesson): an implementation prompt sees the task summary, the data
 summary and the current plan or parent code — never the whole history — so prompt size stays
 bounded however long the run. Only the draft prompt gets a short list of what was tried.
+
+What every request of a run shares (the role, the task summary, the data summary, the script
+contract) is the system turn, word for word the same each time, so a provider's prompt cache
+reads it instead of billing it again; the user turn carries only what this request is about.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class LLMBrain:
         self.llm = llm
         self.options = options or LLMBrainOptions()
         self._summary: str | None = None
+        self._system: str | None = None  # rendered once: it must not vary between requests
 
     # --- entry point ---
     def propose(self, action: Action, context: Context) -> Proposal:
@@ -94,6 +99,14 @@ class LLMBrain:
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
         common = self._common(context)
+        if self._system is None:
+            self._system = render(
+                "system",
+                **common,
+                threads=self.options.threads,
+                gpu=self.options.gpu,
+                extra_libraries=", ".join(_extra_libraries()),
+            )
         if action.op == "fuse":  # one script from the best ideas of several branches
             plan, code = self._full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)
         elif action.op == "evolve":  # a new direction for a stagnant branch, from its trajectory
@@ -147,10 +160,8 @@ class LLMBrain:
         return self._summary
 
     def _messages(self, prompt: str) -> list[Message]:
-        system = render(
-            "system", threads=self.options.threads, gpu=self.options.gpu, extra_libraries=", ".join(_extra_libraries())
-        )
-        return [Message("system", system), Message("user", prompt)]
+        assert self._system is not None, "propose() renders the system turn first"
+        return [Message("system", self._system), Message("user", prompt)]
 
     def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
         return self.llm.complete(

@@ -35,6 +35,8 @@ class Completion:
     the text is truncated) or the provider's own reason, lower-cased (e.g. "content_filter").
     ``model`` is the full model string the caller chose (``provider/name``). ``cost_usd`` is 0
     for local models and for replies served from the cache (``cached=True``).
+    ``prompt_cache_tokens``: how many of the input tokens the provider read from its own prompt
+    cache (a prefix it had seen in an earlier request), when it says so; 0 otherwise.
     """
 
     text: str
@@ -45,6 +47,7 @@ class Completion:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     cached: bool = False
+    prompt_cache_tokens: int = 0
 
     @property
     def truncated(self) -> bool:

@@ -113,4 +113,5 @@ class GeminiLLM:
             output_tokens=tokens_out,
             cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
             latency_s=round(latency_s, 4),
+            prompt_cache_tokens=int(getattr(usage, "cached_content_token_count", 0) or 0),
         )

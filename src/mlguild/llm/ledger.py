@@ -22,6 +22,7 @@ FIELDS = (
     "attempt",
     "outcome",
     "input_tokens",
+    "prompt_cache_tokens",
     "output_tokens",
     "cost_usd",
     "cost_known",
@@ -41,6 +42,7 @@ class ModelTotals:
     failed: int = 0
     cache_hits: int = 0
     input_tokens: int = 0
+    prompt_cache_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
     output_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
@@ -55,6 +57,7 @@ class ModelTotals:
         else:
             self.failed += 1
         self.input_tokens += int(rec.get("input_tokens") or 0)
+        self.prompt_cache_tokens += int(rec.get("prompt_cache_tokens") or 0)
         self.output_tokens += int(rec.get("output_tokens") or 0)
         self.cost_usd += float(rec.get("cost_usd") or 0.0)
         self.cost_known = self.cost_known and bool(rec.get("cost_known", True))
@@ -79,6 +82,7 @@ class Ledger:
         purpose: str = "",
         node: str = "",
         input_tokens: int = 0,
+        prompt_cache_tokens: int = 0,
         output_tokens: int = 0,
         cost_usd: float = 0.0,
         latency_s: float = 0.0,
@@ -94,6 +98,7 @@ class Ledger:
             "attempt": attempt,
             "outcome": outcome,
             "input_tokens": int(input_tokens),
+            "prompt_cache_tokens": int(prompt_cache_tokens),
             "output_tokens": int(output_tokens),
             "cost_usd": round(float(cost_usd), 8),
             "cost_known": price_of(model) is not None,
@@ -151,9 +156,10 @@ class Ledger:
         lines = []
         for model, t in sorted(self.by_model.items()):
             cost = f"${t.cost_usd:.4f}" if t.cost_known else f"${t.cost_usd:.4f} (price unknown)"
+            from_cache = f" ({t.prompt_cache_tokens:,} from the prompt cache)" if t.prompt_cache_tokens else ""
             lines.append(
                 f"  {model}: {t.calls} calls ({t.failed} failed, {t.cache_hits} cached), "
-                f"{t.input_tokens:,} in / {t.output_tokens:,} out tokens, {cost}"
+                f"{t.input_tokens:,} in{from_cache} / {t.output_tokens:,} out tokens, {cost}"
             )
         mark = "" if self.cost_known else " + unknown"
         head = f"LLM: {self.total_tokens:,} tokens, ${self.total_cost_usd:.4f}{mark}"

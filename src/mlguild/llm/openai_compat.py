@@ -104,6 +104,7 @@ class OpenAICompatLLM:
         usage = getattr(reply, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "prompt_tokens_details", None)  # OpenAI, vLLM and others send it
         return Completion(
             text=text,
             model=self.model,
@@ -112,4 +113,5 @@ class OpenAICompatLLM:
             output_tokens=tokens_out,
             cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
             latency_s=round(latency_s, 4),
+            prompt_cache_tokens=int(getattr(details, "cached_tokens", 0) or 0),
         )
