@@ -177,9 +177,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     # Other public files (images, extra tables) are inputs: copy them unchanged.
     handled = {spec.train_file, spec.test_file, spec.sample_submission, "description.md"}
-    for src in sorted(task.public_dir.rglob("*")):
+    for src in task.public_files():
         rel = src.relative_to(task.public_dir).as_posix()
-        if src.is_file() and rel not in handled and not src.is_symlink():
+        if rel not in handled:
             if rel in RESERVED_NAMES:
                 raise TaskError(
                     f"{src} has the name of a file the harness writes into the workspace", f"rename or remove {src}"

@@ -112,6 +112,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
     Nothing is written outside ``runs_dir/<run-id>`` (and its hidden ``.partial`` twin while
     it is built). A problem with the runs folder (full, read-only, a file) is a RunError."""
     run_id = check_run_id(run_id) if run_id is not None else new_run_id(task.spec.name)
+    _not_among_the_data(Path(runs_dir), task)
     with _writing(Path(runs_dir), run_id):
         runs = _runs_folder(Path(runs_dir))
         path, partial = runs / run_id, runs / f".{run_id}.partial"
@@ -167,6 +168,21 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
     (path / "nodes").mkdir()
     (path / "best").mkdir()
     return floor, prior_floor, report.checked_files
+
+
+def _not_among_the_data(runs_dir: Path, task: Task) -> None:
+    """A runs folder inside the task's data folder would be copied into its own workspaces
+    (and shown to scripts), unless it is the ``runs/`` a folder with its data beside task.yaml
+    leaves out."""
+    runs, data = runs_dir.expanduser().resolve(), task.public_dir.resolve()
+    if not runs.is_relative_to(data):
+        return
+    if task.spec.data_dir == "." and runs.relative_to(data).parts[:1] == ("runs",):
+        return
+    raise RunError(
+        f"the runs folder {runs} lies inside the task's data folder {data}",
+        "pass --runs-dir outside it (or run from another folder)",
+    )
 
 
 def _runs_folder(runs_dir: Path) -> Path:

@@ -8,7 +8,11 @@ A task folder has the MLE-bench layout plus our ``task.yaml``::
       public/              what a script may read: train, test inputs, sample submission, extras
       private/             test answers, when known (never shown to scripts)
 
-Other sources (a CSV, a bundled example) are converted into this layout by ``mlguild init``.
+A Kaggle download keeps its files beside ``task.yaml`` instead (``data_dir: .``); then every
+file of the folder but ``task.yaml``, ``brief.md``, ``private/``, ``runs/`` and hidden ones is
+public.
+Other sources (a CSV, a bundled example) are converted into this layout by ``mlguild init``;
+a competition folder without ``task.yaml`` gets one inferred (``mlguild.sources.infer``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ Modality = Literal["tabular", "text", "image_array"]
 HOLDOUT_INPUTS = "holdout.csv"
 HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
 RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md")
+# Files of a task folder that are never data, even when the data lie beside them (data_dir: .);
+# "runs" is where `mlguild run` writes by default when started inside that folder.
+NOT_DATA = ("task.yaml", "brief.md", "description.md", "private", "runs")
 _FILE_FIELDS = ("train_file", "test_file", "sample_submission", "answers_file")
 
 
@@ -90,6 +97,10 @@ class TaskSpec(BaseModel):
         "sample_submission.csv", description="Submission template for the test rows, in public/."
     )
     answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
+    data_dir: str = Field(
+        "public", description="Folder of the public files, inside the task folder ('.' for a Kaggle download)."
+    )
+    description: str | None = Field(None, description="The task's text, when the folder has no description.md.")
     source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
 
     @field_validator(*_FILE_FIELDS)
@@ -98,6 +109,16 @@ class TaskSpec(BaseModel):
         if value is None:
             return None
         return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_inside(cls, value: str) -> str:
+        if value == ".":
+            return value
+        name = plain_relative_name(value, "task")
+        if PurePosixPath(name).parts[0] in NOT_DATA:
+            raise ValueError(f"data_dir {short(name)} is not a data folder: use 'public' or '.'")
+        return name
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
@@ -145,8 +166,10 @@ class TaskSpec(BaseModel):
     def public_dict(self) -> dict:
         """The spec as scripts may see it (no answers location)."""
         data = self.model_dump()
-        data.pop("answers_file", None)
-        data.pop("source", None)  # a path to the full labelled data: never shown to scripts
+        for private in ("answers_file", "source", "data_dir", "description"):
+            # source: a path to the full labelled data, never shown to scripts; the others are
+            # where things lie on the user's disk, or already in the workspace's description.md.
+            data.pop(private, None)
         data["direction"] = self.metric_direction
         data["prediction_kind"] = get_metric(self.metric).prediction
         return data
@@ -162,7 +185,19 @@ class Task:
 
     @property
     def public_dir(self) -> Path:
-        return self.root / "public"
+        return self.root / self.spec.data_dir
+
+    def public_files(self) -> list[Path]:
+        """Every public file, sorted (links skipped: they could lead anywhere). With the data
+        beside task.yaml, the task's own files, private/ and hidden files are left out."""
+        found = []
+        for path in sorted(self.public_dir.rglob("*")):
+            rel = path.relative_to(self.public_dir)
+            if self.spec.data_dir == "." and (rel.parts[0] in NOT_DATA or rel.parts[0].startswith(".")):
+                continue
+            if path.is_file() and not path.is_symlink():
+                found.append(path)
+        return found
 
     @property
     def private_dir(self) -> Path:
@@ -225,7 +260,7 @@ def load_task(root: str | Path) -> Task:
             "create one with `mlguild init csv:train.csv --target COLUMN` or `mlguild init example:churn`",
         )
     spec = _read_spec(root)
-    description = _read_description(root)
+    description = _read_description(root, spec)
     task = Task(root=root, spec=spec, description=description)
     _check_inside(task)
     _check_files(task)
@@ -246,18 +281,22 @@ def _read_spec(root: Path) -> TaskSpec:
         raise TaskError(f"{spec_path} is not valid YAML: {exc}", f"fix the syntax in {spec_path}") from exc
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'task.yaml'}: {e['msg']}" for e in exc.errors())
+        if any(e["type"] == "extra_forbidden" for e in exc.errors()):
+            problems += f" (the known keys: {', '.join(TaskSpec.model_fields)})"
         raise TaskError(f"{spec_path} is invalid: {problems}", f"edit {spec_path}") from exc
     except Exception as exc:  # unknown metric, an unreadable file and similar
         raise TaskError(f"{spec_path} is invalid: {exc}", f"edit {spec_path}") from exc
 
 
-def _read_description(root: Path) -> str:
-    for candidate in (root / "description.md", root / "public" / "description.md"):
+def _read_description(root: Path, spec: TaskSpec) -> str:
+    for candidate in (root / "description.md", root / spec.data_dir / "description.md"):
         if candidate.is_file():
             try:
                 return candidate.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 raise TaskError(f"cannot read {candidate}: {exc}", f"make {candidate} a readable text file") from exc
+    if spec.description:
+        return spec.description
     raise TaskError(
         f"{root} has no description.md",
         f"write a few lines describing the task into {root}/description.md",
@@ -293,7 +332,10 @@ def _check_inside(task: Task) -> None:
 def _check_files(task: Task) -> None:
     spec = task.spec
     if not task.public_dir.is_dir():
-        raise TaskError(f"{task.root} has no public/ folder", "put train, test and sample submission files in public/")
+        raise TaskError(
+            f"{task.root} has no {task.spec.data_dir}/ folder",
+            f"put train, test and sample submission files in {task.spec.data_dir}/",
+        )
     for label, path in (
         ("train", task.train_path),
         ("test", task.test_path),

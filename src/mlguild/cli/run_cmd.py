@@ -195,7 +195,12 @@ def run(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Scripted brain and tiny budget: checks the whole pipeline in seconds."
     ),
-    target: str | None = typer.Option(None, help="Target column, for csv: sources."),
+    target: str | None = typer.Option(
+        None, help="Target column, for csv: sources and for a competition folder without task.yaml."
+    ),
+    metric: str | None = typer.Option(
+        None, help="Metric, for a competition folder without task.yaml whose description names none."
+    ),
     runs_dir: Path = typer.Option(None, help="Where runs are written (default ./runs or $MLGUILD_RUNS)."),
     run_id: str | None = typer.Option(None, help="Name of the run directory (default: task-date-time-random)."),
     config: Path | None = typer.Option(None, "--config", "-c", help="YAML file with config sections."),
@@ -243,7 +248,7 @@ def run(
             console.print(
                 f"no --time or --iterations given: using the default budget of {default:g} s (budget.default_time_s)"
             )
-        loaded = resolve_task(task, target=target)
+        loaded = resolve_task(task, target=target, metric=metric)
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
             stop = _drive(run_dir, fake_llm=dry_run)

@@ -14,17 +14,49 @@ from ..task import Task, load_task
 from .common import console, plain, user_errors
 
 
-def resolve_task(source: str, target: str | None = None, fresh: bool = False) -> Task:
-    """A task folder path, or a source (example:NAME, csv:PATH) built into $MLGUILD_HOME/tasks."""
+def resolve_task(source: str, target: str | None = None, fresh: bool = False, metric: str | None = None) -> Task:
+    """A task folder path, or a source (example:NAME, csv:PATH) built into $MLGUILD_HOME/tasks.
+    A competition folder without task.yaml gets one inferred (``--target`` and ``--metric``
+    decide what the folder cannot)."""
     from ..sources import init_task
 
     if ":" not in source or _exists(Path(source)):
-        return load_task(source)
+        return _folder_task(Path(source), target, metric)
     kind, _, rest = source.partition(":")
     dest = mlguild_home() / "tasks" / task_name(kind, rest)
     if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
         return load_task(dest)
-    return load_task(init_task(source, dest, target=target, overwrite=True))
+    options = {"metric": metric} if kind == "csv" and metric else {}
+    if metric and kind != "csv":
+        raise TaskError(f"--metric does not apply to {kind}: sources", f"run {source} without it")
+    return load_task(init_task(source, dest, target=target, overwrite=True, **options))
+
+
+def _folder_task(folder: Path, target: str | None, metric: str | None) -> Task:
+    from ..sources.infer import find_task_root, infer_task, write_inferred
+
+    root = folder
+    if _exists(folder) and folder.is_dir() and not (folder / "task.yaml").exists():
+        root = find_task_root(folder)[0]
+        if not (root / "task.yaml").exists():
+            inferred = infer_task(folder, target=target, metric=metric)
+            written = write_inferred(inferred)
+            console.print(f"no task.yaml in {plain(folder)}: inferred one")
+            for note in inferred.notes:
+                console.print(plain(f"  {note}"))
+            console.print(plain(f"  wrote {written} (edit it to change any of these; nothing else was written there)"))
+            return load_task(root)
+    task = load_task(root)
+    for option, given, known in (
+        ("--target", target, task.spec.target_columns),
+        ("--metric", metric, [task.spec.metric]),
+    ):
+        if given is not None and [given] != known:
+            raise TaskError(
+                f"{option} {given} disagrees with {task.root / 'task.yaml'} ({', '.join(known)})",
+                f"edit {task.root / 'task.yaml'}, or delete it to have it inferred again",
+            )
+    return task
 
 
 def task_name(kind: str, rest: str) -> str:

@@ -1,0 +1,300 @@
+"""A task spec inferred from a competition folder that has no ``task.yaml``.
+
+The folders users have: MLE-bench's prepared layout (``public/`` and ``private/``, or the
+competition folder above ``prepared/``) and a Kaggle download (train, test and sample
+submission side by side). The sample submission says the most: its first column is the id, the
+rest are what to predict. The train file says which of those are labels, and which labels a
+probability column stands for. The description names the metric. What cannot be decided is
+asked for (``--target``, ``--metric``), never guessed silently; every decision comes back as a
+sentence the CLI shows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ..errors import TaskError
+from ..firewall import read_csv_exact
+from ..metrics import METRICS, get_metric
+from ..task import TaskSpec, read_header
+from .csv_source import _positive_label, infer_task_type
+
+_SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
+
+
+@dataclass
+class Inferred:
+    """Where the task lies and what was decided, with the reason for each decision."""
+
+    root: Path  # the folder task.yaml goes into
+    spec: TaskSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def find_task_root(folder: Path) -> tuple[Path, str]:
+    """(the folder task.yaml belongs in, the data folder relative to it) for the layouts known."""
+    if (folder / "prepared" / "public").is_dir():  # an MLE-bench competition folder
+        return folder / "prepared", "public"
+    if (folder / "public").is_dir():  # MLE-bench's prepared/ itself
+        return folder, "public"
+    return folder, "."  # a Kaggle download: the data beside task.yaml
+
+
+def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str) -> Path:
+    named = {p.relative_to(data_dir).as_posix(): p for p in files}
+    for name in exact:
+        if name in named:
+            return named[name]
+    matches = [p for p in files if word in p.name.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    found = ", ".join(sorted(named)) or "no CSV files"
+    raise TaskError(
+        f"cannot tell which file is the {role} in {data_dir} ({found})",
+        f"write task.yaml naming it (see README, 'task.yaml'), or rename it to {exact[0]}",
+    )
+
+
+# Metric names as competition texts write them, most specific first: the first one the text
+# mentions (in its evaluation section when it has one) is the task's metric.
+_METRIC_PATTERNS: list[tuple[str, str]] = [
+    ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),
+    ("rmse", r"root[- ]mean[- ]squared?[- ]error|\brmse\b"),
+    ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
+    ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
+    ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),
+    ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
+    ("roc_auc", r"area under the (roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
+    ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
+    ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
+    ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),
+    ("accuracy", r"\baccuracy\b|classification rate"),
+]
+
+
+def metric_from_description(text: str) -> tuple[str, str, dict] | None:
+    """(metric name, the phrase found, metric params) or None when the text names none known."""
+    section = re.search(r"^#+\s*evaluation.*?$(.*?)(?=^#+\s|\Z)", text, re.IGNORECASE | re.MULTILINE | re.DOTALL)
+    for body in ([section.group(1)] if section else []) + [text]:
+        hits = []
+        for name, pattern in _METRIC_PATTERNS:
+            found = re.search(pattern, body, re.IGNORECASE)
+            if found:
+                hits.append((found.start(), name, found.group(0)))
+        if hits:
+            _, name, phrase = min(hits)
+            params: dict = {}
+            if name == "map_at_k":
+                params["k"] = int(re.findall(r"\d+", phrase)[-1])
+            return name, phrase, params
+    return None
+
+
+def _numeric_share(values: pd.Series) -> pd.Series:
+    return pd.to_numeric(values[values != ""], errors="coerce")
+
+
+def infer_task(
+    folder: Path,
+    *,
+    target: str | None = None,
+    metric: str | None = None,
+    id_column: str | None = None,
+    task_type: str | None = None,
+) -> Inferred:
+    """Infer the spec of the competition folder ``folder`` (nothing is written)."""
+    root, data_dir_name = find_task_root(folder)
+    data_dir = root / data_dir_name
+    notes: list[str] = []
+    skip = {"task.yaml", "brief.md", "private"}
+    csvs = [
+        p
+        for p in sorted(data_dir.rglob("*.csv"))
+        if not set(p.relative_to(data_dir).parts) & skip and not p.name.startswith(".")
+    ]
+    sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
+    rest = [p for p in csvs if p != sample_path]
+    train_path = _pick(rest, data_dir, "train file", ("train.csv",), "train")
+    test_path = _pick([p for p in rest if p != train_path], data_dir, "test file", ("test.csv",), "test")
+    sample_header = read_header(sample_path)
+    train_header, test_header = read_header(train_path), read_header(test_path)
+    if len(sample_header) < 2:
+        raise TaskError(
+            f"{sample_path} has a single column {sample_header}: no id and prediction columns",
+            "write task.yaml by hand (see README, 'task.yaml')",
+        )
+    id_column = id_column or sample_header[0]
+    if id_column not in test_header:
+        raise TaskError(
+            f"the sample submission's first column {id_column!r} is not a column of {test_path.name}",
+            f"pass the id column: mlguild run {folder} --id COLUMN",
+        )
+    predicted = [c for c in sample_header if c != id_column]
+    notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
+    train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
+    only_in_train = [c for c in train_header if c not in test_header and c != id_column]
+
+    classes: list[str] | None = None
+    if target:
+        if target not in train_header:
+            raise TaskError(f"{train_path.name} has no column {target!r}", f"choose one of {only_in_train[:10]}")
+        targets = [target]
+    elif all(c in train_header for c in predicted):
+        targets = predicted
+        notes.append(f"target(s) {targets[:6]}: the prediction columns, found in {train_path.name}")
+    elif len(only_in_train) == 1:
+        targets = only_in_train
+        notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_path.name} lacks")
+    else:
+        raise TaskError(
+            f"cannot tell the target: the sample submission predicts {predicted[:6]}, and "
+            f"{train_path.name} has {len(only_in_train)} columns that {test_path.name} lacks ({only_in_train[:6]})",
+            f"name it: mlguild run {folder} --target COLUMN",
+        )
+    if len(targets) == 1 and targets[0] not in predicted:
+        labels = sorted(set(train[targets[0]]) - {""}) if targets[0] in train else []
+        if labels and set(labels) <= set(predicted):
+            classes = predicted  # one probability column per class, in the submission's order
+            notes.append(f"one probability column per class of {targets[0]!r} ({len(classes)} classes)")
+        else:
+            raise TaskError(
+                f"the sample submission's columns {predicted[:6]} are neither the target {targets[0]!r} "
+                f"nor its classes ({labels[:6]})",
+                "write task.yaml by hand (see README, 'task.yaml')",
+            )
+
+    if task_type is None:
+        if classes is not None:
+            task_type = "multiclass"  # probability columns per class, however many
+        elif len(targets) > 1:
+            task_type = "regression"  # several columns scored together: column-wise metrics
+        else:
+            task_type = infer_task_type(train[targets[0]])
+        notes.append(f"task type {task_type}")
+    probabilities = classes is None and len(targets) == 1 and _sample_is_probability(sample, targets[0])
+
+    description = _description_text(root, data_dir)
+    named = metric_from_description(description)
+    params: dict = {}
+    if metric is None:
+        if named is None:
+            raise TaskError(
+                "the description names no metric mlguild knows",
+                f"pass one: mlguild run {folder} --metric NAME (known: {', '.join(sorted(METRICS))})",
+            )
+        metric, phrase, params = named
+        if metric == "logloss" and classes is None:
+            metric = "binary_logloss"
+        notes.append(f"metric {metric}: the description says {phrase!r}")
+    kind = get_metric(metric).prediction
+    if kind == "class_probabilities" and classes is None:
+        raise TaskError(
+            f"metric {metric} scores one probability column per class, but the sample submission has "
+            f"the column(s) {predicted[:6]}",
+            f"pass the metric: mlguild run {folder} --metric NAME",
+        )
+    if kind == "label" and probabilities:
+        notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
+
+    positive = None
+    if task_type == "binary" and classes is None and kind in ("probability", "label"):
+        labels = sorted(set(train[targets[0]]) - {""})
+        positive = _label_after_probability(description, labels)
+        if positive is not None:
+            notes.append(f"positive label {positive!r}: the description asks for its probability")
+        else:
+            positive = _positive_label(train[targets[0]])
+            notes.append(
+                f"positive label {positive!r} (the description does not say which class is predicted; "
+                "set positive_label in task.yaml if it is the other)"
+            )
+    answers = _answers_file(root, [id_column, *targets], notes)
+    spec = TaskSpec(
+        name=_name(folder),
+        task_type=task_type,
+        metric=metric,
+        metric_params=params,
+        id_column=id_column,
+        target_columns=targets,
+        submission_columns=sample_header,
+        positive_label=positive,
+        classes=classes,
+        train_file=train_path.relative_to(data_dir).as_posix(),
+        test_file=test_path.relative_to(data_dir).as_posix(),
+        sample_submission=sample_path.relative_to(data_dir).as_posix(),
+        answers_file=answers,
+        data_dir=data_dir_name,
+        description=None if _has_description(root, data_dir) else _stub_description(folder, targets, metric),
+        source=f"folder:{folder.resolve()}",
+    )
+    return Inferred(root=root, spec=spec, notes=notes)
+
+
+def _label_after_probability(description: str, labels: list[str]) -> str | None:
+    """The one label named shortly after "probability" in the description, if exactly one is."""
+    named = set()
+    for found in re.finditer(r"probabilit(y|ies)\b(.{0,80})", description, re.IGNORECASE | re.DOTALL):
+        for label in labels:
+            if re.search(rf"\b{re.escape(label)}\b", found.group(2), re.IGNORECASE):
+                named.add(label)
+    return named.pop() if len(named) == 1 else None
+
+
+def _sample_is_probability(sample: pd.DataFrame, column: str) -> bool:
+    values = _numeric_share(sample[column]) if column in sample else pd.Series(dtype=float)
+    return bool(len(values) and values.notna().all() and values.between(0, 1).all() and (values % 1 != 0).any())
+
+
+def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
+    """The private CSV holding the test answers, if one has the id and target columns."""
+    private = root / "private"
+    if not private.is_dir():
+        return None
+    candidates = sorted(private.glob("*.csv"), key=lambda p: (p.name not in ("answers.csv", "test.csv"), p.name))
+    for path in candidates:
+        header = read_header(path)
+        if all(c in header for c in needed):
+            notes.append(f"test answers: private/{path.name} (the final submission is graded on them)")
+            return path.name
+    if candidates:
+        names = ", ".join(p.name for p in candidates)
+        notes.append(f"no file in private/ ({names}) has the columns {needed}: the run cannot grade its submission")
+    return None
+
+
+def _has_description(root: Path, data_dir: Path) -> bool:
+    return (root / "description.md").is_file() or (data_dir / "description.md").is_file()
+
+
+def _description_text(root: Path, data_dir: Path) -> str:
+    for path in (root / "description.md", data_dir / "description.md"):
+        if path.is_file():
+            return path.read_text(encoding="utf-8", errors="replace")
+    return ""
+
+
+def _stub_description(folder: Path, targets: list[str], metric: str) -> str:
+    return (
+        f"# {_name(folder)}\n\nA competition folder without a description. Predict {', '.join(targets)} "
+        f"for every row of the test file, in the format of the sample submission. Metric: {metric}.\n"
+    )
+
+
+def _name(folder: Path) -> str:
+    parts = [p for p in folder.resolve().parts if p not in ("prepared", "public", "/")]
+    return re.sub(r"[^\w.-]+", "-", parts[-1] if parts else "task").strip(".-") or "task"
+
+
+def write_inferred(inferred: Inferred) -> Path:
+    """Write task.yaml into the task folder (the only file written) and return its path."""
+    path = inferred.root / "task.yaml"
+    data = inferred.spec.model_dump(exclude_none=True)
+    data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
