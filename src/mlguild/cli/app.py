@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .config_cmd import config
+from .grade_cmd import grade
 from .inspect_cmd import show, status
 from .memory_cmd import memory_app
 from .run_cmd import resume, run
@@ -24,6 +25,7 @@ app.command()(resume)
 app.command()(status)
 app.command()(show)
 app.command()(config)
+app.command()(grade)
 app.add_typer(memory_app, name="memory")
 
 

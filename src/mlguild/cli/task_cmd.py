@@ -21,7 +21,7 @@ def resolve_task(source: str, target: str | None = None, fresh: bool = False, me
     from ..sources import init_task
 
     if ":" not in source or _exists(Path(source)):
-        return _folder_task(Path(source), target, metric)
+        return folder_task(Path(source), target, metric)
     kind, _, rest = source.partition(":")
     dest = mlguild_home() / "tasks" / task_name(kind, rest)
     if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
@@ -32,7 +32,7 @@ def resolve_task(source: str, target: str | None = None, fresh: bool = False, me
     return load_task(init_task(source, dest, target=target, overwrite=True, **options))
 
 
-def _folder_task(folder: Path, target: str | None, metric: str | None) -> Task:
+def folder_task(folder: Path, target: str | None, metric: str | None) -> Task:
     from ..sources.infer import find_task_root, infer_task, write_inferred
 
     root = folder
@@ -74,7 +74,7 @@ def _exists(path: Path) -> bool:
 
 
 def init(
-    source: str = typer.Argument(..., help="example:NAME or csv:PATH/TO/train.csv"),
+    source: str = typer.Argument(..., help="example:NAME, csv:PATH/TO/train.csv or mlebench:COMPETITION-ID"),
     out: Path | None = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
     target: str | None = typer.Option(None, help="Target column (csv: sources)."),
     test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
@@ -82,14 +82,21 @@ def init(
     task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
     metric: str | None = typer.Option(None, help="Metric name (a sensible default per task type)."),
     force: bool = typer.Option(False, help="Overwrite an existing task folder."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="mlebench: sources: MLE-bench's data folder (with COMPETITION-ID/prepared/)."
+    ),
 ) -> None:
-    """Convert a source into a task folder (task.yaml, description.md, public/, private/)."""
+    """Convert a source into a task folder (task.yaml, description.md, public/, private/).
+    An MLE-bench task is used where it lies: only its task.yaml is written."""
     from ..sources import init_task
 
     with user_errors():
         kind, _, rest = source.partition(":")
         if not rest:
-            raise TaskError(f"{source!r} is not a source", "use example:NAME or csv:PATH")
+            raise TaskError(f"{source!r} is not a source", "use example:NAME, csv:PATH or mlebench:COMPETITION-ID")
+        if kind == "mlebench":
+            _init_mlebench(rest, data_dir, target, metric)
+            return
         dest = out or Path("tasks") / task_name(kind, rest)
         options: dict[str, bool | str | Path | None] = {"overwrite": force}
         if kind == "csv":
@@ -109,6 +116,24 @@ def init(
             )
         )
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
+
+
+def _init_mlebench(competition: str, data_dir: Path | None, target: str | None, metric: str | None) -> None:
+    if data_dir is None:
+        raise TaskError(
+            "an MLE-bench task needs the folder it was prepared into",
+            f"pass it: mlguild init mlebench:{competition} --data-dir DIR (DIR/{competition}/prepared/ holds it)",
+        )
+    folder = data_dir / competition
+    if not (folder / "prepared" / "public").is_dir():
+        raise TaskError(
+            f"{folder}/prepared/public does not exist",
+            f"prepare it with MLE-bench first (`mlebench prepare -c {competition} --data-dir {data_dir}`)",
+        )
+    task = folder_task(folder, target, metric)
+    s = task.spec
+    console.print(plain(f"task {s.name} ready in {task.root}: {s.task_type}, metric {s.metric}"))
+    console.print(plain(f"  run it: mlguild run {task.root} --time 1h; grade it: mlguild grade runs/<run-id>"))
 
 
 def examples() -> None:
