@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from .bench_cmd import bench
 from .config_cmd import config
 from .grade_cmd import grade
 from .inspect_cmd import show, status
@@ -26,6 +27,7 @@ app.command()(status)
 app.command()(show)
 app.command()(config)
 app.command()(grade)
+app.command()(bench)
 app.add_typer(memory_app, name="memory")
 
 
