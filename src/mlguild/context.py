@@ -9,6 +9,7 @@ a node's files are read without following links a script may have left.
 
 from __future__ import annotations
 
+from .brief import read_brief
 from .executor import OUTPUT_TAIL
 from .fsutil import read_text_no_follow
 from .memory import Memory, Recall
@@ -27,9 +28,12 @@ class ContextBuilder:
     def __init__(self, run: RunDir, memory: Memory, direction: str):
         self.run, self.memory, self.direction = run, memory, direction
         self.profile = run.profile.to_dict()
+        self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
 
     def build(self, graph: SearchGraph, action: Action, iteration: int, timeout: float) -> Context:
         parents = tuple(self.parent_view(graph, graph[p]) for p in action.parents)
+        if self.brief is None:
+            self.brief = read_brief(self.run.path)
         history = tuple(
             HistoryItem(
                 n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"), n.failure[-1000:] if n.failure else None
@@ -52,6 +56,7 @@ class ContextBuilder:
             recall=self.recall(graph, action, parents),
             repairs=self.repairs(graph) if action.op == DRAFT else (),
             move_priors=self.memory.move_priors(),
+            brief=self.brief,
         )
 
     def recall(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> Recall:

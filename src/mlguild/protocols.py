@@ -100,6 +100,7 @@ class Context:
     repairs: tuple[Repair, ...] = ()  # for a draft: recipe scripts another brain repaired on this task
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
+    brief: str = ""  # the run's brief.md (mlguild.brief): rules, metric, data notes, directions
 
 
 @dataclass(frozen=True)

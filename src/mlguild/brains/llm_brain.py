@@ -143,6 +143,7 @@ class LLMBrain:
             rows={"train": profile.n_train, "holdout": profile.n_holdout, "test": profile.n_test},
             leaders=context.leaders,
             recall=context.recall,
+            brief=context.brief,
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:

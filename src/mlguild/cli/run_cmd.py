@@ -13,6 +13,7 @@ from ..agent import Agent, Stop
 from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
+from ..brief import brief_path, ensure_brief
 from ..config import load_config, parse_duration, save_config
 from ..diagnose import diagnose
 from ..errors import ConfigError, RunError
@@ -115,12 +116,25 @@ def _sandbox_for(cfg, brain_name: str):
     return sandbox, line
 
 
+def _write_brief(run: RunDir, brain, fake_llm: bool) -> None:
+    """brief.md before the first node: by the brain's LLM when it has one (not the dry run's
+    stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
+    llm = None
+    for candidate in (brain, getattr(brain, "llm_brain", None)):
+        llm = llm or getattr(candidate, "llm", None)
+    _, author = ensure_brief(run.path, run.spec, run.profile, run.description, None if fake_llm else llm)
+    console.print(
+        f"brief {plain(brief_path(run.path))} ({'kept as found' if author == 'existing' else 'by ' + author})"
+    )
+
+
 def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     """Run the loop, then finish the run (the library's final stage and grade); return why
     the loop stopped."""
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     brain, brain_line = _brain_for(run, fake_llm)
+    _write_brief(run, brain, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
     console.print(f"run   {plain(run.path)}")
     console.print(
@@ -221,6 +235,9 @@ def run(
         "--no-memory",
         help="Neither read nor write the memory store shared by runs (memory.enabled=false): a clean run.",
     ),
+    no_launch: bool = typer.Option(
+        False, "--no-launch", help="Create the run and write its brief.md, then stop: edit the brief, then resume."
+    ),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -251,6 +268,10 @@ def run(
         loaded = resolve_task(task, target=target, metric=metric)
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
+            if no_launch:
+                _write_brief(run_dir, _brain_for(run_dir, dry_run)[0], dry_run)
+                console.print(plain(f"not launched: edit the brief, then `mlguild resume {run_dir.path}`"))
+                return
             stop = _drive(run_dir, fake_llm=dry_run)
         finally:
             run_dir.close()
