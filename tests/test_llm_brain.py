@@ -29,6 +29,7 @@ def _agent(tmp_path, brain, **sets):
                 "search.num_drafts": 2,
                 "search.draft_every": 0,
                 "sandbox.script_timeout_s": 30,
+                "brain.eda": False,  # the exploratory node has its own tests (test_eda.py)
                 **sets,
             }.items()
         ],

@@ -196,7 +196,7 @@ def test_the_llm_prompt_shows_this_runs_records(tmp_path):
     full = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
     crash = f"Plan: a curve with a bug.\n```python\n{CRASH}```\n"
     llm = ScriptedLLM([crash, full], default=full)
-    cfg = load_config(None, ["budget.iterations=4", "search.num_drafts=2", "search.draft_every=0"])
+    cfg = load_config(None, ["budget.iterations=4", "search.num_drafts=2", "search.draft_every=0", "brain.eda=false"])
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
     Agent(run, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), get_policy(cfg.search), get_sandbox("local")).run_loop()
     later = [c["messages"][-1].content for c in llm.calls[2:]]

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .brief import add_findings
 from .config import mlguild_home
 from .context import ContextBuilder
 from .diagnose import Diagnosis, diagnose
@@ -27,7 +28,7 @@ from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .vocabulary import BLEND, NO_CODE, REFIT, RERUN
+from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
 
@@ -91,7 +92,8 @@ class Agent:
         ``planned_blend`` (the members of a fuse about to be made), the time its refit would
         need is kept back too: a blend made in the last minutes must still be refitted."""
         budget = self.run.config.budget
-        searched = sum(1 for n in self.state.graph if n.op != REFIT)  # refits are the final stage, not the search
+        # Refits are the final stage and an exploratory node the preparation: neither is the search.
+        searched = sum(1 for n in self.state.graph if n.op not in (REFIT, EDA))
         if budget.iterations is not None and searched >= budget.iterations:
             raise BudgetExhausted("iterations")
         timeout = self.run.config.sandbox.script_timeout_s
@@ -120,6 +122,12 @@ class Agent:
                 self._finish_interrupted(node)
             while True:
                 timeout = self._check_budget()
+                if self._explores_first():
+                    self.step(
+                        Action(EDA, (), reason="explore the data before the first draft"),
+                        min(timeout, self.run.config.brain.eda_timeout_s),
+                    )
+                    continue
                 action = self.policy.select(self.state.graph, len(self.state.graph))
                 if action.op == BLEND:
                     timeout = self._check_budget(action.parents)
@@ -139,6 +147,10 @@ class Agent:
             journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
             self.on_event("session_ended", {"reason": reason})
         return stop  # the loop ends only by an exception, and each one caught sets stop
+
+    def _explores_first(self) -> bool:
+        """An exploratory node comes first when the brain can write one (it has an LLM)."""
+        return not len(self.state.graph) and self.run.config.brain.eda and bool(getattr(self.brain, "explores", False))
 
     def _check_brain_health(self) -> None:
         """Stop a run that can only burn its budget: the brain produces no code, or every node
@@ -249,7 +261,11 @@ class Agent:
         self.runner.write_report(node, outcome, self.state.graph)
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         record_finished(self.run.journal, node, outcome, self.elapsed())
-        if node.op not in (REFIT, RERUN):  # a re-run repeats its node: nothing new to remember
+        if node.op == EDA and node.status == EXPLORED:
+            stdout = read_text_no_follow(self.run.node_dir(node.id) / "stdout.txt")
+            add_findings(self.run.path, node.id, stdout)
+            self.contexts.brief = None  # the next proposal reads the brief with the findings
+        if node.op not in (REFIT, RERUN, EDA):  # a re-run repeats its node: nothing new to remember
             self.memory.record(node, self.state.graph, "" if node.ok else self._code(node), self._columns)
             self._report_memory_warnings()
         is_best = self._sync_best()

@@ -52,6 +52,20 @@ def ensure_brief(
     return text, author
 
 
+FINDINGS_HEADING = "## Findings of the exploratory node"
+_MAX_FINDINGS = 4000  # characters of its output the brief keeps (the end: summaries come last)
+
+
+def add_findings(run_dir: Path, node_id: str, output: str) -> bool:
+    """Append what the exploratory node printed to the brief, once; False if already there."""
+    text = read_brief(run_dir)
+    if FINDINGS_HEADING in text:
+        return False
+    findings = output.strip()[-_MAX_FINDINGS:] or "(it printed nothing)"
+    atomic_write(brief_path(run_dir), f"{text.rstrip()}\n\n{FINDINGS_HEADING} {node_id}\n\n```\n{findings}\n```\n")
+    return True
+
+
 def llm_brief(llm: LLM, spec: TaskSpec, profile: DataProfile, description: str) -> str:
     prompt = render(
         "brief",

@@ -224,6 +224,11 @@ class BrainConfig(_Section):
     history_length: int = Field(
         60, ge=1, description="Earlier nodes a brain sees, summarised (the context never grows with the graph)."
     )
+    eda: bool = Field(
+        True,
+        description="With an LLM brain, the first node is an exploratory script whose findings go into brief.md (not counted in budget.iterations).",
+    )
+    eda_timeout_s: float = Field(180, gt=0, description="Time limit of the exploratory script, in seconds.")
 
 
 class FinalConfig(_Section):

@@ -29,7 +29,7 @@ from .rundir import RunDir
 from .sandbox import ExecStatus, safe_env
 from .scorer import SOURCES, RunScorers, check_fingerprint
 from .search.graph import Node, SearchGraph
-from .vocabulary import FINAL_OK, REFIT, SCORED, TAMPERED
+from .vocabulary import EDA, EXPLORED, FINAL_OK, REFIT, SCORED, TAMPERED
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
 _PRINTED = re.compile(
@@ -140,6 +140,8 @@ class NodeRunner:
             )
         elif node.op == REFIT:
             outcome = self._judge_refit(result, output)
+        elif node.op == EDA:  # its findings are what it printed: nothing to score
+            outcome = self._judge_failure(result) or Outcome(EXPLORED)
         else:
             outcome = self._judge(result, output)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
@@ -171,11 +173,19 @@ class NodeRunner:
             f"mlguild), then `mlguild resume {self.run.path}`{hint}",
         )
 
+    @staticmethod
+    def _judge_failure(result) -> Outcome | None:
+        """The failure of a script that did not end well, or None."""
+        if result.status == ExecStatus.OK:
+            return None
+        tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
+        what = result.reason or f"the script ended with status {result.status.value}"
+        return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
+
     def _judge(self, result, output: Path) -> Outcome:
-        if result.status != ExecStatus.OK:
-            tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
-            what = result.reason or f"the script ended with status {result.status.value}"
-            return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
+        failed = self._judge_failure(result)
+        if failed is not None:
+            return failed
         holdout, submission = output / "holdout.csv", output / "submission.csv"
         missing = [p.name for p in (holdout, submission) if not p.is_file()]
         if missing:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Final, Literal
 
 # ---------------------------------------------------------------- operations
-Op = Literal["draft", "improve", "debug", "evolve", "fuse", "blend", "rerun", "refit"]
+Op = Literal["eda", "draft", "improve", "debug", "evolve", "fuse", "blend", "rerun", "refit"]
 # Final: each name is its Op literal to the type checker, so Action(DRAFT, ...) checks.
+EDA: Final = "eda"  # an exploratory script before the first draft: findings for the brief, no score
 DRAFT: Final = "draft"
 IMPROVE: Final = "improve"
 DEBUG: Final = "debug"
@@ -24,6 +25,7 @@ REFIT: Final = "refit"  # a final refit on all labelled rows (mlguild.final_stag
 PENDING = "pending"  # started, not finished
 SCORED = "scored"  # the harness scored its holdout predictions
 FINAL_OK = "final"  # a refit node that wrote a valid submission (a refit has no score)
+EXPLORED = "explored"  # an exploratory node whose script ran to its end (its findings are in the brief)
 
 # Failure kinds a node can end in; each has a name the next debug step receives.
 FAILURES = (

@@ -6,9 +6,10 @@ over the remaining steps, and the switch is said once on the node's plan.
 
 from __future__ import annotations
 
-from ..errors import StopRun
+from ..errors import ProposalFailed, StopRun
 from ..llm.errors import AllModelsExhausted, LLMError
 from ..protocols import Action, Brain, Context, Proposal
+from ..vocabulary import EDA
 from .repair_port import port_repair
 
 
@@ -21,7 +22,18 @@ class HybridBrain:
         self.llm_brain = llm_brain
         self.llm_down: str | None = None
 
+    @property
+    def explores(self) -> bool:
+        """The LLM writes the exploratory node, while it is up."""
+        return self.llm_down is None
+
     def propose(self, action: Action, context: Context) -> Proposal:
+        if action.op == EDA:  # the LLM's alone: the recipes have no exploration to offer
+            try:
+                return self.llm_brain.propose(action, context)
+            except AllModelsExhausted as exc:
+                self.llm_down = str(exc).splitlines()[0]
+                raise ProposalFailed(f"every LLM is parked: {self.llm_down}; no exploration") from None
         if action.op in ("draft", "blend") or self.llm_down:  # a blend needs no LLM
             return self._by_recipes(action, context)
         try:

@@ -33,6 +33,7 @@ from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
 from ..sandbox.bwrap import gpu_devices
+from ..vocabulary import EDA
 from .recipes.fuse import fuse_proposal
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
@@ -86,12 +87,14 @@ def stagnation_tier(stagnation: int) -> int:
 
 class LLMBrain:
     name = "llm"
+    explores = True  # it writes the exploratory node (mlguild.vocabulary.EDA) when asked
 
     def __init__(self, llm: LLM, options: LLMBrainOptions | None = None):
         self.llm = llm
         self.options = options or LLMBrainOptions()
         self._summary: str | None = None
-        self._system: str | None = None  # rendered once: it must not vary between requests
+        self._system: str | None = None  # the same text for every request (for prompt caches)...
+        self._system_brief: str | None = None  # ... until the brief changes (the exploration's findings)
 
     # --- entry point ---
     def propose(self, action: Action, context: Context) -> Proposal:
@@ -99,13 +102,19 @@ class LLMBrain:
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
         common = self._common(context)
-        if self._system is None:
+        if self._system is None or self._system_brief != context.brief:
+            self._system_brief = context.brief
             self._system = render(
                 "system",
                 **common,
                 threads=self.options.threads,
                 gpu=self.options.gpu,
                 extra_libraries=", ".join(_extra_libraries()),
+            )
+        if action.op == EDA:  # an exploratory script: its findings go into the brief
+            plan, code = self._full_script(render("eda", **common), "eda", node)
+            return Proposal(
+                plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model}
             )
         if action.op == "fuse":  # one script from the best ideas of several branches
             plan, code = self._full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..metrics import Direction, Score
-from ..vocabulary import BLEND, DEBUG, DRAFT, FAILURES, FUSE, PENDING, REFIT, RERUN, SCORED
+from ..vocabulary import BLEND, DEBUG, DRAFT, EDA, FAILURES, FUSE, PENDING, REFIT, RERUN, SCORED
 
 
 @dataclass
@@ -197,7 +197,7 @@ class SearchGraph:
         return [
             n
             for n in self.nodes.values()
-            if n.status in FAILURES and n.id not in with_children and n.op not in (REFIT, RERUN)
+            if n.status in FAILURES and n.id not in with_children and n.op not in (REFIT, RERUN, EDA)
         ]
 
     def stagnation(self, node_id: str) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..vocabulary import BLEND, DEBUG, DRAFT, EVOLVE, FUSE, REFIT, RERUN
+from ..vocabulary import BLEND, DEBUG, DRAFT, EDA, EVOLVE, FUSE, REFIT, RERUN
 from .graph import Node, SearchGraph
 
 ROOT = ""  # the virtual root: parent of every draft and fuse in the search tree
@@ -79,7 +79,8 @@ class TreeStats:
         changed: list[str] = []
         if len(graph) > self._seen:
             for index, node in enumerate(list(graph.nodes.values())[self._seen :], start=self._seen):
-                if node.op not in (REFIT, RERUN):  # refits are the final stage's; re-runs repeat a node
+                # Refits are the final stage's, re-runs repeat a node, an exploration scores nothing.
+                if node.op not in (REFIT, RERUN, EDA):
                     self._register(node, index)
                     changed.append(node.id)
             self._seen = len(graph)
