@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -294,6 +294,19 @@ class MemoryConfig(_Section):
     )
 
 
+class KaggleConfig(_Section):
+    submit: Literal["never", "best", "each"] = Field(
+        "never",
+        description="Submit to Kaggle (a task made from a Kaggle competition): never; best (the final submission, once, at the end); each (every node when it becomes the best).",
+    )
+    daily_limit: int = Field(
+        5, ge=0, description="Submissions a run makes in any 24 hours at most (the competition's own limit when lower)."
+    )
+    poll_s: float = Field(
+        120, ge=0, description="How long the end of a run waits for Kaggle to score its submissions (public scores)."
+    )
+
+
 class Config(_Section):
     """The whole resolved configuration of a run."""
 
@@ -305,6 +318,7 @@ class Config(_Section):
     final: FinalConfig = FinalConfig()
     scorer: ScorerConfig = ScorerConfig()
     memory: MemoryConfig = MemoryConfig()
+    kaggle: KaggleConfig = KaggleConfig()
     llm: LLMConfig = LLMConfig()
 
 

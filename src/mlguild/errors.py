@@ -66,6 +66,11 @@ class NothingLearnable(MlguildError):
     """No model beat a constant prediction on the holdout: the run's submission is no model."""
 
 
+class KaggleError(MlguildError):
+    """A Kaggle API call failed: bad credentials, an unknown competition, unaccepted rules,
+    a rate or daily limit (the message says which, the fix what to do)."""
+
+
 class SubmissionError(MlguildError):
     """A submission file is invalid. ``reason`` is a short stable code (e.g. ``bad_header``)."""
 

@@ -40,9 +40,12 @@ def status(
     with user_errors():
         path, spec, state = _load(run, runs_dir)
         best = state.best_id
-        table = Table(
-            "node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)", "run s", "what"
-        )
+        records = read_journal(path / "journal.jsonl")
+        # Kaggle's public leaderboard scores of submitted nodes: shown, never used by the search.
+        public = {r["node"]: r.get("public_score") for r in records if r["type"] == "kaggle_scored"}
+        headers = ["node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)"]
+        headers += ["public LB"] if public else []
+        table = Table(*headers, "run s", "what")
         for node in state.graph:
             score = f"{node.score:.6g}" if node.score is not None else "—"
             printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
@@ -63,6 +66,7 @@ def status(
                 plain(node.status),
                 score,
                 printed,
+                *([_public(public, node.id)] if public else []),
                 f"{node.timing.get('exec_s', 0):.1f}",
                 plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)),
                 style=style,
@@ -82,7 +86,7 @@ def status(
             )
         else:
             console.print("noise floor: not measured yet (no node has been re-run with another seed)")
-        calls = [r for r in read_journal(path / "journal.jsonl") if r["type"] == "llm_call"]
+        calls = [r for r in records if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_choice:
@@ -95,6 +99,13 @@ def status(
             console.print(
                 f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}"
             )
+
+
+def _public(public: dict, node_id: str) -> str:
+    if node_id not in public:
+        return ""
+    score = public[node_id]
+    return f"{score:.6g}" if score is not None else "error"
 
 
 def show(

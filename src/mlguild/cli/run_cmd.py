@@ -16,14 +16,16 @@ from ..brains.scripted import PRIOR_SCRIPT
 from ..brief import brief_path, ensure_brief
 from ..config import load_config, parse_duration, save_config
 from ..diagnose import diagnose
-from ..errors import ConfigError, RunError
+from ..errors import ConfigError, KaggleError, RunError
 from ..final_stage import finish
+from ..kaggle_api import competition_slug
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
+from ..submitter import Submitter, kaggle_slug
 from ..verdict import check_learned, floors
 from ..vocabulary import REFIT
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
@@ -128,12 +130,43 @@ def _write_brief(run: RunDir, brain, fake_llm: bool) -> None:
     )
 
 
+def _submitter_for(run: RunDir) -> Submitter | None:
+    """The Kaggle submitter when the run submits (kaggle.submit); its problems stop it now."""
+    if run.config.kaggle.submit == "never":
+        return None
+    from ..kaggle_api import connect
+
+    slug = kaggle_slug(run)
+    if slug is None:  # before connecting: the task, not the network, is what is wrong
+        raise KaggleError(
+            "--submit needs a task made from a Kaggle competition",
+            "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
+        )
+    client = connect()
+    limit = client.competition(slug).max_daily_submissions
+    return Submitter(run, client, warn=lambda m: console.print(f"[yellow]warning:[/] {plain(m)}"), daily_limit=limit)
+
+
+def _with_submitter(progress: Progress, submitter: Submitter | None):
+    """The agent's event handler: the progress display, and `each` submissions of a new best."""
+    if submitter is None:
+        return progress
+
+    def handle(kind: str, data: dict) -> None:
+        progress(kind, data)
+        if kind == "node_finished" and data.get("is_best"):
+            submitter.on_best(data["best"])
+
+    return handle
+
+
 def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     """Run the loop, then finish the run (the library's final stage and grade); return why
     the loop stopped."""
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     brain, brain_line = _brain_for(run, fake_llm)
+    submitter = _submitter_for(run)
     _write_brief(run, brain, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
     console.print(f"run   {plain(run.path)}")
@@ -143,9 +176,13 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     console.print(f"brain {plain(brain_line)}")
     console.print(sandbox_line)
     with Progress(agent) as progress:
-        agent.on_event = progress
+        agent.on_event = _with_submitter(progress, submitter)
         stop = agent.run_loop()
     done = finish(agent, stop)
+    if submitter is not None and stop.finished:
+        submitter.at_end(done.choice["node"] if done.choice else agent.state.best_id)
+        for node, score in submitter.public_scores().items():
+            console.print(f"kaggle {plain(node)}: public leaderboard {run.spec.metric} {score}")
     if not stop.finished:
         console.print(
             f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`"
@@ -235,6 +272,12 @@ def run(
         "--no-memory",
         help="Neither read nor write the memory store shared by runs (memory.enabled=false): a clean run.",
     ),
+    submit: str | None = typer.Option(
+        None,
+        "--submit",
+        help="never (default), best (the final submission, at the end) or each (every new best node): "
+        "to Kaggle, for a task made from a Kaggle competition.",
+    ),
     no_launch: bool = typer.Option(
         False, "--no-launch", help="Create the run and write its brief.md, then stop: edit the brief, then resume."
     ),
@@ -251,6 +294,8 @@ def run(
             overrides.append("sandbox.strict=true")
         if stop_on_convergence:
             overrides.append("search.stop_on_convergence=true")
+        if submit is not None:
+            overrides.append(f"kaggle.submit={submit}")
         if no_memory or dry_run:  # a dry run's stand-in scripts teach nothing worth keeping
             overrides.append("memory.enabled=false")
         cfg = load_config(config, overrides)
@@ -266,6 +311,11 @@ def run(
                 f"no --time or --iterations given: using the default budget of {default:g} s (budget.default_time_s)"
             )
         loaded = resolve_task(task, target=target, metric=metric)
+        if cfg.kaggle.submit != "never" and competition_slug(loaded.spec.source or "") is None:
+            raise KaggleError(
+                "--submit needs a task made from a Kaggle competition",
+                "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
+            )
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
             if no_launch:

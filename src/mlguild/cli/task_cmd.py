@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..config import mlguild_home
 from ..errors import TaskError
+from ..kaggle_api import competition_slug
 from ..task import Task, load_task
 from .common import console, plain, user_errors
 
@@ -74,7 +75,11 @@ def _exists(path: Path) -> bool:
 
 
 def init(
-    source: str = typer.Argument(..., help="example:NAME, csv:PATH/TO/train.csv or mlebench:COMPETITION-ID"),
+    source: str = typer.Argument(
+        ...,
+        help="example:NAME, csv:PATH/TO/train.csv, mlebench:COMPETITION-ID, or a Kaggle competition "
+        "(https://www.kaggle.com/competitions/NAME, kaggle:NAME or NAME)",
+    ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
     target: str | None = typer.Option(None, help="Target column (csv: sources)."),
     test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
@@ -91,6 +96,10 @@ def init(
     from ..sources import init_task
 
     with user_errors():
+        slug = competition_slug(source if ":" in source or _exists(Path(source)) else f"kaggle:{source}")
+        if slug is not None:
+            _init_kaggle(slug, out, target, metric, force)
+            return
         kind, _, rest = source.partition(":")
         if not rest:
             raise TaskError(f"{source!r} is not a source", "use example:NAME, csv:PATH or mlebench:COMPETITION-ID")
@@ -116,6 +125,19 @@ def init(
             )
         )
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
+
+
+def _init_kaggle(slug: str, out: Path | None, target: str | None, metric: str | None, force: bool) -> None:
+    from ..sources.kaggle_source import build_from_kaggle
+
+    dest = out or Path("tasks") / slug
+    inferred = build_from_kaggle(slug, dest, target=target, metric=metric, overwrite=force)
+    console.print(f"downloaded [bold]{plain(slug)}[/] into {plain(inferred.root)}")
+    for note in inferred.notes:
+        console.print(plain(f"  {note}"))
+    console.print(
+        plain(f"  edit {inferred.root / 'task.yaml'} to change any of these, then: mlguild run {inferred.root}")
+    )
 
 
 def _init_mlebench(competition: str, data_dir: Path | None, target: str | None, metric: str | None) -> None:

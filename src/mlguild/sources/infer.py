@@ -69,7 +69,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
     ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),
     ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
-    ("roc_auc", r"area under the (roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
+    ("roc_auc", r"area under (the )?(roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
     ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
     ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
     ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),
