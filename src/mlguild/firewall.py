@@ -14,7 +14,7 @@ import json
 import shutil
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,7 @@ from .config import FirewallConfig
 from .errors import FirewallError, TaskError
 from .fsutil import sha256_file
 from .submission import KNOWN_LABELS
-from .task import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, Task
+from .task import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, Task, plain_relative_name
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
@@ -153,9 +153,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         chosen = split_holdout(groups, cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify=False)
         mask = train[spec.id_column].isin(set(groups[chosen])).to_numpy()
     fit_rows, holdout_rows = train[~mask], train[mask]
-
     files: dict[str, dict] = {}
     out = ws.data_dir
+    if spec.file_column is not None:  # a file per row: the holdout's under neutral names
+        holdout_rows = _copy_row_files(task, fit_rows, holdout_rows, test, out, files)
     _write_csv(fit_rows, inside(out, spec.train_file))
     files[spec.train_file] = _file_entry(out / spec.train_file, len(fit_rows))
     _write_csv(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
@@ -171,15 +172,20 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     (out / "description.md").write_text(task.description)
     public = {**spec.public_dict(), "holdout_file": HOLDOUT_INPUTS, "holdout_sample_submission": HOLDOUT_SAMPLE}
+    if spec.file_column is not None:
+        public["holdout_files"] = HOLDOUT_FILES  # where the holdout rows' files are
     (out / "task.json").write_text(json.dumps(public, indent=2))
     for name in ("description.md", "task.json"):
         files[name] = _file_entry(out / name, None)
 
     # Other public files (images, extra tables) are inputs: copy them unchanged.
     handled = {spec.train_file, spec.test_file, spec.sample_submission, "description.md"}
+    # The row files were copied row by row above: copied whole, the train folder would show
+    # the holdout rows' files under their own (possibly label-bearing) names.
+    row_folders = tuple(f"{d}/" for d in (spec.train_files, spec.test_files) if d) if spec.file_column else ()
     for src in task.public_files():
         rel = src.relative_to(task.public_dir).as_posix()
-        if rel not in handled:
+        if rel not in handled and not rel.startswith(row_folders):
             if rel in RESERVED_NAMES:
                 raise TaskError(
                     f"{src} has the name of a file the harness writes into the workspace", f"rename or remove {src}"
@@ -223,6 +229,42 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     ws.manifest_path.write_text(json.dumps(manifest, indent=2))
     _make_read_only(ws.data_dir)
     return ws
+
+
+def _copy_row_files(
+    task: Task, fit_rows: pd.DataFrame, holdout_rows: pd.DataFrame, test: pd.DataFrame, out: Path, files: dict
+) -> pd.DataFrame:
+    """Copy each row's input file into the workspace: the fit rows' and the test rows' under
+    their own names, the holdout rows' into holdout_files/ under neutral names (h000000.jpg, ...),
+    so that no name or folder of theirs can tell a script their label. Returns the holdout rows
+    with those neutral names (and ids, when the file column is the id column)."""
+    spec = task.spec
+    column, suffix = str(spec.file_column), spec.file_suffix
+    train_dir, test_dir = task.public_dir / str(spec.train_files), task.public_dir / str(spec.test_files)
+
+    def copy(value: str, src_dir: Path, dest_rel: str) -> None:
+        name = f"{value}{suffix}"
+        try:
+            plain_relative_name(name, "data")
+        except ValueError as exc:
+            raise TaskError(f"the file column {column!r} holds {exc}", f"fix the rows of {task.train_path}") from None
+        src = src_dir / name
+        if not src.is_file() or not src.resolve().is_relative_to(task.public_dir.resolve()):
+            raise TaskError(f"{src} is missing (named by a row's {column!r})", f"add it, or fix file_column/{suffix!r}")
+        dest = inside(out, dest_rel)
+        shutil.copyfile(src, dest)
+        files[dest_rel] = _file_entry(dest, None)
+
+    for value in fit_rows[column]:
+        copy(value, train_dir, f"{spec.train_files}/{value}{suffix}")
+    for value in test[column]:
+        copy(value, test_dir, f"{spec.test_files}/{value}{suffix}")
+    neutral = [f"h{i:06d}{PurePosixPath(v).suffix}" for i, v in enumerate(holdout_rows[column])]
+    for value, name in zip(holdout_rows[column], neutral, strict=True):
+        copy(value, train_dir, f"{HOLDOUT_FILES}/{name}{suffix}")
+    renamed = holdout_rows.copy()
+    renamed[column] = neutral
+    return renamed
 
 
 def _check_labels(train: pd.DataFrame, task: Task) -> None:

@@ -28,6 +28,7 @@ from .firewall import read_csv_exact
 from .fsutil import read_no_follow
 from .rundir import RunDir
 from .search.graph import Node, SearchGraph
+from .task import HOLDOUT_FILES
 
 _SAFETY = 1.25  # reserve this much more than the measured run times
 _PACED = 0.5  # a script that used this share of its time budget is paced by it
@@ -141,6 +142,9 @@ def build_full_data(run: RunDir) -> Path:
     target = dest / spec.train_file
     target.unlink()
     full.to_csv(target, index=False)
+    if spec.file_column is not None:  # the holdout rows' files join the train rows' (neutral names)
+        for path in sorted((dest / HOLDOUT_FILES).iterdir()):
+            shutil.copyfile(path, dest / str(spec.train_files) / path.name)
     return dest
 
 

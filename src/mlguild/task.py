@@ -29,13 +29,14 @@ from .errors import TaskError
 from .metrics import get_metric
 
 TaskType = Literal["binary", "multiclass", "regression", "ranking"]
-Modality = Literal["tabular", "text", "image_array"]
+Modality = Literal["tabular", "text", "image_array", "image_files"]
 
 # Files the firewall writes into a run's workspace itself: a task file of the same name
 # would be overwritten by them (or overwrite them).
 HOLDOUT_INPUTS = "holdout.csv"
 HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
-RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md")
+HOLDOUT_FILES = "holdout_files"  # the holdout rows' input files, under neutral names
+RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md", HOLDOUT_FILES)
 # Files of a task folder that are never data, even when the data lie beside them (data_dir: .);
 # "runs" is where `mlguild run` writes by default when started inside that folder.
 NOT_DATA = ("task.yaml", "brief.md", "description.md", "competition.json", "private", "runs")
@@ -76,7 +77,10 @@ class TaskSpec(BaseModel):
 
     name: str = Field(description="Short task name, used in run ids.")
     task_type: TaskType = Field(description="binary, multiclass, regression or ranking.")
-    modality: Modality = Field("tabular", description="What the inputs are: tabular, text or image_array.")
+    modality: Modality = Field(
+        "tabular",
+        description="What the inputs are: tabular, text, image_array (pixels as columns) or image_files (one image file per row).",
+    )
     metric: str = Field(description="Metric name from the registry (mlguild.metrics).")
     direction: Literal["maximize", "minimize"] | None = Field(
         None, description="Optional; when given it must agree with the metric's own direction."
@@ -97,6 +101,12 @@ class TaskSpec(BaseModel):
         "sample_submission.csv", description="Submission template for the test rows, in public/."
     )
     answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
+    file_column: str | None = Field(
+        None, description="Column of the train and test files naming each row's input file (a file per row)."
+    )
+    train_files: str | None = Field(None, description="Folder of the train rows' files, in the data folder.")
+    test_files: str | None = Field(None, description="Folder of the test rows' files, in the data folder.")
+    file_suffix: str = Field("", description="Appended to a file_column value to make the file name, e.g. '.tif'.")
     data_dir: str = Field(
         "public", description="Folder of the public files, inside the task folder ('.' for a Kaggle download)."
     )
@@ -109,6 +119,11 @@ class TaskSpec(BaseModel):
         if value is None:
             return None
         return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
+
+    @field_validator("train_files", "test_files")
+    @classmethod
+    def _files_inside(cls, value: str | None) -> str | None:
+        return None if value is None else plain_relative_name(value, "data")
 
     @field_validator("data_dir")
     @classmethod
@@ -147,6 +162,12 @@ class TaskSpec(BaseModel):
                     f"{field} {short(name)} is a name the harness writes into the workspace itself "
                     f"({', '.join(RESERVED_NAMES)}); rename the file"
                 )
+        if self.file_column is not None and (self.train_files is None or self.test_files is None):
+            raise ValueError("file_column needs train_files and test_files: the folders the rows' files are in")
+        if self.file_column is None and self.modality == "image_files":
+            raise ValueError("modality image_files needs file_column, train_files and test_files")
+        if "/" in self.file_suffix or ".." in self.file_suffix:
+            raise ValueError(f"file_suffix {short(self.file_suffix)} must be a plain ending such as '.jpg'")
         if len(set(public.values())) < len(public):
             raise ValueError(
                 f"train_file, test_file and sample_submission must be three different files, "
@@ -364,6 +385,18 @@ def _check_files(task: Task) -> None:
             f"{task.test_path} contains the target column(s) {leaked}",
             "move test answers to private/answers.csv and drop them from public/",
         )
+    if spec.file_column is not None:
+        for header, path in ((train_header, task.train_path), (test_header, task.test_path)):
+            if spec.file_column not in header:
+                raise TaskError(
+                    f"{path} has no file column {spec.file_column!r}", f"fix file_column in {task.root}/task.yaml"
+                )
+        for field, name in (("train_files", spec.train_files), ("test_files", spec.test_files)):
+            if not (task.public_dir / str(name)).is_dir():
+                raise TaskError(
+                    f"{field} {short(name)} is not a folder in {task.public_dir}",
+                    f"fix {field} in {task.root}/task.yaml",
+                )
     sample_header = read_header(task.sample_submission_path)
     if sample_header != spec.submission_columns:
         raise TaskError(

@@ -307,7 +307,14 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
 DRAFT_ORDER: dict[str, list[str]] = {}
 for _r in _RECIPE_LIST:
     DRAFT_ORDER.setdefault(_r.modality, []).append(_r.name)
-FALLBACK = {"tabular": "hist_gb", "text": "tfidf_linear", "image_array": "pixels_linear"}
+# Image files are read into pixels by the same recipes (features/file_pixels.py.j2).
+DRAFT_ORDER["image_files"] = DRAFT_ORDER["image_array"]
+FALLBACK = {
+    "tabular": "hist_gb",
+    "text": "tfidf_linear",
+    "image_array": "pixels_linear",
+    "image_files": "pixels_linear",
+}
 
 
 def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
