@@ -62,9 +62,15 @@ class Retriever:
             return []
         if query not in self._queries:
             self._queries = {query: self.embedder.encode([query])[0], **dict(list(self._queries.items())[:7])}
-        sims = self._matrix[mask] @ self._queries[query]
+        # Similarities of every held record, then the allowed ones: indexing the matrix by the
+        # mask first would copy it (megabytes at 10,000 records) on every search.
+        sims = (self._matrix @ self._queries[query])[mask]
         allowed = self._ids[mask]
-        top = np.argsort(-sims, kind="stable")[:k]
+        if len(sims) > k:  # the k best without sorting them all, then those k in order
+            best = np.argpartition(-sims, k - 1)[:k]
+            top = best[np.lexsort((allowed[best], -sims[best]))]
+        else:
+            top = np.lexsort((allowed, -sims))
         return [int(allowed[i]) for i in top]
 
     def _refresh(self) -> None:
