@@ -10,7 +10,8 @@ A task folder has the MLE-bench layout plus our ``task.yaml``::
 
 A Kaggle download keeps its files beside ``task.yaml`` instead (``data_dir: .``); then every
 file of the folder but ``task.yaml``, ``brief.md``, ``competition.json`` (Kaggle's metadata),
-``private/``, ``runs/`` and hidden ones is public.
+``knowledge/`` (community material, ``mlguild.knowledge``), ``private/``, ``runs/`` and hidden
+ones is public.
 Other sources (a CSV, a bundled example) are converted into this layout by ``mlguild init``;
 a competition folder without ``task.yaml`` gets one inferred (``mlguild.sources.infer``).
 """
@@ -39,7 +40,7 @@ HOLDOUT_FILES = "holdout_files"  # the holdout rows' input files, under neutral 
 RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md", HOLDOUT_FILES)
 # Files of a task folder that are never data, even when the data lie beside them (data_dir: .);
 # "runs" is where `mlguild run` writes by default when started inside that folder.
-NOT_DATA = ("task.yaml", "brief.md", "description.md", "competition.json", "private", "runs")
+NOT_DATA = ("task.yaml", "brief.md", "description.md", "competition.json", "knowledge", "private", "runs")
 _FILE_FIELDS = ("train_file", "test_file", "sample_submission", "answers_file")
 
 

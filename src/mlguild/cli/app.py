@@ -8,6 +8,7 @@ from .bench_cmd import bench
 from .config_cmd import config
 from .grade_cmd import grade
 from .inspect_cmd import show, status
+from .knowledge_cmd import knowledge_app
 from .memory_cmd import memory_app
 from .run_cmd import resume, run
 from .task_cmd import examples, init
@@ -29,6 +30,7 @@ app.command()(config)
 app.command()(grade)
 app.command()(bench)
 app.add_typer(memory_app, name="memory")
+app.add_typer(knowledge_app, name="knowledge")
 
 
 def main() -> None:
