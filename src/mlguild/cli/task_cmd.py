@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..config import mlguild_home
-from ..errors import TaskError
+from ..errors import KaggleError, TaskError
 from ..kaggle_api import competition_slug
 from ..task import Task, load_task
 from .common import console, plain, user_errors
@@ -96,9 +96,15 @@ def init(
     from ..sources import init_task
 
     with user_errors():
-        slug = competition_slug(source if ":" in source or _exists(Path(source)) else f"kaggle:{source}")
+        bare = ":" not in source and not _exists(Path(source))
+        slug = competition_slug(f"kaggle:{source}" if bare else source)
         if slug is not None:
-            _init_kaggle(slug, out, target, metric, force)
+            try:
+                _init_kaggle(slug, out, target, metric, force)
+            except KaggleError as exc:
+                if bare:  # perhaps not meant as a Kaggle competition at all
+                    exc.fix = f"{exc.fix}; or, if {source!r} was not meant as a Kaggle competition: use example:NAME, csv:PATH, or an existing folder"
+                raise
             return
         kind, _, rest = source.partition(":")
         if not rest:
