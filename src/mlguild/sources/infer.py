@@ -21,7 +21,7 @@ import yaml
 from ..errors import TaskError
 from ..firewall import read_csv_exact
 from ..metrics import METRICS, get_metric
-from ..task import TaskSpec, read_header
+from ..task import NOT_DATA, TaskSpec, read_header
 from .csv_source import _positive_label, infer_task_type
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
@@ -114,11 +114,11 @@ def infer_task(
     root, data_dir_name = find_task_root(folder)
     data_dir = root / data_dir_name
     notes: list[str] = []
-    skip = {"task.yaml", "brief.md", "private"}
-    csvs = [
+    csvs = [  # never the task's own files, runs started inside the folder, or hidden ones
         p
         for p in sorted(data_dir.rglob("*.csv"))
-        if not set(p.relative_to(data_dir).parts) & skip and not p.name.startswith(".")
+        if p.relative_to(data_dir).parts[0] not in NOT_DATA
+        and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     rest = [p for p in csvs if p != sample_path]
@@ -135,7 +135,7 @@ def infer_task(
     if id_column not in test_header:
         raise TaskError(
             f"the sample submission's first column {id_column!r} is not a column of {test_path.name}",
-            f"pass the id column: mlguild run {folder} --id COLUMN",
+            "write task.yaml by hand, naming id_column (see README, 'task.yaml')",
         )
     predicted = [c for c in sample_header if c != id_column]
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
