@@ -167,3 +167,17 @@ def test_a_runs_folder_inside_the_data_is_refused(tmp_path):
     task = load_task(make_task(tmp_path / "t"))
     with pytest.raises(RunError, match="inside the task's data folder"):
         create_run(task, load_config(None, []), task.public_dir / "runs")
+
+
+def test_inference_ignores_runs_and_hidden_folders_inside_the_data(example_tasks, tmp_path):
+    folder = as_competition_folder(example_tasks["churn"], tmp_path / "comp", "flat")
+    for noise in ("runs/r/nodes/n0001/output", ".cache/x", "knowledge"):
+        (folder / noise).mkdir(parents=True)
+        (folder / noise / "submission_sample.csv").write_text("id,churn\n1,0.5\n")
+        (folder / noise / "test.csv").write_text("id\n1\n")
+    spec = infer_task(folder).spec
+    assert (spec.sample_submission, spec.test_file, spec.train_file) == (
+        "sample_submission.csv",
+        "test.csv",
+        "train.csv",
+    )
