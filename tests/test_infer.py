@@ -175,9 +175,10 @@ def test_inference_ignores_runs_and_hidden_folders_inside_the_data(example_tasks
         (folder / noise).mkdir(parents=True)
         (folder / noise / "submission_sample.csv").write_text("id,churn\n1,0.5\n")
         (folder / noise / "test.csv").write_text("id\n1\n")
+    (folder / "sample_submission.csv").rename(folder / "sampleSubmission.csv")  # found by its word "sample"
     spec = infer_task(folder).spec
     assert (spec.sample_submission, spec.test_file, spec.train_file) == (
-        "sample_submission.csv",
+        "sampleSubmission.csv",
         "test.csv",
         "train.csv",
     )
