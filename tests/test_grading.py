@@ -123,3 +123,12 @@ def test_init_mlebench_and_grade_from_the_command_line(example_tasks, tmp_path):
     of_run = mlguild("grade", str(run_dir), cwd=tmp_path)
     assert of_run.returncode == 0, of_run.stderr
     assert "titanic: accuracy" in of_run.stdout and "above median" in of_run.stdout
+
+
+def test_grading_a_folder_without_task_yaml_writes_nothing(example_tasks, tmp_path):
+    folder = as_competition_folder(example_tasks["ames"], tmp_path / "ames", "mle")
+    answers = folder / "prepared" / "private" / "answers.csv"
+    graded = mlguild("grade", str(answers), "--task", str(folder), "--json", cwd=tmp_path)
+    assert graded.returncode == 0, graded.stderr
+    assert json.loads(graded.stdout)["score"] == 0.0  # the answers themselves: no error at all
+    assert not (folder / "prepared" / "task.yaml").exists()

@@ -60,7 +60,8 @@ def grade_submission(task: Task, submission: Path, leaderboard: Path | None = No
     answers = task.answers_path
     if answers is None:
         raise TaskError(
-            f"the task {task.root} has no test answers (private/{spec.answers_file or 'answers.csv'})",
+            f"the task {task.root} has no test answers"
+            + (f" (private/{spec.answers_file} is missing)" if spec.answers_file else " (answers_file is not set)"),
             "grade against a prepared task whose private/ folder holds the answers",
         )
     report: dict = {

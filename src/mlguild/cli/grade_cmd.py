@@ -30,7 +30,7 @@ def grade(
         if not submission.exists():
             raise TaskError(f"{submission} does not exist", "give a submission CSV or a run folder")
         if task is not None:
-            loaded = folder_task(task, None, None)
+            loaded = folder_task(task, None, None, write=False)
         elif submission.is_dir():
             loaded = task_of_run(submission)
         else:

@@ -33,7 +33,9 @@ def resolve_task(source: str, target: str | None = None, fresh: bool = False, me
     return load_task(init_task(source, dest, target=target, overwrite=True, **options))
 
 
-def folder_task(folder: Path, target: str | None, metric: str | None) -> Task:
+def folder_task(folder: Path, target: str | None, metric: str | None, write: bool = True) -> Task:
+    """The task of a folder; one without task.yaml gets it inferred, and written unless
+    ``write`` is False (a command that promises to write nothing, such as `mlguild grade`)."""
     from ..sources.infer import find_task_root, infer_task, write_inferred
 
     root = folder
@@ -41,6 +43,16 @@ def folder_task(folder: Path, target: str | None, metric: str | None) -> Task:
         root = find_task_root(folder)[0]
         if not (root / "task.yaml").exists():
             inferred = infer_task(folder, target=target, metric=metric)
+            if not write:
+                description = next(
+                    (
+                        p.read_text(errors="replace")
+                        for p in (root / "description.md", root / inferred.spec.data_dir / "description.md")
+                        if p.is_file()
+                    ),
+                    inferred.spec.description or "",
+                )
+                return Task(root=root.resolve(), spec=inferred.spec, description=description)
             written = write_inferred(inferred)
             console.print(f"no task.yaml in {plain(folder)}: inferred one")
             for note in inferred.notes:

@@ -185,6 +185,10 @@ def infer_task(
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
     params: dict = {}
+    if metric is not None and metric not in METRICS:
+        raise TaskError(
+            f"--metric {metric!r} is not a metric mlguild knows", f"use one of: {', '.join(sorted(METRICS))}"
+        )
     if metric is None:
         if named is None:
             raise TaskError(
