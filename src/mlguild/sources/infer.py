@@ -245,7 +245,7 @@ def infer_task(
         answers_file=answers,
         data_dir=data_dir_name,
         **(files or {}),
-        description=None if _has_description(root, data_dir) else _stub_description(folder, targets, metric),
+        description=None if _has_description(root, data_dir) else _generated_description(folder, targets, metric),
         source=f"folder:{folder.resolve()}",
     )
     return Inferred(root=root, spec=spec, notes=notes)
@@ -324,7 +324,7 @@ def _description_text(root: Path, data_dir: Path) -> str:
     return ""
 
 
-def _stub_description(folder: Path, targets: list[str], metric: str) -> str:
+def _generated_description(folder: Path, targets: list[str], metric: str) -> str:
     return (
         f"# {_name(folder)}\n\nA competition folder without a description. Predict {', '.join(targets)} "
         f"for every row of the test file, in the format of the sample submission. Metric: {metric}.\n"
