@@ -27,11 +27,12 @@ mcgs at least equal to greedy on every example, and lower regret on average. ``-
 runs each pair at once, each policy pinned to half the CPUs; ``--out`` keeps the rows, and a
 rerun with the same ``--out`` and budget skips the runs already there.
 
-``warm``: what the memory shared by runs is worth. Every example runs once to fill a master
-store; then, per example, a cold run (``--no-memory``) and a warm run whose store is the
-master with that example's own records forgotten (so it is warmed by the other examples
-only). Reported: the cold run's final best holdout score, when the cold run first reached
-it, when the warm run did, and the ratio (target: at most two thirds).
+``warm``: what the memory shared by runs is worth. Every example first runs cold: with the
+memory on but its own empty store, so it reads nothing and keeps everything it does (a run
+never reads its own records from the shared store, so an empty store is a cold run). Then,
+per example, a warm run whose store holds the other examples' cold records only. Reported:
+the cold run's final best holdout score, when the cold run first reached it, when the warm
+run did, and the ratio (target: at most two thirds).
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ from mlguild.search import MCGSPolicy, Node, SearchGraph
 from mlguild.search.graph import Evidence
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.state import replay
-from mlguild.task import load_task
 
 PHRASES = [
     "target encoding of high cardinality categories",
@@ -311,12 +311,11 @@ def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path, s
     print(f"rows: {out}; runs: {work}")
 
 
-def _launch(example_dir: Path, run_id: str, budget_s: float, work: Path, home: Path | None) -> Path:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "MLGUILD_HOME": str(home or work / "cold-home")}
+def _launch(example_dir: Path, run_id: str, budget_s: float, work: Path, home: Path) -> Path:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "MLGUILD_HOME": str(home)}
     cmd = [
         sys.executable, "-m", "mlguild.cli.app", "run", str(example_dir), "--time", f"{budget_s:g}s",
         "--brain", "recipes", "--runs-dir", str(work / "runs"), "--run-id", run_id,
-        *([] if home is not None else ["--no-memory"]),
     ]  # fmt: skip
     with (work / f"{run_id}.log").open("w") as out:
         subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600)
@@ -334,41 +333,62 @@ def _best_over_time(run_dir: Path) -> list[tuple[float, float]]:
     return points if direction == "maximize" else [(t, -s) for t, s in points]  # larger is better
 
 
+def _merge_stores(sources: list[Path], target: Path) -> int:
+    """Copy every record (and its embeddings) of the ``sources`` stores into ``target``."""
+    into = MemoryStore(target)
+    copied = 0
+    for source in sources:
+        store = MemoryStore(source)
+        ids = store.ids()
+        records = store.records(ids)
+        vectors: dict[int, tuple[str, bytes]] = {}
+        with sqlite3.connect(source) as db:
+            models = [row[0] for row in db.execute("SELECT DISTINCT model FROM vectors")]
+        for model in models:
+            vectors.update({i: (model, blob) for i, blob in store.vectors(model)})
+        for record_id in ids:
+            model, blob = vectors.get(record_id, ("", None))
+            into.add(records[record_id], blob, model)
+            copied += 1
+        store.close()
+    into.close()
+    return copied
+
+
 def bench_warm(budget_s: float, examples: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
-    master = work / "master-home"
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
-    for name, example_dir in dirs.items():  # fill the master store: one run of every example
-        _launch(example_dir, f"fill-{name}", budget_s, work, master)
-    print("| example | cold final best (holdout) | cold reached it at | warm reached it at | warm / cold |")
-    print("|---|---|---|---|---|")
-    ratios = []
+    cold: dict[str, list[tuple[float, float]]] = {}
+    for name, example_dir in dirs.items():  # cold runs; their records warm the other examples
+        cold[name] = _best_over_time(_launch(example_dir, f"cold-{name}", budget_s, work, work / f"cold-{name}"))
+    rows, ratios = [], []
     for name, example_dir in dirs.items():
-        home = work / f"home-{name}"
+        home = work / f"warm-{name}"
         home.mkdir()
-        source, copy = sqlite3.connect(master / "memory.sqlite"), sqlite3.connect(home / "memory.sqlite")
-        source.backup(copy)  # the WAL's pages too, which a file copy could miss
-        source.close()
-        copy.close()
-        store = MemoryStore(home / "memory.sqlite")
-        store.forget(task=load_task(example_dir).spec.name)  # warmed by the other examples only
-        store.close()
-        cold = _best_over_time(_launch(example_dir, f"cold-{name}", budget_s, work, None))
+        others = [work / f"cold-{other}" / "memory.sqlite" for other in dirs if other != name]
+        records = _merge_stores(others, home / "memory.sqlite")
         warm = _best_over_time(_launch(example_dir, f"warm-{name}", budget_s, work, home))
-        if not cold:
-            print(f"| {name} | — | — | — | — |")
+        if not cold[name]:
+            rows.append(f"| {name} | {records} | — | — | — | — |")
             continue
-        cold_at, target = cold[-1]
+        cold_at, target = cold[name][-1]
         reached = next((t for t, score in warm if score >= target), None)
         ratio = None if reached is None else reached / max(cold_at, 1e-9)
         if ratio is not None:
             ratios.append(ratio)
         warm_at = f"{reached:.0f} s" if reached is not None else "never"
         shown = f"{ratio:.2f}" if ratio is not None else "—"
-        print(f"| {name} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |")
+        rows.append(f"| {name} | {records} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |")
+    print(
+        "| example | records warming it | cold final best (holdout) | cold reached it at | warm reached it at | warm / cold |"
+    )
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
     if ratios:
         median = statistics.median(ratios)
-        print(f"median time ratio, warm over cold: {median:.2f} ({len(ratios)} examples; target <= 0.67)")
+        print(
+            f"median time ratio, warm over cold: {median:.2f} ({len(ratios)} of {len(dirs)} examples reached it; target <= 0.67)"
+        )
     print(f"runs: {work}")
 
 

@@ -30,6 +30,7 @@ def _agent(tmp_path, brain, **sets):
                 "search.draft_every": 0,
                 "sandbox.script_timeout_s": 30,
                 "brain.eda": False,  # the exploratory node has its own tests (test_eda.py)
+                "search.policy": "greedy",  # the scripted replies follow its order of actions
                 **sets,
             }.items()
         ],

@@ -157,7 +157,7 @@ class MCGSConfig(_Section):
 
 
 class SearchConfig(_Section):
-    policy: str = Field("greedy", description="Search policy: greedy, or mcgs (Monte Carlo graph search).")
+    policy: str = Field("mcgs", description="Search policy: mcgs (Monte Carlo graph search), or greedy.")
     num_drafts: int = Field(3, ge=1, description="Independent drafts before improving starts.")
     max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
     debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")

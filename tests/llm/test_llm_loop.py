@@ -61,6 +61,7 @@ def _run(tmp_path, models, sleeps, **sets):
             for k, v in {
                 "budget.iterations": 5,
                 "brain.eda": False,  # the exploratory node has its own tests (test_eda.py)
+                "search.policy": "greedy",  # the scripted replies follow its order of actions
                 "search.num_drafts": 3,
                 "search.draft_every": 0,
                 "search.max_debug_depth": 0,
