@@ -20,6 +20,7 @@ from .executor import NodeRunner, Outcome
 from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .memory import Memory, TaskTraits
 from .metrics import get_metric
+from .pools import Pools
 from .protocols import LAST_RESORT, Action, Brain, Policy, Proposal, Sandbox
 from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
@@ -77,7 +78,9 @@ class Agent:
         traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
         self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
         self.memory.replay(self.state.graph, self._code, self._columns)
-        self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction)
+        self.pools = Pools.open(run.path)
+        self.pools.reports.sync(self.state.graph)  # a resume: the nodes a kill left unreported
+        self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction, self.pools)
 
     # --- budget ---
     def elapsed(self) -> float:
@@ -258,7 +261,8 @@ class Agent:
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
         apply_outcome(node, outcome)  # the report compares the node with its parent and the best
-        self.runner.write_report(node, outcome, self.state.graph)
+        report = self.pools.node_finished(node, self.state.graph)  # what the other nodes read
+        self.runner.write_report(node, outcome, self.state.graph, report.markdown() if report else [])
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         record_finished(self.run.journal, node, outcome, self.elapsed())
         if node.op == EDA and node.status == EXPLORED:

@@ -307,6 +307,23 @@ class KaggleConfig(_Section):
     )
 
 
+class PoolsConfig(_Section):
+    """The run's report and idea pools (mlguild.pools)."""
+
+    reports_shown: int = Field(
+        3, ge=0, description="Reports of other nodes of the run a proposal's prompt shows, the most relevant first."
+    )
+    ideas_shown: int = Field(
+        5, ge=0, description="Ideas from the idea pool a draft's prompt shows, the best ranked first."
+    )
+    ideas_from_knowledge: bool = Field(
+        True, description="Fill the idea pool from the task's knowledge/ folder when the run starts."
+    )
+    llm_extraction: bool = Field(
+        True, description="An LLM, when the run has one, reads the knowledge for ideas (else rules do)."
+    )
+
+
 class Config(_Section):
     """The whole resolved configuration of a run."""
 
@@ -318,6 +335,7 @@ class Config(_Section):
     final: FinalConfig = FinalConfig()
     scorer: ScorerConfig = ScorerConfig()
     memory: MemoryConfig = MemoryConfig()
+    pools: PoolsConfig = PoolsConfig()
     kaggle: KaggleConfig = KaggleConfig()
     llm: LLMConfig = LLMConfig()
 

@@ -13,10 +13,11 @@ from .brief import read_brief
 from .executor import OUTPUT_TAIL
 from .fsutil import read_text_no_follow
 from .memory import Memory, Recall
+from .pools import Pools
 from .protocols import Action, Context, HistoryItem, ParentView, Repair
 from .rundir import RunDir
 from .search.graph import Node, SearchGraph
-from .vocabulary import DEBUG, DRAFT, EVOLVE, REFIT
+from .vocabulary import DEBUG, DRAFT, EVOLVE, IMPROVE, REFIT
 
 _TRIED_SHOWN = 8  # children of a parent a prompt lists
 _LEADERS_SHOWN = 5  # branches a prompt lists the best node of
@@ -25,8 +26,8 @@ _REPAIRS_SHOWN = 3  # repairs of recipe scripts a draft may carry over
 
 
 class ContextBuilder:
-    def __init__(self, run: RunDir, memory: Memory, direction: str):
-        self.run, self.memory, self.direction = run, memory, direction
+    def __init__(self, run: RunDir, memory: Memory, direction: str, pools: Pools | None = None):
+        self.run, self.memory, self.direction, self.pools = run, memory, direction, pools
         self.profile = run.profile.to_dict()
         self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
 
@@ -54,6 +55,8 @@ class ContextBuilder:
             leaders=leaders(graph),
             trajectory=trajectory(graph, action),
             recall=self.recall(graph, action, parents),
+            reports=self.reports(graph, action, parents),
+            ideas=self.ideas(action),
             repairs=self.repairs(graph) if action.op == DRAFT else (),
             move_priors=self.memory.move_priors(),
             brief=self.brief,
@@ -73,6 +76,26 @@ class ContextBuilder:
         # The parents and what was built on them are in the prompt already.
         shown = {p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)}
         return self.memory.recall(f"{action.op} {query}", skip=shown)
+
+    def reports(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> tuple[str, ...]:
+        """The reports of the run's other nodes most like what this proposal is about (the
+        parents and what was built on them are in the prompt already)."""
+        k = self.run.config.pools.reports_shown
+        if self.pools is None or not k:
+            return ()
+        shown = {p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)}
+        query = " ".join(f"{p.plan[:400]} {p.meta.get('recipe', '')} {p.meta.get('move', '')}" for p in parents)
+        query = query or f"{self.run.spec.task_type} {self.run.spec.metric}"
+        return tuple(r.digest() for r in self.pools.reports.relevant(f"{action.op} {query}", k, skip=shown))
+
+    def ideas(self, action: Action) -> tuple[str, ...]:
+        """For a draft, an improve or an evolve: the ideas to try, best ranked first."""
+        k = self.run.config.pools.ideas_shown
+        if self.pools is None or not k or action.op not in (DRAFT, IMPROVE, EVOLVE):
+            return ()
+        kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
+        words = f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
+        return tuple(i.line() for i in self.pools.ideas.ranked(words, k, self.direction))
 
     def repairs(self, graph: SearchGraph) -> tuple[Repair, ...]:
         """The latest scored repairs, not written by the recipes, of failed recipe scripts:

@@ -248,7 +248,9 @@ class NodeRunner:
                 (dest / name).mkdir(parents=True, exist_ok=True)
                 (dest / name / file).write_bytes(data)
 
-    def write_report(self, node: Node, outcome: Outcome, graph: SearchGraph | None = None) -> None:
+    def write_report(
+        self, node: Node, outcome: Outcome, graph: SearchGraph | None = None, sections: list[str] | None = None
+    ) -> None:
         node_dir = self.run.node_dir(node.id)
         score = {
             "node": node.id,
@@ -275,6 +277,7 @@ class NodeRunner:
             lines.append(f"- ⚠ {describe(flag, self.metric)}")
         if graph is not None:
             lines += ["", "## Result", *result_lines(node, graph, self.metric.name, node_dir)]
+        lines += sections or []
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-OUTPUT_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")

@@ -81,6 +81,11 @@ class RunDir:
         return self.nodes_dir / node_id
 
     @property
+    def task_root(self) -> Path:
+        """The task folder the run was made from (its knowledge/ lives there)."""
+        return Path(json.loads((self.path / "task.json").read_text())["root"])
+
+    @property
     def profile(self) -> DataProfile:
         return DataProfile.from_dict(json.loads((self.path / "profile.json").read_text()))
 

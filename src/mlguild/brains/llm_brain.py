@@ -29,6 +29,7 @@ from ..coder.stepwise import STEP_ORDER, assemble_parts
 from ..config import BrainConfig, Config
 from ..llm.base import LLM, Completion, Message
 from ..llm.config import LLMConfig
+from ..pools.ideas import cited_ideas
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
@@ -137,7 +138,11 @@ class LLMBrain:
                 plan, code = self._stepwise(common, tried, node)
             else:
                 plan, code = self._full_script(render("draft", **common, tried=tried), "draft", node)
-        return Proposal(plan=plan, code=code, meta={"summary": _first_line(plan), "model": self.llm.model})
+        meta: dict[str, object] = {"summary": _first_line(plan), "model": self.llm.model}
+        used = cited_ideas(plan, context.ideas)
+        if used:
+            meta["ideas"] = used
+        return Proposal(plan=plan, code=code, meta=meta)
 
     # --- prompts ---
     def _common(self, context: Context) -> dict:
@@ -153,6 +158,8 @@ class LLMBrain:
             leaders=context.leaders,
             recall=context.recall,
             brief=context.brief,
+            reports=context.reports,
+            ideas=context.ideas,
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:

@@ -22,6 +22,7 @@ from ..kaggle_api import competition_slug
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
+from ..pools import Pools, fill_run_ideas
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
@@ -118,16 +119,32 @@ def _sandbox_for(cfg, brain_name: str):
     return sandbox, line
 
 
-def _write_brief(run: RunDir, brain, fake_llm: bool) -> None:
-    """brief.md before the first node: by the brain's LLM when it has one (not the dry run's
-    stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
+def _brain_llm(brain, fake_llm: bool):
+    """The brain's LLM (a hybrid's too), or None: none, or the dry run's stand-in."""
     llm = None
     for candidate in (brain, getattr(brain, "llm_brain", None)):
         llm = llm or getattr(candidate, "llm", None)
-    _, author = ensure_brief(run.path, run.spec, run.profile, run.description, None if fake_llm else llm)
+    return None if fake_llm else llm
+
+
+def _write_brief(run: RunDir, brain, fake_llm: bool) -> None:
+    """brief.md before the first node: by the brain's LLM when it has one (not the dry run's
+    stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
+    _, author = ensure_brief(run.path, run.spec, run.profile, run.description, _brain_llm(brain, fake_llm))
     console.print(
         f"brief {plain(brief_path(run.path))} ({'kept as found' if author == 'existing' else 'by ' + author})"
     )
+
+
+def _fill_ideas(run: RunDir, brain, fake_llm: bool) -> None:
+    """The idea pool from the task's knowledge/ folder, before the first node (see mlguild.pools)."""
+    pools = Pools.open(run.path)
+    try:
+        line = fill_run_ideas(run, pools, _brain_llm(brain, fake_llm))
+    finally:
+        pools.close()
+    if line:
+        console.print(plain(line))
 
 
 def _submitter_for(run: RunDir) -> Submitter | None:
@@ -168,6 +185,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     brain, brain_line = _brain_for(run, fake_llm)
     submitter = _submitter_for(run)
     _write_brief(run, brain, fake_llm)
+    _fill_ideas(run, brain, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
     console.print(f"run   {plain(run.path)}")
     console.print(

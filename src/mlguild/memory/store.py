@@ -10,15 +10,14 @@ the file. A record is keyed by (run, node): recording a node again replaces it.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..sqlite_util import connect, create, fts_match, writing
 from .experience import Experience, TaskTraits
 
 _SCHEMA = """
@@ -40,8 +39,6 @@ CREATE INDEX IF NOT EXISTS experiences_task_type ON experiences (task_type, op);
 CREATE VIRTUAL TABLE IF NOT EXISTS experiences_fts USING fts5(body, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, vec BLOB NOT NULL);
 """
-_WORD = re.compile(r"[A-Za-z0-9_]{2,}")
-_MAX_TERMS = 40
 
 
 class MemoryStore:
@@ -58,18 +55,8 @@ class MemoryStore:
                     "set memory.path to a writable file, or run with --no-memory",
                 ) from exc
         try:
-            self._db = sqlite3.connect(
-                str(Path(self.path).expanduser()) if self.path != ":memory:" else self.path,
-                timeout=timeout_s,
-                isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE)
-                check_same_thread=False,
-            )
-            self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode = WAL")
-            with self._write():  # executescript would commit on its own: one statement at a time
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    self._db.execute(statement)
+            self._db = connect(self.path, timeout_s)
+            create(self._db, _SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise ConfigError(
                 f"the memory store {self.path} cannot be used: {exc}",
@@ -79,15 +66,8 @@ class MemoryStore:
     def close(self) -> None:
         self._db.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[None]:
+        return writing(self._db)
 
     # ------------------------------------------------------------------ writing
 
@@ -163,10 +143,9 @@ class MemoryStore:
 
     def search_ids(self, query: str, limit: int = 20, **filters: Any) -> list[int]:
         """The ids of ``search``'s records, without reading the records."""
-        terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_TERMS]
-        if not terms:
+        match = fts_match(query)
+        if not match:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)  # quoted: no word is read as FTS syntax
         where, args = _filters(**filters)
         if not where:  # no join needed: the index alone ranks
             rows = self._db.execute(
