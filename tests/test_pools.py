@@ -190,3 +190,21 @@ def test_two_writers_share_the_pool_without_losing_a_report(tmp_path):
 def test_only_offered_ideas_count_as_cited():
     offered = ("[i1a2b3c] use five folds", "[iffffff] log target")
     assert cited_ideas("Plan [i1a2b3c, i0000aa]: folds", offered) == ["i1a2b3c"]
+
+
+def test_status_shows_the_pools_and_the_novelty_share(tmp_path):
+    from typer.testing import CliRunner
+
+    from mlguild.cli.app import app
+
+    llm = ScriptedLLM(default=FULL)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2})
+    add_items(run.task_root, [FIXTURES / "forum-target-encoding.md"], None)
+    fill_run_ideas(run, agent.pools, None)  # by rules
+    idea = agent.pools.ideas.all()[0]
+    llm.replies.append(FULL.replace("Plan: logistic curve on x0.", f"Plan [{idea.id}]: logistic curve on x0."))
+    agent.run_loop()
+    result = CliRunner().invoke(app, ["status", str(run.path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "pools: 2 reports; 2 ideas (2 from the community, 0 from reports)" in result.output
+    assert "attempts that used a community idea: 1/2 (50%)" in result.output

@@ -14,6 +14,7 @@ from ..journal import read_journal
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..rundir import check_run_dir
+from ..search.graph import SearchGraph
 from ..state import replay
 from ..task import TaskSpec
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
@@ -86,6 +87,7 @@ def status(
             )
         else:
             console.print("noise floor: not measured yet (no node has been re-run with another seed)")
+        _pools_line(path, state.graph)
         calls = [r for r in records if r["type"] == "llm_call"]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
@@ -99,6 +101,29 @@ def status(
             console.print(
                 f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}"
             )
+
+
+def _pools_line(path: Path, graph: SearchGraph) -> None:
+    """The pools: how many reports and ideas, and the novelty share (attempts that used a
+    community idea against those that did not)."""
+    from ..pools import Pools
+    from ..pools.store import FILE
+
+    if not (path / FILE).is_file():
+        return
+    pools = Pools.open(path)
+    try:
+        used, reported = pools.novelty(graph)
+        ideas = pools.ideas.all()
+        community = sum(1 for i in ideas if i.origin == "community")
+        reports = len(pools.store.keys("reports"))
+    finally:
+        pools.close()
+    share = f"{used}/{reported} ({100 * used / reported:.0f}%)" if reported else "—"
+    console.print(
+        f"pools: {reports} reports; {len(ideas)} ideas ({community} from the community, {len(ideas) - community} from reports); "
+        f"attempts that used a community idea: {share}, the rest new"
+    )
 
 
 def _public(public: dict, node_id: str) -> str:
