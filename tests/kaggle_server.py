@@ -22,6 +22,27 @@ What is served, as the client sends and parses it (camelCase JSON, enums by name
 - ``POST /v1/security.OAuthService/IntrospectToken``                 what ``authenticate()`` asks when an access token
   (``KAGGLE_API_TOKEN`` or ``~/.kaggle/access_token``) is present; with the legacy username/key it makes no request.
 
+A competition's community material (``add_kernel``, ``add_topic``):
+
+- ``POST /v1/kernels.KernelsApiService/ListKernels``                  ``kernels_list``: filters ``competition``,
+  ``language``, ``kernelType``; ``sortBy`` (``VOTE_COUNT``, ``DATE_RUN``, ``DATE_CREATED``; anything else, e.g. the
+  default ``HOTNESS``, as votes); ``page``/``pageSize`` (default 20) or ``pageToken``.
+- ``POST /v1/kernels.KernelsApiService/GetKernel``                    ``kernels_pull``: ``{"metadata", "blob": {"source",
+  "language", "kernelType", "slug"}}``; the client writes ``blob.source`` to ``<slug>.ipynb`` or ``<slug>.py``.
+- ``POST /v1/competitions.CompetitionApiService/ListCompetitionTopics`` ``competition_list_topics``: ``sortBy``
+  (``TOPIC_LIST_SORT_BY_TOP`` by votes, ``..._NEW``/``..._RECENT`` by date, else as listed), ``page`` of 20 topics,
+  with ``totalCount``.
+- ``POST /v1/competitions.CompetitionApiService/ListTopicMessages``   ``competition_list_topic_messages``: the topic's
+  messages as a tree (``replies``), top level sorted by ``sortBy`` (``..._OLD``, ``..._NEW``, ``..._TOP``), ``pageSize``
+  top-level messages (-1 or none: all).
+- ``POST /v1/search.SearchApiService/ListEntities``                   ``search``: the kernels whose title contains
+  ``filters.query`` (case-insensitive), when ``filters.documentTypes`` is empty or holds ``KERNEL``, with the owner's
+  ``tier`` and the kernel's ``bestPublicScore``. Protobuf JSON leaves out default values, so a novice owner has no
+  ``tier`` and a kernel without a score no ``bestPublicScore``, as on Kaggle.
+
+What api.kaggle.com answers to ListKernels for a competition that does not exist is not known; the fake lists nothing
+(the product asks ListCompetitions first).
+
 Errors use the body api.kaggle.com sends, ``{"error": {"code", "message", "status", "details"}}``. kagglesdk only turns
 a *top-level* ``code``/``message`` into its exception text, so with this (real) shape the client raises
 ``requests.HTTPError("403 Client Error: Forbidden for url: ...")`` and the message is only in the response body.
@@ -43,7 +64,7 @@ import json
 import secrets
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
@@ -54,6 +75,8 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 COMPETITIONS = "competitions.CompetitionApiService"
+KERNELS = "kernels.KernelsApiService"
+SEARCH = "search.SearchApiService"
 OAUTH = "security.OAuthService"
 
 # Message texts as Kaggle words them. The download one is verbatim from Kaggle's replies; the submit one follows it.
@@ -155,6 +178,62 @@ class FakeCompetition:
 
 
 @dataclass
+class FakeKernel:
+    """A public notebook or script of a competition. ``tier`` is its owner's UserAchievementTier name (NOVICE ...
+    GRANDMASTER, STAFF); ``best_public_score`` None when it never made a submission. ``pull_status``: GetKernel answers
+    this HTTP status instead (403, as for a kernel made private after it was listed; 429, a rate limit)."""
+
+    ref: str  # owner/slug
+    title: str
+    competition: str
+    source: str
+    kernel_type: Literal["notebook", "script"] = "notebook"
+    language: str = "python"
+    author: str = ""  # the display name; the owner's user name when empty
+    votes: int = 0
+    last_run: datetime = field(default_factory=_now)
+    tier: str = "NOVICE"
+    best_public_score: float | None = None
+    pull_status: int | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.ref.split("/", 1)[0]
+
+    @property
+    def slug(self) -> str:
+        return self.ref.split("/", 1)[1]
+
+
+@dataclass
+class FakeMessage:
+    """A message of a discussion topic. ``content`` is the HTML Kaggle renders; ``markdown`` what its author typed."""
+
+    author: str
+    posted: datetime
+    markdown: str
+    votes: int = 0
+    content: str | None = None
+    deleted: bool = False
+    replies: list[FakeMessage] = field(default_factory=list)
+    id: int = 0  # given by add_topic when 0
+
+
+@dataclass
+class FakeTopic:
+    """A discussion topic of a competition: its messages, the opening one first, each with its replies."""
+
+    id: int
+    competition: str
+    title: str
+    author: str
+    posted: datetime
+    votes: int = 0
+    messages: list[FakeMessage] = field(default_factory=list)
+    sticky: bool = False
+
+
+@dataclass
 class Seen:
     """One request as it reached the server, for assertions. ``json`` is None when the body is not JSON."""
 
@@ -230,6 +309,9 @@ class KaggleServer:
         self.url = ""
         self.competitions: dict[str, FakeCompetition] = {}
         self.rate_limit_submits = 0
+        self.rate_limit_kernel_lists = 0  # ListKernels calls answered 429 before listing
+        self.kernels: dict[str, FakeKernel] = {}  # by ref, lower case
+        self.topics: dict[int, FakeTopic] = {}
         self.retry_after = 1
         self.daily_submission_limit = 5
         self.unknown_competition_status = 404
@@ -255,6 +337,16 @@ class KaggleServer:
             if comp.slug not in self._competition_ids:
                 self._competition_ids[comp.slug] = self._next_competition_id
                 self._next_competition_id += 1
+
+    def add_kernel(self, kernel: FakeKernel) -> None:
+        with self._lock:
+            self.kernels[kernel.ref.lower()] = kernel
+
+    def add_topic(self, topic: FakeTopic) -> None:
+        with self._lock:
+            self.topics[topic.id] = topic
+            for n, message in enumerate(_walk(topic.messages)):
+                message.id = message.id or topic.id * 1000 + n + 1
 
     def start(self) -> None:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -438,6 +530,11 @@ class KaggleServer:
             (COMPETITIONS, "ListSubmissions"): self._list_submissions,
             (COMPETITIONS, "GetSubmission"): self._get_submission,
             (OAUTH, "IntrospectToken"): self._introspect_token,
+            (KERNELS, "ListKernels"): self._list_kernels,
+            (KERNELS, "GetKernel"): self._get_kernel,
+            (COMPETITIONS, "ListCompetitionTopics"): self._list_competition_topics,
+            (COMPETITIONS, "ListTopicMessages"): self._list_topic_messages,
+            (SEARCH, "ListEntities"): self._list_entities,
         }
 
     def _list_competitions(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -566,6 +663,153 @@ class KaggleServer:
             return {"active": True, "username": self.username, "clientId": "kaggle-cli", "scope": "resources.admin:*"}
         return {}
 
+    # ----------------------------------------------------------------------------------------------- community
+
+    def kernel_json(self, kernel: FakeKernel) -> dict[str, Any]:
+        """An ApiKernelMetadata, as ListKernels and GetKernel send it (no tier, no score: the API has neither)."""
+        return {
+            "id": 70_000_000 + sorted(self.kernels).index(kernel.ref.lower()),
+            "ref": kernel.ref,
+            "title": kernel.title,
+            "author": kernel.author or kernel.owner,
+            "slug": kernel.slug,
+            "lastRunTime": timestamp(kernel.last_run),
+            "language": kernel.language,
+            "kernelType": kernel.kernel_type,
+            "isPrivate": False,
+            "enableGpu": False,
+            "enableInternet": True,
+            "competitionDataSources": [kernel.competition],
+            "totalVotes": kernel.votes,
+            "currentVersionNumber": 3,
+            "dockerImage": "gcr.io/kaggle-images/python",
+            "machineShape": "NvidiaTeslaP100",
+        }
+
+    def _list_kernels(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.rate_limit_kernel_lists > 0:
+            self.rate_limit_kernel_lists -= 1
+            raise ApiError(429, RATE_LIMIT_MESSAGE, headers={"Retry-After": str(self.retry_after)})
+        wanted = {key: request.get(key) or "all" for key in ("language", "kernelType")}
+        found = [
+            k
+            for k in self.kernels.values()
+            if k.competition == (request.get("competition") or k.competition)
+            and wanted["language"] in ("all", k.language)
+            and wanted["kernelType"] in ("all", k.kernel_type)
+        ]
+        by = {"DATE_RUN": lambda k: k.last_run, "DATE_CREATED": lambda k: k.last_run}
+        found.sort(key=by.get(request.get("sortBy") or "", lambda k: k.votes), reverse=True)
+        page, next_token = self._page(found, request)
+        body: dict[str, Any] = {"kernels": [self.kernel_json(k) for k in page]}
+        if next_token:
+            body["nextPageToken"] = next_token
+        return body
+
+    def _get_kernel(self, request: dict[str, Any]) -> dict[str, Any]:
+        kernel = self.kernels.get(f"{request.get('userName', '')}/{request.get('kernelSlug', '')}".lower())
+        if kernel is None:
+            raise ApiError(404, NOT_FOUND_MESSAGE)
+        if kernel.pull_status == 429:
+            raise ApiError(429, RATE_LIMIT_MESSAGE, headers={"Retry-After": str(self.retry_after)})
+        if kernel.pull_status:
+            raise ApiError(kernel.pull_status, "Permission 'kernels.get' was denied")
+        blob = {"source": kernel.source, "language": kernel.language, "kernelType": kernel.kernel_type}
+        return {"metadata": self.kernel_json(kernel), "blob": {**blob, "slug": kernel.slug}}
+
+    def _list_competition_topics(self, request: dict[str, Any]) -> dict[str, Any]:
+        comp = self._competition(request.get("competitionName", ""))
+        found = [t for t in self.topics.values() if t.competition == comp.slug]
+        sort_by = request.get("sortBy") or ""
+        if sort_by == "TOPIC_LIST_SORT_BY_TOP":
+            found.sort(key=lambda t: t.votes, reverse=True)
+        elif sort_by in ("TOPIC_LIST_SORT_BY_NEW", "TOPIC_LIST_SORT_BY_RECENT"):
+            found.sort(key=lambda t: t.posted, reverse=True)
+        start = (max(int(request.get("page") or 1), 1) - 1) * 20
+        topics = []
+        for topic in found[start : start + 20]:
+            comments = sum(1 for _ in _walk(topic.messages)) - 1
+            last = max((m.posted for m in _walk(topic.messages)), default=topic.posted)
+            topics.append(
+                {
+                    "id": topic.id,
+                    "title": topic.title,
+                    "topicUrl": f"/competitions/{comp.slug}/discussion/{topic.id}",
+                    "authorName": topic.author,
+                    "commentCount": max(comments, 0),
+                    "votes": topic.votes,
+                    "postDate": timestamp(topic.posted),
+                    "lastCommentPostDate": timestamp(last),
+                    "isSticky": topic.sticky,
+                }
+            )
+        return {"topics": topics, "totalCount": len(found)}
+
+    def _list_topic_messages(self, request: dict[str, Any]) -> dict[str, Any]:
+        comp = self._competition(request.get("competitionName", ""))
+        topic = self.topics.get(int(request.get("topicId") or 0))
+        if topic is None or topic.competition != comp.slug:
+            raise ApiError(404, NOT_FOUND_MESSAGE)
+        messages = list(topic.messages)
+        sort_by = request.get("sortBy") or ""
+        if sort_by in ("COMMENT_LIST_SORT_BY_OLD", "COMMENT_LIST_SORT_BY_NEW"):
+            messages.sort(key=lambda m: m.posted, reverse=sort_by.endswith("NEW"))
+        elif sort_by == "COMMENT_LIST_SORT_BY_TOP":
+            messages.sort(key=lambda m: m.votes, reverse=True)
+        size = int(request.get("pageSize") or -1)
+        return {"messages": [self._message_json(m) for m in (messages if size < 0 else messages[:size])]}
+
+    def _message_json(self, message: FakeMessage) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": message.id,
+            "postDate": timestamp(message.posted),
+            "content": message.content if message.content is not None else f"<p>{message.markdown}</p>",
+            "rawMarkdown": message.markdown,
+            "authorName": message.author,
+            "votes": message.votes,
+            "replies": [self._message_json(r) for r in message.replies],
+        }
+        if message.deleted:
+            body.update(isDeleted=True, content="", rawMarkdown="")
+        return body
+
+    def _list_entities(self, request: dict[str, Any]) -> dict[str, Any]:
+        filters = request.get("filters") or {}
+        query = str(filters.get("query") or "").lower()
+        types = filters.get("documentTypes") or []
+        found = [k for k in self.kernels.values() if query in k.title.lower()] if not types or "KERNEL" in types else []
+        if request.get("canonicalOrderBy") == "LIST_SEARCH_CONTENT_ORDER_BY_VOTES":
+            found.sort(key=lambda k: k.votes, reverse=True)
+        page, next_token = self._page(found, request)
+        body: dict[str, Any] = {"documents": [self._kernel_document(k) for k in page], "totalDocuments": len(found)}
+        if next_token:
+            body["nextPageToken"] = next_token
+        return body
+
+    def _kernel_document(self, kernel: FakeKernel) -> dict[str, Any]:
+        owner: dict[str, Any] = {
+            "id": 1000 + sum(map(ord, kernel.owner)),
+            "displayName": kernel.author or kernel.owner,
+            "url": f"/{kernel.owner}",
+            "userName": kernel.owner,
+        }
+        if kernel.tier != "NOVICE":  # the enum's default value: left out of protobuf JSON
+            owner["tier"] = kernel.tier
+        document: dict[str, Any] = {"hasLinkedSubmission": kernel.best_public_score is not None}
+        if kernel.best_public_score:
+            document["bestPublicScore"] = kernel.best_public_score
+        return {
+            "id": self.kernel_json(kernel)["id"],
+            "documentType": "KERNEL",
+            "title": kernel.title,
+            "createTime": timestamp(kernel.last_run - timedelta(days=10)),
+            "updateTime": timestamp(kernel.last_run),
+            "votes": kernel.votes,
+            "ownerUser": owner,
+            "kernelDocument": document,
+            "slug": kernel.slug,
+        }
+
     # ----------------------------------------------------------------------------------------------- non-RPC URLs
 
     def upload(self, token: str, content_range: str | None, body: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -605,6 +849,12 @@ class KaggleServer:
                 return None
             comp = self.competitions[slug]
             return comp, self.bundle(comp)
+
+
+def _walk(messages: list[FakeMessage]) -> Iterator[FakeMessage]:
+    for message in messages:
+        yield message
+        yield from _walk(message.replies)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,9 +1,12 @@
 """Talking to Kaggle through the official ``kaggle`` client (the ``[kaggle]`` extra).
 
-Four calls: a competition's metadata, its data (downloaded and unpacked), a submission, and the
-list of one's submissions with their public scores. Every failure becomes a ``KaggleError``
-that says what went wrong and what to do: missing or refused credentials, an unknown
-competition, rules not accepted, a rate or daily limit.
+Four calls for a task: a competition's metadata, its data (downloaded and unpacked), a
+submission, and the list of one's submissions with their public scores. And the calls its
+community material needs (sources/kaggle_knowledge.py): its public notebooks and scripts
+(listed, pulled, and looked up in Kaggle's search for what the list lacks: the author's tier and
+the best public score), and its discussion topics with their messages. Every failure becomes a
+``KaggleError`` that says what went wrong and what to do: missing or refused credentials, an
+unknown competition or notebook, rules not accepted, a rate (``RateLimited``) or daily limit.
 
 ``MLGUILD_KAGGLE_ENDPOINT`` points the client at another API endpoint than api.kaggle.com (a
 proxy, or the local server the tests run): the client has no setting for it, so every client
@@ -12,10 +15,13 @@ it builds gets that endpoint set on its HTTP layer.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -53,6 +59,44 @@ class Competition:
     url: str
     max_daily_submissions: int | None
     user_has_entered: bool
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A public notebook or script, as Kaggle's kernels list describes it."""
+
+    ref: str  # owner/slug
+    title: str
+    author: str
+    votes: int
+    last_run: datetime | None  # when its current version last ran
+    kernel_type: str  # notebook | script
+
+
+@dataclass(frozen=True)
+class KernelSignals:
+    """What only Kaggle's search says of a notebook."""
+
+    tier: object  # the author's performance tier as Kaggle gives it (an enum, a name or a number)
+    best_public_score: float | None
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: int
+    title: str
+    url: str
+    author: str
+    votes: int
+    posted: datetime | None
+
+
+@dataclass(frozen=True)
+class Message:
+    author: str
+    posted: datetime | None
+    votes: int
+    text: str  # Markdown when Kaggle has it, else its HTML
 
 
 @dataclass(frozen=True)
@@ -150,6 +194,105 @@ class KaggleClient:
             found = self.api.competition_submissions(slug)
         return [_submission(s) for s in found or []]
 
+    def kernels(self, slug: str, limit: int) -> list[Kernel]:
+        """The competition's public Python notebooks and scripts, most voted first."""
+        size = min(limit, 100)  # the client asks for at most 100 a page
+        found: list[Kernel] = []
+        page = 1
+        while len(found) < limit:
+            with _explained(slug, "list the notebooks"):
+                batch = self.api.kernels_list(
+                    page=page, page_size=size, competition=slug, language="python", sort_by="voteCount"
+                )
+            batch = [k for k in batch or [] if k is not None]
+            found += [_kernel(k) for k in batch]
+            if len(batch) < size:
+                break
+            page += 1
+        return found[:limit]
+
+    def pull_kernel(self, ref: str, dest: Path) -> Path:
+        """Download the current source of notebook or script ``ref`` into ``dest``; the file."""
+        dest.mkdir(parents=True, exist_ok=True)
+        # The client prints a notice for a language it has no file extension for: not ours to show.
+        with _explained(ref, "pull", thing="notebook"), contextlib.redirect_stdout(io.StringIO()):
+            return Path(self.api.kernels_pull(ref, path=str(dest), metadata=False, quiet=True))
+
+    def kernel_signals(self, ref: str, title: str) -> KernelSignals | None:
+        """The author's tier and the best public score of notebook ``ref``: the kernels list has
+        neither, Kaggle's search has both. None when the search (by title) does not find it."""
+        with _explained(ref, "look up", thing="notebook"):
+            found = self._method("search")(query=title, document_types=["notebook"], page_size=20)
+        for doc in getattr(found, "documents", None) or []:
+            owner = doc.owner_user
+            if owner is None or f"{owner.user_name}/{doc.slug}".lower() != ref.lower():
+                continue
+            kernel = doc.kernel_document
+            scored = kernel is not None and (kernel.has_linked_submission or kernel.best_public_score)
+            return KernelSignals(owner.tier, float(kernel.best_public_score) if kernel and scored else None)
+        return None
+
+    def topics(self, slug: str, limit: int) -> list[Topic]:
+        """The competition's discussion topics, most voted first."""
+        found: dict[int, Topic] = {}
+        page = 1
+        while len(found) < limit:
+            with _explained(slug, "list the discussions"):
+                reply = self._method("competition_list_topics")(slug, sort_by="top", page=page)
+            batch = [_topic(slug, t) for t in getattr(reply, "topics", None) or []]
+            if not batch or all(t.id in found for t in batch):  # the end, or a server ignoring the page
+                break
+            found.update((t.id, t) for t in batch)
+            total = int(getattr(reply, "total_count", 0) or 0)
+            if total and len(found) >= total:
+                break
+            page += 1
+        return list(found.values())[:limit]
+
+    def topic_messages(self, slug: str, topic_id: int) -> list[Message]:
+        """A topic's messages, oldest first, replies after the message they answer."""
+        with _explained(slug, "read a discussion"):
+            reply = self._method("competition_list_topic_messages")(slug, topic_id, sort_by="old", page_size=-1)
+        return list(_messages(getattr(reply, "messages", None) or []))
+
+    def _method(self, name: str) -> Any:
+        """The client's call ``name``: not every kaggle 2.x release has search and discussions."""
+        found = getattr(self.api, name, None)
+        if found is None:
+            raise KaggleError(f"the installed kaggle client has no {name}()", "pip install -U 'kaggle>=2.2.5'")
+        return found
+
+
+def _kernel(raw: Any) -> Kernel:
+    return Kernel(
+        ref=str(raw.ref),
+        title=str(raw.title or raw.ref),
+        author=str(raw.author or str(raw.ref).split("/", 1)[0]),
+        votes=int(raw.total_votes or 0),
+        last_run=raw.last_run_time,
+        kernel_type="script" if str(raw.kernel_type or "").lower() == "script" else "notebook",
+    )
+
+
+def _topic(slug: str, raw: Any) -> Topic:
+    url = str(raw.topic_url or f"/competitions/{slug}/discussion/{raw.id}")
+    return Topic(
+        id=int(raw.id),
+        title=str(raw.title or ""),
+        url=url if url.startswith("http") else f"https://www.kaggle.com{'' if url.startswith('/') else '/'}{url}",
+        author=str(raw.author_name or "unknown"),
+        votes=int(raw.votes or 0),
+        posted=raw.post_date,
+    )
+
+
+def _messages(raw: list[Any]) -> Iterator[Message]:
+    for message in raw:
+        if not message.is_deleted:
+            text = message.raw_markdown or message.content or ""
+            yield Message(str(message.author_name or "unknown"), message.post_date, int(message.votes or 0), text)
+        yield from _messages(list(message.replies or []))
+
 
 def _submission(raw: Any) -> Submission:
     status = str(getattr(raw, "status", "")).rsplit(".", 1)[-1].lower()
@@ -188,11 +331,16 @@ def _unpack(archive: Path, dest: Path) -> list[Path]:
     return written
 
 
-class _explained:
-    """Turn the client's HTTP errors into KaggleErrors that say what to do."""
+class RateLimited(KaggleError):
+    """Kaggle answered 429: a caller fetching many things stops here, rather than asking again."""
 
-    def __init__(self, slug: str, doing: str):
-        self.slug, self.doing = slug, doing
+
+class _explained:
+    """Turn the client's HTTP errors into KaggleErrors that say what to do. ``name`` is the
+    competition's slug, or a notebook's owner/slug when ``thing`` is "notebook"."""
+
+    def __init__(self, name: str, doing: str, thing: str = "competition"):
+        self.slug, self.doing, self.thing = name, doing, thing
 
     def __enter__(self) -> None:
         return None
@@ -208,7 +356,7 @@ class _explained:
                     f"cannot reach Kaggle to {self.doing}: {exc}", "check the network connection and try again"
                 ) from None
             return
-        raise _error(self.slug, self.doing, int(status), _message(response), response) from None
+        raise _error(self.slug, self.doing, int(status), _message(response), response, self.thing) from None
 
 
 def _message(response: Any) -> str:
@@ -222,9 +370,14 @@ def _message(response: Any) -> str:
     return str(inner.get("message") or "")
 
 
-def _error(slug: str, doing: str, status: int, message: str, response: Any) -> KaggleError:
+def _error(slug: str, doing: str, status: int, message: str, response: Any, thing: str) -> KaggleError:
     said = f" ({message})" if message else ""
     page = f"https://www.kaggle.com/competitions/{slug}"
+    if thing == "notebook" and status in (403, 404):
+        return KaggleError(
+            f"Kaggle has no public notebook {slug!r} to {doing} (HTTP {status}){said}",
+            f"check https://www.kaggle.com/code/{slug}: it may be private or deleted",
+        )
     if status == 401:
         return KaggleError(f"Kaggle refused the credentials when asked to {doing}{said}", _CREDENTIALS_FIX)
     if "rules" in message.lower():
@@ -233,7 +386,7 @@ def _error(slug: str, doing: str, status: int, message: str, response: Any) -> K
         )
     if status == 429:
         wait = response.headers.get("Retry-After", "") if response is not None else ""
-        return KaggleError(
+        return RateLimited(
             f"Kaggle is rate-limiting requests (asked to {doing}){said}",
             f"wait {wait + ' s' if wait else 'a minute'} and run this again",
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -10,34 +12,57 @@ from rich.table import Table
 from ..errors import TaskError
 from .common import console, plain, user_errors
 
+if TYPE_CHECKING:
+    from ..knowledge import Ingested
+
 knowledge_app = typer.Typer(help="A task's community material: posts and public notebooks.", no_args_is_help=True)
 _TASK = typer.Option(Path("."), "--task", help="The task folder (default: the current folder).")
 
 
 @knowledge_app.command("add")
 def add(
-    paths: list[Path] = typer.Argument(
-        ..., help="Markdown posts (front matter), .ipynb notebooks, .py scripts, or folders."
+    sources: list[str] = typer.Argument(
+        ...,
+        help="Markdown posts (front matter), .ipynb notebooks, .py scripts, or folders; or kaggle:NAME "
+        "(or the competition's URL) for a Kaggle competition's public notebooks and discussions.",
     ),
     task: Path = _TASK,
     cutoff: str | None = typer.Option(
         None, help="Keep nothing dated after this day, YYYY-MM-DD (default: the competition's deadline, if known)."
     ),
+    limit: int = typer.Option(
+        30, min=1, help="kaggle: sources: how many notebooks, and how many discussion topics, most voted first."
+    ),
 ) -> None:
     """Ingest community material into the task's knowledge/ folder."""
+    from ..kaggle_api import competition_slug
     from ..knowledge import add_items, parse_date, task_cutoff
+    from ..sources.kaggle_knowledge import ingest_competition
     from .task_cmd import folder_task
 
     with user_errors():
         root = folder_task(task, None, None).root
-        limit = parse_date(cutoff, "--cutoff") if cutoff else task_cutoff(root)
-        result = add_items(root, paths, limit)
-        said = f"cut-off {limit.isoformat()}" if limit else "no cut-off (the task has no deadline; --cutoff sets one)"
-        console.print(plain(f"added {len(result.added)} item(s) to {root / 'knowledge'}; {said}"))
-        for source, when in result.after_cutoff:
-            console.print(plain(f"  left out (dated {when}, after the cut-off): {source}"))
-        if result.duplicates:
-            console.print(plain(f"  {result.duplicates} already there (same text)"))
+        when = parse_date(cutoff, "--cutoff") if cutoff else task_cutoff(root)
+        slugs = [slug for slug in map(competition_slug, sources) if slug]
+        local = [Path(s) for s in sources if not competition_slug(s)]
+        if local:
+            _report(root, add_items(root, local, when), when)
+        for slug in slugs:
+            fetched = ingest_competition(root, slug, limit=limit, cutoff=when)
+            for warning in fetched.warnings:
+                console.print(f"[yellow]warning:[/] {plain(warning)}")
+            listed = f"kaggle:{slug}: {fetched.notebooks} notebook(s) and {fetched.topics} discussion topic(s) listed"
+            console.print(plain(listed))
+            _report(root, fetched.ingested, fetched.cutoff)
+
+
+def _report(root: Path, result: Ingested, cutoff: date | None) -> None:
+    said = f"cut-off {cutoff.isoformat()}" if cutoff else "no cut-off (the task has no deadline; --cutoff sets one)"
+    console.print(plain(f"added {len(result.added)} item(s) to {root / 'knowledge'}; {said}"))
+    for source, when in result.after_cutoff:
+        console.print(plain(f"  left out (dated {when}, after the cut-off): {source}"))
+    if result.duplicates:
+        console.print(plain(f"  {result.duplicates} already there (same text)"))
 
 
 @knowledge_app.command("list")
@@ -55,7 +80,7 @@ def list_(task: Path = _TASK) -> None:
             item.id, item.kind, plain(item.title[:60]), plain(f"{item.author} ({item.author_tier})"),
             str(item.votes), score, item.date,
         )  # fmt: skip
-    console.print(table if items else "no community material yet: `mlguild knowledge add PATH --task DIR`")
+    console.print(table if items else "no community material yet: `mlguild knowledge add PATH|kaggle:NAME --task DIR`")
 
 
 @knowledge_app.command("show")
