@@ -7,8 +7,10 @@ being executed, and ``resume`` continues from the journal without re-running fin
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from .brief import add_findings
@@ -21,7 +23,7 @@ from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_te
 from .memory import Memory, TaskTraits
 from .metrics import get_metric
 from .pools import Pools
-from .protocols import LAST_RESORT, Action, Brain, Policy, Proposal, Sandbox
+from .protocols import LAST_RESORT, Action, Brain, Context, Policy, Proposal, Sandbox
 from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
@@ -30,6 +32,7 @@ from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
 from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
+from .workers import run_workers
 
 _MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
 
@@ -74,6 +77,11 @@ class Agent:
         self.runner = NodeRunner(run, sandbox, self.scorers)
         self.on_event = on_event or (lambda kind, data: None)
         self._session_start = time.monotonic()
+        # The graph, the journal's order, the memory, the pools and best/ are shared by the
+        # workers' threads (mlguild.workers): each change holds this lock.
+        self.lock = threading.RLock()
+        self._brain_lock = threading.Lock() if not getattr(brain, "concurrent", False) else nullcontext()
+        self.interrupted = threading.Event()  # the user stopped the run: workers leave their nodes unfinished
         self._columns = tuple(c.name for c in run.profile.columns)
         traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
         self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
@@ -110,37 +118,26 @@ class Agent:
         return timeout
 
     # --- the loop ---
-    def run_loop(self) -> Stop:
+    def run_loop(self, workers: int | None = None) -> Stop:
         """Run nodes until a budget ends or the user interrupts; return why. Any other StopRun
         (an unusable setup, a brain that cannot produce code) is raised, once the end of the
-        session is in the journal."""
+        session is in the journal. ``workers`` (default ``search.workers``): how many nodes
+        are proposed and run at once (mlguild.workers), each script pinned to its own CPUs."""
         journal = self.run.journal
         journal.append("session_started", resumed=self.state.sessions > 0, session_elapsed_s=0.0)
         self._report_memory_warnings()
         self.state.sessions += 1
         stop: Stop | None = None
+        count = workers or self.run.config.search.workers
         try:
             self._sync_best()
             for node in self.state.unfinished():  # killed mid-node last time
                 self._finish_interrupted(node)
-            while True:
-                timeout = self._check_budget()
-                if self._explores_first():
-                    self.step(
-                        Action(EDA, (), reason="explore the data before the first draft"),
-                        min(timeout, self.run.config.brain.eda_timeout_s),
-                    )
-                    continue
-                action = self.policy.select(self.state.graph, len(self.state.graph))
-                if action.op == BLEND:
-                    timeout = self._check_budget(action.parents)
-                self.step(action, timeout)
-                self._check_brain_health()
-                if self.run.config.search.stop_on_convergence:
-                    why = converged(self.state.graph, self.run.config.search)
-                    if why is not None:
-                        self.on_event("warning", {"message": f"converged: {why}"})
-                        raise BudgetExhausted("converged")
+            if count <= 1:
+                while True:
+                    self.next_node()
+            else:
+                run_workers(self, count)
         except BudgetExhausted as exc:
             stop = Stop("budget", exc.which)
         except KeyboardInterrupt:
@@ -150,6 +147,30 @@ class Agent:
             journal.append("session_ended", reason=reason, session_elapsed_s=round(self.elapsed(), 3))
             self.on_event("session_ended", {"reason": reason})
         return stop  # the loop ends only by an exception, and each one caught sets stop
+
+    def next_node(self, cpus: tuple[int, ...] | None = None) -> Node:
+        """Choose, propose, run and record one node (raises BudgetExhausted when none may
+        start). Safe from several workers' threads: the choice and the bookkeeping hold the
+        agent's lock, the proposal and the script do not."""
+        with self.lock:
+            timeout = self._check_budget()
+            if self._explores_first():
+                action = Action(EDA, (), reason="explore the data before the first draft")
+                timeout = min(timeout, self.run.config.brain.eda_timeout_s)
+            else:
+                action = self.policy.select(self.state.graph, len(self.state.graph))
+                if action.op == BLEND:
+                    timeout = self._check_budget(action.parents)
+            node, context = self._reserve(action, timeout)
+        node = self._run_reserved(node, action, context, timeout, cpus)
+        with self.lock:
+            self._check_brain_health()
+            if self.run.config.search.stop_on_convergence:
+                why = converged(self.state.graph, self.run.config.search)
+                if why is not None:
+                    self.on_event("warning", {"message": f"converged: {why}"})
+                    raise BudgetExhausted("converged")
+        return node
 
     def _explores_first(self) -> bool:
         """An exploratory node comes first when the brain can write one (it has an LLM)."""
@@ -187,18 +208,36 @@ class Agent:
         return read_text_no_follow(self.run.node_dir(node.id) / "solution.py")
 
     def step(self, action: Action, timeout: float) -> Node:
+        """Propose, run and record one node for ``action`` (the policy's choice bypassed)."""
+        with self.lock:
+            node, context = self._reserve(action, timeout)
+        return self._run_reserved(node, action, context, timeout)
+
+    def _reserve(self, action: Action, timeout: float) -> tuple[Node, Context | None]:
+        """The node for ``action``, in the graph at once as pending (other workers' choices
+        see it in flight), and what its brain will see. Called with the lock held."""
         graph = self.state.graph
         node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
-        started = time.monotonic()
+        context = None if action.op == RERUN else self.contexts.build(graph, action, node.iteration, timeout)
+        graph.add(node)
         self.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
+        return node, context
+
+    def _run_reserved(
+        self, node: Node, action: Action, context: Context | None, timeout: float, cpus: tuple[int, ...] | None = None
+    ) -> Node:
+        started = time.monotonic()
         failed_as, failure = "", None
         seed = self.run.config.brain.seed
         try:
             if action.op == RERUN:  # the same script with another seed: no brain involved
-                seed += 1 + len(graph.rerun_groups().get(action.parents[0], []))
-                proposal = self._rerun_proposal(action.parents[0], seed)
+                with self.lock:
+                    seed += 1 + len(self.state.graph.rerun_groups().get(action.parents[0], []))
+                    proposal = self._rerun_proposal(action.parents[0], seed)
             else:
-                proposal = self.brain.propose(action, self.contexts.build(graph, action, node.iteration, timeout))
+                assert context is not None
+                with self._brain_lock:
+                    proposal = self.brain.propose(action, context)
         except StopRun:
             raise  # a spent budget or an unusable setup stops the run, said clearly
         except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
@@ -208,20 +247,23 @@ class Agent:
             failed_as, failure = "brain_error", f"{type(exc).__name__}: {exc}"
             proposal = Proposal(plan=f"(the brain failed: {exc})", code="")
         brain_s = time.monotonic() - started
-        remaining = self.remaining_s()
-        if remaining is not None:  # the brain's own time comes out of the script's
-            timeout = max(1.0, min(timeout, remaining))
-        node.plan, node.meta = proposal.plan, proposal.meta
-        self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
-        graph.add(node)
-        node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
-        record_started(self.run.journal, node, action.reason, self.elapsed())
+        with self.lock:
+            remaining = self.remaining_s()
+            if remaining is not None:  # the brain's own time comes out of the script's
+                timeout = max(1.0, min(timeout, remaining))
+            node.plan, node.meta = proposal.plan, proposal.meta
+            self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
+            node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
+            record_started(self.run.journal, node, action.reason, self.elapsed())
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
-            outcome = self.runner.execute(node, timeout, seed=seed)
+            outcome = self.runner.execute(node, timeout, seed=seed, cpus=cpus)
+        if self.interrupted.is_set():  # its script was killed by the interrupt, not by itself
+            raise KeyboardInterrupt
         outcome.timing["brain_s"] = round(brain_s, 4)
-        self._finish(node, outcome)
+        with self.lock:
+            self._finish(node, outcome)
         return node
 
     def _rerun_proposal(self, candidate: str, seed: int) -> Proposal:
@@ -261,7 +303,10 @@ class Agent:
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()
         apply_outcome(node, outcome)  # the report compares the node with its parent and the best
-        report = self.pools.node_finished(node, self.state.graph)  # what the other nodes read
+        worker = threading.current_thread().name.removeprefix(
+            "mlguild-"
+        )  # "worker-2" (mlguild.workers), or "MainThread"
+        report = self.pools.node_finished(node, self.state.graph, worker)  # what the other nodes read
         self.runner.write_report(node, outcome, self.state.graph, report.markdown() if report else [])
         outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
         record_finished(self.run.journal, node, outcome, self.elapsed())

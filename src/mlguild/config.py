@@ -171,6 +171,11 @@ class SearchConfig(_Section):
         5, ge=2, description="Most nodes one blend averages (the best node of each of the best branches)."
     )
     seed: int = Field(0, description="Seed of the policy's random choices.")
+    workers: int = Field(
+        1,
+        ge=1,
+        description="Workers proposing and running nodes at once on this run (--workers), each script pinned to its own share of the CPUs.",
+    )
     max_same_failures: int = Field(
         25,
         ge=2,

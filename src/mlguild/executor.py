@@ -83,7 +83,9 @@ class NodeRunner:
         (node_dir / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
         return node_dir
 
-    def execute(self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None) -> Outcome:
+    def execute(
+        self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None, cpus: tuple[int, ...] | None = None
+    ) -> Outcome:
         """Guard, run and score the node whose files are already written. A refit node runs on
         ``data_dir`` (all labelled rows) and is validated, not scored.
 
@@ -91,7 +93,8 @@ class NodeRunner:
         before the script runs (changed outside any node), or after it, whatever its status
         (this node changed them: it is first recorded as finished with status
         ``scorer_tampered``, in its report and the journal, so the error and a resume name
-        it, and a resume does not run it again)."""
+        it, and a resume does not run it again). ``cpus``: the CPUs the script is pinned to
+        (a worker's share); its thread count follows."""
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
@@ -115,6 +118,8 @@ class NodeRunner:
         cfg = self.run.config.sandbox
         limits = cfg.limits(timeout_s)
         threads = cfg.threads or os.cpu_count() or 1
+        if cpus:
+            limits.cpus, threads = cpus, min(threads, len(cpus))
         env = safe_env(
             cwd=node_dir,
             extra={  # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +64,7 @@ class Journal:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._lock = threading.Lock()
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if created:
@@ -80,15 +82,16 @@ class Journal:
 
     def append(self, type: str, **data: Any) -> dict[str, Any]:
         """Write one record durably and return it. Values must be JSON-serialisable."""
-        record = {"v": SCHEMA_VERSION, "seq": self._seq, "ts": round(time.time(), 3), "type": type, **data}
-        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-        written = os.write(self._fd, line)
-        if written != len(line):  # O_APPEND writes of a few KB are whole on local filesystems
-            raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
-        os.fsync(self._fd)
-        self._seq += 1
-        self.records.append(record)
-        return record
+        with self._lock:  # workers' threads (and their LLM ledgers) append at once
+            record = {"v": SCHEMA_VERSION, "seq": self._seq, "ts": round(time.time(), 3), "type": type, **data}
+            line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
+            written = os.write(self._fd, line)
+            if written != len(line):  # O_APPEND writes of a few KB are whole on local filesystems
+                raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
+            os.fsync(self._fd)
+            self._seq += 1
+            self.records.append(record)
+            return record
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.records)

@@ -33,6 +33,7 @@ from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 from .task_cmd import resolve_task
 
+WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
     "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
@@ -299,6 +300,7 @@ def run(
     no_launch: bool = typer.Option(
         False, "--no-launch", help="Create the run and write its brief.md, then stop: edit the brief, then resume."
     ),
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -316,6 +318,8 @@ def run(
             overrides.append(f"kaggle.submit={submit}")
         if no_memory or dry_run:  # a dry run's stand-in scripts teach nothing worth keeping
             overrides.append("memory.enabled=false")
+        if workers is not None:
+            overrides.append(f"search.workers={workers}")
         cfg = load_config(config, overrides)
         brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
         # an unusable or refused sandbox too, before any LLM call or run directory
@@ -353,12 +357,15 @@ def resume(
     iterations: int | None = typer.Option(None, "--iterations", "-n", help="New total node budget."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 
     Exits 0 when the budget ended, 2 on a usage error, 130 after Ctrl-C (resume it again)."""
     with user_errors():
         overrides = _overrides([], time, iterations, None, None, None, sandbox=sandbox)
+        if workers is not None:
+            overrides.append(f"search.workers={workers}")
         run_dir = open_run(resolve_run(run, runs_dir or default_runs_dir()))
         try:
             if overrides:

@@ -70,6 +70,9 @@ class Limits:
     """The gid that goes with ``run_as_uid`` (None: the same number as the uid)."""
     output_bytes: int = DEFAULT_OUTPUT_BYTES
     """Bytes kept per stream (head half + tail half); the middle of a flood is dropped."""
+    cpus: tuple[int, ...] | None = None
+    """The CPUs the script's processes may run on (its affinity, inherited by every process
+    it starts); None: all of the agent's. Several workers pin their scripts apart."""
 
     def effective_cpu_s(self) -> int:
         """The RLIMIT_CPU value actually applied (resolves the ``None`` default)."""

@@ -14,6 +14,7 @@ thread keeps one supervisor started ahead (``prestart``; see supervisor_start.py
 from __future__ import annotations
 
 import ast
+import contextlib
 import marshal
 import os
 import signal
@@ -196,6 +197,7 @@ class SupervisedSandbox(ABC):
                 "stderr_path": str(stderr_path),
                 "agent_pid": os.getpid(),
                 "rlimits": plan.rlimits,
+                "cpus": list(limits.cpus) if limits.cpus else None,
                 "notes": plan.notes,
                 "limits": {
                     "timeout_s": limits.timeout_s,
@@ -232,6 +234,8 @@ class SupervisedSandbox(ABC):
                 return {"error": f"could not start the supervisor: {exc}"}
 
         safety_s = limits.timeout_s + limits.term_grace_s + self.slack_s
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
         try:
             rest = send_nowait(proc, marshal.dumps(spec))
             if self.prestart:
@@ -240,6 +244,9 @@ class SupervisedSandbox(ABC):
         except BaseException:  # KeyboardInterrupt, SystemExit: leave nothing running
             _stop(proc, self.slack_s)
             raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
         events = _parse_events(out)
         raw = events.get("result")
         if raw is None or proc.returncode != 0 or note:
@@ -260,6 +267,20 @@ class SupervisedSandbox(ABC):
 
 
 WATCH_S = 0.25  # how often the agent checks that its supervisor is not held stopped
+_RUNNING: set[subprocess.Popen] = set()  # supervisors running a script now, from any thread
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_running_scripts() -> int:
+    """Ask every supervisor that runs a script for this process now to stop it (SIGTERM: it
+    ends the script's whole tree and reports), so that a run interrupted while other threads
+    wait on their scripts (mlguild.workers) ends at once. How many were asked."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        with contextlib.suppress(OSError):
+            proc.send_signal(signal.SIGTERM)
+    return len(running)
 
 
 def _wait(

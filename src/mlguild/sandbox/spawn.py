@@ -19,11 +19,15 @@ else:  # imported by the supervisor started standalone, from this directory
 PR_SET_NO_NEW_PRIVS = 38
 
 
-def child_setup(rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None, no_new_privs: bool) -> None:
+def child_setup(
+    rlimits: dict, supervisor_pid: int, drop: tuple[int, int] | None, no_new_privs: bool, cpus: list | None = None
+) -> None:
     """Runs in the script's process between fork and exec (the supervisor is single-threaded)."""
     procfs.prctl(procfs.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != supervisor_pid:  # supervisor died before PDEATHSIG was armed
         os._exit(137)
+    if cpus:  # inherited across exec and by every process the script starts
+        os.sched_setaffinity(0, cpus)
     for name, (soft, hard) in rlimits.items():
         which = getattr(resource, f"RLIMIT_{name}")
         try:

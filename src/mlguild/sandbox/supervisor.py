@@ -241,7 +241,10 @@ def run(r: Run, emit) -> dict:
     err = CappedSink(spec["stderr_path"], limits["output_bytes"])
     try:
         pid, out_r, err_r = spawn(
-            spec["argv"], spec["cwd"], spec["env"], lambda: child_setup(spec["rlimits"], r.me, drop, nnp)
+            spec["argv"],
+            spec["cwd"],
+            spec["env"],
+            lambda: child_setup(spec["rlimits"], r.me, drop, nnp, spec.get("cpus")),
         )
     except OSError as exc:
         out.close()

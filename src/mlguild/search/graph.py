@@ -214,4 +214,7 @@ class SearchGraph:
         return since
 
     def next_id(self) -> str:
-        return f"n{len(self.nodes) + 1:04d}"
+        """One past the highest id: with several workers an id reserved by a proposal that a
+        kill cut short is never journaled, so the count of nodes can be below the highest id."""
+        numbers = [int(i[1:]) for i in self.nodes if i[:1] == "n" and i[1:].isdigit()]
+        return f"n{max(numbers, default=0) + 1:04d}"
