@@ -176,6 +176,10 @@ class SearchConfig(_Section):
         ge=1,
         description="Workers proposing and running nodes at once on this run (--workers), each script pinned to its own share of the CPUs.",
     )
+    ray: str | None = Field(
+        None,
+        description="Run the workers' scripts on a Ray cluster (--ray): auto (this machine's cluster, else a local instance) or its address; None: on this machine.",
+    )
     max_same_failures: int = Field(
         25,
         ge=2,

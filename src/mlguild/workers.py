@@ -74,6 +74,9 @@ def run_workers(agent: Agent, count: int) -> NoReturn:
         agent.interrupted.set()
         stop.set()
         stop_running_scripts()
+        cancel = getattr(agent.runner.sandbox, "cancel_all", None)  # scripts running on Ray
+        if cancel is not None:
+            cancel()
         for thread in threads:
             thread.join()
         raise

@@ -34,6 +34,7 @@ from .progress import Progress
 from .task_cmd import resolve_task
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
+RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
     "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
@@ -183,6 +184,11 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     the loop stopped."""
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
+    if cfg.search.ray:
+        from ..ray_workers import RaySandbox, connect
+
+        sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
+        sandbox = RaySandbox(sandbox)
     brain, brain_line = _brain_for(run, fake_llm)
     submitter = _submitter_for(run)
     _write_brief(run, brain, fake_llm)
@@ -301,6 +307,7 @@ def run(
         False, "--no-launch", help="Create the run and write its brief.md, then stop: edit the brief, then resume."
     ),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
+    ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -320,6 +327,8 @@ def run(
             overrides.append("memory.enabled=false")
         if workers is not None:
             overrides.append(f"search.workers={workers}")
+        if ray is not None:
+            overrides.append(f"search.ray={ray}")
         cfg = load_config(config, overrides)
         brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
         # an unusable or refused sandbox too, before any LLM call or run directory
@@ -358,6 +367,7 @@ def resume(
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
+    ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 
@@ -366,6 +376,8 @@ def resume(
         overrides = _overrides([], time, iterations, None, None, None, sandbox=sandbox)
         if workers is not None:
             overrides.append(f"search.workers={workers}")
+        if ray is not None:
+            overrides.append(f"search.ray={ray}")
         run_dir = open_run(resolve_run(run, runs_dir or default_runs_dir()))
         try:
             if overrides:

@@ -1,0 +1,85 @@
+"""The workers on a local Ray instance (mlguild.ray_workers): the same workers, their scripts
+run as Ray tasks in Ray's worker processes; a Ray worker killed mid-script fails that node
+only. Runs when the [ray] extra is installed (./scripts/test installs it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from test_llm_brain import _agent
+from test_workers import SLOW_REPLY
+
+from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.llm import ScriptedLLM
+from mlguild.sandbox.procfs import proc_table
+
+ray = pytest.importorskip("ray")
+
+from mlguild.ray_workers import RaySandbox, connect  # noqa: E402  (after the skip: needs ray)
+
+
+def test_an_unreachable_cluster_is_a_clear_error(monkeypatch):
+    from mlguild.errors import ConfigError
+
+    if ray.is_initialized():
+        pytest.skip("a Ray instance is up in this process")
+    with pytest.raises(ConfigError, match="cannot join the Ray cluster"):
+        connect("127.0.0.1:1")
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    said = connect("auto")  # no cluster on this machine: a local instance
+    yield said
+    ray.shutdown()
+
+
+def _ray_task_pids() -> list[int]:
+    """Ray worker processes busy with a script (Ray titles them after the task)."""
+    found = []
+    for pid in proc_table():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().startswith(b"ray::_run_script"):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_workers_run_their_scripts_on_ray_and_a_killed_ray_worker_fails_only_its_node(tmp_path, ray_instance):
+    assert "Ray cluster with" in ray_instance
+    llm = ScriptedLLM(default=SLOW_REPLY)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    agent.runner.sandbox = RaySandbox(agent.runner.sandbox)
+    killed: list[int] = []
+
+    def kill_one_ray_worker() -> None:
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
+            busy = _ray_task_pids()
+            if finished and busy:  # a node finished before, one running on a Ray worker now
+                os.kill(busy[0], signal.SIGKILL)
+                killed.append(busy[0])
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_ray_worker)
+    killer.start()
+    stop = agent.run_loop(workers=2)
+    killer.join()
+    assert stop.finished and killed, "no Ray worker was running a script"
+    nodes = list(agent.state.graph)
+    assert len(nodes) == 6
+    failed = [n for n in nodes if not n.ok]
+    assert len(failed) == 1 and "Ray worker" in (failed[0].failure or ""), [(n.id, n.status) for n in nodes]
+    assert all(n.ok for n in nodes if n is not failed[0])
+    # The inner sandbox ran each script on a Ray worker; the killed one is Ray's failure.
+    layers = {r["exec"].get("layer") for r in run.journal.records if r["type"] == "node_finished" and r.get("exec")}
+    inner = agent.runner.sandbox.inner.layer
+    assert layers == {inner, f"ray+{inner}"}, layers
