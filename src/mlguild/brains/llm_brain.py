@@ -90,6 +90,9 @@ class LLMBrain:
     name = "llm"
     explores = True  # it writes the exploratory node (mlguild.vocabulary.EDA) when asked
 
+    # Two workers may ask at once (mlguild.workers): what it caches is the same whoever fills it.
+    concurrent = True
+
     def __init__(self, llm: LLM, options: LLMBrainOptions | None = None):
         self.llm = llm
         self.options = options or LLMBrainOptions()

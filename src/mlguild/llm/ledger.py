@@ -7,6 +7,7 @@ resume (``Ledger.from_records(journal)``), which is what lets a run budget survi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -72,6 +73,7 @@ class Ledger:
     def __init__(self, sink: Callable[[dict[str, Any]], Any] | None = None):
         self.sink = sink
         self.by_model: dict[str, ModelTotals] = {}
+        self._lock = threading.Lock()  # several workers' requests finish at once
 
     @staticmethod
     def make_record(
@@ -110,9 +112,10 @@ class Ledger:
     def record(self, rec: dict[str, Any]) -> None:
         """Count one record and forward it to the sink. The sink runs first: if writing the
         journal fails, the totals do not claim a call the run has no record of."""
-        if self.sink is not None:
-            self.sink(dict(rec))
-        self._count(rec)
+        with self._lock:
+            if self.sink is not None:
+                self.sink(dict(rec))
+            self._count(rec)
 
     __call__ = record
 
