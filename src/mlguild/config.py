@@ -238,6 +238,16 @@ class BrainConfig(_Section):
         description="With an LLM brain, the first node is an exploratory script whose findings go into brief.md (not counted in budget.iterations).",
     )
     eda_timeout_s: float = Field(180, gt=0, description="Time limit of the exploratory script, in seconds.")
+    cycle: Literal["off", "community"] = Field(
+        "off",
+        description="community (--cycle community, LLM brain): each draft, improve or evolve selects ideas from the idea pool, drafts an approach, implements it in an isolated context with a run-observe-fix loop inside the node, and reports back.",
+    )
+    cycle_steps: int = Field(
+        20,
+        ge=1,
+        le=50,
+        description="Most runs of a script inside one node of the community cycle (the first included).",
+    )
 
 
 class FinalConfig(_Section):

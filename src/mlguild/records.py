@@ -7,13 +7,16 @@ with the scorer) is written by these functions and read back by their inverses, 
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
+from .fsutil import atomic_write, read_no_follow
 from .search.graph import Node
 
 if TYPE_CHECKING:
     from .executor import Outcome
     from .journal import Journal
+    from .rundir import RunDir
 
 FAILURE_KEPT = 2000  # characters of a failure message a record keeps (its end: the traceback's last lines)
 
@@ -31,6 +34,18 @@ def record_started(journal: Journal, node: Node, reason: str = "", elapsed_s: fl
         "reason": reason,
     }
     journal.append("node_started", node=data, **_clock(elapsed_s))
+
+
+def record_step(run: RunDir, node: Node, step: int, outcome: Outcome) -> None:
+    """Keep one step of a node's run-observe-fix loop (mlguild.brains.cycle) as it ran:
+    ``steps/NN/`` holds its script, its output and its outcome."""
+    node_dir = run.node_dir(node.id)
+    folder = node_dir / "steps" / f"{step:02d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("solution.py", "stdout.txt", "stderr.txt"):
+        atomic_write(folder / name, read_no_follow(node_dir / name))
+    summary = {"step": step, "status": outcome.status, "score": outcome.score, "failure": outcome.failure}
+    atomic_write(folder / "outcome.json", json.dumps({**summary, "exec_s": outcome.timing.get("exec_s")}, indent=2))
 
 
 def record_restarted(journal: Journal, node: Node, elapsed_s: float | None = None) -> None:

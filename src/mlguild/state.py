@@ -50,6 +50,8 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
                 graph[data["id"]].attempts += 1
             else:
                 graph.add(node_from_started(data))
+        elif kind == "node_step":  # a fix inside the node (mlguild.brains.cycle): its script now
+            graph[rec["id"]].code_sha256 = rec["code_sha256"]
         elif kind == "node_finished":
             apply_finished(graph[rec["id"]], rec)
         elif kind == "run_started":

@@ -35,6 +35,7 @@ from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
 from ..sandbox.bwrap import gpu_devices
 from ..vocabulary import EDA
+from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 from .recipes.fuse import fuse_proposal
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
@@ -64,12 +65,22 @@ class LLMBrainOptions:
     stepwise: bool = BrainConfig.model_fields["stepwise"].default  # drafts part by part
     threads: int = 2
     gpu: bool = False  # scripts can use a GPU (the prompt says so)
+    cycle: bool = False  # the community cycle (mlguild.brains.cycle) for drafts, improves, evolves
 
     @classmethod
     def from_config(cls, config: Config, threads: int) -> LLMBrainOptions:
         llm, brain = config.llm, config.brain
         gpu = config.sandbox.gpu if config.sandbox.gpu is not None else bool(gpu_devices())
-        return cls(llm.max_tokens, llm.temperature, llm.timeout_s, brain.diff_mode, brain.stepwise, threads, gpu)
+        return cls(
+            llm.max_tokens,
+            llm.temperature,
+            llm.timeout_s,
+            brain.diff_mode,
+            brain.stepwise,
+            threads,
+            gpu,
+            cycle=brain.cycle == "community",
+        )
 
 
 # Libraries beyond the [ml] extra that a script may use when this environment has them.
@@ -120,6 +131,8 @@ class LLMBrain:
             return Proposal(
                 plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model}
             )
+        if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.cycle)
+            return cycle_proposal(self, action, context, common, node)
         if action.op == "fuse":  # one script from the best ideas of several branches
             plan, code = self._full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)
         elif action.op == "evolve":  # a new direction for a stagnant branch, from its trajectory
@@ -146,6 +159,12 @@ class LLMBrain:
         if used:
             meta["ideas"] = used
         return Proposal(plan=plan, code=code, meta=meta)
+
+    def fix_step(
+        self, plan: str, code: str, status: str, failure: str, stderr: str, step: int, timeout_s: float, node: str
+    ) -> tuple[str, str]:
+        """One step of the community cycle's run-observe-fix loop: the script fixed."""
+        return cycle_fix(self, plan, code, status, failure, stderr, step, timeout_s, node)
 
     # --- prompts ---
     def _common(self, context: Context) -> dict:

@@ -308,6 +308,11 @@ def run(
     ),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
     ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
+    cycle: str | None = typer.Option(
+        None,
+        "--cycle",
+        help="community (LLM brain): select ideas from the idea pool, draft, implement with a run-observe-fix loop, report.",
+    ),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -329,8 +334,15 @@ def run(
             overrides.append(f"search.workers={workers}")
         if ray is not None:
             overrides.append(f"search.ray={ray}")
+        if cycle is not None:
+            overrides.append(f"brain.cycle={cycle}")
         cfg = load_config(config, overrides)
         brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
+        if cfg.brain.cycle != "off" and brain_name != "llm":
+            raise ConfigError(
+                f"--cycle {cfg.brain.cycle} needs the LLM brain (this run's brain: {brain_name})",
+                "give a model: --model provider/name (and --brain llm or auto), or drop --cycle",
+            )
         # an unusable or refused sandbox too, before any LLM call or run directory
         get_sandbox(cfg.sandbox.kind, llm_code=brain_name in LLM_CODE_BRAINS)
         for name in cfg.llm.models:

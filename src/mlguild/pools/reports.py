@@ -37,6 +37,8 @@ class Report:
     helped: str  # what the change did, for better or worse
     limitations: tuple[str, ...]
     ideas: tuple[str, ...]  # idea-pool ids the node says it used (mlguild.pools.ideas)
+    novel: tuple[str, ...] = ()  # components its plan marks as its own, not from an idea
+    steps: int = 1  # runs of its script inside the node (the community cycle's fix loop)
 
     def digest(self) -> str:
         """The report as one bounded paragraph."""
@@ -47,6 +49,7 @@ class Report:
             self.helped,
             f"limitations: {'; '.join(self.limitations)}" if self.limitations else "",
             f"ideas used: {', '.join(self.ideas)}" if self.ideas else "",
+            f"new: {'; '.join(self.novel)}" if self.novel else "",
         ]
         text = " | ".join(p for p in parts if p)
         return text if len(text) <= _DIGEST_CHARS else text[: _DIGEST_CHARS - 1] + "…"
@@ -56,6 +59,13 @@ class Report:
         lines = ["", "## Components", *(f"- {c}" for c in self.components or ("(none named)",))]
         lines += ["", "## What it showed", f"- {self.helped or self.result}"]
         lines += ["", "## Limitations", *(f"- {x}" for x in self.limitations or ("none seen by the harness",))]
+        lines += ["", "## Novelty"]
+        lines += [
+            f"- from the community's idea pool: {', '.join(self.ideas)}" if self.ideas else "- no idea from the pool"
+        ]
+        lines += [f"- new: {c}" for c in self.novel] or ["- new: the plan's own (no component marked)"]
+        if self.steps > 1:
+            lines.append(f"- its script ran {self.steps} times in the node's fix loop (steps/)")
         return lines
 
 
@@ -77,6 +87,7 @@ def report_of(node: Node, graph: SearchGraph, worker: str = "") -> Report:
     limitations += [f"flag: {flag}" for flag in node.flags]
     title = next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), node.op)
     ideas = tuple(str(i) for i in meta.get("ideas", ()) if isinstance(i, str))
+    novel = tuple(str(c) for c in meta.get("novel", ()) if isinstance(c, str))
     return Report(
         node=node.id,
         op=node.op,
@@ -90,6 +101,8 @@ def report_of(node: Node, graph: SearchGraph, worker: str = "") -> Report:
         helped=helped,
         limitations=tuple(limitations),
         ideas=ideas,
+        novel=novel,
+        steps=int(meta.get("steps", 1)),
     )
 
 
@@ -151,8 +164,8 @@ class ReportPool:
 
     def get(self, node: str) -> Report:
         data = json.loads(self.store.value("reports", node))
-        for key in ("parents", "components", "limitations", "ideas"):
-            data[key] = tuple(data[key])
+        for key in ("parents", "components", "limitations", "ideas", "novel"):
+            data[key] = tuple(data.get(key, ()))
         return Report(**data)
 
     def all(self) -> list[Report]:
