@@ -19,6 +19,7 @@ from test_llm_brain import _agent
 from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
 from mlguild.pools import Pools
+from mlguild.sandbox.procfs import proc_table
 from mlguild.workers import cpu_sets
 
 # GOOD, taking long enough for two workers' scripts to overlap, and saying where it ran.
@@ -147,3 +148,48 @@ def test_ctrl_c_stops_every_worker_and_leaves_a_resumable_run(tmp_path):
     assert "stopped: interrupted by user" in out and "mlguild resume" in out
     records = _records(journal)
     assert records[-1]["type"] == "session_ended" and records[-1]["reason"] == "interrupted by user"
+
+
+def _script_pids() -> list[int]:
+    """Processes running a node's solution.py that descend from this test's process."""
+    table = proc_table()
+    found = []
+    for pid in table:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        ancestor = pid
+        while ancestor in table and ancestor not in (0, 1, os.getpid()):
+            ancestor = table[ancestor][0]
+        if b"solution.py" in argv and ancestor == os.getpid():
+            found.append(pid)
+    return found
+
+
+def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
+    llm = ScriptedLLM(default=SLOW_REPLY)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    killed: list[int] = []
+
+    def kill_one_script() -> None:
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
+            pids = _script_pids()
+            if finished and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one_script)
+    killer.start()
+    stop = agent.run_loop(workers=2)
+    killer.join()
+    assert stop.finished and killed
+    nodes = list(agent.state.graph)
+    failed = [n for n in nodes if not n.ok]
+    assert len(nodes) == 6 and len(failed) == 1, [(n.id, n.status, n.failure) for n in nodes]
+    assert "SIGKILL" in (failed[0].failure or "") or "signal 9" in (failed[0].failure or ""), failed[0].failure
