@@ -238,8 +238,10 @@ class Agent:
                 assert context is not None
                 with self._brain_lock:
                     proposal = self.brain.propose(action, context)
-        except StopRun:
-            raise  # a spent budget or an unusable setup stops the run, said clearly
+        except StopRun:  # a spent budget or an unusable setup stops the run, said clearly
+            with self.lock:
+                self.state.graph.nodes.pop(node.id, None)  # never started: as if never chosen
+            raise
         except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
             failed_as, failure, partial = exc.as_record()
             proposal = Proposal(plan=f"({failed_as}: {failure})", code=partial)

@@ -86,9 +86,11 @@ class TreeStats:
             self._seen = len(graph)
         still = []
         for index, node_id in self._pending:
-            node = graph[node_id]
-            if node.finished:
-                self._absorb(graph, node, index)
+            pending = graph.nodes.get(node_id)
+            if pending is None:  # reserved by a worker, then dropped: its proposal stopped the run
+                continue
+            if pending.finished:
+                self._absorb(graph, pending, index)
                 changed.append(node_id)
             else:
                 still.append((index, node_id))
