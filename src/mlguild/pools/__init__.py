@@ -8,10 +8,12 @@ says it used ideas (meta ``ideas``) is linked to them with its outcome.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import RunError
 from ..knowledge import Item, list_items
 from ..llm.base import LLM, Message
 from ..prompting import render
@@ -20,7 +22,7 @@ from ..search.graph import Node, SearchGraph
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
 from .reports import Report, ReportPool, is_reported, report_of
-from .store import PoolStore
+from .store import FILE, PoolStore
 
 
 @dataclass
@@ -31,7 +33,14 @@ class Pools:
 
     @classmethod
     def open(cls, run_dir: Path) -> Pools:
-        store = PoolStore.of_run(run_dir)
+        try:
+            store = PoolStore.of_run(run_dir)
+        except sqlite3.DatabaseError as exc:  # a damaged file: everything in it can be rebuilt
+            raise RunError(
+                f"the run's pools file {run_dir / FILE} cannot be read ({exc})",
+                f"move it away (`mv {run_dir / FILE} {run_dir / FILE}.damaged`), then `mlguild resume {run_dir}`: "
+                "the reports are rebuilt from the nodes and the ideas from knowledge/",
+            ) from exc
         return cls(store, ReportPool(store), IdeaPool(store))
 
     def close(self) -> None:
