@@ -121,3 +121,22 @@ def test_stop_on_convergence_ends_the_run_only_when_asked(small_task, tmp_path):
     assert stop.which == "converged" and stop.finished and len(agent.state.graph) < 40
     agent, _run = _agent(small_task, tmp_path / "not", [GOOD] * 12, **{**sets, "budget.iterations": 12})
     assert agent.run_loop().which == "iterations"
+
+
+def test_a_candidate_whose_re_run_fails_is_not_promoted():
+    graph = _graph()
+    a = _add(graph, "draft", 0.800)
+    b = _add(graph, "improve", 0.801, [a.id])
+    _add(graph, "rerun", None, [b.id])  # crashed with another seed
+    assert graph.best() is a and graph.pending_evidence() is None
+    assert evidence_action(graph, CFG) is None
+
+
+def test_a_near_tie_blend_is_not_re_run_and_a_clear_one_is_promoted():
+    graph = _graph()
+    a = _add(graph, "draft", 0.800)
+    b = _add(graph, "draft", 0.790)
+    near = _add(graph, "blend", 0.801, [a.id, b.id])
+    assert graph.best() is a and graph.pending_evidence() is None and evidence_action(graph, CFG) is None
+    clear = _add(graph, "blend", 0.820, [a.id, b.id])
+    assert near.is_blend and graph.best() is clear

@@ -133,14 +133,20 @@ class SearchGraph:
             if best is None or self.evidence is None:
                 best, best_key = node, mine
                 continue
-            tried = len(groups.get(node.id, ()))
+            reruns = groups.get(node.id, ())
+            if any(not r.ok for r in reruns):
+                continue  # it failed with another seed: not reliably better, whatever its mean
+            tried = len(reruns)
             if not tried and not noise:
                 noise.append(self.noise_floor(groups))
             # A clear gain needs no re-runs; once a node's re-runs started, its mean decides.
             if tried >= self.evidence.reruns or (not tried and mine - best_key >= self.margin(best, noise[0])):
                 best, best_key = node, mine
-            else:
+            elif not node.is_blend:
                 pending, pending_key = node, mine
+            # A blend inside the margin stays behind: it averages its members' stored predictions,
+            # so a re-run with another seed would measure nothing (the final stage's paired
+            # bootstrap weighs the best blend against the best node again).
         if pending is not None and pending_key <= best_key:
             pending = None
         return best, pending
