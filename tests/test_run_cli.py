@@ -97,7 +97,14 @@ def test_iterations_below_one_is_an_error_not_no_limit(n, task, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path):
+def _deaf_to_ctrl_c() -> None:
+    """As a launcher may start mlguild: SIGINT ignored and blocked (both survive exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@pytest.mark.parametrize("launched", ["plainly", "with SIGINT ignored and blocked"])
+def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path, launched):
     # A wrapper must tell an interrupted run from a finished one: the shell's 128 + SIGINT.
     proc = subprocess.Popen(
         [
@@ -120,6 +127,7 @@ def test_ctrl_c_exits_130_after_the_resume_hint(task, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_deaf_to_ctrl_c if launched != "plainly" else None,
     )
     try:
         journal = tmp_path / "runs" / "r" / "journal.jsonl"

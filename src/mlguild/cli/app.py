@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from .bench_cmd import bench
@@ -34,7 +36,16 @@ app.add_typer(knowledge_app, name="knowledge")
 
 
 def main() -> None:
+    _hear_ctrl_c()
     app()
+
+
+def _hear_ctrl_c() -> None:
+    """Ctrl-C stops a run cleanly (exit 130, the resume command printed), however mlguild was
+    started: a launcher can hand SIGINT down ignored or blocked (both survive exec; a shell
+    does it to background jobs), and Python then never raises KeyboardInterrupt."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 if __name__ == "__main__":
