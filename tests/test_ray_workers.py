@@ -4,14 +4,9 @@ only. Runs when the [ray] extra is installed (./scripts/test installs it)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
-
 import pytest
 from test_llm_brain import _agent
-from test_workers import SLOW_REPLY
+from test_workers import SLOW_REPLY, run_while_killing_one
 
 from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
@@ -56,23 +51,7 @@ def test_workers_run_their_scripts_on_ray_and_a_killed_ray_worker_fails_only_its
     llm = ScriptedLLM(default=SLOW_REPLY)
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     agent.runner.sandbox = RaySandbox(agent.runner.sandbox)
-    killed: list[int] = []
-
-    def kill_one_ray_worker() -> None:
-        end = time.monotonic() + 120
-        while time.monotonic() < end:
-            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
-            busy = _ray_task_pids()
-            if finished and busy:  # a node finished before, one running on a Ray worker now
-                os.kill(busy[0], signal.SIGKILL)
-                killed.append(busy[0])
-                return
-            time.sleep(0.05)
-
-    killer = threading.Thread(target=kill_one_ray_worker)
-    killer.start()
-    stop = agent.run_loop(workers=2)
-    killer.join()
+    stop, killed = run_while_killing_one(agent, run, _ray_task_pids)
     assert stop.finished and killed, "no Ray worker was running a script"
     nodes = list(agent.state.graph)
     assert len(nodes) == 6

@@ -168,26 +168,33 @@ def _script_pids() -> list[int]:
     return found
 
 
-def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
-    llm = ScriptedLLM(default=SLOW_REPLY)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+def run_while_killing_one(agent, run, find_pids) -> tuple:
+    """Run ``agent`` with two workers while a side thread, once a node has finished, kills
+    (-9) the first process ``find_pids`` names; (why it stopped, [the pid killed])."""
     killed: list[int] = []
 
-    def kill_one_script() -> None:
+    def kill_one() -> None:
         end = time.monotonic() + 120
         while time.monotonic() < end:
             finished = [r for r in run.journal.records if r["type"] == "node_finished"]
-            pids = _script_pids()
+            pids = find_pids()
             if finished and pids:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
                 return
             time.sleep(0.02)
 
-    killer = threading.Thread(target=kill_one_script)
+    killer = threading.Thread(target=kill_one)
     killer.start()
     stop = agent.run_loop(workers=2)
     killer.join()
+    return stop, killed
+
+
+def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
+    llm = ScriptedLLM(default=SLOW_REPLY)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    stop, killed = run_while_killing_one(agent, run, _script_pids)
     assert stop.finished and killed
     nodes = list(agent.state.graph)
     failed = [n for n in nodes if not n.ok]
