@@ -19,22 +19,21 @@ from .context import ContextBuilder
 from .diagnose import Diagnosis, diagnose
 from .errors import BrainBroken, BudgetExhausted, ProposalFailed, StopRun
 from .executor import NodeRunner, Outcome
+from .fix_loop import MIN_SCRIPT_S, fix_loop
 from .fsutil import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .memory import Memory, TaskTraits
 from .metrics import get_metric
 from .pools import Pools
 from .protocols import LAST_RESORT, Action, Brain, Context, Policy, Proposal, Sandbox
-from .records import apply_outcome, record_finished, record_restarted, record_started, record_step
+from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
 from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN, SCORED, TAMPERED
+from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
 from .workers import run_workers
-
-_MIN_SCRIPT_S = 5.0  # below this much time left, a new node cannot do useful work
 
 
 @dataclass(frozen=True)
@@ -112,9 +111,9 @@ class Agent:
         if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
             # Keep back the time the final refit of the current best node will need.
             remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best(), planned_blend)
-            if remaining < _MIN_SCRIPT_S:
+            if remaining < MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
-            timeout = min(timeout, remaining, max(_MIN_SCRIPT_S, budget.script_share * budget.time_s))
+            timeout = min(timeout, remaining, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
         return timeout
 
     # --- the loop ---
@@ -262,51 +261,13 @@ class Agent:
         else:
             outcome = self.runner.execute(node, timeout, seed=seed, cpus=cpus)
             if node.meta.get("cycle") and hasattr(self.brain, "fix_step"):
-                outcome = self._fix_loop(node, outcome, started + brain_s + timeout, seed, cpus)
+                outcome = fix_loop(self, node, outcome, started + brain_s + timeout, seed, cpus)
         if self.interrupted.is_set():  # its script was killed by the interrupt, not by itself
             raise KeyboardInterrupt
         outcome.timing["brain_s"] = round(brain_s, 4)
         with self.lock:
             self._finish(node, outcome)
         return node
-
-    def _fix_loop(
-        self, node: Node, outcome: Outcome, deadline: float, seed: int, cpus: tuple[int, ...] | None
-    ) -> Outcome:
-        """The community cycle's run-observe-fix loop inside one node: while its script fails,
-        the brain fixes it from what it did, up to ``brain.cycle_steps`` runs in all and
-        within the node's own time limit. Every step's script, output and outcome is kept
-        under ``steps/NN/`` and journaled; the node ends with the last step's outcome."""
-        limit, step = self.run.config.brain.cycle_steps, 1
-        while outcome.status != SCORED and outcome.status != TAMPERED and step < limit:
-            remaining = deadline - time.monotonic()
-            budget_left = self.remaining_s()
-            if budget_left is not None:
-                remaining = min(remaining, budget_left)
-            if remaining < _MIN_SCRIPT_S or self.interrupted.is_set():
-                break
-            code = self._code(node)
-            record_step(self.run, node, step, outcome)
-            stderr = read_text_no_follow(self.run.node_dir(node.id) / "stderr.txt")[-3000:]
-            try:
-                with self._brain_lock:
-                    why, fixed = self.brain.fix_step(  # type: ignore[attr-defined]
-                        node.plan, code, outcome.status, outcome.failure or "", stderr, step, remaining, node.id
-                    )
-            except Exception as exc:  # a failed request ends the loop; the node keeps its last outcome
-                outcome.failure = f"{outcome.failure or ''}\n(the fix of step {step} failed: {exc})".strip()
-                break
-            step += 1
-            with self.lock:
-                node.code_sha256 = sha256_text(fixed)
-                self.runner.write_proposal(node, node.plan, fixed, node.meta)
-                self.run.journal.append(
-                    "node_step", id=node.id, step=step, fix=why.strip()[:500], code_sha256=node.code_sha256
-                )
-            outcome = self.runner.execute(node, remaining, seed=seed, cpus=cpus)
-        node.meta["steps"] = step
-        record_step(self.run, node, step, outcome)
-        return outcome
 
     def _rerun_proposal(self, candidate: str, seed: int) -> Proposal:
         plan = (
@@ -330,7 +291,7 @@ class Agent:
             self._finish(node, Outcome("interrupted", failure=f"the run was killed while this node ran, {why}"))
             return
         remaining = self.remaining_s()
-        if remaining is not None and remaining < _MIN_SCRIPT_S:
+        if remaining is not None and remaining < MIN_SCRIPT_S:
             self._finish(
                 node, Outcome("interrupted", failure="the run was killed while this node ran, and no time is left")
             )
