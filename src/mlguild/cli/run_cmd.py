@@ -13,7 +13,6 @@ from ..agent import Agent, Stop
 from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm_brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
-from ..brief import brief_path, ensure_brief
 from ..config import load_config, parse_duration, save_config
 from ..diagnose import diagnose
 from ..errors import ConfigError, KaggleError, RunError
@@ -22,7 +21,6 @@ from ..kaggle_api import competition_slug
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
-from ..pools import Pools, fill_run_ideas
 from ..rundir import RunDir, create_run, open_run
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..search import get_policy
@@ -30,6 +28,7 @@ from ..submitter import Submitter, kaggle_slug
 from ..verdict import check_learned, floors
 from ..vocabulary import REFIT
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
+from .prepare import fill_ideas, write_brief
 from .progress import Progress
 from .task_cmd import resolve_task
 
@@ -121,34 +120,6 @@ def _sandbox_for(cfg, brain_name: str):
     return sandbox, line
 
 
-def _brain_llm(brain, fake_llm: bool):
-    """The brain's LLM (a hybrid's too), or None: none, or the dry run's stand-in."""
-    llm = None
-    for candidate in (brain, getattr(brain, "llm_brain", None)):
-        llm = llm or getattr(candidate, "llm", None)
-    return None if fake_llm else llm
-
-
-def _write_brief(run: RunDir, brain, fake_llm: bool) -> None:
-    """brief.md before the first node: by the brain's LLM when it has one (not the dry run's
-    stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
-    _, author = ensure_brief(run.path, run.spec, run.profile, run.description, _brain_llm(brain, fake_llm))
-    console.print(
-        f"brief {plain(brief_path(run.path))} ({'kept as found' if author == 'existing' else 'by ' + author})"
-    )
-
-
-def _fill_ideas(run: RunDir, brain, fake_llm: bool) -> None:
-    """The idea pool from the task's knowledge/ folder, before the first node (see mlguild.pools)."""
-    pools = Pools.open(run.path)
-    try:
-        line = fill_run_ideas(run, pools, _brain_llm(brain, fake_llm))
-    finally:
-        pools.close()
-    if line:
-        console.print(plain(line))
-
-
 def _submitter_for(run: RunDir) -> Submitter | None:
     """The Kaggle submitter when the run submits (kaggle.submit); its problems stop it now."""
     if run.config.kaggle.submit == "never":
@@ -191,8 +162,8 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
         sandbox = RaySandbox(sandbox)
     brain, brain_line = _brain_for(run, fake_llm)
     submitter = _submitter_for(run)
-    _write_brief(run, brain, fake_llm)
-    _fill_ideas(run, brain, fake_llm)
+    write_brief(run, brain, fake_llm)
+    fill_ideas(run, brain, fake_llm)
     agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
     console.print(f"run   {plain(run.path)}")
     console.print(
@@ -362,7 +333,7 @@ def run(
         run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
         try:
             if no_launch:
-                _write_brief(run_dir, _brain_for(run_dir, dry_run)[0], dry_run)
+                write_brief(run_dir, _brain_for(run_dir, dry_run)[0], dry_run)
                 console.print(plain(f"not launched: edit the brief, then `mlguild resume {run_dir.path}`"))
                 return
             stop = _drive(run_dir, fake_llm=dry_run)
