@@ -12,9 +12,12 @@ a little noise, one node in ten fails), so its shape is the shape the search mak
 the live run (the policy saw the graph grow and takes in one new node per choice), and the
 first choice after a resume (a new policy takes in the whole graph at once).
 
-``retrieve``: the time one memory retrieval takes from a store of ``--records`` experience
-records (target: <= 20 ms at 10,000), by BM25 alone and, when the [embeddings] extra is
-installed, BM25 and sentence embeddings fused (the query's embedding included). The records
+``retrieve``: the time memory retrieval takes with a shared store of ``--records`` experience
+records (target: <= 20 ms a search at 10,000), by BM25 alone and, when the [embeddings] extra
+is installed, BM25 and sentence embeddings fused. Timed as a run does it: one recall per
+proposal, with a new query (its embedding included), which searches this run's own records
+(300) for successes and for failures and the shared store for similar tasks; and one search
+of the shared store alone, with a new query and with a query already embedded. The records
 are made from a vocabulary of real plan and failure phrases, so the index has a realistic
 spread of words.
 
@@ -50,10 +53,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mlguild.config import BudgetConfig, SearchConfig, parse_duration
+from mlguild.config import BudgetConfig, MemoryConfig, SearchConfig, parse_duration
 from mlguild.errors import MlguildError
-from mlguild.memory import MemoryStore, Retriever, TaskTraits
-from mlguild.memory.embed import load_embedder
+from mlguild.memory import Memory, MemoryStore, Retriever, TaskTraits
+from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
 from mlguild.metrics import get_metric
 from mlguild.rundir import open_run
@@ -150,15 +153,11 @@ def bench_select(n_nodes: int) -> None:
 def bench_retrieve(n_records: int) -> None:
     rng = random.Random(0)
     traits = TaskTraits("binary", "roc_auc", 10_000, 30, "tabular", 0.02, 50)
-    embedder = load_embedder()
-    retrievers = {"bm25": Retriever(MemoryStore())}
-    if embedder is not None:
-        retrievers["bm25+embeddings"] = Retriever(MemoryStore(), embedder)
-    started = time.perf_counter()
-    for i in range(n_records):
+
+    def record(i: int, run: str) -> Experience:
         words = " ".join(rng.sample(PHRASES, 3))
-        exp = Experience(
-            run=f"r{i % 50}",
+        return Experience(
+            run=run,
             task=f"t{i % 20}",
             node=f"n{i:05d}",
             op=rng.choice(["draft", "improve", "debug"]),
@@ -177,35 +176,58 @@ def bench_retrieve(n_records: int) -> None:
             exec_s=1.0,
             traits=traits,
         )
-        for retriever in retrievers.values():
-            if retriever.embedder is None:
-                retriever.add(exp)
-    if embedder is not None:  # embed in batches: one store per configuration, the same records
-        plain = retrievers["bm25"].store
-        fused = retrievers["bm25+embeddings"]
-        rows = plain.recent(n_records)[::-1]
-        for start in range(0, len(rows), 256):
-            batch = [e for _, e in rows[start : start + 256]]
-            vectors = embedder.encode([e.text() for e in batch])
-            for exp, vector in zip(batch, vectors, strict=True):
-                fused.store.add(exp, vector.tobytes(), embedder.model)
-    print(f"{n_records} records stored in {time.perf_counter() - started:.1f} s")
-    for name, retriever in retrievers.items():
-        retriever.search("warm up", 5)  # loads the embedding matrix once, as a run's first search does
-        times = []
+
+    # The shared store holds ``n_records`` of other runs; this run's own memory holds 300.
+    shared = [record(i, f"r{i % 50}") for i in range(n_records)]
+    own = [record(i, "this-run") for i in range(300)]
+    embedder = load_embedder()
+    setups = {"bm25": None} if embedder is None else {"bm25": None, "bm25+embeddings": embedder}
+    for name, emb in setups.items():
+        queries = QueryVectors(emb) if emb is not None else None
+        memory = Memory(
+            "this-run",
+            "t0",
+            traits,
+            MemoryConfig(embeddings=emb is not None),
+            shared=Retriever(MemoryStore(), emb, queries),
+            local=Retriever(MemoryStore(), emb, queries),
+        )
+        started = time.perf_counter()
+        for retriever, records in ((memory.shared, shared), (memory.local, own)):
+            assert retriever is not None
+            for batch_start in range(0, len(records), 256):  # embedded in batches, as fast as it goes
+                batch = records[batch_start : batch_start + 256]
+                vectors = emb.encode([e.text() for e in batch]) if emb is not None else [None] * len(batch)
+                for exp, vector in zip(batch, vectors, strict=True):
+                    retriever.store.add(exp, None if vector is None else vector.tobytes(), emb.model if emb else "")
+        print(f"{name}: {n_records} + {len(own)} records stored in {time.perf_counter() - started:.1f} s")
+        memory.recall("warm up")  # loads the embedding matrices once, as a run's first recall does
+        recalls, firsts, shared_searches = [], [], []
         for rep in range(10):
             for query in QUERIES:
                 query = f"{query} variant{rep}"  # a new query each time: its embedding is not cached
                 started = time.perf_counter()
-                retriever.search(query, 8)  # as a recall does: successes, then failures
-                retriever.search(query, 8, outcomes=("failed", "no_gain"))
-                times.append((time.perf_counter() - started) / 2)
-        times.sort()
+                memory.recall(query)
+                recalls.append(time.perf_counter() - started)
+                query = f"{query} again"  # one search alone, with a new query, in the large store
+                started = time.perf_counter()
+                memory.similar(query)
+                firsts.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                memory.similar(query)
+                shared_searches.append(time.perf_counter() - started)
         print(
-            f"{name}: median {1000 * statistics.median(times):.2f} ms, p90 {1000 * times[int(0.9 * len(times))]:.2f} ms per search"
+            f"{name}: one recall (3 searches: this run's successes and failures, then the shared store) "
+            f"{_ms(recalls)}, that is {1000 * statistics.median(recalls) / 3:.2f} ms per search; "
+            f"one search of the shared store with a new query {_ms(firsts)}, with a query already embedded {_ms(shared_searches)}"
         )
     if embedder is None:
         print("bm25+embeddings: not measured (install the [embeddings] extra)")
+
+
+def _ms(times: list[float]) -> str:
+    ordered = sorted(times)
+    return f"median {1000 * statistics.median(ordered):.2f} ms (p90 {1000 * ordered[int(0.9 * len(ordered))]:.2f})"
 
 
 def run_one(

@@ -259,3 +259,9 @@ def test_embeddings_find_a_record_that_shares_no_word_with_the_query(tmp_path):
     memory.remember(_exp("n0001", TOPICS[1]))
     assert memory.warnings == [] and memory.shared is not None
     assert len(memory.shared.store.vectors(embedder.model)) == 1
+    # A recall searches this run's records twice and the shared store once: one embedding.
+    asked: list[list[str]] = []
+    encode = embedder.encode
+    memory.local.embedder.encode = lambda texts: asked.append(texts) or encode(texts)  # type: ignore[union-attr]
+    memory.recall(query)
+    assert asked == [[query]]

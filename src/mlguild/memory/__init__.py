@@ -18,7 +18,7 @@ from pathlib import Path
 from ..config import MemoryConfig
 from ..search.graph import Node, SearchGraph
 from ..vocabulary import REFIT, RERUN
-from .embed import Embedder, load_embedder
+from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
 from .retrieve import Retriever
 from .store import MemoryStore
@@ -64,14 +64,15 @@ class Memory:
     def open(cls, run: str, task: str, traits: TaskTraits, cfg: MemoryConfig, home: Path) -> Memory:
         """This run's memory; the shared store too when ``cfg.enabled``."""
         embedder: Embedder | None = load_embedder() if cfg.embeddings else None
-        memory = cls(run, task, traits, cfg, local=Retriever(MemoryStore(), embedder))
+        queries = QueryVectors(embedder) if embedder is not None else None  # one recall, one embedding
+        memory = cls(run, task, traits, cfg, local=Retriever(MemoryStore(), embedder, queries))
         if cfg.embeddings and embedder is None:
             memory.warnings.append(
                 "memory.embeddings is on but the [embeddings] extra is not installed: retrieval uses BM25 alone"
             )
         if cfg.enabled:
             path = Path(cfg.path).expanduser() if cfg.path else home / "memory.sqlite"
-            memory.shared = Retriever(MemoryStore(path), embedder)
+            memory.shared = Retriever(MemoryStore(path), embedder, queries)
         return memory
 
     def record(self, node: Node, graph: SearchGraph, code: str = "", columns: tuple[str, ...] = ()) -> Experience:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .embed import Embedder, from_blobs, to_blob
+from .embed import Embedder, QueryVectors, from_blobs, to_blob
 from .experience import Experience
 from .store import MemoryStore
 
@@ -17,13 +17,14 @@ _CANDIDATES = 50  # from each ranking, before fusing
 
 
 class Retriever:
-    """Searches ``store``; with ``embedder``, also embeds what it stores and fuses rankings."""
+    """Searches ``store``; with ``embedder``, also embeds what it stores and fuses rankings.
+    Retrievers given the same ``queries`` embed a query once between them."""
 
-    def __init__(self, store: MemoryStore, embedder: Embedder | None = None):
+    def __init__(self, store: MemoryStore, embedder: Embedder | None = None, queries: QueryVectors | None = None):
         self.store, self.embedder = store, embedder
         self._ids = np.zeros(0, dtype=np.int64)  # embedded records held in memory, oldest first
         self._matrix = np.zeros((0, 0), dtype=np.float32)
-        self._queries: dict[str, np.ndarray] = {}  # a proposal searches with one query several times
+        self.queries = queries or (QueryVectors(embedder) if embedder is not None else None)
         self._masks: dict[str, np.ndarray] = {}  # per filter, which held records it allows
 
     def add(self, exp: Experience) -> int:
@@ -34,8 +35,8 @@ class Retriever:
     def search(self, query: str, k: int, **filters: Any) -> list[Experience]:
         """The ``k`` records that best match ``query`` among those ``filters`` allow."""
         ranked = [self.store.search_ids(query, _CANDIDATES, **filters)]
-        if self.embedder is not None and query.strip():
-            ranked.append(self._nearest(query, _CANDIDATES, filters))
+        if self.queries is not None and query.strip():
+            ranked.append(self._nearest(self.queries.get(query), _CANDIDATES, filters))
         fused: dict[int, float] = {}
         for ranking in ranked:
             for rank, record_id in enumerate(ranking, start=1):
@@ -44,8 +45,7 @@ class Retriever:
         found = self.store.records(best)
         return [found[i] for i in best if i in found]
 
-    def _nearest(self, query: str, k: int, filters: dict[str, Any]) -> list[int]:
-        assert self.embedder is not None
+    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any]) -> list[int]:
         self._refresh()
         if not len(self._ids):
             return []
@@ -60,11 +60,9 @@ class Retriever:
             mask = np.ones(len(self._ids), dtype=bool)
         if not mask.any():
             return []
-        if query not in self._queries:
-            self._queries = {query: self.embedder.encode([query])[0], **dict(list(self._queries.items())[:7])}
         # Similarities of every held record, then the allowed ones: indexing the matrix by the
         # mask first would copy it (megabytes at 10,000 records) on every search.
-        sims = (self._matrix @ self._queries[query])[mask]
+        sims = (self._matrix @ query)[mask]
         allowed = self._ids[mask]
         if len(sims) > k:  # the k best without sorting them all, then those k in order
             best = np.argpartition(-sims, k - 1)[:k]
