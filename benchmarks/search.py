@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
-    .venv/bin/python benchmarks/search.py warm [--budget 10m]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -35,13 +35,16 @@ memory on but its own empty store, so it reads nothing and keeps everything it d
 never reads its own records from the shared store, so an empty store is a cold run). Then,
 per example, a warm run whose store holds the other examples' cold records only. Reported:
 the cold run's final best holdout score, when the cold run first reached it, when the warm
-run did, and the ratio (target: at most two thirds).
+run did, and the ratio (target: at most two thirds), per seed (``--seeds``); the median
+counts a warm run that never got there as infinitely slow. ``--side-by-side`` runs one run
+per CPU at once, each pinned to its CPU with one thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import sqlite3
@@ -333,14 +336,21 @@ def bench_compare(budget_s: float, seeds: int, examples: list[str], out: Path, s
     print(f"rows: {out}; runs: {work}")
 
 
-def _launch(example_dir: Path, run_id: str, budget_s: float, work: Path, home: Path) -> Path:
+def _launch(
+    example_dir: Path, run_id: str, budget_s: float, work: Path, home: Path, seed: int, cpus: set[int] | None
+) -> Path:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "MLGUILD_HOME": str(home)}
     cmd = [
         sys.executable, "-m", "mlguild.cli.app", "run", str(example_dir), "--time", f"{budget_s:g}s",
-        "--brain", "recipes", "--runs-dir", str(work / "runs"), "--run-id", run_id,
+        "--brain", "recipes", "--seed", str(seed), "--runs-dir", str(work / "runs"), "--run-id", run_id,
     ]  # fmt: skip
+    if cpus:
+        cmd += ["--set", f"sandbox.threads={len(cpus)}"]
     with (work / f"{run_id}.log").open("w") as out:
-        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600)
+        subprocess.run(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=3 * budget_s + 600,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        )  # fmt: skip
     return work / "runs" / run_id
 
 
@@ -377,39 +387,58 @@ def _merge_stores(sources: list[Path], target: Path) -> int:
     return copied
 
 
-def bench_warm(budget_s: float, examples: list[str]) -> None:
+def bench_warm(budget_s: float, examples: list[str], seeds: int, side_by_side: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
-    cold: dict[str, list[tuple[float, float]]] = {}
-    for name, example_dir in dirs.items():  # cold runs; their records warm the other examples
-        cold[name] = _best_over_time(_launch(example_dir, f"cold-{name}", budget_s, work, work / f"cold-{name}"))
+    free = [{cpu} for cpu in sorted(os.sched_getaffinity(0))] if side_by_side else [None]
+
+    def timeline(job: tuple[str, str, Path, int]) -> list[tuple[float, float]]:
+        """Run one job (example, run id, MLGUILD_HOME, seed) on a free CPU (or all of them)."""
+        name, run_id, home, seed = job
+        cpus = free.pop()
+        try:
+            return _best_over_time(_launch(dirs[name], run_id, budget_s, work, home, seed, cpus))
+        finally:
+            free.append(cpus)
+
+    def run_jobs(jobs: list[tuple[str, str, Path, int]]) -> dict[str, list[tuple[float, float]]]:
+        with ThreadPoolExecutor(max_workers=len(free)) as pool:
+            return dict(zip(dirs, pool.map(timeline, jobs), strict=True))
+
     rows, ratios = [], []
-    for name, example_dir in dirs.items():
-        home = work / f"warm-{name}"
-        home.mkdir()
-        others = [work / f"cold-{other}" / "memory.sqlite" for other in dirs if other != name]
-        records = _merge_stores(others, home / "memory.sqlite")
-        warm = _best_over_time(_launch(example_dir, f"warm-{name}", budget_s, work, home))
-        if not cold[name]:
-            rows.append(f"| {name} | {records} | — | — | — | — |")
-            continue
-        cold_at, target = cold[name][-1]
-        reached = next((t for t, score in warm if score >= target), None)
-        ratio = None if reached is None else reached / max(cold_at, 1e-9)
-        if ratio is not None:
+    for seed in range(seeds):
+        # Cold runs, with the memory on and an empty store: their records warm the other examples.
+        cold = run_jobs([(name, f"cold-{name}-s{seed}", work / f"cold-{name}-s{seed}", seed) for name in dirs])
+        homes, warmed_by = {}, {}
+        for name in dirs:
+            homes[name] = work / f"warm-{name}-s{seed}"
+            homes[name].mkdir()
+            others = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in dirs if other != name]
+            warmed_by[name] = _merge_stores(others, homes[name] / "memory.sqlite")
+        warm = run_jobs([(name, f"warm-{name}-s{seed}", homes[name], seed) for name in dirs])
+        for name in dirs:
+            records = warmed_by[name]
+            if not cold[name]:
+                rows.append(f"| {name} | {seed} | {records} | — | — | — | — |")
+                continue
+            cold_at, target = cold[name][-1]
+            reached = next((t for t, score in warm[name] if score >= target), None)
+            # A warm run that never reached the cold run's best counts as infinitely slow.
+            ratio = math.inf if reached is None else reached / max(cold_at, 1e-9)
             ratios.append(ratio)
-        warm_at = f"{reached:.0f} s" if reached is not None else "never"
-        shown = f"{ratio:.2f}" if ratio is not None else "—"
-        rows.append(f"| {name} | {records} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |")
+            warm_at = f"{reached:.0f} s" if reached is not None else "never"
+            shown = f"{ratio:.2f}" if reached is not None else "—"
+            rows.append(f"| {name} | {seed} | {records} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |")
     print(
-        "| example | records warming it | cold final best (holdout) | cold reached it at | warm reached it at | warm / cold |"
+        "| example | seed | records warming it | cold final best (holdout) | cold reached it at | warm reached it at | warm / cold |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if ratios:
-        median = statistics.median(ratios)
+        reached_share = sum(r < math.inf for r in ratios)
         print(
-            f"median time ratio, warm over cold: {median:.2f} ({len(ratios)} of {len(dirs)} examples reached it; target <= 0.67)"
+            f"median time ratio, warm over cold: {statistics.median(ratios):.2f} over {len(ratios)} pairs "
+            f"({reached_share} reached the cold best; a run that never did counts as infinitely slow; target <= 0.67)"
         )
     print(f"runs: {work}")
 
@@ -432,13 +461,17 @@ def main() -> None:
     warm = sub.add_parser("warm", help="cold runs against runs warmed by the other examples' memory")
     warm.add_argument("--budget", default="10m", help="time budget of each run (default 10m)")
     warm.add_argument("--examples", default=",".join(EXAMPLES), help="comma-separated bundled examples")
+    warm.add_argument("--seeds", type=int, default=1, help="repeat cold and warm with seeds 0..N-1")
+    warm.add_argument(
+        "--side-by-side", action="store_true", help="run as many runs at once as there are CPUs, each on its own"
+    )
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
     elif args.what == "retrieve":
         bench_retrieve(args.records)
     elif args.what == "warm":
-        bench_warm(parse_duration(args.budget), args.examples.split(","))
+        bench_warm(parse_duration(args.budget), args.examples.split(","), args.seeds, args.side_by_side)
     else:
         bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out, args.side_by_side)
 

@@ -192,6 +192,59 @@ def test_move_priors_start_the_estimate_and_this_tasks_evidence_outweighs_them()
     assert after["more_trees"].gain < 0  # ten failures here beat a good record elsewhere
 
 
+def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts():
+    from mlguild.brains.recipes.catalog import recipes_for
+    from mlguild.brains.recipes.choice import family_order
+    from mlguild.memory.priors import FAILED_GAIN, family_priors
+
+    def node(run: str, family: str, score: float | None, traits: TaskTraits = TRAITS, exec_s: float = 10.0):
+        outcome = "failed" if score is None else "first"
+        return _exp(f"{family}-{score}", family, outcome, run=run, op="draft", recipe=family, score=score,
+                    exec_s=exec_s, traits=traits)  # fmt: skip
+
+    records = [
+        # A similar task: catboost best, linear worst, xgboost failed every time.
+        node("a", "lightgbm", 0.80), node("a", "lightgbm", 0.82), node("a", "catboost", 0.86, exec_s=40.0),
+        node("a", "linear", 0.70, exec_s=3.0), node("a", "xgboost", None),
+        # One family only: says nothing about the order of families.
+        node("b", "linear", 0.99),
+        # Another task type: not similar, left out.
+        node("c", "linear", 5.0, TaskTraits("regression", "rmse", 5000, 20, "tabular", 0.01, 12)),
+        node("c", "catboost", 9.0, TaskTraits("regression", "rmse", 5000, 20, "tabular", 0.01, 12)),
+    ]  # fmt: skip
+    priors = family_priors(records, TRAITS, max_distance=2.0)
+    assert set(priors) == {"lightgbm", "catboost", "linear", "xgboost"}
+    assert priors["catboost"].gain > priors["lightgbm"].gain > 0 > priors["linear"].gain
+    assert priors["xgboost"].gain == pytest.approx(priors["linear"].gain + FAILED_GAIN)  # below the worst
+    assert priors["catboost"].weight == 1.0
+    assert priors["catboost"].log_cost > 0 > priors["linear"].log_cost  # slower and faster than typical
+    # RMSE is minimised: the lower score ranks first.
+    rmse = TaskTraits("regression", "rmse", 5000, 20, "tabular", 0.01, 12)
+    assert family_priors(records, rmse, 2.0)["linear"].gain > 0
+    order = family_order(recipes_for({"modality": "tabular"}), priors)
+    assert order[:2] == ["catboost", "lightgbm"] and order[-2:] == ["linear", "xgboost"]
+    assert family_order(["lightgbm", "linear"], {}) == ["lightgbm", "linear"]  # no memory: catalogue order
+
+
+def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_path):
+    task = load_task(make_task(tmp_path / "task", n=400))
+    cfg = load_config(None, ["budget.iterations=3", "search.num_drafts=3", "search.policy=greedy"])
+    first = create_run(task, cfg, tmp_path / "runs", run_id="first")
+    first_agent = Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    first_agent.run_loop()
+    drafts = [n for n in first_agent.state.graph if n.op == "draft" and n.ok]
+    assert len({n.meta["recipe"] for n in drafts}) == 3
+    best = max(drafts, key=lambda n: n.score or 0.0)
+
+    second = create_run(task, load_config(None, ["budget.iterations=1"]), tmp_path / "runs", run_id="second")
+    agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    assert max(agent.memory.family_priors().items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
+    agent.run_loop()
+    (node,) = list(agent.state.graph)
+    assert node.meta["recipe"] == best.meta["recipe"]
+    assert "earlier runs" in node.plan
+
+
 def test_the_llm_prompt_shows_this_runs_records(tmp_path):
     full = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
     crash = f"Plan: a curve with a bug.\n```python\n{CRASH}```\n"

@@ -59,6 +59,7 @@ class ContextBuilder:
             ideas=self.ideas(action),
             repairs=self.repairs(graph) if action.op == DRAFT else (),
             move_priors=self.memory.move_priors(),
+            family_priors=self.memory.family_priors(),
             brief=self.brief,
         )
 

@@ -100,6 +100,7 @@ class Context:
     repairs: tuple[Repair, ...] = ()  # for a draft: recipe scripts another brain repaired on this task
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
+    family_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe families on similar tasks
     brief: str = ""  # the run's brief.md (mlguild.brief): rules, metric, data notes, directions
     reports: tuple[str, ...] = ()  # the most relevant reports of the run's other nodes (mlguild.pools)
     ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the best-ranked ideas, one line each

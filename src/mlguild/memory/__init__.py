@@ -9,7 +9,6 @@ changes, failures and the holdout scores the search itself uses.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
@@ -20,11 +19,11 @@ from ..search.graph import Node, SearchGraph
 from ..vocabulary import REFIT, RERUN
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
+from .priors import FAILED_GAIN, MovePrior, family_priors, move_priors
 from .retrieve import Retriever
 from .store import MemoryStore
 
-FAILED_GAIN = -0.5  # a move whose child failed: worse than no change, in score spreads
-_PRIOR_RECORDS = 3000  # the newest improve records of similar tasks a prior is built from
+_PRIOR_RECORDS = 5000  # the newest records of tasks of this type the priors are built from
 
 
 @dataclass(frozen=True)
@@ -38,16 +37,6 @@ class Recall:
         return bool(self.this_run or self.other_tasks)
 
 
-@dataclass(frozen=True)
-class MovePrior:
-    """What a recipe move did on similar tasks: a similarity-weighted count of tries, the mean
-    gain in score spreads and the mean log run-time ratio to the parent."""
-
-    weight: float
-    gain: float
-    log_cost: float
-
-
 @dataclass
 class Memory:
     run: str
@@ -57,7 +46,9 @@ class Memory:
     shared: Retriever | None = None
     local: Retriever = field(default_factory=lambda: Retriever(MemoryStore()))
     warnings: list[str] = field(default_factory=list)
-    _priors: dict[str, MovePrior] | None = None
+    _records: list[Experience] | None = None
+    _move_priors: dict[str, MovePrior] | None = None
+    _family_priors: dict[str, MovePrior] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
 
     @classmethod
@@ -132,41 +123,29 @@ class Memory:
 
     def move_priors(self) -> dict[str, MovePrior]:
         """Per recipe move, what it did on similar tasks in other runs (computed once a run)."""
-        if self._priors is not None:
-            return self._priors
-        priors: dict[str, list[tuple[float, float, float | None]]] = {}
-        records = []
-        if self.shared is not None:
-            try:
-                records = self.shared.store.recent(
-                    _PRIOR_RECORDS, exclude_run=self.run, task_type=self.traits.task_type, op="improve"
-                )
-            except sqlite3.Error:
-                records = []
-        for _, exp in records:
-            distance = exp.traits.distance(self.traits)
-            if not exp.move or distance > self.cfg.max_distance:
-                continue
-            gain = FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
-            if gain is None:
-                continue
-            names = exp.move.split("+")
-            cost = math.log(max(exp.cost_ratio, 1e-3)) / len(names) if exp.cost_ratio else None
-            for name in names:  # a pair's result is credited to each of its moves, split evenly
-                priors.setdefault(name, []).append((1.0 / (1.0 + distance), gain / len(names), cost))
-        self._priors = {name: _weighted(rows) for name, rows in priors.items()}
-        return self._priors
+        if self._move_priors is None:
+            self._move_priors = move_priors(self._prior_records(), self.traits, self.cfg.max_distance)
+        return self._move_priors
 
+    def family_priors(self) -> dict[str, MovePrior]:
+        """Per recipe family, how it ranked among the families of other runs on similar tasks."""
+        if self._family_priors is None:
+            self._family_priors = family_priors(self._prior_records(), self.traits, self.cfg.max_distance)
+        return self._family_priors
 
-def _weighted(rows: list[tuple[float, float, float | None]]) -> MovePrior:
-    weight = sum(w for w, _, _ in rows)
-    costs = [(w, c) for w, _, c in rows if c is not None]
-    cost_weight = sum(w for w, _ in costs)
-    return MovePrior(
-        weight=round(weight, 6),
-        gain=sum(w * g for w, g, _ in rows) / weight,
-        log_cost=sum(w * c for w, c in costs) / cost_weight if cost_weight else 0.0,
-    )
+    def _prior_records(self) -> list[Experience]:
+        """The newest records of other runs on tasks of this type (read once a run)."""
+        if self._records is None:
+            self._records = []
+            if self.shared is not None:
+                try:
+                    found = self.shared.store.recent(
+                        _PRIOR_RECORDS, exclude_run=self.run, task_type=self.traits.task_type
+                    )
+                    self._records = [exp for _, exp in found]
+                except sqlite3.Error:
+                    pass
+        return self._records
 
 
 __all__ = [

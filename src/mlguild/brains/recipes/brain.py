@@ -20,7 +20,7 @@ from ...diagnose import diagnose
 from ...errors import TaskError
 from ...protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from .catalog import RECIPES, Recipe, draft_meta, recipes_for
-from .choice import choose
+from .choice import choose, family_order, family_reason
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
@@ -72,7 +72,7 @@ class RecipeBrain:
                 context,
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
-        names = recipes_for(task)
+        names = family_order(recipes_for(task), context.family_priors)
         drafts = [h.meta for h in context.history if h.op == "draft" and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
         fresh = [n for n in names if counts[n] == 0]
@@ -91,6 +91,9 @@ class RecipeBrain:
             f"**Why:** {recipe.why}.",
         ]
         summary = f"Why this recipe: {recipe.why}."
+        remembered = family_reason(name, context.family_priors)
+        if fresh and remembered:
+            lines.append(f"**Why now:** {remembered}.")
         if not fresh:
             # Every family has a draft already: vary this one so the new draft is not a copy.
             used = {str(m["move"]) for m in drafts if m.get("recipe") == name and m.get("move")}
@@ -162,7 +165,11 @@ class RecipeBrain:
                 failures[name] += 1
             else:
                 best[name] = max(best.get(name, -math.inf), sign * h.score)
-        names = [n for n in recipes_for(task) if n != own and not (tries[n] and failures[n] == tries[n])]
+        names = [
+            n
+            for n in family_order(recipes_for(task), context.family_priors)
+            if n != own and not (tries[n] and failures[n] == tries[n])
+        ]
         trajectory = [f"- {line}" for line in context.trajectory[-6:]]
         if not names:
             if own is None:

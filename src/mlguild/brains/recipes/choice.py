@@ -10,7 +10,8 @@ multiplies costs. Until anything is observed every move ties, and the seeded dra
 
 What a move did on similar tasks in earlier runs (the memory's move priors) starts its
 estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations, so what
-this task shows soon outweighs it.
+this task shows soon outweighs it. The same memory orders the first drafts: a recipe family
+that ranked above the others on similar tasks is drafted before the catalogue's order would.
 """
 
 from __future__ import annotations
@@ -118,3 +119,29 @@ def choose(
             f"the parent's run time, from {' and '.join(evidence)}"
         )
     return chosen, why
+
+
+def family_order(names: list[str], priors: Mapping[str, MovePrior]) -> list[str]:
+    """``names`` (in catalogue order) reordered by how each family ranked among the families
+    of similar tasks, shrunk like a move's prior; a family never seen there counts as average."""
+
+    def value(name: str) -> float:
+        prior = priors.get(name)
+        if prior is None:
+            return 0.0
+        w = min(prior.weight, _PRIOR_CAP)
+        return w * prior.gain / (w + 1)
+
+    return sorted(names, key=lambda n: (-round(value(n), 9), names.index(n)))
+
+
+def family_reason(name: str, priors: Mapping[str, MovePrior]) -> str:
+    """Why ``name`` comes where it does, from the family priors ('' when it has none)."""
+    prior = priors.get(name)
+    if prior is None:
+        return ""
+    return (
+        f"on similar tasks in earlier runs its best node scored {prior.gain:+.2f} score spreads against "
+        f"the mean of the families tried there, at ×{math.exp(prior.log_cost):.2f} the typical run time "
+        f"(evidence worth {prior.weight:.1f} runs)"
+    )
