@@ -36,9 +36,8 @@ class MiniLM:
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.disable_progress_bar()  # no bar in the middle of a run's output
-        # One thread: a record or a query is one short text (12 ms on one core, 8 on two), and
-        # the cores belong to the scripts the run is executing and to the BM25 search that
-        # runs beside a query's embedding.
+        # One thread: a record or a query is one short text (about 12 ms on one core, 8 on
+        # two), and the other cores belong to the scripts the run is executing.
         torch.set_num_threads(1)
 
         self._model = SentenceTransformer(str(path), device="cpu")

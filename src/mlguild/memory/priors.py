@@ -75,7 +75,7 @@ def family_priors(records: list[Experience], traits: TaskTraits, max_distance: f
         all_times = [t for ts in times.values() for t in ts]
         typical = statistics.median(all_times) if all_times else None
         weight = 1.0 / (1.0 + run_records[0].traits.distance(traits))
-        for family in {exp.recipe for exp in run_records}:
+        for family in sorted({exp.recipe for exp in run_records}):  # sorted: sums replay exactly
             gain = (best[family] - mean) / spread if family in best else failed
             cost = math.log(statistics.median(times[family]) / typical) if times[family] and typical else None
             rows[family].append((weight, gain, cost))
