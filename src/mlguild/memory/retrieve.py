@@ -45,7 +45,7 @@ class Retriever:
         found = self.store.records(best)
         return [found[i] for i in best if i in found]
 
-    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any]) -> list[int]:
+    def _nearest(self, vector: np.ndarray, k: int, filters: dict[str, Any]) -> list[int]:
         self._refresh()
         if not len(self._ids):
             return []
@@ -62,7 +62,7 @@ class Retriever:
             return []
         # Similarities of every held record, then the allowed ones: indexing the matrix by the
         # mask first would copy it (megabytes at 10,000 records) on every search.
-        sims = (self._matrix @ query)[mask]
+        sims = (self._matrix @ vector)[mask]
         allowed = self._ids[mask]
         if len(sims) > k:  # the k best without sorting them all, then those k in order
             best = np.argpartition(-sims, k - 1)[:k]
