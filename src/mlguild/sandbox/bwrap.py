@@ -168,7 +168,7 @@ def namespace_args(root: bool, drop: bool) -> list[str]:
     before the supervisor's sweep can see it, so the sweep could not say how many there
     were. Without it the init outlives bwrap while the namespace has processes, becomes
     the supervisor's child (a subreaper), and dies by the sweep, or with the supervisor's
-    session (runner.kill_session) if the supervisor itself is killed."""
+    session (sweep.kill_session) if the supervisor itself is killed."""
     args = ["--new-session"]
     if root:
         # No user namespace: bwrap's root path keeps the real uid 0, so that setpriv can

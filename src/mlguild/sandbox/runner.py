@@ -5,7 +5,7 @@ A layer (local.py, bwrap.py) only decides *what* runs (argv, env, uid, wrapper);
 module runs it the same way for all of them, so timeouts, the sweep, output capture and
 the typed result behave identically whichever layer is in use. The agent also watches
 the supervisor: one held stopped (SIGSTOP, a ptrace stop) cannot sweep or report, so the
-agent kills the script's whole tree and the supervisor itself (``_wait``, ``kill_tree``).
+agent kills the script's whole tree and the supervisor itself (``_wait``, ``sweep.kill_tree``).
 
 Starting the supervisor's interpreter is the largest part of a run's start-up, so each
 thread keeps one supervisor started ahead (``prestart``; see supervisor_start.py).
@@ -36,6 +36,7 @@ from mlguild.sandbox.base import (
     classify,
 )
 from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
+from mlguild.sandbox.sweep import kill_session, kill_tree
 
 MIB = 1024 * 1024
 
@@ -342,61 +343,6 @@ def _stop(proc: subprocess.Popen, wait_s: float) -> tuple[bytes, bytes]:
         return _collect(proc, wait_s)
 
 
-def kill_tree(root: int, limit_s: float = 5.0) -> set[int]:
-    """SIGKILL every live descendant of ``root`` until none is left; return their pids.
-
-    The agent's sweep, for a supervisor that cannot run its own: it is a child subreaper,
-    so while it exists (stopped, traced or hung) every orphan of the script reparents to
-    it and stays in this walk; a setsid daemon cannot leave it. Groups first, as in the
-    supervisor's sweep, so a fork loop dies in one round."""
-    killed: set[int] = set()
-    spared = {os.getpgid(0), root}  # our group and the supervisor's (its pid: own session)
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        table = procfs.proc_table()
-        live = [p for p in procfs.descendants(root, table) if table[p][3] != b"Z"]
-        if not live:
-            break
-        for pgid in {table[p][1] for p in live} - spared:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for pid in live:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.005)
-    return killed
-
-
-def kill_session(sid: int, limit_s: float = 2.0) -> int:
-    """SIGKILL every process in session ``sid`` until none is left; return how many.
-
-    The fallback when the supervisor itself is gone: the main process led that session,
-    so its ordinary children are still in it (a child that called setsid is not). Under
-    bwrap, the session of the namespace init the supervisor reported: killing the init
-    ends the namespace, setsid daemons included.
-    """
-    killed: set[int] = set()
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        table = procfs.proc_table()
-        live = [p for p, row in table.items() if row[2] == sid and row[3] != b"Z"]
-        if not live:
-            break
-        for pid in live:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.01)
-    return len(killed)
-
-
 def _parse_events(out: bytes) -> dict[str, dict]:
     """The supervisor's event lines (Python literals), by event name (the last of each kind wins)."""
     events: dict[str, dict] = {}
@@ -457,4 +403,4 @@ def _to_result(raw: dict, stdout_path: Path, stderr_path: Path, elapsed: float, 
     )
 
 
-__all__ = ["Plan", "SupervisedSandbox", "grant_workdir", "kill_tree", "python_paths", "rlimits_for"]
+__all__ = ["Plan", "SupervisedSandbox", "grant_workdir", "python_paths", "rlimits_for"]
