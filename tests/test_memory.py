@@ -3,6 +3,7 @@ later runs read, concurrent writers, and what the brains are shown."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import sqlite3
 
@@ -224,6 +225,11 @@ def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts(
     order = family_order(recipes_for({"modality": "tabular"}), priors)
     assert order[:2] == ["catboost", "lightgbm"] and order[-2:] == ["linear", "xgboost"]
     assert family_order(["lightgbm", "linear"], {}) == ["lightgbm", "linear"]  # no memory: catalogue order
+    # One run on a merely similar task is too little evidence to reorder the drafts.
+    near = TaskTraits("binary", "accuracy", 5000, 20, "tabular", 0.01, 12)  # another metric: distance 1
+    weak = family_priors([dataclasses.replace(r, traits=near) for r in records if r.run == "a"], TRAITS, 2.0)
+    assert weak["catboost"].weight == 0.5 and weak["catboost"].gain > 0
+    assert family_order(recipes_for({"modality": "tabular"}), weak) == recipes_for({"modality": "tabular"})
 
 
 def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_path):

@@ -11,7 +11,8 @@ multiplies costs. Until anything is observed every move ties, and the seeded dra
 What a move did on similar tasks in earlier runs (the memory's move priors) starts its
 estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations, so what
 this task shows soon outweighs it. The same memory orders the first drafts: a recipe family
-that ranked above the others on similar tasks is drafted before the catalogue's order would.
+that ranked above the others on similar tasks is drafted before the catalogue's order would,
+once the evidence is worth at least one run on the same task.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ from ...protocols import Context, HistoryItem
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
 _PRIOR_CAP = 3.0  # most observations a prior from other tasks counts as
+# Least evidence (in runs: one on the same task counts 1, one at distance d counts 1/(1+d))
+# for the family priors to reorder the drafts. Reordering decides which families a run tries
+# at all, and one run on a merely similar task misled it as often as it helped (issue 11's
+# warm benchmark), so it waits for a same-task run or several similar ones.
+_FAMILY_EVIDENCE = 1.0
 
 
 @dataclass(frozen=True)
@@ -123,11 +129,12 @@ def choose(
 
 def family_order(names: list[str], priors: Mapping[str, MovePrior]) -> list[str]:
     """``names`` (in catalogue order) reordered by how each family ranked among the families
-    of similar tasks, shrunk like a move's prior; a family never seen there counts as average."""
+    of similar tasks, shrunk like a move's prior; a family never seen there, or seen with less
+    than ``_FAMILY_EVIDENCE``, counts as average."""
 
     def value(name: str) -> float:
         prior = priors.get(name)
-        if prior is None:
+        if prior is None or prior.weight < _FAMILY_EVIDENCE:
             return 0.0
         w = min(prior.weight, _PRIOR_CAP)
         return w * prior.gain / (w + 1)
@@ -136,9 +143,9 @@ def family_order(names: list[str], priors: Mapping[str, MovePrior]) -> list[str]
 
 
 def family_reason(name: str, priors: Mapping[str, MovePrior]) -> str:
-    """Why ``name`` comes where it does, from the family priors ('' when it has none)."""
+    """Why ``name`` comes where it does, from the family priors ('' when they do not count)."""
     prior = priors.get(name)
-    if prior is None:
+    if prior is None or prior.weight < _FAMILY_EVIDENCE:
         return ""
     return (
         f"on similar tasks in earlier runs its best node scored {prior.gain:+.2f} score spreads against "
