@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mlguild.errors import ConfigError
+from mlguild.ranking_metrics import check_len, factorize, map_at_k, ndcg_at_k
 from mlguild.score import Direction, Score
 
 __all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric"]
@@ -108,13 +109,6 @@ def _columnwise(fn: Callable[..., float]) -> Callable[..., float]:
     return functools.wraps(fn)(wrapped)
 
 
-def _factorize(values: Any) -> np.ndarray:
-    """Dense integer codes for group ids (hashing: sorting a million strings is slow)."""
-    import pandas as pd  # lazy: slow to import, and only grouped metrics need it
-
-    return pd.factorize(np.asarray(values), sort=False)[0].astype(np.int64)
-
-
 def _grouped_auc(y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-group ROC AUC via the Mann-Whitney U statistic, ties getting average ranks.
 
@@ -147,12 +141,6 @@ def _grouped_auc(y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray) -> 
     return auc, ok
 
 
-def _check_len(*arrays: Any) -> None:
-    lens = {len(a) for a in arrays}
-    if len(lens) > 1:
-        raise ValueError(f"inputs have different lengths: {sorted(lens)}")
-
-
 # ------------------------------------------------------------------ metrics
 
 
@@ -171,8 +159,8 @@ def _roc_auc_1d(y_true: Any, y_score: Any) -> float:
 
 def gauc(y_true: Any, y_score: Any, groups: Any) -> float:
     """Mean of per-group ROC AUC; groups with a single class are excluded."""
-    _check_len(y_true, y_score, groups)
-    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), _factorize(groups))
+    check_len(y_true, y_score, groups)
+    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), factorize(groups))
     if not ok.any():
         raise ValueError("gauc is undefined: no group has both positives and negatives")
     return float(np.mean(auc[ok]))
@@ -203,7 +191,7 @@ def logloss(y_true: Any, y_prob: Any) -> float:
 def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Both label arrays as codes over the sorted union of their labels, and its size."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
-    _check_len(t, p)
+    check_len(t, p)
     _, inv = np.unique(np.concatenate([t, p]), return_inverse=True)
     return inv[: len(t)], inv[len(t) :], (int(inv.max()) + 1 if len(inv) else 0)
 
@@ -211,7 +199,7 @@ def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int
 def f1(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
     """Binary F1 of the class ``positive_label`` (0.0 when it never occurs in either)."""
     t, p = np.asarray(y_true) == positive_label, np.asarray(y_pred) == positive_label
-    _check_len(t, p)
+    check_len(t, p)
     tp = np.sum(t & p)
     denom = 2 * tp + np.sum(~t & p) + np.sum(t & ~p)
     return float(2 * tp / denom) if denom else 0.0
@@ -272,80 +260,6 @@ def qwk(y_true: Any, y_pred: Any) -> float:
     if denom == 0:  # a single category everywhere: kappa is 0/0, as in sklearn
         return math.nan
     return float(1 - np.sum(w * observed) / denom)
-
-
-def _apk(actual: list, predicted: list, k: int) -> float:
-    if not actual:
-        return 0.0
-    relevant = set(actual)
-    seen: set = set()
-    hits, score = 0, 0.0
-    for i, item in enumerate(predicted[:k]):
-        # a repeated prediction earns nothing the second time (Kaggle's apk)
-        if item in relevant and item not in seen:
-            hits += 1
-            score += hits / (i + 1.0)
-        seen.add(item)
-    return score / min(len(actual), k)
-
-
-def map_at_k(y_true: Any, y_pred: Any, k: int = 5) -> float:
-    """Mean average precision at k (Kaggle's mapk): lists of relevant vs ranked items."""
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"inputs have different lengths: {len(y_true)} != {len(y_pred)}")
-    if int(k) < 1:
-        raise ValueError("map_at_k needs k >= 1")
-    if not len(y_true):
-        return 0.0
-    return float(np.mean([_apk(list(a), list(p), int(k)) for a, p in zip(y_true, y_pred)]))
-
-
-def ndcg_at_k(y_true: Any, y_score: Any, groups: Any, k: int = 10, gain: str = "linear") -> float:
-    """Mean per-group nDCG@k of predicted scores against relevance labels.
-
-    Tied scores share the average gain of their tie block (as sklearn's ``ndcg_score``
-    does), so a constant predictor gets no luck from row order. ``gain`` is ``linear``
-    (rel, sklearn) or ``exponential`` (2**rel - 1, LightGBM). Groups with no relevant
-    item cannot be scored and are excluded.
-    """
-    rel = np.asarray(y_true, dtype=np.float64)
-    s = np.asarray(y_score, dtype=np.float64)
-    _check_len(rel, s, groups)
-    if int(k) < 1:
-        raise ValueError("ndcg_at_k needs k >= 1")
-    if gain not in ("linear", "exponential"):
-        raise ValueError("gain must be 'linear' or 'exponential'")
-    g_all = rel if gain == "linear" else np.exp2(rel) - 1.0
-    codes = _factorize(groups)
-    n, n_groups = len(codes), (int(codes.max()) + 1 if len(codes) else 0)
-
-    def positions(sorted_codes: np.ndarray) -> np.ndarray:
-        start = np.ones(n, dtype=bool)
-        start[1:] = sorted_codes[1:] != sorted_codes[:-1]
-        first = np.flatnonzero(start)
-        return np.arange(n) - first[np.cumsum(start) - 1]
-
-    def discount(pos: np.ndarray) -> np.ndarray:
-        return np.where(pos < int(k), 1.0 / np.log2(pos + 2.0), 0.0)
-
-    order = np.lexsort((-s, codes))
-    gc, sc, gain_sorted = codes[order], s[order], g_all[order]
-    disc = discount(positions(gc))
-    new_block = np.ones(n, dtype=bool)
-    new_block[1:] = (gc[1:] != gc[:-1]) | (sc[1:] != sc[:-1])
-    starts = np.flatnonzero(new_block)
-    sizes = np.diff(np.append(starts, n))
-    block_gain = np.add.reduceat(gain_sorted, starts) / sizes if n else np.zeros(0)
-    block_disc = np.add.reduceat(disc, starts) if n else np.zeros(0)
-    dcg = np.bincount(gc[starts], weights=block_gain * block_disc, minlength=n_groups)
-
-    ideal = np.lexsort((-g_all, codes))
-    gi = codes[ideal]
-    idcg = np.bincount(gi, weights=g_all[ideal] * discount(positions(gi)), minlength=n_groups)
-    ok = idcg > 0
-    if not ok.any():
-        raise ValueError("ndcg_at_k is undefined: no group has a relevant item")
-    return float(np.mean(dcg[ok] / idcg[ok]))
 
 
 # ------------------------------------------------------------------ registry
