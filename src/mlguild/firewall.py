@@ -23,7 +23,8 @@ from .config import FirewallConfig
 from .errors import FirewallError, TaskError
 from .fsutil import sha256_file
 from .submission import KNOWN_LABELS
-from .task import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, Task, plain_relative_name
+from .task import Task
+from .task_spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"

@@ -28,7 +28,7 @@ from .firewall import read_csv_exact
 from .fsutil import read_no_follow
 from .rundir import RunDir
 from .search.graph import Node, SearchGraph
-from .task import HOLDOUT_FILES
+from .task_spec import HOLDOUT_FILES
 
 _SAFETY = 1.25  # reserve this much more than the measured run times
 _PACED = 0.5  # a script that used this share of its time budget is paced by it
