@@ -26,9 +26,9 @@ from mlguild.brains.recipes.catalog import (
     DRAFT_ORDER,
     FALLBACK,
     RECIPES,
-    draft_meta,
     recipes_for,
 )
+from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import render_script
 from mlguild.errors import TaskError

@@ -19,8 +19,9 @@ from typing import Any
 from ...diagnose import diagnose
 from ...errors import TaskError
 from ...protocols import LAST_RESORT, Action, Context, ParentView, Proposal
-from .catalog import RECIPES, Recipe, draft_meta, recipes_for
+from .catalog import RECIPES, Recipe, recipes_for
 from .choice import choose, family_order, family_reason
+from .draft import draft_meta
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script

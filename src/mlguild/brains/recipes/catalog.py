@@ -1,4 +1,5 @@
-"""The recipe families: which model, which features, which defaults, for which modality.
+"""The recipe families: which model, which features, which defaults, for which modality
+(draft.py fits a family's defaults to a task).
 
 A recipe *meta* is everything a script depends on, as plain JSON::
 
@@ -18,8 +19,6 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from ...column_kinds import UNUSABLE
 
 Params = dict[str, Any]
 
@@ -317,99 +316,7 @@ FALLBACK = {
 }
 
 
-def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
-    target = profile.get("target", {})
-    # Fitting log1p(target) is what RMSLE rewards; only for a target that is never negative.
-    log_target = task["metric"] == "rmsle" and target.get("min", 0) >= 0
-    if recipe.features == "pixels":
-        return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
-    if recipe.features == "images":
-        return {"log_target": log_target}
-    text = "stats"
-    if recipe.modality == "text":
-        text = "tfidf" if recipe.encoding == "onehot" else "svd"
-    return {
-        "log_target": log_target,
-        "screen": _screen_size(recipe, profile),  # numeric columns kept per fold (0: all)
-        "freq_encoding": False,
-        "quantile_numeric": False,
-        "text": text,  # stats | svd | tfidf: how free-text columns enter
-        "max_features": 30000 if text == "tfidf" else 20000,
-        "ngram_max": 2,
-        "char_ngrams": True,
-        "svd_components": 64 if recipe.modality == "text" else 16,
-        "max_levels": 200,
-        "min_count": 5,
-        "target_encoding": False,  # out-of-fold category target means, fitted inside each fold
-        "ratios": False,  # log-ratios of the leading positive numeric columns
-    }
-
-
-def _screen_size(recipe: Recipe, profile: dict[str, Any]) -> int:
-    """How many numeric columns each fold keeps on wide data (at least 100 usable columns, and
-    at least half as many as training rows), else 0. With that many columns, every model
-    finds some noise column that fits the training rows by chance; a fold keeps the columns
-    most associated with the target on its own fit rows. Tree recipes on feature frames only."""
-    n_train = int(profile.get("n_train") or 0)
-    usable = sum(c["kind"] not in UNUSABLE for c in profile.get("columns", []))
-    if recipe.encoding not in ("native", "ordinal", "catboost") or usable < max(100, n_train / 2):
-        return 0
-    return max(20, min(100, n_train // 20))
-
-
-def _run_defaults(recipe: Recipe, profile: dict[str, Any]) -> dict[str, Any]:
-    n_train = int(profile.get("n_train") or 0)
-    # Fewer folds on big data: each fold's model costs as much as the whole small-data run.
-    n_folds = 5 if n_train <= 100_000 else 3
-    # Kernel machines cost quadratic time in rows: cap them from the start.
-    max_train_rows = 20_000 if recipe.model == "svm_rbf" and n_train > 25_000 else None
-    # seeds: models per fold, each with its own seed, averaged (the seed_averaging move)
-    return {"n_folds": n_folds, "max_train_rows": max_train_rows, "cv_budget_share": 0.5, "seeds": 1}
-
-
 def recipes_for(task: dict[str, Any]) -> list[str]:
     """Recipe names that serve this task and can run in this environment, in draft order."""
     names = DRAFT_ORDER.get(task.get("modality", "tabular"), DRAFT_ORDER["tabular"])
     return [name for name in names if RECIPES[name].available()]
-
-
-# What a boosting model minimises when the task is scored by mean absolute error: the squared
-# error's best constant is the mean, the absolute error's the median, and on a skewed target
-# they are far apart (a model fitted for one loses to a constant on the other).
-_ABSOLUTE_ERROR = {
-    "lightgbm": ("objective", "l1"),
-    "hist_gb": ("loss", "absolute_error"),
-    "catboost": ("loss_function", "MAE"),
-    "xgboost": ("objective", "reg:absoluteerror"),
-}
-
-
-def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metric: str) -> Params:
-    params = recipe.defaults(classification)
-    if metric == "mae" and not classification and recipe.model in _ABSOLUTE_ERROR:
-        name, value = _ABSOLUTE_ERROR[recipe.model]
-        params[name] = value
-    # A leaf of 20 rows is a sensible floor on real data, but on a few dozen rows it leaves
-    # a tree almost no split to make: the floor shrinks with the data (1 row in 25), down to
-    # 5 rows, below which a leaf's mean is mostly noise.
-    leaf = recipe.knobs.get("min_leaf")
-    if leaf in ("min_child_samples", "min_samples_leaf") and leaf in params:
-        params[leaf] = min(params[leaf], max(5, int(profile.get("n_train") or 0) // 25))
-    return params
-
-
-def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
-    """The meta of a fresh draft of recipe ``name`` with its default parameters."""
-    recipe = RECIPES[name]
-    classification = task["task_type"] in ("binary", "multiclass")
-    return {
-        "brain": "recipes",
-        "recipe": name,
-        "modality": recipe.modality,
-        "params": _params(recipe, classification, profile, task["metric"]),
-        "features": _feature_defaults(recipe, task, profile),
-        "run": _run_defaults(recipe, profile),
-        "moves": [],
-        "move": None,
-        "parent": None,
-    }

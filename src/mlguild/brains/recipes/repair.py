@@ -15,7 +15,8 @@ from typing import Any
 from ...column_kinds import UNUSABLE
 from ...diagnose import Diagnosis
 from ...protocols import LAST_RESORT, Context
-from .catalog import FALLBACK, draft_meta
+from .catalog import FALLBACK
+from .draft import draft_meta
 
 Meta = dict[str, Any]
 
