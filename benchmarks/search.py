@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
-    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -36,8 +36,13 @@ never reads its own records from the shared store, so an empty store is a cold r
 per example, a warm run whose store holds the other examples' cold records only. Reported:
 the cold run's final best holdout score, when the cold run first reached it, when the warm
 run did, and the ratio (target: at most two thirds), per seed (``--seeds``); the median
-counts a warm run that never got there as infinitely slow. ``--side-by-side`` runs one run
-per CPU at once, each pinned to its CPU with one thread.
+counts a warm run that never got there as infinitely slow; a column counts the warm run's
+nodes whose plan cites earlier runs (0: the memory changed none of the recipe brain's
+choices, so the ratio is timing noise alone). ``--side-by-side`` runs one run
+per CPU at once, each pinned to its CPU with one thread. ``--from same`` warms each example
+with its own cold run's records instead (a second run on the same task, with the same seed,
+as a user who runs a task again would): what memory is worth where the earlier task is
+this one.
 """
 
 from __future__ import annotations
@@ -365,6 +370,15 @@ def _best_over_time(run_dir: Path) -> list[tuple[float, float]]:
     return points if direction == "maximize" else [(t, -s) for t, s in points]  # larger is better
 
 
+def _memory_citations(run_dir: Path) -> int:
+    """How many of a run's nodes were proposed citing earlier runs (a family's draft order or a
+    move's prior): 0 means the memory changed none of the recipe brain's choices."""
+    run = open_run(run_dir)
+    plans = [str(r["node"].get("plan", "")) for r in run.journal.records if r["type"] == "node_started"]
+    run.close()
+    return sum("in earlier runs" in plan for plan in plans)
+
+
 def _merge_stores(sources: list[Path], target: Path) -> int:
     """Copy every record (and its embeddings) of the ``sources`` stores into ``target``."""
     into = MemoryStore(target)
@@ -387,39 +401,42 @@ def _merge_stores(sources: list[Path], target: Path) -> int:
     return copied
 
 
-def bench_warm(budget_s: float, examples: list[str], seeds: int, side_by_side: bool) -> None:
+def bench_warm(budget_s: float, examples: list[str], seeds: int, side_by_side: bool, source: str) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
     free = [{cpu} for cpu in sorted(os.sched_getaffinity(0))] if side_by_side else [None]
 
-    def timeline(job: tuple[str, str, Path, int]) -> list[tuple[float, float]]:
+    def launch(job: tuple[str, str, Path, int]) -> Path:
         """Run one job (example, run id, MLGUILD_HOME, seed) on a free CPU (or all of them)."""
         name, run_id, home, seed = job
         cpus = free.pop()
         try:
-            return _best_over_time(_launch(dirs[name], run_id, budget_s, work, home, seed, cpus))
+            return _launch(dirs[name], run_id, budget_s, work, home, seed, cpus)
         finally:
             free.append(cpus)
 
-    def run_jobs(jobs: list[tuple[str, str, Path, int]]) -> dict[str, list[tuple[float, float]]]:
+    def run_jobs(jobs: list[tuple[str, str, Path, int]]) -> dict[str, Path]:
         with ThreadPoolExecutor(max_workers=len(free)) as pool:
-            return dict(zip(dirs, pool.map(timeline, jobs), strict=True))
+            return dict(zip(dirs, pool.map(launch, jobs), strict=True))
 
     rows, ratios = [], []
     for seed in range(seeds):
         # Cold runs, with the memory on and an empty store: their records warm the other examples.
-        cold = run_jobs([(name, f"cold-{name}-s{seed}", work / f"cold-{name}-s{seed}", seed) for name in dirs])
+        cold_runs = run_jobs([(name, f"cold-{name}-s{seed}", work / f"cold-{name}-s{seed}", seed) for name in dirs])
+        cold = {name: _best_over_time(path) for name, path in cold_runs.items()}
         homes, warmed_by = {}, {}
         for name in dirs:
             homes[name] = work / f"warm-{name}-s{seed}"
             homes[name].mkdir()
-            others = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in dirs if other != name]
-            warmed_by[name] = _merge_stores(others, homes[name] / "memory.sqlite")
-        warm = run_jobs([(name, f"warm-{name}-s{seed}", homes[name], seed) for name in dirs])
+            sources = [other for other in dirs if other != name] if source == "others" else [name]
+            stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in sources]
+            warmed_by[name] = _merge_stores(stores, homes[name] / "memory.sqlite")
+        warm_runs = run_jobs([(name, f"warm-{name}-s{seed}", homes[name], seed) for name in dirs])
+        warm = {name: _best_over_time(path) for name, path in warm_runs.items()}
         for name in dirs:
-            records = warmed_by[name]
+            records, cited = warmed_by[name], _memory_citations(warm_runs[name])
             if not cold[name]:
-                rows.append(f"| {name} | {seed} | {records} | — | — | — | — |")
+                rows.append(f"| {name} | {seed} | {records} | {cited} | — | — | — | — |")
                 continue
             cold_at, target = cold[name][-1]
             reached = next((t for t, score in warm[name] if score >= target), None)
@@ -428,11 +445,14 @@ def bench_warm(budget_s: float, examples: list[str], seeds: int, side_by_side: b
             ratios.append(ratio)
             warm_at = f"{reached:.0f} s" if reached is not None else "never"
             shown = f"{ratio:.2f}" if reached is not None else "—"
-            rows.append(f"| {name} | {seed} | {records} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |")
+            rows.append(
+                f"| {name} | {seed} | {records} | {cited} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |"
+            )
     print(
-        "| example | seed | records warming it | cold final best (holdout) | cold reached it at | warm reached it at | warm / cold |"
+        "| example | seed | records warming it | warm plans citing them | cold final best (holdout) "
+        "| cold reached it at | warm reached it at | warm / cold |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if ratios:
         reached_share = sum(r < math.inf for r in ratios)
@@ -465,13 +485,20 @@ def main() -> None:
     warm.add_argument(
         "--side-by-side", action="store_true", help="run as many runs at once as there are CPUs, each on its own"
     )
+    warm.add_argument(
+        "--from",
+        dest="source",
+        choices=("others", "same"),
+        default="others",
+        help="warm each example with the other examples' cold records (default) or its own cold run's",
+    )
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
     elif args.what == "retrieve":
         bench_retrieve(args.records)
     elif args.what == "warm":
-        bench_warm(parse_duration(args.budget), args.examples.split(","), args.seeds, args.side_by_side)
+        bench_warm(parse_duration(args.budget), args.examples.split(","), args.seeds, args.side_by_side, args.source)
     else:
         bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out, args.side_by_side)
 

@@ -4,6 +4,7 @@ later runs read, concurrent writers, and what the brains are shown."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing
 import sqlite3
 
@@ -191,6 +192,29 @@ def test_move_priors_start_the_estimate_and_this_tasks_evidence_outweighs_them()
     ]
     after = move_stats((parent, *worse), "maximize", priors)
     assert after["more_trees"].gain < 0  # ten failures here beat a good record elsewhere
+
+
+def test_many_tries_on_another_task_count_little_more_than_one_but_every_try_here_counts():
+    from mlguild.memory.priors import move_priors
+
+    near = TaskTraits("binary", "accuracy", 5000, 20, "tabular", 0.01, 12)  # another metric: distance 1
+
+    def tries(run: str, n: int, traits: TaskTraits, gain: float) -> list[Experience]:
+        return [
+            _exp(
+                f"{run}{i}", "more trees", run=run, move="more_trees", gain_spreads=gain, cost_ratio=2.0, traits=traits
+            )
+            for i in range(n)
+        ]
+
+    busy_elsewhere = move_priors(tries("a", 10, near, 1.0), TRAITS, max_distance=2.0)["more_trees"]
+    assert busy_elsewhere.weight == pytest.approx(10 / 11)  # not 10 / 2: the other task's gain is not this one's
+    assert busy_elsewhere.gain == pytest.approx(1.0) and busy_elsewhere.log_cost == pytest.approx(math.log(2.0))
+    assert move_priors(tries("a", 1, near, 1.0), TRAITS, 2.0)["more_trees"].weight == pytest.approx(0.5)
+    assert move_priors(tries("a", 10, TRAITS, 1.0), TRAITS, 2.0)["more_trees"].weight == pytest.approx(10.0)
+    # Two runs on the other task that disagree: each counts on its own, the gain is their mean.
+    both = move_priors([*tries("a", 4, near, 1.0), *tries("b", 4, near, -1.0)], TRAITS, 2.0)["more_trees"]
+    assert both.weight == pytest.approx(2 * 4 / 5) and both.gain == pytest.approx(0.0)
 
 
 def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts():

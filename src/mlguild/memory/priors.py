@@ -1,6 +1,8 @@
 """Priors for the recipe brain from other runs on similar tasks: what each improve move did
 (gain against its parent, run-time ratio) and how each recipe family ranked among the
-families a run tried. Every run counts by its similarity to this task, 1 / (1 + distance).
+families a run tried. Every run counts by its similarity to this task, 1 / (1 + distance),
+and a run's many tries of one move on another task count little more than one (see
+``move_priors``).
 
 Both are in units of a run's own score spread, so the same rule serves AUC and RMSE, and
 neither reads anything but the holdout scores and run times that the records keep.
@@ -30,8 +32,14 @@ class MovePrior:
 
 
 def move_priors(records: list[Experience], traits: TaskTraits, max_distance: float) -> dict[str, MovePrior]:
-    """Per recipe move, its improve nodes' gains over their parents on similar tasks."""
-    rows: dict[str, list[tuple[float, float, float | None]]] = defaultdict(list)
+    """Per recipe move, its improve nodes' gains over their parents on similar tasks.
+
+    The n tries of a move in one run at distance d count as n / (1 + d·n) observations of
+    this task: on the same task (d = 0) each try counts fully, but on another task many tries
+    tell that task's gain well and this task's no better than 1 / d (the two tasks' gains
+    differ however often the move was tried there). One busy run on a similar task thus
+    cannot pass for several runs' agreement."""
+    found: dict[tuple[str, str], list[tuple[float, float, float | None]]] = defaultdict(list)
     for exp in records:
         distance = exp.traits.distance(traits)
         if exp.op != "improve" or not exp.move or distance > max_distance:
@@ -42,8 +50,11 @@ def move_priors(records: list[Experience], traits: TaskTraits, max_distance: flo
         names = exp.move.split("+")
         cost = math.log(max(exp.cost_ratio, 1e-3)) / len(names) if exp.cost_ratio else None
         for name in names:  # a pair's result is credited to each of its moves, split evenly
-            rows[name].append((1.0 / (1.0 + distance), gain / len(names), cost))
-    return {name: _weighted(found) for name, found in rows.items()}
+            found[name, exp.run].append((distance, gain / len(names), cost))
+    rows: dict[str, list[tuple[float, float, float | None]]] = defaultdict(list)
+    for (name, _), tries in sorted(found.items()):  # sorted: sums replay exactly
+        rows[name] += [(1.0 / (1.0 + d * len(tries)), gain, cost) for d, gain, cost in tries]
+    return {name: _weighted(tries) for name, tries in rows.items()}
 
 
 def family_priors(records: list[Experience], traits: TaskTraits, max_distance: float) -> dict[str, MovePrior]:
