@@ -144,7 +144,7 @@ time.sleep(0.05)  # both forked, the daemon's parent gone
 @pytest.mark.parametrize("layer", LAYERS)
 def test_descendants_killed_counts_exactly_what_the_script_left(layer, tmp_path, marker):
     # In the namespace layer the sweep, not the namespace's end, kills the leftovers, so
-    # it can count them (bwrap runs without --die-with-parent: see bwrap.namespace_args).
+    # it can count them (bwrap runs without --die-with-parent: see sandbox/namespace.py, namespace_args).
     (tmp_path / "script.py").write_text(LEAVES_TWO)
     sandbox = get_sandbox(layer)
     env = safe_env(cwd=tmp_path, extra={"MLGUILD_TEST_MARKER": marker})

@@ -33,7 +33,7 @@ from ..pools.ideas import cited_ideas
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
-from ..sandbox.bwrap import gpu_devices
+from ..sandbox.namespace import gpu_devices
 from ..vocabulary import EDA
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 from .recipes.fuse import fuse_proposal
