@@ -74,6 +74,32 @@ def test_time_budget_stops_the_run(small_task, tmp_path):
     assert agent.state.graph["n0001"].status == "timeout"  # the script was cut to the remaining budget
 
 
+def test_a_script_the_runs_end_cut_short_is_not_held_against_its_change(small_task, tmp_path):
+    from mlguild.brains.recipes.choice import move_stats
+    from mlguild.memory.experience import CUT_SHORT, FAILED
+    from mlguild.protocols import HistoryItem
+
+    # script_share 1: a script may take the whole budget, so the first one's limit is the time
+    # left, shorter than its full limit: the run's end, not the script, stopped it.
+    overrides = {"budget.time_s": 8, "budget.script_share": 1.0, "sandbox.script_timeout_s": 60}
+    agent, _run = _agent(small_task, tmp_path / "cut", [HANG], **overrides)
+    agent.run_loop()
+    cut = agent.state.graph["n0001"]
+    assert cut.status == "timeout" and cut.timing["cut_short"] is True
+    [(_, record)] = agent.memory.local.store.recent(5)
+    assert record.outcome == CUT_SHORT and "cut short" in record.change
+    # A script that used up its own full limit did fail.
+    agent, _run = _agent(small_task, tmp_path / "slow", [HANG], **{**overrides, "sandbox.script_timeout_s": 3})
+    agent.run_loop()
+    slow = agent.state.graph["n0001"]
+    assert slow.status == "timeout" and "cut_short" not in slow.timing
+    assert agent.memory.local.store.recent(5)[-1][1].outcome == FAILED
+    # The recipe brain's move estimates leave a cut-short try out.
+    parent = HistoryItem("n1", "draft", "scored", 0.8, {}, 10.0)
+    tried = HistoryItem("n2", "improve", "timeout", None, {"parent": "n1", "move": "more_trees"}, 7.0, cut_short=True)
+    assert "more_trees" not in move_stats((parent, tried), "maximize")
+
+
 RUNNER = r"""
 import sys
 from mlguild.agent import Agent

@@ -28,6 +28,7 @@ from .protocols import LAST_RESORT, Action, Brain, Context, Policy, Proposal, Sa
 from .records import apply_outcome, record_finished, record_restarted, record_started
 from .refit import refit_reserve
 from .rundir import RunDir
+from .sandbox.base import ExecStatus
 from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
@@ -106,15 +107,30 @@ class Agent:
         searched = sum(1 for n in self.state.graph if n.op not in (REFIT, EDA))
         if budget.iterations is not None and searched >= budget.iterations:
             raise BudgetExhausted("iterations")
-        timeout = self.run.config.sandbox.script_timeout_s
+        timeout = self._full_limit_s()
         remaining = self.remaining_s()
         if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
             # Keep back the time the final refit of the current best node will need.
             remaining -= refit_reserve(self.run, self.state.graph, self.state.graph.best(), planned_blend)
             if remaining < MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
-            timeout = min(timeout, remaining, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
+            timeout = min(timeout, remaining)
         return timeout
+
+    def _full_limit_s(self) -> float:
+        """The time limit a script gets while the run's end is not near."""
+        budget = self.run.config.budget
+        limit = self.run.config.sandbox.script_timeout_s
+        if budget.time_s is not None:
+            limit = min(limit, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
+        return limit
+
+    def _mark_cut_short(self, node: Node, outcome: Outcome, timeout: float) -> None:
+        """A script that timed out under a limit the run's end had shortened says nothing
+        about its change: the timing says so, and neither this run's move estimates nor the
+        memory count it as the change failing."""
+        if outcome.status == ExecStatus.TIMEOUT.value and node.op != EDA and timeout < self._full_limit_s():
+            outcome.timing["cut_short"] = True
 
     # --- the loop ---
     def run_loop(self, workers: int | None = None) -> Stop:
@@ -264,6 +280,7 @@ class Agent:
                 outcome = fix_loop(self, node, outcome, started + brain_s + timeout, seed, cpus)
         if self.interrupted.is_set():  # its script was killed by the interrupt, not by itself
             raise KeyboardInterrupt
+        self._mark_cut_short(node, outcome, timeout)
         outcome.timing["brain_s"] = round(brain_s, 4)
         with self.lock:
             self._finish(node, outcome)
@@ -301,7 +318,9 @@ class Agent:
         timeout = self.run.config.sandbox.script_timeout_s
         timeout = timeout if remaining is None else min(timeout, remaining)
         seed = int(node.meta.get("seed", self.run.config.brain.seed))  # a re-run keeps its own seed
-        self._finish(node, self.runner.execute(node, timeout, seed=seed))
+        outcome = self.runner.execute(node, timeout, seed=seed)
+        self._mark_cut_short(node, outcome, timeout)
+        self._finish(node, outcome)
 
     def _finish(self, node: Node, outcome: Outcome) -> None:
         started = time.monotonic()

@@ -37,7 +37,14 @@ class ContextBuilder:
             self.brief = read_brief(self.run.path)
         history = tuple(
             HistoryItem(
-                n.id, n.op, n.status, n.score, n.meta, n.timing.get("exec_s"), n.failure[-1000:] if n.failure else None
+                n.id,
+                n.op,
+                n.status,
+                n.score,
+                n.meta,
+                n.timing.get("exec_s"),
+                n.failure[-1000:] if n.failure else None,
+                bool(n.timing.get("cut_short")),
             )
             for n in list(graph)[-self.run.config.brain.history_length :]
         )

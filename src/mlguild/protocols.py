@@ -68,6 +68,7 @@ class HistoryItem:
     meta: dict[str, Any]
     exec_s: float | None = None  # how long its script ran (None: it never ran)
     failure: str | None = None  # the end of its failure message, when it failed
+    cut_short: bool = False  # it timed out under a limit the run's end had shortened
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ FIRST = "first"  # scored, with no scored parent to compare with (a draft, a fus
 GAIN = "gain"  # scored better than its parent
 NO_GAIN = "no_gain"  # scored, not better than its parent
 FAILED = "failed"
+CUT_SHORT = "cut_short"  # timed out under a limit the run's end had shortened: says nothing of its change
 
 _PLAN_CHARS = 300
 _TEXT_CHARS = 240
@@ -82,7 +83,7 @@ class Experience:
     node: str
     op: str
     status: str  # "scored" or a failure kind
-    outcome: str  # FIRST, GAIN, NO_GAIN or FAILED
+    outcome: str  # FIRST, GAIN, NO_GAIN, FAILED or CUT_SHORT
     title: str  # the plan's first line
     plan: str  # the plan's start, bounded
     change: str  # what changed against the parent, or the failure's cause
@@ -103,7 +104,7 @@ class Experience:
     def line(self) -> str:
         """One bounded line for a prompt."""
         head = f"[{self.task} {self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
-        if self.outcome == FAILED:
+        if self.outcome in (FAILED, CUT_SHORT):
             result = f"failed ({self.status}): {self.change}"
         else:
             score = f"{self.score:.5g}" if self.score is not None else "?"
@@ -160,7 +161,10 @@ def experience_of(
     meta = node.meta
     change = _change(meta)
     gain = cost = None
-    if not node.ok:
+    if not node.ok and node.timing.get("cut_short"):
+        outcome = CUT_SHORT
+        change = f"cut short: the run's time ran out after {node.timing.get('budget_s', '?')} s of it"
+    elif not node.ok:
         outcome = FAILED
         change = diagnose(node.failure or "", code, columns).summary()
     elif parent is None or not parent.ok:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..metrics import get_metric
-from .experience import FAILED, Experience, TaskTraits
+from .experience import CUT_SHORT, FAILED, Experience, TaskTraits
 
 FAILED_GAIN = -0.5  # a move or family whose node failed: worse than no change, in score spreads
 
@@ -66,7 +66,7 @@ def family_priors(records: list[Experience], traits: TaskTraits, max_distance: f
     nothing about their order and is left out."""
     by_run: dict[str, list[Experience]] = defaultdict(list)
     for exp in records:
-        if exp.recipe and exp.traits.distance(traits) <= max_distance:
+        if exp.recipe and exp.outcome != CUT_SHORT and exp.traits.distance(traits) <= max_distance:
             by_run[exp.run].append(exp)
     rows: dict[str, list[tuple[float, float, float | None]]] = defaultdict(list)
     for run_records in by_run.values():

@@ -64,8 +64,8 @@ def move_stats(
     ratios: dict[str, list[float]] = {}
     for h in history:
         parent = by_id.get(h.meta.get("parent", ""))
-        if h.op != "improve" or parent is None or parent.score is None or not h.meta.get("move"):
-            continue
+        if h.op != "improve" or h.cut_short or parent is None or parent.score is None or not h.meta.get("move"):
+            continue  # a node the run's end cut short says nothing about its move
         names = h.meta["move"].split("+")
         gain = FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
         ratio = h.exec_s / parent.exec_s if h.exec_s and parent.exec_s else None
