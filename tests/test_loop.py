@@ -140,6 +140,46 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
     assert (runs / "r" / "best" / "submission.csv").exists()
 
 
+HANGING_RUN = r"""
+import sys
+from mlguild.agent import Agent
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config
+from mlguild.protocols import Proposal
+from mlguild.rundir import create_run, open_run
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.task import load_task
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "new":
+    # The run's share caps a script at 5 s of its 1000 s; the sandbox's own limit is 600 s.
+    sets = ["budget.iterations=1", "budget.time_s=1000", "budget.script_share=0.005", "sandbox.script_timeout_s=600"]
+    run = create_run(load_task(sys.argv[3]), load_config(None, sets), path, run_id="r")
+else:
+    run = open_run(path)
+brain = ScriptedBrain([Proposal("hang", "import time\ntime.sleep(600)\n", {})])
+Agent(run, brain, get_policy(run.config.search, run.config.budget), get_sandbox("local")).run_loop()
+"""
+
+
+def test_a_node_restarted_after_a_kill_gets_the_limit_the_uninterrupted_run_gave_it(small_task, tmp_path):
+    runs = tmp_path / "runs"
+    journal = runs / "r" / "journal.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_RUN, "new", str(runs), str(small_task)])
+    deadline = time.monotonic() + 60
+    while not (journal.exists() and any(r["type"] == "node_started" for r in read_journal(journal))):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    subprocess.run([sys.executable, "-c", HANGING_RUN, "resume", str(runs / "r")], check=True, timeout=120)
+    records = read_journal(journal)
+    assert sum(r["type"] == "node_started" and r["node"].get("restart", False) for r in records) == 1
+    [finished] = [r for r in records if r["type"] == "node_finished"]
+    # Cut at the run's 5 s share of a script, as before the kill, not at the sandbox's 600 s.
+    assert finished["status"] == "timeout" and finished["timing"]["exec_s"] < 60
+
+
 def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
     from mlguild.errors import BrainBroken
 

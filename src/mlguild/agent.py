@@ -314,8 +314,9 @@ class Agent:
             )
             return
         record_restarted(self.run.journal, node, self.elapsed())
-        # Only the time budget applies here: the node is already counted in the iteration budget.
-        timeout = self.run.config.sandbox.script_timeout_s
+        # The limit the uninterrupted run would have given it (only the time budget applies:
+        # the node is already counted in the iteration budget).
+        timeout = self._full_limit_s()
         timeout = timeout if remaining is None else min(timeout, remaining)
         seed = int(node.meta.get("seed", self.run.config.brain.seed))  # a re-run keeps its own seed
         outcome = self.runner.execute(node, timeout, seed=seed)
