@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
-    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus]
+                                               [--corpus 18] [--corpus-budget 2m]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -42,7 +43,12 @@ choices, so the ratio is timing noise alone). ``--side-by-side`` runs one run
 per CPU at once, each pinned to its CPU with one thread. ``--from same`` warms each example
 with its own cold run's records instead (a second run on the same task, with the same seed,
 as a user who runs a task again would): what memory is worth where the earlier task is
-this one.
+this one. ``--from corpus`` warms every example with the records of cold runs on
+``--corpus`` data sets of the gauntlet's list (``gauntlet_datasets.csv``, chosen by its rule,
+not by hand): its first data sets with at least 500 rows and no variant, as many of each task
+type as the corpus size allows, leaving out the data the examples are built from (each of
+``--corpus-budget``, seed 0): what memory is worth to a user whose store holds many earlier
+tasks, most of them unlike this one.
 """
 
 from __future__ import annotations
@@ -401,37 +407,88 @@ def _merge_stores(sources: list[Path], target: Path) -> int:
     return copied
 
 
-def bench_warm(budget_s: float, examples: list[str], seeds: int, side_by_side: bool, source: str) -> None:
+# The data the bundled examples are built from, under other names in the gauntlet's list:
+# a corpus run on one of them would be an earlier run on (nearly) the same task.
+_EXAMPLE_DATA = {("modeldata", "wa_churn"), ("modeldata", "ames"), ("modeldata", "training_data")}
+
+
+def corpus_entries(count: int) -> list:
+    """The gauntlet's first data sets (in its list's rule-made order) with at least 500 rows and
+    no variant, ``count // 3`` of each task type (the rest from the first types), leaving out
+    the examples' own data (any titanic: the titanic example is the same passengers)."""
+    import gauntlet_data
+
+    usable = [
+        e
+        for e in gauntlet_data.load()
+        if not e.variant
+        and e.rows >= 500
+        and (e.package, e.item) not in _EXAMPLE_DATA
+        and "titanic" not in e.item.lower()
+    ]
+    types = ("binary", "regression", "multiclass")
+    shares = {t: count // len(types) + (i < count % len(types)) for i, t in enumerate(types)}
+    return [e for t in types for e in [e for e in usable if e.task_type == t][: shares[t]]]
+
+
+def bench_warm(
+    budget_s: float,
+    examples: list[str],
+    seeds: int,
+    side_by_side: bool,
+    source: str,
+    corpus: int = 18,
+    corpus_budget_s: float = 120.0,
+) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
     free = [{cpu} for cpu in sorted(os.sched_getaffinity(0))] if side_by_side else [None]
 
-    def launch(job: tuple[str, str, Path, int]) -> Path:
-        """Run one job (example, run id, MLGUILD_HOME, seed) on a free CPU (or all of them)."""
-        name, run_id, home, seed = job
+    def launch(job: tuple[Path, str, Path, int, float]) -> Path:
+        """Run one job (task folder, run id, MLGUILD_HOME, seed, budget) on a free CPU (or all)."""
+        task_dir, run_id, home, seed, seconds = job
         cpus = free.pop()
         try:
-            return _launch(dirs[name], run_id, budget_s, work, home, seed, cpus)
+            return _launch(task_dir, run_id, seconds, work, home, seed, cpus)
         finally:
             free.append(cpus)
 
-    def run_jobs(jobs: list[tuple[str, str, Path, int]]) -> dict[str, Path]:
+    def run_jobs(jobs: list[tuple[Path, str, Path, int, float]]) -> list[Path]:
         with ThreadPoolExecutor(max_workers=len(free)) as pool:
-            return dict(zip(dirs, pool.map(launch, jobs), strict=True))
+            return list(pool.map(launch, jobs))
+
+    corpus_stores: list[Path] = []
+    if source == "corpus":
+        import gauntlet
+
+        entries = corpus_entries(corpus)
+        jobs = []
+        for entry in entries:
+            task = gauntlet.build_task(entry, work / "corpus")
+            safe = entry.name.replace("~", "_")
+            jobs.append((task.root, f"corpus-{safe}", work / f"corpus-{safe}", 0, corpus_budget_s))
+        run_jobs(jobs)
+        corpus_stores = [home / "memory.sqlite" for _, _, home, _, _ in jobs if (home / "memory.sqlite").exists()]
+        kinds = ", ".join(f"{e.name} ({e.task_type})" for e in entries)
+        print(f"corpus: {len(corpus_stores)} of {len(entries)} runs left records: {kinds}", flush=True)
 
     rows, ratios = [], []
     for seed in range(seeds):
         # Cold runs, with the memory on and an empty store: their records warm the other examples.
-        cold_runs = run_jobs([(name, f"cold-{name}-s{seed}", work / f"cold-{name}-s{seed}", seed) for name in dirs])
-        cold = {name: _best_over_time(path) for name, path in cold_runs.items()}
+        cold_jobs = [(dirs[n], f"cold-{n}-s{seed}", work / f"cold-{n}-s{seed}", seed, budget_s) for n in dirs]
+        cold = {name: _best_over_time(path) for name, path in zip(dirs, run_jobs(cold_jobs), strict=True)}
         homes, warmed_by = {}, {}
         for name in dirs:
             homes[name] = work / f"warm-{name}-s{seed}"
             homes[name].mkdir()
-            sources = [other for other in dirs if other != name] if source == "others" else [name]
-            stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in sources]
+            if source == "corpus":
+                stores = corpus_stores
+            else:
+                sources = [other for other in dirs if other != name] if source == "others" else [name]
+                stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in sources]
             warmed_by[name] = _merge_stores(stores, homes[name] / "memory.sqlite")
-        warm_runs = run_jobs([(name, f"warm-{name}-s{seed}", homes[name], seed) for name in dirs])
+        warm_jobs = [(dirs[n], f"warm-{n}-s{seed}", homes[n], seed, budget_s) for n in dirs]
+        warm_runs = dict(zip(dirs, run_jobs(warm_jobs), strict=True))
         warm = {name: _best_over_time(path) for name, path in warm_runs.items()}
         for name in dirs:
             records, cited = warmed_by[name], _memory_citations(warm_runs[name])
@@ -488,17 +545,28 @@ def main() -> None:
     warm.add_argument(
         "--from",
         dest="source",
-        choices=("others", "same"),
+        choices=("others", "same", "corpus"),
         default="others",
-        help="warm each example with the other examples' cold records (default) or its own cold run's",
+        help="warm each example with the other examples' cold records (default), its own cold run's, "
+        "or those of cold runs on --corpus data sets of the gauntlet's list",
     )
+    warm.add_argument("--corpus", type=int, default=18, help="how many gauntlet data sets warm the examples")
+    warm.add_argument("--corpus-budget", default="2m", help="time budget of each corpus run (default 2m)")
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
     elif args.what == "retrieve":
         bench_retrieve(args.records)
     elif args.what == "warm":
-        bench_warm(parse_duration(args.budget), args.examples.split(","), args.seeds, args.side_by_side, args.source)
+        bench_warm(
+            parse_duration(args.budget),
+            args.examples.split(","),
+            args.seeds,
+            args.side_by_side,
+            args.source,
+            args.corpus,
+            parse_duration(args.corpus_budget),
+        )
     else:
         bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out, args.side_by_side)
 
