@@ -23,7 +23,8 @@ from mlguild.errors import ConfigError
 from mlguild.sandbox.base import ExecResult, ExecStatus, Limits
 from mlguild.sandbox.bwrap import BwrapSandbox, probe
 from mlguild.sandbox.local import LocalSandbox, safe_env
-from mlguild.sandbox.runner import SupervisedSandbox, drop_target
+from mlguild.sandbox.plan import drop_target
+from mlguild.sandbox.runner import SupervisedSandbox
 
 _SANDBOXES = {"local": LocalSandbox, "bwrap": BwrapSandbox}
 

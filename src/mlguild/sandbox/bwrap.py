@@ -63,16 +63,8 @@ from pathlib import Path
 
 from mlguild.sandbox.base import Limits
 from mlguild.sandbox.namespace import Binds, gpu_devices, namespace_args, system_binds
-from mlguild.sandbox.runner import (
-    MIB,
-    Plan,
-    SupervisedSandbox,
-    drop_target,
-    grant_workdir,
-    python_paths,
-    restore_workdir,
-    rlimits_for,
-)
+from mlguild.sandbox.plan import MIB, Plan, drop_target, grant_workdir, python_paths, restore_workdir, rlimits_for
+from mlguild.sandbox.runner import SupervisedSandbox
 
 DATA_MOUNT = "/data"
 BWRAP_ENV = "MLGUILD_BWRAP"

@@ -84,14 +84,8 @@ from pathlib import Path
 
 from mlguild.errors import ConfigError
 from mlguild.sandbox.base import Limits
-from mlguild.sandbox.runner import (
-    Plan,
-    SupervisedSandbox,
-    drop_target,
-    grant_workdir,
-    python_paths,
-    rlimits_for,
-)
+from mlguild.sandbox.plan import Plan, drop_target, grant_workdir, python_paths, rlimits_for
+from mlguild.sandbox.runner import SupervisedSandbox
 
 _SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _PASS_IF_SET = (
