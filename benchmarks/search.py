@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
     .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus]
-                                               [--corpus 18] [--corpus-budget 2m]
+                                               [--corpus 18] [--corpus-budget 2m] [--corpus-from DIR]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
 nodes (target: <= 5 ms at 10,000). The graph is grown by the policy itself on a synthetic
@@ -48,7 +48,8 @@ this one. ``--from corpus`` warms every example with the records of cold runs on
 not by hand): its first data sets with at least 500 rows and no variant, as many of each task
 type as the corpus size allows, leaving out the data the examples are built from (each of
 ``--corpus-budget``, seed 0): what memory is worth to a user whose store holds many earlier
-tasks, most of them unlike this one.
+tasks, most of them unlike this one. ``--corpus-from`` reuses the corpus runs of an earlier
+warm benchmark (the folder it printed) instead of running them again.
 """
 
 from __future__ import annotations
@@ -439,6 +440,7 @@ def bench_warm(
     source: str,
     corpus: int = 18,
     corpus_budget_s: float = 120.0,
+    corpus_from: Path | None = None,
 ) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
@@ -459,16 +461,14 @@ def bench_warm(
 
     corpus_stores: list[Path] = []
     if source == "corpus":
-        import gauntlet
-
         entries = corpus_entries(corpus)
-        jobs = []
-        for entry in entries:
-            task = gauntlet.build_task(entry, work / "corpus")
-            safe = entry.name.replace("~", "_")
-            jobs.append((task.root, f"corpus-{safe}", work / f"corpus-{safe}", 0, corpus_budget_s))
-        run_jobs(jobs)
-        corpus_stores = [home / "memory.sqlite" for _, _, home, _, _ in jobs if (home / "memory.sqlite").exists()]
+        homes = {e: (corpus_from or work) / f"corpus-{e.name.replace('~', '_')}" for e in entries}
+        if corpus_from is None:
+            import gauntlet
+
+            tasks = {e: gauntlet.build_task(e, work / "corpus").root for e in entries}
+            run_jobs([(tasks[e], home.name, home, 0, corpus_budget_s) for e, home in homes.items()])
+        corpus_stores = [home / "memory.sqlite" for home in homes.values() if (home / "memory.sqlite").exists()]
         kinds = ", ".join(f"{e.name} ({e.task_type})" for e in entries)
         print(f"corpus: {len(corpus_stores)} of {len(entries)} runs left records: {kinds}", flush=True)
 
@@ -552,6 +552,9 @@ def main() -> None:
     )
     warm.add_argument("--corpus", type=int, default=18, help="how many gauntlet data sets warm the examples")
     warm.add_argument("--corpus-budget", default="2m", help="time budget of each corpus run (default 2m)")
+    warm.add_argument(
+        "--corpus-from", type=Path, help="reuse the corpus runs of an earlier warm benchmark (its runs folder)"
+    )
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
@@ -566,6 +569,7 @@ def main() -> None:
             args.source,
             args.corpus,
             parse_duration(args.corpus_budget),
+            args.corpus_from,
         )
     else:
         bench_compare(parse_duration(args.budget), args.seeds, args.examples.split(","), args.out, args.side_by_side)
