@@ -181,7 +181,7 @@ def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_prio
 
 
 def test_move_priors_start_the_estimate_and_this_tasks_evidence_outweighs_them():
-    priors = {"more_trees": MovePrior(weight=5.0, gain=1.0, log_cost=0.7)}
+    priors = {"more_trees": MovePrior(weight=5.0, gain=1.0, log_cost=0.7, cost_weight=5.0)}
     stats = move_stats((), "maximize", priors)
     assert stats["more_trees"].tries == 0 and stats["more_trees"].prior == 3.0  # capped
     assert stats["more_trees"].gain == pytest.approx(3.0 / 4.0)
@@ -215,6 +215,55 @@ def test_many_tries_on_another_task_count_little_more_than_one_but_every_try_her
     # Two runs on the other task that disagree: each counts on its own, the gain is their mean.
     both = move_priors([*tries("a", 4, near, 1.0), *tries("b", 4, near, -1.0)], TRAITS, 2.0)["more_trees"]
     assert both.weight == pytest.approx(2 * 4 / 5) and both.gain == pytest.approx(0.0)
+
+
+def _task_runs(gains: dict[str, list[float]], cost_ratio: float = 2.0) -> list[Experience]:
+    """One run per task of ``gains`` (task -> a gain per move m0, m1, ...): improve records on
+    tasks a little unlike TRAITS (other row counts), each move's run-time ratio ``cost_ratio``."""
+    records = []
+    for i, (task, per_move) in enumerate(sorted(gains.items())):
+        traits = dataclasses.replace(TRAITS, rows=4000 + 100 * i)
+        for j, gain in enumerate(per_move):
+            fields = dict(run=f"run-{task}", task=task, move=f"m{j}", gain_spreads=gain, traits=traits)
+            records.append(_exp(f"{task}{j}", f"m{j}", cost_ratio=cost_ratio * (1 + j), **fields))
+    return records
+
+
+def test_the_store_measures_how_far_one_tasks_results_foretell_anothers():
+    from mlguild.memory.priors import DEFAULT_COST_TRUST, DEFAULT_GAIN_TRUST, measure_transfer
+
+    base = [1.0, -1.0, 0.5, -0.5, 2.0]
+    agree = _task_runs({t: base for t in ("a", "b", "c", "d")})
+    measured = measure_transfer(agree, "this", max_distance=2.0)
+    assert measured.pairs == 20 and measured.gain == pytest.approx(1.0) and measured.cost == pytest.approx(1.0)
+    # Tasks whose gains go opposite ways: the others' mean foretells nothing (clipped at 0), but
+    # the moves' run times still carry over.
+    flipped = _task_runs({t: [sign * g for g in base] for t, sign in (("a", 1), ("b", -1), ("c", 1), ("d", -1))})
+    measured = measure_transfer(flipped, "this", 2.0)
+    assert measured.gain == 0.0 and measured.cost == pytest.approx(1.0)
+    # This task's own records are not evidence of transfer between tasks; with one other task
+    # there is nothing to measure, and the defaults hold.
+    alone = measure_transfer(_task_runs({"this": base, "a": base}), "this", 2.0)
+    assert (alone.gain, alone.cost, alone.pairs) == (DEFAULT_GAIN_TRUST, DEFAULT_COST_TRUST, 0)
+    # Tasks too unlike each other (beyond max_distance) are not compared.
+    assert measure_transfer(agree, "this", max_distance=0.0).pairs == 0
+
+
+def test_another_tasks_gains_count_as_far_as_the_store_shows_they_carry_over():
+    from mlguild.memory.priors import Transfer, move_priors
+
+    records = _task_runs({"other": [1.0]}) + _task_runs({"t": [-1.0]})  # "t" is this task, at distance 0
+    records[-1] = dataclasses.replace(records[-1], traits=TRAITS, run="earlier-run-here")
+    none = Transfer(gain=0.0, cost=0.5, family=0.0, pairs=20)
+    prior = move_priors(records[:1], TRAITS, 2.0, task="t", transfer=none)["m0"]
+    full = move_priors(records[:1], TRAITS, 2.0, task="t")["m0"]  # no transfer given: in full
+    assert prior.weight == 0.0 and full.cost_weight > 0 and prior.cost_weight == pytest.approx(full.cost_weight / 2)
+    assert prior.log_cost == pytest.approx(math.log(2.0))
+    stats = move_stats((), "maximize", {"m0": prior})["m0"]
+    assert stats.gain == 0.0 and stats.prior == 0.0 and stats.cost > 1.0  # the gain is left to this task
+    # An earlier run on this very task counts in full, whatever the transfer between tasks.
+    here = move_priors(records, TRAITS, 2.0, task="t", transfer=none)["m0"]
+    assert here.weight == pytest.approx(1.0) and here.gain == pytest.approx(-1.0)
 
 
 def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts():

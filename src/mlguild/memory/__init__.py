@@ -19,7 +19,7 @@ from ..search.graph import Node, SearchGraph
 from ..vocabulary import REFIT, RERUN
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
-from .priors import FAILED_GAIN, MovePrior, family_priors, move_priors
+from .priors import FAILED_GAIN, MovePrior, Transfer, family_priors, measure_transfer, move_priors
 from .retrieve import Retriever
 from .store import MemoryStore
 
@@ -47,6 +47,7 @@ class Memory:
     local: Retriever = field(default_factory=lambda: Retriever(MemoryStore()))
     warnings: list[str] = field(default_factory=list)
     _records: list[Experience] | None = None
+    _transfer: Transfer | None = None
     _move_priors: dict[str, MovePrior] | None = None
     _family_priors: dict[str, MovePrior] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
@@ -121,16 +122,24 @@ class Memory:
         near = [e for e in found if e.traits.distance(self.traits) <= self.cfg.max_distance]
         return near[: self.cfg.similar]
 
+    def transfer(self) -> Transfer:
+        """How far the store's tasks foretell each other's results (computed once a run)."""
+        if self._transfer is None:
+            self._transfer = measure_transfer(self._prior_records(), self.task, self.cfg.max_distance)
+        return self._transfer
+
     def move_priors(self) -> dict[str, MovePrior]:
         """Per recipe move, what it did on similar tasks in other runs (computed once a run)."""
         if self._move_priors is None:
-            self._move_priors = move_priors(self._prior_records(), self.traits, self.cfg.max_distance)
+            records, distance = self._prior_records(), self.cfg.max_distance
+            self._move_priors = move_priors(records, self.traits, distance, self.task, self.transfer())
         return self._move_priors
 
     def family_priors(self) -> dict[str, MovePrior]:
         """Per recipe family, how it ranked among the families of other runs on similar tasks."""
         if self._family_priors is None:
-            self._family_priors = family_priors(self._prior_records(), self.traits, self.cfg.max_distance)
+            records, distance = self._prior_records(), self.cfg.max_distance
+            self._family_priors = family_priors(records, self.traits, distance, self.task, self.transfer())
         return self._family_priors
 
     def _prior_records(self) -> list[Experience]:
@@ -157,5 +166,6 @@ __all__ = [
     "Recall",
     "Retriever",
     "TaskTraits",
+    "Transfer",
     "experience_of",
 ]

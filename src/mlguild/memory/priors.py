@@ -4,6 +4,13 @@ families a run tried. Every run counts by its similarity to this task, 1 / (1 + 
 and a run's many tries of one move on another task count little more than one (see
 ``move_priors``).
 
+What happened on another task counts only as far as the store shows that tasks predict
+each other (``measure_transfer``): on the tasks it holds, how well the other tasks' results
+foretold each task's own, for gains, run times and family ranks apart. Run times carry over
+from task to task far better than gains do, and a store of unrelated tasks then steers a
+run by their run times and leaves its gains to this task's own evidence. Records of this
+very task (earlier runs on it) always count in full.
+
 Both are in units of a run's own score spread, so the same rule serves AUC and RMSE, and
 neither reads anything but the holdout scores and run times that the records keep.
 """
@@ -21,84 +28,207 @@ from .experience import CUT_SHORT, FAILED, Experience, TaskTraits
 FAILED_GAIN = -0.5  # a move or family whose node failed: worse than no change, in score spreads
 
 
+# Fewest (task, move) pairs on which the store's transfer is measured; below it (a store
+# of one or two other tasks) the defaults below hold.
+_MIN_TRANSFER_PAIRS = 10
+# Unmeasured transfer: another task's gains count for nothing (in issue 11's measurements a
+# move's gain on one task did not predict its gain on another: slopes near 0 over 23 tasks),
+# its run times for half (they did carry over: slopes 0.7 to 0.85).
+DEFAULT_GAIN_TRUST = 0.0
+DEFAULT_COST_TRUST = 0.5
+
+
 @dataclass(frozen=True)
 class MovePrior:
-    """What a recipe move (or family) did on similar tasks: a similarity-weighted count of
-    tries, the mean gain in score spreads and the mean log run-time ratio."""
+    """What a recipe move (or family) did on similar tasks: how many observations its gain
+    counts as (similarity- and transfer-weighted), the mean gain in score spreads, the mean
+    log run-time ratio and how many observations that counts as."""
 
     weight: float
     gain: float
     log_cost: float
+    cost_weight: float = 0.0
 
 
-def move_priors(records: list[Experience], traits: TaskTraits, max_distance: float) -> dict[str, MovePrior]:
+@dataclass(frozen=True)
+class Transfer:
+    """How far one task's results foretell another's in a store: per kind of result, the
+    slope (through 0, clipped to [0, 1]) of each task's own means on the similarity-weighted
+    means of the other tasks within reach, over ``pairs`` (task, move or family) pairs."""
+
+    gain: float = DEFAULT_GAIN_TRUST
+    cost: float = DEFAULT_COST_TRUST
+    family: float = DEFAULT_GAIN_TRUST
+    pairs: int = 0
+
+
+def measure_transfer(records: list[Experience], task: str, max_distance: float) -> Transfer:
+    """``Transfer`` measured on ``records`` of tasks other than ``task``, leaving one task
+    out at a time: a slope of 1 means the other tasks' mean foretold each task's in full, 0
+    that it foretold nothing. A kind with fewer than ``_MIN_TRANSFER_PAIRS`` pairs keeps its
+    default."""
+    others = [exp for exp in records if exp.task != task]
+    gains: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    costs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    traits: dict[str, TaskTraits] = {}
+    for exp in others:
+        label = _task_label(exp)
+        traits.setdefault(label, exp.traits)
+        for name, gain, cost in _move_results(exp):
+            gains[label][name].append(gain)
+            if cost is not None:
+                costs[label][name].append(cost)
+    families: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run_records in _by_run([exp for exp in others if exp.recipe and exp.outcome != CUT_SHORT]).values():
+        for family, (gain, _) in _family_ranks(run_records).items():
+            families[_task_label(run_records[0])][family].append(gain)
+    gain, gain_pairs = _slope(gains, traits, max_distance)
+    cost, cost_pairs = _slope(costs, traits, max_distance)
+    rank, rank_pairs = _slope(families, traits, max_distance)
+    return Transfer(
+        gain=gain if gain_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_GAIN_TRUST,
+        cost=cost if cost_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_COST_TRUST,
+        family=rank if rank_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_GAIN_TRUST,
+        pairs=gain_pairs,
+    )
+
+
+def _task_label(exp: Experience) -> str:
+    """One task: its name and traits (two tasks may share a name, not both)."""
+    return f"{exp.task} {exp.traits}"
+
+
+def _slope(
+    per_task: dict[str, dict[str, list[float]]], traits: dict[str, TaskTraits], max_distance: float
+) -> tuple[float, int]:
+    """Least-squares slope through 0 of each task's per-key mean on the other tasks' (those
+    within ``max_distance`` of it, weighted 1 / (1 + distance)), clipped to [0, 1]; and the
+    number of (task, key) pairs. Through 0: the slope is the share of another task's result
+    to expect here, and 0 (no change) is what a move or family is worth when nothing is known."""
+    cross = own = 0.0
+    pairs = 0
+    tasks = sorted(per_task)
+    for task in tasks:
+        distances = {other: traits[task].distance(traits[other]) for other in tasks if other != task}
+        near = [(1.0 / (1.0 + d), other) for other, d in distances.items() if d <= max_distance]
+        for key, values in sorted(per_task[task].items()):
+            found = [(w, statistics.fmean(per_task[other][key])) for w, other in near if per_task[other].get(key)]
+            if not found:
+                continue
+            predicted = sum(w * v for w, v in found) / sum(w for w, _ in found)
+            cross += predicted * statistics.fmean(values)
+            own += predicted * predicted
+            pairs += 1
+    return (min(1.0, max(0.0, cross / own)) if own else 0.0), pairs
+
+
+def move_priors(
+    records: list[Experience], traits: TaskTraits, max_distance: float, task: str = "", transfer: Transfer | None = None
+) -> dict[str, MovePrior]:
     """Per recipe move, its improve nodes' gains over their parents on similar tasks.
 
     The n tries of a move in one run at distance d count as n / (1 + d·n) observations of
     this task: on the same task (d = 0) each try counts fully, but on another task many tries
     tell that task's gain well and this task's no better than 1 / d (the two tasks' gains
     differ however often the move was tried there). One busy run on a similar task thus
-    cannot pass for several runs' agreement."""
-    found: dict[tuple[str, str], list[tuple[float, float, float | None]]] = defaultdict(list)
+    cannot pass for several runs' agreement. A record of another task than ``task`` counts
+    further by ``transfer`` (its gain by ``transfer.gain``, its run time by ``transfer.cost``;
+    None: in full)."""
+    found: dict[tuple[str, str], list[tuple[float, float, float | None, bool]]] = defaultdict(list)
     for exp in records:
         distance = exp.traits.distance(traits)
-        if exp.op != "improve" or not exp.move or distance > max_distance:
+        if distance > max_distance:
             continue
-        gain = FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
-        if gain is None:
-            continue
-        names = exp.move.split("+")
-        cost = math.log(max(exp.cost_ratio, 1e-3)) / len(names) if exp.cost_ratio else None
-        for name in names:  # a pair's result is credited to each of its moves, split evenly
-            found[name, exp.run].append((distance, gain / len(names), cost))
-    rows: dict[str, list[tuple[float, float, float | None]]] = defaultdict(list)
+        same = exp.task == task and distance == 0
+        for name, gain, cost in _move_results(exp):
+            found[name, exp.run].append((distance, gain, cost, same))
+    rows: dict[str, list[tuple[float, float, float | None, float]]] = defaultdict(list)
     for (name, _), tries in sorted(found.items()):  # sorted: sums replay exactly
-        rows[name] += [(1.0 / (1.0 + d * len(tries)), gain, cost) for d, gain, cost in tries]
+        for d, gain, cost, same in tries:
+            weight = 1.0 / (1.0 + d * len(tries))
+            trust = (1.0, 1.0) if same or transfer is None else (transfer.gain, transfer.cost)
+            rows[name].append((weight * trust[0], gain, cost, weight * trust[1]))
     return {name: _weighted(tries) for name, tries in rows.items()}
 
 
-def family_priors(records: list[Experience], traits: TaskTraits, max_distance: float) -> dict[str, MovePrior]:
+def _move_results(exp: Experience) -> list[tuple[str, float, float | None]]:
+    """(move, gain in score spreads, log run-time ratio) for each move of an improve record
+    (a failure gains ``FAILED_GAIN``); none for another record, or one the run's end cut short.
+    A pair's result is credited to each of its moves, split evenly."""
+    if exp.op != "improve" or not exp.move or exp.outcome == CUT_SHORT:
+        return []
+    gain = FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
+    if gain is None:
+        return []
+    names = exp.move.split("+")
+    cost = math.log(max(exp.cost_ratio, 1e-3)) / len(names) if exp.cost_ratio else None
+    return [(name, gain / len(names), cost) for name in names]
+
+
+def family_priors(
+    records: list[Experience], traits: TaskTraits, max_distance: float, task: str = "", transfer: Transfer | None = None
+) -> dict[str, MovePrior]:
     """Per recipe family, how its best node ranked against the other families of the same
-    run: (its best score - the mean of the families' bests) / their spread, in the better
-    direction; a family whose every node failed ranks below the run's worst scored family by
-    ``FAILED_GAIN``'s half spread (it cost time and gave nothing). Its cost is its
-    median run time over the run's median. A run that scored fewer than two families says
-    nothing about their order and is left out."""
-    by_run: dict[str, list[Experience]] = defaultdict(list)
-    for exp in records:
-        if exp.recipe and exp.outcome != CUT_SHORT and exp.traits.distance(traits) <= max_distance:
-            by_run[exp.run].append(exp)
-    rows: dict[str, list[tuple[float, float, float | None]]] = defaultdict(list)
-    for run_records in by_run.values():
-        sign = 1.0 if get_metric(run_records[0].traits.metric).direction == "maximize" else -1.0
-        best: dict[str, float] = {}
-        times: dict[str, list[float]] = defaultdict(list)
-        for exp in run_records:
-            if exp.score is not None:
-                best[exp.recipe] = max(best.get(exp.recipe, -math.inf), sign * exp.score)
-            if exp.exec_s:
-                times[exp.recipe].append(exp.exec_s)
-        spread = statistics.pstdev(best.values()) if len(best) >= 2 else 0.0
-        if not spread:
-            continue
-        mean = statistics.fmean(best.values())
-        failed = (min(best.values()) - mean) / spread + FAILED_GAIN
-        all_times = [t for ts in times.values() for t in ts]
-        typical = statistics.median(all_times) if all_times else None
-        weight = 1.0 / (1.0 + run_records[0].traits.distance(traits))
-        for family in sorted({exp.recipe for exp in run_records}):  # sorted: sums replay exactly
-            gain = (best[family] - mean) / spread if family in best else failed
-            cost = math.log(statistics.median(times[family]) / typical) if times[family] and typical else None
-            rows[family].append((weight, gain, cost))
+    run (see ``_family_ranks``); each run counts 1 / (1 + distance), a run on another task
+    than ``task`` further by ``transfer.family`` (None: in full). Its cost is its median run
+    time over the run's median."""
+    near = [exp for exp in records if exp.recipe and exp.outcome != CUT_SHORT]
+    rows: dict[str, list[tuple[float, float, float | None, float]]] = defaultdict(list)
+    for run_records in _by_run([exp for exp in near if exp.traits.distance(traits) <= max_distance]).values():
+        first = run_records[0]
+        distance = first.traits.distance(traits)
+        weight = 1.0 / (1.0 + distance)
+        same = first.task == task and distance == 0
+        trust = (1.0, 1.0) if same or transfer is None else (transfer.family, transfer.cost)
+        for family, (gain, cost) in sorted(_family_ranks(run_records).items()):  # sorted: sums replay exactly
+            rows[family].append((weight * trust[0], gain, cost, weight * trust[1]))
     return {name: _weighted(found) for name, found in rows.items()}
 
 
-def _weighted(rows: list[tuple[float, float, float | None]]) -> MovePrior:
-    weight = sum(w for w, _, _ in rows)
-    costs = [(w, c) for w, _, c in rows if c is not None]
-    cost_weight = sum(w for w, _ in costs)
+def _by_run(records: list[Experience]) -> dict[str, list[Experience]]:
+    by_run: dict[str, list[Experience]] = defaultdict(list)
+    for exp in records:
+        by_run[exp.run].append(exp)
+    return by_run
+
+
+def _family_ranks(run_records: list[Experience]) -> dict[str, tuple[float, float | None]]:
+    """Per family of one run: (its best score - the mean of the families' bests) / their
+    spread, in the better direction, and its log median run time over the run's median. A
+    family whose every node failed ranks below the run's worst scored family by
+    ``FAILED_GAIN``'s half spread (it cost time and gave nothing). A run that scored fewer
+    than two families says nothing about their order: empty."""
+    sign = 1.0 if get_metric(run_records[0].traits.metric).direction == "maximize" else -1.0
+    best: dict[str, float] = {}
+    times: dict[str, list[float]] = defaultdict(list)
+    for exp in run_records:
+        if exp.score is not None:
+            best[exp.recipe] = max(best.get(exp.recipe, -math.inf), sign * exp.score)
+        if exp.exec_s:
+            times[exp.recipe].append(exp.exec_s)
+    spread = statistics.pstdev(best.values()) if len(best) >= 2 else 0.0
+    if not spread:
+        return {}
+    mean = statistics.fmean(best.values())
+    failed = (min(best.values()) - mean) / spread + FAILED_GAIN
+    all_times = [t for ts in times.values() for t in ts]
+    typical = statistics.median(all_times) if all_times else None
+    ranks: dict[str, tuple[float, float | None]] = {}
+    for family in {exp.recipe for exp in run_records}:
+        gain = (best[family] - mean) / spread if family in best else failed
+        cost = math.log(statistics.median(times[family]) / typical) if times[family] and typical else None
+        ranks[family] = (gain, cost)
+    return ranks
+
+
+def _weighted(rows: list[tuple[float, float, float | None, float]]) -> MovePrior:
+    """(gain weight, gain, log cost, cost weight) rows as one prior."""
+    weight = sum(w for w, _, _, _ in rows)
+    costs = [(wc, c) for _, _, c, wc in rows if c is not None]
+    cost_weight = sum(wc for wc, _ in costs)
     return MovePrior(
         weight=round(weight, 6),
-        gain=sum(w * g for w, g, _ in rows) / weight,
-        log_cost=sum(w * c for w, c in costs) / cost_weight if cost_weight else 0.0,
+        gain=sum(w * g for w, g, _, _ in rows) / weight if weight else 0.0,
+        log_cost=sum(wc * c for wc, c in costs) / cost_weight if cost_weight else 0.0,
+        cost_weight=round(cost_weight, 6),
     )

@@ -9,8 +9,9 @@ run-time ratios (child over parent), starting from 1. A pair of moves adds gains
 multiplies costs. Until anything is observed every move ties, and the seeded draw decides.
 
 What a move did on similar tasks in earlier runs (the memory's move priors) starts its
-estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations, so what
-this task shows soon outweighs it. The same memory orders the first drafts: a recipe family
+estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations (its gain
+and its run time apart, each as far as the store shows such results carry over between
+tasks), so what this task shows soon outweighs it. The same memory orders the first drafts: a recipe family
 that ranked above the others on similar tasks is drafted before the catalogue's order would,
 once the evidence is worth at least one run on the same task.
 """
@@ -30,8 +31,9 @@ from ...protocols import Context, HistoryItem
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
 _PRIOR_CAP = 3.0  # most observations a prior from other tasks counts as
-# Least evidence (in runs: one on the same task counts 1, one at distance d counts 1/(1+d))
-# for the family priors to reorder the drafts. Reordering decides which families a run tries
+# Least evidence (in runs: one on the same task counts 1, one at distance d counts 1/(1+d),
+# times the store's measured transfer of family ranks) for the family priors to reorder the
+# drafts. Reordering decides which families a run tries
 # at all, and one run on a merely similar task misled it as often as it helped (issue 11's
 # warm benchmark), so it waits for a same-task run or several similar ones.
 _FAMILY_EVIDENCE = 1.0
@@ -42,7 +44,8 @@ class MoveStats:
     tries: int  # observations on this task
     gain: float  # shrunk mean gain, in score-spread units (positive = better)
     cost: float  # expected run-time ratio to the parent
-    prior: float = 0.0  # how many observations the prior from similar tasks counts as
+    prior: float = 0.0  # how many observations the gain prior from similar tasks counts as
+    cost_prior: float = 0.0  # how many its run-time prior counts as
 
     def value(self) -> float:
         """Gain per unit of cost, optimistic by the exploration bonus."""
@@ -80,12 +83,14 @@ def move_stats(
         logs = [math.log(max(r, 1e-3)) for r in ratios.get(name, [])]
         prior = priors.get(name)
         w = min(prior.weight, _PRIOR_CAP) if prior is not None else 0.0
+        wc = min(prior.cost_weight, _PRIOR_CAP) if prior is not None else 0.0
         g0, c0 = (prior.gain, prior.log_cost) if prior is not None else (0.0, 0.0)
         stats[name] = MoveStats(
             len(observed),
             (sum(observed) + w * g0) / (len(observed) + 1 + w),
-            math.exp((sum(logs) + w * c0) / (len(logs) + 1 + w)),
+            math.exp((sum(logs) + wc * c0) / (len(logs) + 1 + wc)),
             w,
+            wc,
         )
     return stats
 
@@ -105,6 +110,7 @@ def choose(
             sum(p.gain for p in parts),
             math.prod(p.cost for p in parts),
             min(p.prior for p in parts),
+            min(p.cost_prior for p in parts),
         )
 
     def key(option) -> tuple[bool, float]:
@@ -115,11 +121,14 @@ def choose(
     best_key = max(key(o) for o in options)
     chosen = rng.choice([o for o in options if key(o) == best_key])
     s = combined(chosen)
-    if s.tries == 0 and s.prior == 0:
+    if s.tries == 0 and s.prior == 0 and s.cost_prior == 0:
         why = "not tried on this task yet, so its gain per second is unknown and worth learning"
     else:
         evidence = [f"{s.tries} earlier tr{'y' if s.tries == 1 else 'ies'} here"] if s.tries else []
-        evidence += ["what it did on similar tasks in earlier runs"] if s.prior else []
+        if s.prior:
+            evidence.append("what it did on similar tasks in earlier runs")
+        elif s.cost_prior:
+            evidence.append("its run time on similar tasks in earlier runs")
         why = (
             f"best expected gain per second: {s.gain:+.2f} score spreads at ×{s.cost:.2f} "
             f"the parent's run time, from {' and '.join(evidence)}"
