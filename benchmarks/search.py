@@ -39,7 +39,9 @@ the cold run's final best holdout score, when the cold run first reached it, whe
 run did, and the ratio (target: at most two thirds), per seed (``--seeds``); the median
 counts a warm run that never got there as infinitely slow; a column counts the warm run's
 nodes whose plan cites earlier runs (0: the memory changed none of the recipe brain's
-choices, so the ratio is timing noise alone). ``--side-by-side`` runs one run
+choices, so the ratio is timing noise alone); before the warm runs it prints the transfer
+each example's run measures on its store (how far the store's tasks foretell each other's
+gains, run times and family ranks: memory.priors.measure_transfer). ``--side-by-side`` runs one run
 per CPU at once, each pinned to its CPU with one thread. ``--from same`` warms each example
 with its own cold run's records instead (a second run on the same task, with the same seed,
 as a user who runs a task again would): what memory is worth where the earlier task is
@@ -70,9 +72,10 @@ from pathlib import Path
 
 from mlguild.config import BudgetConfig, MemoryConfig, SearchConfig, parse_duration
 from mlguild.errors import MlguildError
-from mlguild.memory import Memory, MemoryStore, Retriever, TaskTraits
+from mlguild.memory import _PRIOR_RECORDS, Memory, MemoryStore, Retriever, TaskTraits
 from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
+from mlguild.memory.priors import measure_transfer
 from mlguild.metrics import get_metric
 from mlguild.rundir import open_run
 from mlguild.scorer import scorers_for
@@ -80,6 +83,7 @@ from mlguild.search import MCGSPolicy, Node, SearchGraph
 from mlguild.search.graph import Evidence
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.state import replay
+from mlguild.task import load_task
 
 PHRASES = [
     "target encoding of high cardinality categories",
@@ -432,6 +436,16 @@ def corpus_entries(count: int) -> list:
     return [e for t in types for e in [e for e in usable if e.task_type == t][: shares[t]]]
 
 
+def _store_transfer(store: Path, task_dir: Path) -> str:
+    """The transfer a run of ``task_dir`` measures on ``store`` (see memory.priors)."""
+    spec = load_task(task_dir).spec
+    opened = MemoryStore(store)
+    records = [exp for _, exp in opened.recent(_PRIOR_RECORDS, task_type=spec.task_type)]
+    opened.close()
+    found = measure_transfer(records, spec.name, MemoryConfig().max_distance)
+    return f"gain {found.gain:.2f}, run time {found.cost:.2f}, family rank {found.family:.2f} ({found.pairs} pairs)"
+
+
 def bench_warm(
     budget_s: float,
     examples: list[str],
@@ -487,6 +501,8 @@ def bench_warm(
                 sources = [other for other in dirs if other != name] if source == "others" else [name]
                 stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in sources]
             warmed_by[name] = _merge_stores(stores, homes[name] / "memory.sqlite")
+            transfer = _store_transfer(homes[name] / "memory.sqlite", dirs[name])
+            print(f"seed {seed}: {name}'s store measures transfer: {transfer}", flush=True)
         warm_jobs = [(dirs[n], f"warm-{n}-s{seed}", homes[n], seed, budget_s) for n in dirs]
         warm_runs = dict(zip(dirs, run_jobs(warm_jobs), strict=True))
         warm = {name: _best_over_time(path) for name, path in warm_runs.items()}
