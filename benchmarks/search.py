@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/search.py select [--nodes 10000]
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
+    .venv/bin/python benchmarks/search.py transfer STORE.sqlite...
     .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus]
                                                [--corpus 18] [--corpus-budget 2m] [--corpus-from DIR]
 
@@ -30,6 +31,11 @@ every node's test predictions afterwards, outside the run: nothing the search sa
 mcgs at least equal to greedy on every example, and lower regret on average. ``--side-by-side``
 runs each pair at once, each policy pinned to half the CPUs; ``--out`` keeps the rows, and a
 rerun with the same ``--out`` and budget skips the runs already there.
+
+``transfer``: how far the tasks whose records the given memory stores hold foretell each
+other's results, per task type (``memory.priors.measure_transfer``, what a run measures on its
+store at its start): the slope of each task's per-move mean gain, run-time ratio and family
+rank on the other tasks' (1: in full, 0: not at all).
 
 ``warm``: what the memory shared by runs is worth. Every example first runs cold: with the
 memory on but its own empty store, so it reads nothing and keeps everything it does (a run
@@ -446,6 +452,25 @@ def _store_transfer(store: Path, task_dir: Path) -> str:
     return f"gain {found.gain:.2f}, run time {found.cost:.2f}, family rank {found.family:.2f} ({found.pairs} pairs)"
 
 
+def bench_transfer(stores: list[Path]) -> None:
+    """Per task type, the transfer measured on the records of ``stores`` together."""
+    records = []
+    for path in stores:
+        opened = MemoryStore(path)
+        records += [exp for _, exp in opened.recent(10**9)]
+        opened.close()
+    print("| task type | tasks | records | gain | run time | family rank | (task, move) pairs |")
+    print("|---|---|---|---|---|---|---|")
+    for task_type in sorted({exp.traits.task_type for exp in records}):
+        mine = [exp for exp in records if exp.traits.task_type == task_type]
+        found = measure_transfer(mine, "", MemoryConfig().max_distance)
+        tasks = len({exp.task for exp in mine})
+        print(
+            f"| {task_type} | {tasks} | {len(mine)} | {found.gain:.2f} | {found.cost:.2f} | {found.family:.2f} "
+            f"| {found.pairs} |"
+        )
+
+
 def bench_warm(
     budget_s: float,
     examples: list[str],
@@ -571,11 +596,15 @@ def main() -> None:
     warm.add_argument(
         "--corpus-from", type=Path, help="reuse the corpus runs of an earlier warm benchmark (its runs folder)"
     )
+    transfer = sub.add_parser("transfer", help="how far the tasks in memory stores foretell each other's results")
+    transfer.add_argument("stores", type=Path, nargs="+", help="memory.sqlite files (e.g. a warm benchmark's)")
     args = parser.parse_args()
     if args.what == "select":
         bench_select(args.nodes)
     elif args.what == "retrieve":
         bench_retrieve(args.records)
+    elif args.what == "transfer":
+        bench_transfer(args.stores)
     elif args.what == "warm":
         bench_warm(
             parse_duration(args.budget),
