@@ -31,11 +31,12 @@ FAILED_GAIN = -0.5  # a move or family whose node failed: worse than no change, 
 # Fewest (task, move) pairs on which the store's transfer is measured; below it (a store
 # of one or two other tasks) the defaults below hold.
 _MIN_TRANSFER_PAIRS = 10
-# Unmeasured transfer: another task's gains count for nothing (in issue 11's measurements a
-# move's gain on one task did not predict its gain on another: slopes near 0 over 23 tasks),
-# its run times for half (they did carry over: slopes 0.7 to 0.85).
+# Unmeasured transfer: another task's gains and family ranks count for nothing, its run
+# times for half. Measured on 18 gauntlet data sets and the five examples (issue 11,
+# `benchmarks/search.py transfer`), gain slopes were 0.0 to 0.3 and run-time slopes 0.6 to 0.8.
 DEFAULT_GAIN_TRUST = 0.0
 DEFAULT_COST_TRUST = 0.5
+DEFAULT_FAMILY_TRUST = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Transfer:
 
     gain: float = DEFAULT_GAIN_TRUST
     cost: float = DEFAULT_COST_TRUST
-    family: float = DEFAULT_GAIN_TRUST
+    family: float = DEFAULT_FAMILY_TRUST
     pairs: int = 0
 
 
@@ -88,7 +89,7 @@ def measure_transfer(records: list[Experience], task: str, max_distance: float) 
     return Transfer(
         gain=gain if gain_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_GAIN_TRUST,
         cost=cost if cost_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_COST_TRUST,
-        family=rank if rank_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_GAIN_TRUST,
+        family=rank if rank_pairs >= _MIN_TRANSFER_PAIRS else DEFAULT_FAMILY_TRUST,
         pairs=gain_pairs,
     )
 
@@ -172,9 +173,9 @@ def family_priors(
     run (see ``_family_ranks``); each run counts 1 / (1 + distance), a run on another task
     than ``task`` further by ``transfer.family`` (None: in full). Its cost is its median run
     time over the run's median."""
-    near = [exp for exp in records if exp.recipe and exp.outcome != CUT_SHORT]
+    ranked = [exp for exp in records if exp.recipe and exp.outcome != CUT_SHORT]
     rows: dict[str, list[tuple[float, float, float | None, float]]] = defaultdict(list)
-    for run_records in _by_run([exp for exp in near if exp.traits.distance(traits) <= max_distance]).values():
+    for run_records in _by_run([exp for exp in ranked if exp.traits.distance(traits) <= max_distance]).values():
         first = run_records[0]
         distance = first.traits.distance(traits)
         weight = 1.0 / (1.0 + distance)
