@@ -81,7 +81,7 @@ from mlguild.errors import MlguildError
 from mlguild.memory import _PRIOR_RECORDS, Memory, MemoryStore, Retriever, TaskTraits
 from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
-from mlguild.memory.priors import measure_transfer
+from mlguild.memory.priors import measure_transfer, transfer_by_type
 from mlguild.metrics import get_metric
 from mlguild.rundir import open_run
 from mlguild.scorer import scorers_for
@@ -461,12 +461,9 @@ def bench_transfer(stores: list[Path]) -> None:
         opened.close()
     print("| task type | tasks | records | gain | run time | family rank | (task, move) pairs |")
     print("|---|---|---|---|---|---|---|")
-    for task_type in sorted({exp.traits.task_type for exp in records}):
-        mine = [exp for exp in records if exp.traits.task_type == task_type]
-        found = measure_transfer(mine, "", MemoryConfig().max_distance)
-        tasks = len({exp.task for exp in mine})
+    for task_type, (tasks, count, found) in transfer_by_type(records, MemoryConfig().max_distance).items():
         print(
-            f"| {task_type} | {tasks} | {len(mine)} | {found.gain:.2f} | {found.cost:.2f} | {found.family:.2f} "
+            f"| {task_type} | {tasks} | {count} | {found.gain:.2f} | {found.cost:.2f} | {found.family:.2f} "
             f"| {found.pairs} |"
         )
 

@@ -4,6 +4,7 @@ later runs read, concurrent writers, and what the brains are shown."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import multiprocessing
 import sqlite3
@@ -397,3 +398,27 @@ def test_embeddings_find_a_record_that_shares_no_word_with_the_query(tmp_path):
     memory.local.embedder.encode = lambda texts: asked.append(texts) or encode(texts)  # type: ignore[union-attr]
     memory.recall(query)
     assert asked == [[query]]
+
+
+def test_memory_commands_list_search_show_transfer_and_forget(tmp_path):
+    from test_run_cli import mlguild, one_line
+
+    store_path = tmp_path / "memory.sqlite"
+    store = MemoryStore(store_path)
+    base = [1.0, -1.0, 0.5, -0.5, 2.0]
+    ids = [store.add(exp) for exp in _task_runs({t: base for t in ("a", "b", "c", "d")})]
+    store.close()
+    at = ("--store", str(store_path))
+    listed = mlguild("memory", "list", *at, cwd=tmp_path)
+    assert listed.returncode == 0 and all(f"run-{t}" in listed.stdout for t in "abcd")
+    found = mlguild("memory", "search", "m3", *at, cwd=tmp_path)
+    assert found.returncode == 0 and "m3" in found.stdout
+    shown = mlguild("memory", "show", str(ids[0]), *at, cwd=tmp_path)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["move"] == "m0"
+    # Four tasks whose moves did the same everywhere: their gains and run times carry over in full.
+    transfer = one_line(mlguild("memory", "transfer", *at, cwd=tmp_path).stdout)
+    assert "binary │ 4 │ 20 │ 1.00 │ 1.00 │ 0.00 │ 20" in transfer, transfer
+    forgot = mlguild("memory", "forget", "--run", "run-a", *at, cwd=tmp_path)
+    assert forgot.returncode == 0 and "forgot 5 records" in forgot.stdout
+    missing = mlguild("memory", "transfer", "--store", str(tmp_path / "none.sqlite"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no memory store" in missing.stderr + missing.stdout

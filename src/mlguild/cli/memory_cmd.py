@@ -1,4 +1,4 @@
-"""`mlguild memory list|search|show|forget`: the experience records runs keep for later runs."""
+"""`mlguild memory list|search|show|forget|transfer`: the experience records runs keep for later runs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..config import mlguild_home
+from ..config import MemoryConfig, mlguild_home
 from ..errors import ConfigError
 from ..memory import MemoryStore
+from ..memory.priors import transfer_by_type
 from .common import console, plain, user_errors
 
 memory_app = typer.Typer(
@@ -87,6 +88,23 @@ def forget(
             raise ConfigError("nothing to forget was named", "give record ids, --run RUN or --task TASK")
         removed = _open(store).forget(run=run, task=task, ids=list(records) if records else None)
         console.print(f"forgot {removed} record{'s' if removed != 1 else ''}")
+
+
+@memory_app.command()
+def transfer(
+    task_type: str | None = typer.Option(None, help="Only tasks of this type (binary, multiclass, regression...)."),
+    store: Path | None = typer.Option(None, help=_STORE_HELP),
+) -> None:
+    """How far the store's tasks foretell each other's results, per task type: the share of
+    other tasks' move gains, run times and family ranks a run counts (1: in full, 0: not)."""
+    with user_errors():
+        opened = _open(store)
+        records = [exp for _, exp in opened.recent(10**9, task_type=task_type)]
+        table = Table("task type", "tasks", "records", "gain", "run time", "family rank", "(task, move) pairs")
+        for kind, (tasks, count, found) in transfer_by_type(records, MemoryConfig().max_distance).items():
+            cells = (f"{found.gain:.2f}", f"{found.cost:.2f}", f"{found.family:.2f}", str(found.pairs))
+            table.add_row(plain(kind), str(tasks), str(count), *cells)
+        console.print(table)
 
 
 def _records_table(rows) -> Table:

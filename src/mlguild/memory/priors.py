@@ -33,7 +33,7 @@ FAILED_GAIN = -0.5  # a move or family whose node failed: worse than no change, 
 _MIN_TRANSFER_PAIRS = 10
 # Unmeasured transfer: another task's gains and family ranks count for nothing, its run
 # times for half. Measured on 18 gauntlet data sets and the five examples (issue 11,
-# `benchmarks/search.py transfer`), gain slopes were 0.0 to 0.3 and run-time slopes 0.6 to 0.8.
+# `benchmarks/search.py transfer`), gain slopes were 0 to 0.16 and run-time slopes 0.44 to 0.67.
 DEFAULT_GAIN_TRUST = 0.0
 DEFAULT_COST_TRUST = 0.5
 DEFAULT_FAMILY_TRUST = 0.0
@@ -54,8 +54,9 @@ class MovePrior:
 @dataclass(frozen=True)
 class Transfer:
     """How far one task's results foretell another's in a store: per kind of result, the
-    slope (through 0, clipped to [0, 1]) of each task's own means on the similarity-weighted
-    means of the other tasks within reach, over ``pairs`` (task, move or family) pairs."""
+    slope (through 0, less its standard error, clipped to [0, 1]) of each task's own means on
+    the similarity-weighted means of the other tasks within reach, over ``pairs`` (task, move)
+    pairs."""
 
     gain: float = DEFAULT_GAIN_TRUST
     cost: float = DEFAULT_COST_TRUST
@@ -94,6 +95,16 @@ def measure_transfer(records: list[Experience], task: str, max_distance: float) 
     )
 
 
+def transfer_by_type(records: list[Experience], max_distance: float) -> dict[str, tuple[int, int, Transfer]]:
+    """Per task type in ``records``: (tasks, records, the transfer among those tasks)."""
+    found = {}
+    for task_type in sorted({exp.traits.task_type for exp in records}):
+        mine = [exp for exp in records if exp.traits.task_type == task_type]
+        tasks = len({_task_label(exp) for exp in mine})
+        found[task_type] = (tasks, len(mine), measure_transfer(mine, "", max_distance))
+    return found
+
+
 def _task_label(exp: Experience) -> str:
     """One task: its name and traits (two tasks may share a name, not both)."""
     return f"{exp.task} {exp.traits}"
@@ -103,24 +114,28 @@ def _slope(
     per_task: dict[str, dict[str, list[float]]], traits: dict[str, TaskTraits], max_distance: float
 ) -> tuple[float, int]:
     """Least-squares slope through 0 of each task's per-key mean on the other tasks' (those
-    within ``max_distance`` of it, weighted 1 / (1 + distance)), clipped to [0, 1]; and the
-    number of (task, key) pairs. Through 0: the slope is the share of another task's result
-    to expect here, and 0 (no change) is what a move or family is worth when nothing is known."""
-    cross = own = 0.0
-    pairs = 0
+    within ``max_distance`` of it, weighted 1 / (1 + distance)), less one standard error and
+    clipped to [0, 1]; and the number of (task, key) pairs. Through 0: the slope is the share
+    of another task's result to expect here, and 0 (no change) is what a move or family is
+    worth when nothing is known. Less its standard error: a store of a few tasks measures the
+    slope roughly (one task more or less moved it from 0.1 to 0.35 on six), and trusting other
+    tasks too far costs a run more than trusting them too little."""
+    found_pairs: list[tuple[float, float]] = []
     tasks = sorted(per_task)
     for task in tasks:
         distances = {other: traits[task].distance(traits[other]) for other in tasks if other != task}
         near = [(1.0 / (1.0 + d), other) for other, d in distances.items() if d <= max_distance]
         for key, values in sorted(per_task[task].items()):
             found = [(w, statistics.fmean(per_task[other][key])) for w, other in near if per_task[other].get(key)]
-            if not found:
-                continue
-            predicted = sum(w * v for w, v in found) / sum(w for w, _ in found)
-            cross += predicted * statistics.fmean(values)
-            own += predicted * predicted
-            pairs += 1
-    return (min(1.0, max(0.0, cross / own)) if own else 0.0), pairs
+            if found:
+                predicted = sum(w * v for w, v in found) / sum(w for w, _ in found)
+                found_pairs.append((predicted, statistics.fmean(values)))
+    own = sum(p * p for p, _ in found_pairs)
+    if not own or len(found_pairs) < 2:
+        return 0.0, len(found_pairs)
+    slope = sum(p * a for p, a in found_pairs) / own
+    residual = sum((a - slope * p) ** 2 for p, a in found_pairs) / (len(found_pairs) - 1)
+    return min(1.0, max(0.0, slope - math.sqrt(residual / own))), len(found_pairs)
 
 
 def move_priors(
