@@ -93,6 +93,9 @@ def forget(
 @memory_app.command()
 def transfer(
     task_type: str | None = typer.Option(None, help="Only tasks of this type (binary, multiclass, regression...)."),
+    max_distance: float = typer.Option(
+        MemoryConfig().max_distance, help="How unlike two tasks may be to be compared (memory.max_distance)."
+    ),
     store: Path | None = typer.Option(None, help=_STORE_HELP),
 ) -> None:
     """How far the store's tasks foretell each other's results, per task type: the share of
@@ -101,7 +104,7 @@ def transfer(
         opened = _open(store)
         records = [exp for _, exp in opened.recent(10**9, task_type=task_type)]
         table = Table("task type", "tasks", "records", "gain", "run time", "family rank", "(task, move) pairs")
-        for kind, (tasks, count, found) in transfer_by_type(records, MemoryConfig().max_distance).items():
+        for kind, (tasks, count, found) in transfer_by_type(records, max_distance).items():
             cells = (f"{found.gain:.2f}", f"{found.cost:.2f}", f"{found.family:.2f}", str(found.pairs))
             table.add_row(plain(kind), str(tasks), str(count), *cells)
         console.print(table)

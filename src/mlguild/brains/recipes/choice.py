@@ -11,9 +11,9 @@ multiplies costs. Until anything is observed every move ties, and the seeded dra
 What a move did on similar tasks in earlier runs (the memory's move priors) starts its
 estimate instead of zero: the prior counts as up to ``_PRIOR_CAP`` observations (its gain
 and its run time apart, each as far as the store shows such results carry over between
-tasks), so what this task shows soon outweighs it. The same memory orders the first drafts: a recipe family
-that ranked above the others on similar tasks is drafted before the catalogue's order would,
-once the evidence is worth at least one run on the same task.
+tasks), so what this task shows soon outweighs it. The same memory orders the first
+drafts: a recipe family that ranked above the others on similar tasks is drafted before the
+catalogue's order would, once the evidence is worth at least one run on the same task.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ _TOO_SLOW = 0.9  # an option expected to need more than this share of the time l
 _PRIOR_CAP = 3.0  # most observations a prior from other tasks counts as
 # Least evidence (in runs: one on the same task counts 1, one at distance d counts 1/(1+d),
 # times the store's measured transfer of family ranks) for the family priors to reorder the
-# drafts. Reordering decides which families a run tries
-# at all, and one run on a merely similar task misled it as often as it helped (issue 11's
-# warm benchmark), so it waits for a same-task run or several similar ones.
+# drafts. Reordering decides which families a run tries at all, and one run on a merely
+# similar task misled it as often as it helped (issue 11's warm benchmark), so it waits for
+# a same-task run or several similar ones.
 _FAMILY_EVIDENCE = 1.0
 
 
