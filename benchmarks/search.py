@@ -35,7 +35,7 @@ rerun with the same ``--out`` and budget skips the runs already there.
 ``transfer``: how far the tasks whose records the given memory stores hold foretell each
 other's results, per task type (``memory.priors.measure_transfer``, what a run measures on its
 store at its start): the slope of each task's per-move mean gain, run-time ratio and family
-rank on the other tasks' (1: in full, 0: not at all).
+rank on the other tasks', less its standard error (1: in full, 0: not at all).
 
 ``warm``: what the memory shared by runs is worth. Every example first runs cold: with the
 memory on but its own empty store, so it reads nothing and keeps everything it does (a run
