@@ -36,6 +36,7 @@ from mlguild.sandbox.base import (
 from mlguild.sandbox.plan import Plan, restore_workdir
 from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
 from mlguild.sandbox.sweep import kill_session, kill_tree
+from mlguild.sandbox.tree import SWEEP_LIMIT_S
 
 
 class SupervisedSandbox(ABC):
@@ -44,7 +45,7 @@ class SupervisedSandbox(ABC):
     layer = "?"
     strong = False  # True: the layer isolates filesystem, network and processes
 
-    def __init__(self, slack_s: float = _sup.SWEEP_LIMIT_S + _sup.DRAIN_LIMIT_S + 5.0, prestart: bool = True):
+    def __init__(self, slack_s: float = SWEEP_LIMIT_S + _sup.DRAIN_LIMIT_S + 5.0, prestart: bool = True):
         """``slack_s``: how long past timeout + grace the agent waits for the supervisor
         (which itself needs at most its sweep and drain limits) before forcing it.
         ``prestart``: keep a supervisor started ahead for the thread's next run (module
