@@ -78,7 +78,7 @@ from pathlib import Path
 
 from mlguild.config import BudgetConfig, MemoryConfig, SearchConfig, parse_duration
 from mlguild.errors import MlguildError
-from mlguild.memory import _PRIOR_RECORDS, Memory, MemoryStore, Retriever, TaskTraits
+from mlguild.memory import Memory, MemoryStore, Retriever, TaskTraits, prior_records
 from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import measure_transfer, transfer_by_type
@@ -446,7 +446,7 @@ def _store_transfer(store: Path, task_dir: Path) -> str:
     """The transfer a run of ``task_dir`` measures on ``store`` (see memory.priors)."""
     spec = load_task(task_dir).spec
     opened = MemoryStore(store)
-    records = [exp for _, exp in opened.recent(_PRIOR_RECORDS, task_type=spec.task_type)]
+    records = prior_records(opened, spec.task_type)
     opened.close()
     found = measure_transfer(records, spec.name, MemoryConfig().max_distance)
     return f"gain {found.gain:.2f}, run time {found.cost:.2f}, family rank {found.family:.2f} ({found.pairs} pairs)"

@@ -148,13 +148,16 @@ class Memory:
             self._records = []
             if self.shared is not None:
                 try:
-                    found = self.shared.store.recent(
-                        _PRIOR_RECORDS, exclude_run=self.run, task_type=self.traits.task_type
-                    )
-                    self._records = [exp for _, exp in found]
+                    self._records = prior_records(self.shared.store, self.traits.task_type, self.run)
                 except sqlite3.Error:
                     pass
         return self._records
+
+
+def prior_records(store: MemoryStore, task_type: str, exclude_run: str | None = None) -> list[Experience]:
+    """The records a run's priors are built from: the newest ``_PRIOR_RECORDS`` of tasks of
+    ``task_type``, less those of the run itself."""
+    return [exp for _, exp in store.recent(_PRIOR_RECORDS, exclude_run=exclude_run, task_type=task_type)]
 
 
 __all__ = [
@@ -168,4 +171,5 @@ __all__ = [
     "TaskTraits",
     "Transfer",
     "experience_of",
+    "prior_records",
 ]
