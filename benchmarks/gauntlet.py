@@ -53,12 +53,12 @@ import gauntlet_data
 from gauntlet_data import Entry
 from vs_automl import log_tail, mlguild_command, run_logged, score_file
 
+from mlguild.coder.diagnose import diagnose
 from mlguild.config import parse_duration
-from mlguild.diagnose import diagnose
-from mlguild.errors import MlguildError
+from mlguild.core.errors import MlguildError
 from mlguild.metrics import Score, get_metric
 from mlguild.sources.csv_source import build_from_csv
-from mlguild.task import Task, load_task
+from mlguild.task.folder import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / ".bench" / "gauntlet"

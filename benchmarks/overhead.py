@@ -22,15 +22,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
-from mlguild.scorer import Scorer
+from mlguild.scoring.scorer import Scorer
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
-from mlguild.task import TaskSpec, load_task
+from mlguild.task.folder import TaskSpec, load_task
 
 
 def loop_overhead(iterations: int, workdir: Path) -> list[float]:

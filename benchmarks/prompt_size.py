@@ -18,16 +18,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mlguild.agent import Agent
-from mlguild.brains.llm_brain import LLMBrain
+from mlguild.brains.llm.brain import LLMBrain
 from mlguild.brains.scripted import PRIOR_SCRIPT
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 CHARS_PER_TOKEN = 4
 

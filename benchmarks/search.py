@@ -77,19 +77,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mlguild.config import BudgetConfig, MemoryConfig, SearchConfig, parse_duration
-from mlguild.errors import MlguildError
+from mlguild.core.errors import MlguildError
+from mlguild.core.graph import Evidence
 from mlguild.memory import Memory, MemoryStore, Retriever, TaskTraits, prior_records
 from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import measure_transfer, transfer_by_type
 from mlguild.metrics import get_metric
-from mlguild.rundir import open_run
-from mlguild.scorer import scorers_for
+from mlguild.run.folder import open_run
+from mlguild.run.replay import replay
+from mlguild.scoring.scorer import scorers_for
 from mlguild.search import MCGSPolicy, Node, SearchGraph
-from mlguild.search.graph import Evidence
 from mlguild.sources.examples import EXAMPLES, build_example
-from mlguild.state import replay
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 PHRASES = [
     "target encoding of high cardinality categories",

@@ -17,7 +17,7 @@ score of
   the docstrings of the runners); image arrays are already one numeric column per pixel.
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is
-scored by mlguild's own scorer (``mlguild.scorer.Scorer``) against the same test
+scored by mlguild's own scorer (``mlguild.scoring.scorer.Scorer``) against the same test
 answers (``<task>/private/answers.csv``). The constant sample submission's score (the floor)
 is shown too. The table's ratio is > 1 when mlguild is better: mlguild/peer for metrics that
 are maximised, peer/mlguild for metrics that are minimised. Wall seconds are measured around
@@ -60,11 +60,11 @@ import time
 from pathlib import Path
 
 from mlguild.config import parse_duration
-from mlguild.errors import SubmissionError
-from mlguild.firewall import read_csv_exact
-from mlguild.scorer import Scorer
+from mlguild.core.errors import SubmissionError
+from mlguild.firewall.workspace import read_csv_exact
+from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import EXAMPLES, build_example
-from mlguild.task import Task, load_task
+from mlguild.task.folder import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_DIR = ROOT / "benchmarks" / "peers"

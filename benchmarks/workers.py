@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from mlguild.config import load_config, parse_duration
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
 from mlguild.sources.examples import build_example
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 TRIVIAL = """Plan: write the constant prediction.
 ```python
@@ -86,10 +86,10 @@ def bench_rate(budget_s: float, examples: list[str]) -> None:
 
 
 def bench_ray(nodes: int) -> None:
-    from mlguild.agent import Agent
-    from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+    from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
     from mlguild.llm import ScriptedLLM
-    from mlguild.ray_workers import RaySandbox, connect
+    from mlguild.run.loop import Agent
+    from mlguild.run.ray_workers import RaySandbox, connect
     from mlguild.sandbox import get_sandbox
     from mlguild.search import get_policy
 

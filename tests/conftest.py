@@ -17,18 +17,18 @@ import pytest
 import yaml
 from threadpoolctl import threadpool_limits
 
-from mlguild.agent import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.journal import read_journal
+from mlguild.core.protocols import Action, Context, HistoryItem, Proposal
 from mlguild.metrics import get_metric
-from mlguild.profile import profile_workspace
-from mlguild.protocols import Action, Context, HistoryItem, Proposal
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
-from mlguild.task import TaskSpec, load_task
+from mlguild.task.folder import TaskSpec, load_task
+from mlguild.task.profile import profile_workspace
 
 
 @pytest.fixture(autouse=True)

@@ -18,11 +18,11 @@ import yaml
 from conftest import make_task
 
 from mlguild.config import load_config
-from mlguild.errors import FirewallError, RunError, TaskError
-from mlguild.firewall import build_workspace
-from mlguild.rundir import create_run, new_run_id
-from mlguild.task import Task, load_task
-from mlguild.verifier import verify_workspace
+from mlguild.core.errors import FirewallError, RunError, TaskError
+from mlguild.firewall.verifier import verify_workspace
+from mlguild.firewall.workspace import build_workspace
+from mlguild.run.folder import create_run, new_run_id
+from mlguild.task.folder import Task, load_task
 
 
 def mlguild(*args, cwd, timeout=300):

@@ -10,7 +10,7 @@ import pandas as pd
 from test_infer import as_competition_folder
 from test_run_cli import mlguild
 
-from mlguild.bench import mean_se, read_suite, table
+from mlguild.bench.suite import mean_se, read_suite, table
 
 
 def test_the_aggregate_is_the_mean_and_standard_error_over_seeds():

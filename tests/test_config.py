@@ -1,7 +1,7 @@
 import pytest
 
 from mlguild.config import load_config, parse_duration, save_config
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 
 
 def test_layers_defaults_yaml_overrides(tmp_path):

@@ -1,4 +1,4 @@
-"""The community cycle (mlguild.brains.cycle): select ideas, draft, implement in an isolated
+"""The community cycle (mlguild.brains.llm.cycle): select ideas, draft, implement in an isolated
 context with a step-bounded run-observe-fix loop inside one node, report with novelty."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 from conftest import CRASH, GOOD, make_task
 from test_llm_brain import _agent
 
-from mlguild.brains.cycle import novel_components
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
-from mlguild.knowledge import Item, store_items
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.cycle import novel_components
 from mlguild.llm import ScriptedLLM
 from mlguild.pools import fill_run_ideas
+from mlguild.task.knowledge import Item, store_items
 
 POST = Item(
     "",
@@ -94,7 +94,7 @@ def test_the_fix_loop_stops_at_its_step_bound(tmp_path):
 
 
 def test_a_resume_after_a_fix_runs_the_fixed_script(tmp_path):
-    from mlguild.state import replay
+    from mlguild.run.replay import replay
 
     agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
     idea = agent.pools.ideas.all()[0]

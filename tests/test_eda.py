@@ -7,10 +7,10 @@ from __future__ import annotations
 from conftest import CRASH
 from test_llm_brain import FULL, _agent
 
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
-from mlguild.brief import FINDINGS_HEADING, brief_path
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
+from mlguild.core.vocabulary import EDA, EXPLORED
 from mlguild.llm import ScriptedLLM
-from mlguild.vocabulary import EDA, EXPLORED
+from mlguild.task.brief import FINDINGS_HEADING, brief_path
 
 EDA_REPLY = """Plan: look at the target and the strongest feature.
 ```python

@@ -8,17 +8,17 @@ library's ``finish``, which writes ``final/`` and takes the once-only grade.
 
 import pytest
 
-from mlguild.agent import Agent
 from mlguild.brains import get_brain
 from mlguild.config import load_config
-from mlguild.final_stage import finish
-from mlguild.grade import grade_once
-from mlguild.journal import read_journal
+from mlguild.final.grade import grade_once
+from mlguild.final.stage import finish
 from mlguild.metrics import Score
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ from conftest import GOOD
 from conftest import scripted_agent as _agent
 
 from mlguild.config import SearchConfig
-from mlguild.protocols import Action
+from mlguild.core.graph import Evidence
+from mlguild.core.protocols import Action
 from mlguild.search import GreedyPolicy, MCGSPolicy, Node, SearchGraph
 from mlguild.search.evidence import converged, evidence_action
-from mlguild.search.graph import Evidence
 
 CFG = SearchConfig()
 SEEDED = GOOD.replace("import json, os", "import json, os\nprint('seed', os.environ['MLGUILD_SEED'])")

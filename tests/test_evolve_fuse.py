@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from conftest import GOOD, make_task
 
-from mlguild.agent import Agent
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.config import load_config
+from mlguild.core.protocols import Action
 from mlguild.llm import ScriptedLLM
-from mlguild.protocols import Action
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
 SETS = ["search.num_drafts=2", "search.draft_every=0", "search.fuse_every=0", "sandbox.script_timeout_s=120"]
@@ -91,7 +91,7 @@ def test_port_repair_carries_a_fix_over_to_a_variant_and_refuses_a_partial_one()
 def test_a_hybrid_draft_carries_over_the_llms_repair_of_its_recipe(tmp_path):
     from mlguild.brains.hybrid import HybridBrain
     from mlguild.brains.scripted import ScriptedBrain
-    from mlguild.protocols import Proposal
+    from mlguild.core.protocols import Proposal
 
     meta = {"brain": "recipes", "recipe": "curve"}
     recipes = ScriptedBrain(

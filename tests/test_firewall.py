@@ -7,10 +7,10 @@ import pytest
 from conftest import make_task
 
 from mlguild.config import FirewallConfig
-from mlguild.errors import FirewallError, TaskError
-from mlguild.firewall import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
-from mlguild.task import load_task
-from mlguild.verifier import verify_workspace
+from mlguild.core.errors import FirewallError, TaskError
+from mlguild.firewall.verifier import verify_workspace
+from mlguild.firewall.workspace import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
+from mlguild.task.folder import load_task
 
 # An independent search, written without the verifier's code: for every CSV in the workspace
 # and every column under any name, do that column's values reproduce the sealed labels on the
@@ -173,7 +173,7 @@ def test_workspace_is_not_built_twice(small_task, tmp_path):
 )
 def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, message):
     from mlguild.config import load_config
-    from mlguild.rundir import create_run
+    from mlguild.run.folder import create_run
 
     root = make_task(tmp_path / "t")
     breakage(root)
@@ -201,7 +201,7 @@ def test_repeated_ids_are_split_by_whole_groups(tmp_path):
     import yaml
 
     from mlguild.config import load_config
-    from mlguild.rundir import create_run
+    from mlguild.run.folder import create_run
 
     rng = np.random.default_rng(0)
     users = np.repeat([f"u{i:03d}" for i in range(120)], 8)

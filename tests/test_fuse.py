@@ -14,18 +14,18 @@ import pandas as pd
 import pytest
 from conftest import make_task
 
-from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.fuse import render_fuse
 from mlguild.config import SearchConfig, load_config
-from mlguild.protocols import Action
-from mlguild.rundir import create_run
+from mlguild.core.graph import Node, SearchGraph
+from mlguild.core.protocols import Action
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.search.blend import blend_members
-from mlguild.search.graph import Node, SearchGraph
 from mlguild.search.greedy import GreedyPolicy
-from mlguild.task import TaskSpec, load_task
+from mlguild.task.folder import TaskSpec, load_task
 
 # ------------------------------------------------------------------ the blend script, per kind
 

@@ -13,9 +13,9 @@ from sklearn.metrics import roc_auc_score
 from test_infer import as_competition_folder
 from test_run_cli import mlguild, one_line
 
-from mlguild.grading import grade_submission
-from mlguild.medals import Leaderboard, medal_positions, medal_report
-from mlguild.task import load_task
+from mlguild.bench.grading import grade_submission
+from mlguild.bench.medals import Leaderboard, medal_positions, medal_report
+from mlguild.task.folder import load_task
 
 
 @pytest.mark.parametrize(

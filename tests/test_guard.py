@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from mlguild.guard import check_code
+from mlguild.firewall.guard import check_code
 
 RUN = Path("/runs/r1")
 NODE = RUN / "nodes" / "n0001"

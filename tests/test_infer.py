@@ -17,9 +17,9 @@ import yaml
 from conftest import make_task
 from test_run_cli import mlguild, one_line
 
-from mlguild.errors import RunError, TaskError
+from mlguild.core.errors import RunError, TaskError
 from mlguild.sources.infer import infer_task, metric_from_description
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 KEYS = ("task_type", "metric", "id_column", "target_columns", "submission_columns", "classes", "answers_file")
 
@@ -162,7 +162,7 @@ def test_unknown_keys_in_task_yaml_name_the_known_ones(tmp_path):
 
 def test_a_runs_folder_inside_the_data_is_refused(tmp_path):
     from mlguild.config import load_config
-    from mlguild.rundir import create_run
+    from mlguild.run.folder import create_run
 
     task = load_task(make_task(tmp_path / "t"))
     with pytest.raises(RunError, match="inside the task's data folder"):

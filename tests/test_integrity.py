@@ -7,10 +7,10 @@ import pytest
 from conftest import GOOD, make_task
 from conftest import scripted_agent as _agent
 
-from mlguild.errors import ScorerIntegrityError
-from mlguild.grade import audit_path, grade_once
-from mlguild.journal import read_journal
-from mlguild.state import replay
+from mlguild.core.errors import ScorerIntegrityError
+from mlguild.final.grade import audit_path, grade_once
+from mlguild.run.journal import read_journal
+from mlguild.run.replay import replay
 
 PERFECT = GOOD.replace('1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))', '(frame["x0"] > 0).astype(int)')
 
@@ -39,7 +39,7 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
     (run.best_dir / "submission.csv").write_text("id,y\n")  # would be invalid if graded again
     again = grade_once(run, state, agent.scorers.grade)
     assert again["test_score"] == first["test_score"] and again["valid"]
-    from mlguild.grade import _write_once
+    from mlguild.final.grade import _write_once
 
     with pytest.raises(FileExistsError):
         _write_once(audit_path(run), {"node": "forged"})

@@ -11,8 +11,8 @@ import yaml
 from conftest import make_task
 from test_run_cli import mlguild, one_line
 
-from mlguild.knowledge import list_items
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
+from mlguild.task.knowledge import list_items
 
 FIXTURES = Path(__file__).parent / "fixtures" / "knowledge"
 

@@ -17,8 +17,8 @@ from conftest import make_task
 from kaggle_server import FakeCompetition, FakeKernel, FakeMessage, FakeTopic, KaggleServer
 from test_run_cli import mlguild, one_line
 
-from mlguild.knowledge import list_items
 from mlguild.sources.kaggle_knowledge import author_tier
+from mlguild.task.knowledge import list_items
 
 # Not imported here: importing kaggle authenticates at once, against this process's own config.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("kaggle") is None, reason="needs the [kaggle] extra")

@@ -4,18 +4,18 @@ escalation, budgets, hybrid fallback and brain selection."""
 import pytest
 from conftest import GOOD, make_task
 
-from mlguild.agent import Agent
 from mlguild.brains import get_brain, resolve_brain_name
 from mlguild.brains.hybrid import HybridBrain
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions, stagnation_tier
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions, stagnation_tier
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.config import load_config
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 from mlguild.llm import AllModelsExhausted, Router, ScriptedLLM
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
 

@@ -9,9 +9,9 @@ import pytest
 from conftest import BAD_HEADER, CHEAT, CRASH, GOOD, HANG, NO_OUTPUT, SYNTAX, kill_after_finished, make_task
 from conftest import scripted_agent as _agent
 
-from mlguild.grade import grade_once
-from mlguild.journal import read_journal
-from mlguild.state import replay
+from mlguild.final.grade import grade_once
+from mlguild.run.journal import read_journal
+from mlguild.run.replay import replay
 
 
 def test_loop_scores_failures_and_best(small_task, tmp_path):
@@ -76,8 +76,8 @@ def test_time_budget_stops_the_run(small_task, tmp_path):
 
 def test_a_script_the_runs_end_cut_short_is_not_held_against_its_change(small_task, tmp_path):
     from mlguild.brains.recipes.choice import move_stats
+    from mlguild.core.protocols import HistoryItem
     from mlguild.memory.experience import CUT_SHORT, FAILED
-    from mlguild.protocols import HistoryItem
 
     # script_share 1: a script may take the whole budget, so the first one's limit is the time
     # left, shorter than its full limit: the run's end, not the script, stopped it.
@@ -102,13 +102,13 @@ def test_a_script_the_runs_end_cut_short_is_not_held_against_its_change(small_ta
 
 RUNNER = r"""
 import sys
-from mlguild.agent import Agent
+from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
-from mlguild.rundir import create_run, open_run
+from mlguild.run.folder import create_run, open_run
 from mlguild.config import load_config
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "new":
     cfg = load_config(None, ["budget.iterations=12", "search.num_drafts=2", "search.draft_every=0", "sandbox.script_timeout_s=30"])
@@ -142,14 +142,14 @@ def test_resume_after_sigkill_never_reruns_a_finished_node(small_task, tmp_path)
 
 HANGING_RUN = r"""
 import sys
-from mlguild.agent import Agent
+from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.protocols import Proposal
-from mlguild.rundir import create_run, open_run
+from mlguild.core.protocols import Proposal
+from mlguild.run.folder import create_run, open_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "new":
     # The run's share caps a script at 5 s of its 1000 s; the sandbox's own limit is 600 s.
@@ -181,7 +181,7 @@ def test_a_node_restarted_after_a_kill_gets_the_limit_the_uninterrupted_run_gave
 
 
 def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
-    from mlguild.errors import BrainBroken
+    from mlguild.core.errors import BrainBroken
 
     agent, _run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200, "search.max_debug_depth": 0})
     with pytest.raises(BrainBroken, match="same way"):

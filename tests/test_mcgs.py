@@ -13,10 +13,10 @@ import pytest
 from conftest import kill_after_finished
 
 from mlguild.config import BudgetConfig, MCGSConfig, SearchConfig, load_config
-from mlguild.journal import read_journal
+from mlguild.run.journal import read_journal
+from mlguild.run.replay import replay
 from mlguild.search import MCGSPolicy, Node, SearchGraph, get_policy
 from mlguild.search.tree_stats import ROOT
-from mlguild.state import replay
 
 
 def _policy(iterations: int | None = None, time_s: float | None = None, **mcgs) -> MCGSPolicy:
@@ -211,13 +211,13 @@ def test_mcgs_is_chosen_by_config():
 
 RUNNER = r"""
 import sys
-from mlguild.agent import Agent
+from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
-from mlguild.rundir import create_run, open_run
+from mlguild.run.folder import create_run, open_run
 from mlguild.config import load_config
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "new":
     cfg = load_config(None, ["budget.iterations=14", "search.policy=mcgs", "search.num_drafts=2",

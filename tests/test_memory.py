@@ -13,22 +13,22 @@ import pytest
 from conftest import CRASH, GOOD, make_task
 from conftest import scripted_agent as _agent
 
-from mlguild.agent import Agent
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.choice import move_stats
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config, mlguild_home
-from mlguild.errors import ConfigError
-from mlguild.final_stage import finish
+from mlguild.core.errors import ConfigError
+from mlguild.core.protocols import HistoryItem, Proposal
+from mlguild.final.stage import finish
 from mlguild.llm import ScriptedLLM
 from mlguild.memory import Memory, MemoryStore, MovePrior, Retriever, TaskTraits
 from mlguild.memory.experience import Experience
-from mlguild.protocols import HistoryItem, Proposal
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 TRAITS = TaskTraits("binary", "roc_auc", 5000, 20, "tabular", 0.01, 12)
 

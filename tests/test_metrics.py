@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 from mlguild.metrics import METRICS, Metric, Score, get_metric
 
 

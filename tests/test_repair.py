@@ -13,16 +13,16 @@ import pandas as pd
 import pytest
 from conftest import make_task
 
-from mlguild.agent import Agent
 from mlguild.brains.recipes import RecipeBrain
+from mlguild.coder.diagnose import diagnose
 from mlguild.config import load_config
-from mlguild.diagnose import diagnose
-from mlguild.errors import BrainBroken
-from mlguild.protocols import LAST_RESORT, Action, Context, Proposal
-from mlguild.rundir import create_run
+from mlguild.core.errors import BrainBroken
+from mlguild.core.protocols import LAST_RESORT, Action, Context, Proposal
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 # The date step as it was before the column parsers: a UTC "Z" timestamp parsed without
 # utc=True is zone-aware, and subtracting a naive date from it raises a TypeError.

@@ -25,7 +25,7 @@ import pytest
 from adversarial.arena import alive, kill_all, survivors
 
 import mlguild
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 from mlguild.sandbox import (
     BwrapSandbox,
     ExecResult,

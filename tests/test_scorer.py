@@ -10,9 +10,9 @@ import pytest
 from sklearn import metrics as skm
 
 from mlguild.config import load_config
-from mlguild.errors import ScorerIntegrityError, SubmissionError
+from mlguild.core.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import get_metric
-from mlguild.scorer import (
+from mlguild.scoring.scorer import (
     SubmissionFormat,
     check_fingerprint,
     fingerprint,
@@ -370,7 +370,7 @@ def test_bootstrap_wins_is_paired_and_strict(tmp_path):
     import numpy as np
 
     from mlguild.metrics import get_metric
-    from mlguild.scorer import SubmissionFormat, bootstrap_wins
+    from mlguild.scoring.scorer import SubmissionFormat, bootstrap_wins
 
     rng = np.random.default_rng(0)
     ids = [f"r{i}" for i in range(300)]

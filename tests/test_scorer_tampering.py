@@ -45,16 +45,16 @@ AGENT = r"""
 import json, sys
 from pathlib import Path
 import mlguild
-from mlguild.agent import Agent
+from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.errors import ScorerIntegrityError
-from mlguild.protocols import Proposal
-from mlguild.rundir import create_run
+from mlguild.core.errors import ScorerIntegrityError
+from mlguild.core.protocols import Proposal
+from mlguild.run.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.search.graph import Node
-from mlguild.task import load_task
+from mlguild.core.graph import Node
+from mlguild.task.folder import load_task
 
 mode, package, runs, task = sys.argv[1:5]
 codes = json.loads(sys.argv[5])
@@ -87,7 +87,7 @@ def package_copy(tmp_path) -> Path:
 
 @pytest.mark.parametrize("mode", ["loop", "refit"])
 def test_the_node_that_tampers_with_the_scorer_is_the_one_flagged(mode, package_copy, tmp_path):
-    target = package_copy / "score.py"
+    target = package_copy / "core" / "score.py"
     before = target.read_bytes()
     task = make_task(tmp_path / "task")
     codes = [TAMPER.format(path=str(target)), GOOD]

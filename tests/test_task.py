@@ -3,10 +3,10 @@ import pytest
 import yaml
 from conftest import make_task
 
-from mlguild.errors import TaskError
+from mlguild.core.errors import TaskError
 from mlguild.sources import init_task
 from mlguild.sources.csv_source import infer_task_type
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 
 def test_bundled_examples_load(example_tasks):

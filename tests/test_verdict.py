@@ -13,8 +13,8 @@ import sys
 import pandas as pd
 import pytest
 
-from mlguild.errors import NothingLearnable
-from mlguild.verdict import check_learned, floors
+from mlguild.core.errors import NothingLearnable
+from mlguild.scoring.floors import check_learned, floors
 
 
 def _mlguild(*args, cwd, env=None):

@@ -1,4 +1,4 @@
-"""Several workers on one run (mlguild.workers): nodes run at once, each script pinned to its
+"""Several workers on one run (mlguild.run.workers): nodes run at once, each script pinned to its
 own CPUs, the workers read each other's reports, and a kill loses no finished node."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 from conftest import GOOD, make_task
 from test_llm_brain import _agent
 
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
 from mlguild.pools import Pools
+from mlguild.run.workers import cpu_sets
 from mlguild.sandbox.procfs import proc_table
-from mlguild.workers import cpu_sets
 
 # GOOD, taking long enough for two workers' scripts to overlap, and saying where it ran.
 SLOW = GOOD.replace(

@@ -1,6 +1,6 @@
 """mlguild: an autonomous machine-learning engineer.
 
-The core concepts are small Protocols in ``mlguild.protocols``; implementations are picked
+The core concepts are small Protocols in ``mlguild.core.protocols``; implementations are picked
 by name from small tables, and heavy providers are imported lazily so that
 ``import mlguild`` stays fast.
 """

@@ -237,7 +237,7 @@ for name in (".score.json.tmp", ".report.md.tmp", "score.json", "report.md"):
     ],
 )
 def test_harness_writes_after_the_run_do_not_follow_planted_links(layer, arena):
-    from mlguild.fsutil import atomic_write
+    from mlguild.util.fs import atomic_write
 
     sandbox = LocalSandbox() if layer == "local" else BwrapSandbox()
     (arena.node / "solution.py").write_text(PRELUDE + PLANT_LINKS)

@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 from conftest import make_task
 
-from mlguild.agent import Agent
-from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.config import load_config
-from mlguild.journal import read_journal
 from mlguild.llm import Ledger, Router, make_llm
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
+from mlguild.task.folder import load_task
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
 from .servers import malformed, quota, rate_limited, reply, server_error, slow, truncated

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from mlguild.errors import ConfigError, MlguildError
+from mlguild.core.errors import ConfigError, MlguildError
 from mlguild.llm import Message, make_llm, parse_model_string
 from mlguild.llm.registry import PRESETS, resolve_base_url
 
@@ -123,7 +123,7 @@ def test_missing_optional_sdk_says_which_extra_to_install(tmp_path):
     (tmp_path / "anthropic.py").write_text("raise ImportError(\"No module named 'anthropic'\")\n")
     code = textwrap.dedent("""
         from mlguild.llm import make_llm
-        from mlguild.errors import ConfigError
+        from mlguild.core.errors import ConfigError
         try:
             make_llm("anthropic/claude-sonnet-4-5")
         except ConfigError as err:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlguild.errors import BudgetExhausted
-from mlguild.journal import Journal, read_journal
+from mlguild.core.errors import BudgetExhausted
 from mlguild.llm import (
     AllModelsExhausted,
     AuthError,
@@ -18,6 +17,7 @@ from mlguild.llm import (
     make_llm,
 )
 from mlguild.llm.config import LLMConfig, build_router
+from mlguild.run.journal import Journal, read_journal
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
 from .servers import auth_error, quota, rate_limited, reply, server_error

@@ -21,17 +21,17 @@ from pathlib import Path
 import pytest
 from conftest import make_task
 
-from mlguild.agent import Agent
 from mlguild.brains import get_brain
-from mlguild.brains.llm_brain import LLMBrainOptions
+from mlguild.brains.llm.brain import LLMBrainOptions
 from mlguild.config import load_config
-from mlguild.journal import read_journal
+from mlguild.core.vocabulary import FAILURES, SCORED
 from mlguild.llm.config import build_router
-from mlguild.rundir import create_run
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
-from mlguild.task import load_task
-from mlguild.vocabulary import FAILURES, SCORED
+from mlguild.task.folder import load_task
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MLGUILD_SMOLLM2") != "1",

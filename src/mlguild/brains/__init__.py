@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
-from ..protocols import LLM, Brain
+from ..core.errors import ConfigError
+from ..core.protocols import LLM, Brain
 
 if TYPE_CHECKING:
-    from .llm_brain import LLMBrainOptions
+    from .llm.brain import LLMBrainOptions
 
 BRAINS = ("auto", "recipes", "llm", "hybrid", "scripted")
 LLM_CODE_BRAINS = frozenset({"llm", "hybrid"})
@@ -49,7 +49,7 @@ def get_brain(
 
         return RecipeBrain(seed=seed)
     if name in ("llm", "hybrid"):
-        from .llm_brain import LLMBrain
+        from .llm.brain import LLMBrain
 
         if llm_factory is None:
             raise ConfigError(f"the {name} brain needs an LLM", "pass --model provider/name")

@@ -6,10 +6,10 @@ over the remaining steps, and the switch is said once on the node's plan.
 
 from __future__ import annotations
 
-from ..errors import ProposalFailed, StopRun
+from ..core.errors import ProposalFailed, StopRun
+from ..core.protocols import Action, Brain, Context, Proposal
+from ..core.vocabulary import EDA
 from ..llm.errors import AllModelsExhausted, LLMError
-from ..protocols import Action, Brain, Context, Proposal
-from ..vocabulary import EDA
 from .repair_port import port_repair
 
 

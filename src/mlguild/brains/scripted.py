@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from ..protocols import Action, Context, Proposal
+from ..core.protocols import Action, Context, Proposal
 
 # Predicts from the training labels alone: the majority class, the class frequencies, or the
 # mean. `shrink` blends toward a neutral value so improve steps produce different scores.

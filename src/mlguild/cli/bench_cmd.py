@@ -30,7 +30,7 @@ def bench(
 ) -> None:
     """Run the agent on every task of SUITE, SEEDS times, grade each final submission once, and
     write the table (score, medal, above median, valid, time, LLM cost) and the aggregate."""
-    from ..bench import BenchOptions, read_suite, run_bench
+    from ..bench.suite import BenchOptions, read_suite, run_bench
     from .task_cmd import resolve_task
 
     with user_errors():
@@ -42,7 +42,7 @@ def bench(
         rows = run_bench(
             read_suite(suite), out, options, resolve_task, data_dir, say=lambda line: console.print(plain(line))
         )
-    from ..bench import table
+    from ..bench.suite import table
 
     for line in table(rows).splitlines():
         console.print(plain(line))

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import MlguildError
+from ..core.errors import MlguildError
 
 # emoji=False: text from data (a column named ":x:") is printed as written, never as an emoji.
 console = Console(highlight=False, soft_wrap=True, emoji=False)

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from ..config import settings
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .common import console, plain, user_errors
 
 

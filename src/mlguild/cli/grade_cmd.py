@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ..errors import TaskError
+from ..core.errors import TaskError
 from .common import console, plain, user_errors
 
 
@@ -23,7 +23,7 @@ def grade(
 ) -> None:
     """Score a submission as MLE-bench does (5 decimals; an invalid file scores nothing) and,
     given the leaderboard, its medal thresholds and flags. Nothing is written."""
-    from ..grading import grade_submission, submission_of, task_of_run
+    from ..bench.grading import grade_submission, submission_of, task_of_run
     from .task_cmd import folder_task
 
     with user_errors():

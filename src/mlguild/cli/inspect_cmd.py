@@ -9,14 +9,14 @@ import typer
 from rich.syntax import Syntax
 from rich.table import Table
 
-from ..errors import RunError
-from ..journal import read_journal
+from ..core.errors import RunError
+from ..core.graph import SearchGraph
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
-from ..rundir import check_run_dir
-from ..search.graph import SearchGraph
-from ..state import replay
-from ..task import TaskSpec
+from ..run.folder import check_run_dir
+from ..run.journal import read_journal
+from ..run.replay import replay
+from ..task.folder import TaskSpec
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
 
 

@@ -1,4 +1,4 @@
-"""`mlguild knowledge add|list|show`: a task's community material (mlguild.knowledge)."""
+"""`mlguild knowledge add|list|show`: a task's community material (mlguild.task.knowledge)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from ..errors import TaskError
+from ..core.errors import TaskError
 from .common import console, plain, user_errors
 
 if TYPE_CHECKING:
-    from ..knowledge import Ingested
+    from ..task.knowledge import Ingested
 
 knowledge_app = typer.Typer(help="A task's community material: posts and public notebooks.", no_args_is_help=True)
 _TASK = typer.Option(Path("."), "--task", help="The task folder (default: the current folder).")
@@ -35,9 +35,9 @@ def add(
     ),
 ) -> None:
     """Ingest community material into the task's knowledge/ folder."""
-    from ..kaggle_api import competition_slug
-    from ..knowledge import add_items, parse_date, task_cutoff
+    from ..kaggle.api import competition_slug
     from ..sources.kaggle_knowledge import ingest_competition
+    from ..task.knowledge import add_items, parse_date, task_cutoff
     from .task_cmd import folder_task
 
     with user_errors():
@@ -68,7 +68,7 @@ def _report(root: Path, result: Ingested, cutoff: date | None) -> None:
 @knowledge_app.command("list")
 def list_(task: Path = _TASK) -> None:
     """The task's items, most voted first, with their quality signals."""
-    from ..knowledge import list_items
+    from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():
@@ -88,7 +88,7 @@ def show(
     item_id: str = typer.Argument(..., help="An item id, from `mlguild knowledge list`."), task: Path = _TASK
 ) -> None:
     """One item: its signals and its text."""
-    from ..knowledge import list_items
+    from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..config import MemoryConfig, mlguild_home
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..memory import MemoryStore
 from ..memory.priors import transfer_by_type
 from .common import console, plain, user_errors

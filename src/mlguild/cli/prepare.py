@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..brief import brief_path, ensure_brief
 from ..pools import Pools, fill_run_ideas
-from ..rundir import RunDir
+from ..run.folder import RunDir
+from ..task.brief import brief_path, ensure_brief
 from .common import console, plain
 
 

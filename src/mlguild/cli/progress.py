@@ -7,7 +7,7 @@ import time
 from rich.live import Live
 from rich.text import Text
 
-from ..agent import Agent
+from ..run.loop import Agent
 from .common import console, plain
 
 

@@ -9,24 +9,24 @@ from pathlib import Path
 
 import typer
 
-from ..agent import Agent, Stop
 from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
-from ..brains.llm_brain import LLMBrainOptions
+from ..brains.llm.brain import LLMBrainOptions
 from ..brains.scripted import PRIOR_SCRIPT
+from ..coder.diagnose import diagnose
 from ..config import load_config, parse_duration, save_config
-from ..diagnose import diagnose
-from ..errors import ConfigError, KaggleError, RunError
-from ..final_stage import finish
-from ..kaggle_api import competition_slug
+from ..core.errors import ConfigError, KaggleError, RunError
+from ..core.vocabulary import REFIT
+from ..final.stage import finish
+from ..kaggle.api import competition_slug
+from ..kaggle.submitter import Submitter, kaggle_slug
 from ..llm.config import build_router
 from ..llm.registry import make_llm
 from ..llm.scripted import ScriptedLLM
-from ..rundir import RunDir, create_run, open_run
+from ..run.folder import RunDir, create_run, open_run
+from ..run.loop import Agent, Stop
 from ..sandbox import describe_layer, get_sandbox, is_strong
+from ..scoring.floors import check_learned, floors
 from ..search import get_policy
-from ..submitter import Submitter, kaggle_slug
-from ..verdict import check_learned, floors
-from ..vocabulary import REFIT
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .prepare import fill_ideas, write_brief
 from .progress import Progress
@@ -124,7 +124,7 @@ def _submitter_for(run: RunDir) -> Submitter | None:
     """The Kaggle submitter when the run submits (kaggle.submit); its problems stop it now."""
     if run.config.kaggle.submit == "never":
         return None
-    from ..kaggle_api import connect
+    from ..kaggle.api import connect
 
     slug = kaggle_slug(run)
     if slug is None:  # before connecting: the task, not the network, is what is wrong
@@ -156,7 +156,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     cfg = run.config
     sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
     if cfg.search.ray:
-        from ..ray_workers import RaySandbox, connect
+        from ..run.ray_workers import RaySandbox, connect
 
         sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
         sandbox = RaySandbox(sandbox)

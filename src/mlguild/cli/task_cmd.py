@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from ..config import mlguild_home
-from ..errors import KaggleError, TaskError
-from ..kaggle_api import competition_slug
-from ..task import Task, load_task
+from ..core.errors import KaggleError, TaskError
+from ..kaggle.api import competition_slug
+from ..task.folder import Task, load_task
 from .common import console, plain, user_errors
 
 

@@ -10,7 +10,7 @@
 - ``failure_from_node`` turns a finished node into a short, specific ``Failure`` message.
 
 Text processing only: no model calls and no files; the prompts it builds come from the
-templates in ``mlguild/prompts`` (``mlguild.prompting``).
+templates in ``mlguild/prompts`` (``mlguild.prompts``).
 """
 
 from .continuation import MAX_CONTINUATIONS, continue_prompt, join_continuation
@@ -25,14 +25,7 @@ from .edits import (
     should_fallback_to_rewrite,
 )
 from .extract import Extraction, extract_code, is_length_stop, is_normal_stop
-from .failures import (
-    KINDS,
-    MESSAGE_LIMIT,
-    CoderFailure,
-    Failure,
-    failure_from_node,
-    parse_last_traceback,
-)
+from .failures import KINDS, MESSAGE_LIMIT, CoderFailure, Failure, failure_from_node, parse_last_traceback
 from .stepwise import STEP_ORDER, assemble_parts
 
 __all__ = [

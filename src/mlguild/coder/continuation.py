@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..prompting import render
+from ..prompts import render
 from .extract import (
     GENERIC_LANGS,
     PY_LANGS,

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..prompting import render
+from ..prompts import render
 from .failures import Failure, clip
 from .match import Match, closest_region, find_matches
 

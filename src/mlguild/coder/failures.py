@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ProposalFailed
+from ..core.errors import ProposalFailed
 
 # Stable names, also used as node statuses. The first three are the coder's own (a reply
 # that cannot become a script); the rest describe a script that was written and run.

@@ -1,4 +1,4 @@
-"""The value types that cross the LLM protocol (``mlguild.protocols.LLM``, re-exported here).
+"""The value types that cross the LLM protocol (``mlguild.core.protocols.LLM``, re-exported here).
 
 Everything above this line (router, cache, ledger, brains) speaks only these types, so a
 provider is a small adapter and a test can drive the whole stack with a local server.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..protocols import LLM
+from ..core.protocols import LLM
 
 Role = Literal["system", "user", "assistant"]
 

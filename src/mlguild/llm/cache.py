@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..fsutil import atomic_write
+from ..util.fs import atomic_write
 from .base import Completion, Message
 
 FORMAT = 1

@@ -60,7 +60,7 @@ def build_router(
     new records to ``sink``, and a cache at ``<run_dir>/llm_cache``. ``overrides`` go to the
     Router (tests pass ``sleep``/``clock``)."""
     if not config.models:
-        from ..errors import ConfigError
+        from ..core.errors import ConfigError
 
         raise ConfigError("no LLM model is configured", "pass --model provider/name (e.g. --model openai/gpt-4.1)")
     llms = [make_llm(model) for model in config.models]

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import MlguildError, ProposalFailed, StopRun
+from ..core.errors import MlguildError, ProposalFailed, StopRun
 
 if TYPE_CHECKING:
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
 
 class LLMError(MlguildError, ProposalFailed):
@@ -99,7 +99,7 @@ class AllModelsExhausted(LLMError, StopRun):
 
 def missing_sdk(package: str, extra: str) -> ConfigError:
     """The error for a provider whose optional SDK is not installed."""
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     return ConfigError(
         f"the {package!r} package is needed for this model but is not installed", f"pip install 'mlguild[{extra}]'"

@@ -20,17 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..errors import BudgetExhausted
+from ..core.errors import BudgetExhausted
 from .base import LLM, Completion, Message
 from .cache import ReplyCache
-from .errors import (
-    AllModelsExhausted,
-    BadResponse,
-    LLMError,
-    QuotaExhausted,
-    RateLimited,
-    TransientError,
-)
+from .errors import AllModelsExhausted, BadResponse, LLMError, QuotaExhausted, RateLimited, TransientError
 from .ledger import Ledger
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import MemoryConfig
-from ..search.graph import Node, SearchGraph
-from ..vocabulary import REFIT, RERUN
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import REFIT, RERUN
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
 from .priors import FAILED_GAIN, MovePrior, Transfer, family_priors, measure_transfer, move_priors

@@ -13,8 +13,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..diagnose import diagnose
-from ..search.graph import Node, SearchGraph
+from ..coder.diagnose import diagnose
+from ..core.graph import Node, SearchGraph
 
 # outcomes
 FIRST = "first"  # scored, with no scored parent to compare with (a draft, a fuse, a repair)

@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..sqlite_util import connect, create, fts_match, writing
+from ..core.errors import ConfigError
+from ..util.sqlite import connect, create, fts_match, writing
 from .experience import Experience, TaskTraits
 
 _SCHEMA = """

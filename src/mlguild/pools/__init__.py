@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RunError
-from ..knowledge import Item, list_items
+from ..core.errors import RunError
+from ..core.graph import Node, SearchGraph
 from ..llm.base import LLM, Message
-from ..prompting import render
-from ..rundir import RunDir
-from ..search.graph import Node, SearchGraph
+from ..prompts import render
+from ..run.folder import RunDir
+from ..task.knowledge import Item, list_items
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
 from .reports import Report, ReportPool, is_reported, report_of

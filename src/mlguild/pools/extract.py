@@ -1,4 +1,4 @@
-"""Atomic ideas out of the community corpus (mlguild.knowledge), by an LLM or by rules.
+"""Atomic ideas out of the community corpus (mlguild.task.knowledge), by an LLM or by rules.
 
 With an LLM, each item is read once and the model lists the ideas it contains as JSON (a
 reply that is not valid JSON, or is cut off, loses that item's ideas, never the run). With
@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable
 
-from ..knowledge import Item
+from ..task.knowledge import Item
 from .ideas import COMMUNITY, IdeaPool, Source
 
 MAX_IDEAS_PER_ITEM = 6

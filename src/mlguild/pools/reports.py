@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from ..search.graph import Node, SearchGraph
-from ..vocabulary import EDA, REFIT, RERUN
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import EDA, REFIT, RERUN
 from .store import PoolStore
 
 _TIME_LIMIT_SHARE = 0.8  # a script that used more of its limit than this was close to being cut

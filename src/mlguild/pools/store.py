@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..sqlite_util import connect, create, fts_match, writing
+from ..util.sqlite import connect, create, fts_match, writing
 
 FILE = "pools.sqlite"
 TABLES = ("reports", "ideas", "extracted")

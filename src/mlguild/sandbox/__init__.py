@@ -19,7 +19,7 @@ refuse to start in a strict mode.
 
 from __future__ import annotations
 
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 from mlguild.sandbox.base import ExecResult, ExecStatus, Limits
 from mlguild.sandbox.bwrap import BwrapSandbox, probe
 from mlguild.sandbox.local import LocalSandbox, safe_env

@@ -82,7 +82,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mlguild.errors import ConfigError
+from mlguild.core.errors import ConfigError
 from mlguild.sandbox.base import Limits
 from mlguild.sandbox.plan import Plan, drop_target, grant_workdir, python_paths, rlimits_for
 from mlguild.sandbox.runner import SupervisedSandbox

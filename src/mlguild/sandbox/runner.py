@@ -26,13 +26,7 @@ from pathlib import Path
 
 from mlguild.sandbox import procfs
 from mlguild.sandbox import supervisor as _sup
-from mlguild.sandbox.base import (
-    STDERR_TAIL_BYTES,
-    STDOUT_TAIL_BYTES,
-    ExecResult,
-    Limits,
-    classify,
-)
+from mlguild.sandbox.base import STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, ExecResult, Limits, classify
 from mlguild.sandbox.plan import Plan, restore_workdir
 from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
 from mlguild.sandbox.sweep import kill_session, kill_tree
@@ -186,7 +180,7 @@ _RUNNING_LOCK = threading.Lock()
 def stop_running_scripts() -> int:
     """Ask every supervisor that runs a script for this process now to stop it (SIGTERM: it
     ends the script's whole tree and reports), so that a run interrupted while other threads
-    wait on their scripts (mlguild.workers) ends at once. How many were asked."""
+    wait on their scripts (mlguild.run.workers) ends at once. How many were asked."""
     with _RUNNING_LOCK:
         running = list(_RUNNING)
     for proc in running:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..config import BudgetConfig, SearchConfig
-from ..errors import ConfigError
-from ..protocols import Policy
-from .graph import Node, SearchGraph
+from ..core.errors import ConfigError
+from ..core.graph import Node, SearchGraph
+from ..core.protocols import Policy
 from .greedy import GreedyPolicy
 from .mcgs import MCGSPolicy
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config import SearchConfig
-from ..protocols import Action
-from ..vocabulary import BLEND
-from .graph import Node, SearchGraph
+from ..core.graph import Node, SearchGraph
+from ..core.protocols import Action
+from ..core.vocabulary import BLEND
 
 
 def blend_action(graph: SearchGraph, cfg: SearchConfig, ranked: Iterable[Node] | None = None) -> Action | None:

@@ -10,9 +10,9 @@ the noise floor that later margins use. Both policies ask ``evidence_action`` fi
 from __future__ import annotations
 
 from ..config import SearchConfig
-from ..protocols import Action
-from ..vocabulary import RERUN
-from .graph import SearchGraph
+from ..core.graph import SearchGraph
+from ..core.protocols import Action
+from ..core.vocabulary import RERUN
 
 
 def evidence_action(graph: SearchGraph, cfg: SearchConfig) -> Action | None:

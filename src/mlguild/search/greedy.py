@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 from ..config import BudgetConfig, SearchConfig
-from ..protocols import Action
-from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, IMPROVE
+from ..core.graph import SearchGraph
+from ..core.protocols import Action
+from ..core.vocabulary import DEBUG, DEBUGGABLE, DRAFT, IMPROVE
 from .blend import blend_action
 from .evidence import evidence_action
-from .graph import SearchGraph
 
 
 class GreedyPolicy:

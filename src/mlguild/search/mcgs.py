@@ -22,11 +22,11 @@ import math
 import random
 
 from ..config import BudgetConfig, SearchConfig
-from ..protocols import Action
-from ..vocabulary import DEBUG, DEBUGGABLE, DRAFT, EVOLVE, FUSE, IMPROVE, REFIT
+from ..core.graph import Node, SearchGraph
+from ..core.protocols import Action
+from ..core.vocabulary import DEBUG, DEBUGGABLE, DRAFT, EVOLVE, FUSE, IMPROVE, REFIT
 from .blend import blend_action
 from .evidence import evidence_action
-from .graph import Node, SearchGraph
 from .tree_stats import ROOT, Rewards, TreeStats, ancestors
 
 

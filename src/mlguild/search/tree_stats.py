@@ -15,8 +15,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..vocabulary import BLEND, DEBUG, DRAFT, EDA, EVOLVE, FUSE, REFIT, RERUN
-from .graph import Node, SearchGraph
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import BLEND, DEBUG, DRAFT, EDA, EVOLVE, FUSE, REFIT, RERUN
 
 ROOT = ""  # the virtual root: parent of every draft and fuse in the search tree
 _TIMED = ("brain_s", "exec_s", "harness_s")  # the parts of a node's wall time the journal keeps

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import TaskError
+from ..core.errors import TaskError
 
 
 def init_task(source: str, dest: Path, **options) -> Path:

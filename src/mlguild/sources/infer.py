@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ..errors import TaskError
-from ..firewall import read_csv_exact
+from ..core.errors import TaskError
+from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric
-from ..task import NOT_DATA, TaskSpec, read_header
+from ..task.folder import NOT_DATA, TaskSpec, read_header
 from .csv_source import _positive_label, infer_task_type
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed

@@ -1,4 +1,4 @@
-"""A Kaggle competition's community material into a task's knowledge corpus (mlguild.knowledge):
+"""A Kaggle competition's community material into a task's knowledge corpus (mlguild.task.knowledge):
 its most voted public Python notebooks and scripts, and its most voted discussion topics with
 their messages, through the official client (kaggle_api).
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 
-from ..errors import KaggleError, TaskError
-from ..kaggle_api import KaggleClient, Kernel, RateLimited, Topic, connect
-from ..knowledge import _MAX_TEXT, TIERS, Ingested, Item, clean_markdown, notebook_text, store_items
+from ..core.errors import KaggleError, TaskError
+from ..kaggle.api import KaggleClient, Kernel, RateLimited, Topic, connect
+from ..task.knowledge import _MAX_TEXT, TIERS, Ingested, Item, clean_markdown, notebook_text, store_items
 
 DEFAULT_LIMIT = 30
 _KAGGLE_TIERS = {  # UserAchievementTier; STAFF, ORGANIZATION and RECALC say nothing of skill

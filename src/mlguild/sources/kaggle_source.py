@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from ..kaggle_api import Competition, connect
+from ..kaggle.api import Competition, connect
 from .infer import Inferred, infer_task, write_inferred
 from .layout import prepare_dest
 

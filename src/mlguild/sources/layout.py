@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ..errors import TaskError
-from ..firewall import split_holdout
-from ..task import TaskSpec, load_task
+from ..core.errors import TaskError
+from ..firewall.workspace import split_holdout
+from ..task.folder import TaskSpec, load_task
 
 
 def prepare_dest(dest: Path, overwrite: bool = False) -> Path:

@@ -16,24 +16,16 @@ import random
 from collections import Counter
 from typing import Any
 
-from ...diagnose import diagnose
-from ...errors import TaskError
-from ...protocols import LAST_RESORT, Action, Context, ParentView, Proposal
+from ...coder.diagnose import diagnose
+from ...core.errors import TaskError
+from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from .catalog import RECIPES, Recipe, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
-from .repair import (
-    SAFEST,
-    apply_learned,
-    learned,
-    repair_for,
-    repeated_failure,
-    safest_meta,
-    usable_columns,
-)
+from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 
 _SLOW = ("timeout", "memory")
 

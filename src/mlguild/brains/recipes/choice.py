@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.protocols import Context, HistoryItem
 from ...memory import FAILED_GAIN, MovePrior
-from ...protocols import Context, HistoryItem
 
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...column_kinds import UNUSABLE
+from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES, Params, Recipe
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import TaskError
+from ...core.errors import TaskError
+from ...core.protocols import Context, Proposal
 from ...metrics import get_metric
-from ...protocols import Context, Proposal
 from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
 
 

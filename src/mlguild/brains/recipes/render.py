@@ -16,9 +16,9 @@ from typing import Any
 
 import jinja2
 
-from ... import column_parsers
-from ...column_kinds import UNUSABLE
 from ...metrics import get_metric
+from ...task import column_parsers
+from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES
 from .excerpt import excerpt
 from .moves import MANY_LEVELS

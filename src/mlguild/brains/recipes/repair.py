@@ -1,6 +1,6 @@
 """Repairs: what the recipe brain changes after a script failed, read from the failure itself.
 
-A recipe script names the step and column it failed in (``mlguild.diagnose``), so a repair
+A recipe script names the step and column it failed in (``mlguild.coder.diagnose``), so a repair
 can change exactly that: leave out the column a step failed on, or switch off the optional
 feature group that failed. What no repair explains falls back to the safest pipeline.
 Repairs are kept in the meta (``features.drop_columns`` and the feature switches), so the
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...column_kinds import UNUSABLE
-from ...diagnose import Diagnosis
-from ...protocols import LAST_RESORT, Context
+from ...coder.diagnose import Diagnosis
+from ...core.protocols import LAST_RESORT, Context
+from ...task.column_kinds import UNUSABLE
 from .catalog import FALLBACK
 from .draft import draft_meta
 

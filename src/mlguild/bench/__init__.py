@@ -1,0 +1,1 @@
+"""Benchmarking on task suites: the suite runner, offline MLE-bench grading and medals."""

@@ -1,0 +1,82 @@
+"""The community cycle (``--cycle community``): four stages per node, for the LLM brain.
+
+I.   Select: the idea pool's best ideas for this task, ranked with what the run's reports
+     showed when they were tried (mlguild.pools.ideas).
+II.  Draft: a high-level approach that recombines or extends them, with each component
+     tagged by its origin (an idea's id, or ``[new]``): a design, not a copied notebook.
+III. Implement: the draft becomes a script in an isolated context (the task, the data profile
+     and the draft, nothing of the run's history), then runs in a bounded run-observe-fix
+     loop inside the node (the agent drives it, mlguild.run.loop; every step is recorded).
+IV.  Report: the node's report (mlguild.pools.reports) says which components came from the
+     community and which are new, and its outcome goes back to the ideas it used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ...coder import failure_from_node
+from ...core.errors import ProposalFailed
+from ...core.protocols import Action, Context, Proposal
+from ...core.vocabulary import DRAFT, EVOLVE, IMPROVE
+from ...pools.ideas import cited_ideas
+from ...prompts import render
+
+if TYPE_CHECKING:
+    from .brain import LLMBrain
+
+CYCLE_OPS = (DRAFT, IMPROVE, EVOLVE)
+SELECTED_IDEAS = 3  # ideas one attempt combines: more makes a muddle, fewer a copy
+_NEW = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*(.+?)\s*\[new\]\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def novel_components(draft: str) -> list[str]:
+    """The draft's components it marks as its own (``[new]``)."""
+    return [c.strip(" :-") for c in _NEW.findall(draft)][:10]
+
+
+def cycle_proposal(brain: LLMBrain, action: Action, context: Context, common: dict, node: str) -> Proposal:
+    chosen = context.ideas[:SELECTED_IDEAS]  # stage I
+    parent = context.parents[0] if context.parents else None
+    score = f"{parent.score:.6g}" if parent is not None and parent.score is not None else "—"
+    prompt = render("cycle_draft", **{**common, "ideas": chosen}, parent=parent, parent_score=score)
+    draft = brain._ask(brain._messages(prompt), "cycle:draft", node).text.strip()  # stage II
+    if not draft:
+        raise ProposalFailed("the model wrote no draft for the community cycle")
+    # Stage III: only the draft in the request (the system turn holds the task and the data).
+    prompt = render("cycle_implement", draft=draft, time_budget_s=common["time_budget_s"])
+    plan, code = brain._full_script(prompt, "cycle:implement", node)
+    first = next((ln.strip() for ln in draft.splitlines() if ln.strip()), "")
+    meta: dict[str, object] = {
+        "summary": first.removeprefix("Draft:").strip()[:200],
+        "model": brain.llm.model,
+        "cycle": "community",
+        "ideas": cited_ideas(draft, chosen),
+        "novel": novel_components(draft),
+    }
+    return Proposal(plan=f"{draft}\n\n## Implementation\n{plan}", code=code, meta=meta)
+
+
+def cycle_fix(
+    brain: LLMBrain,
+    plan: str,
+    code: str,
+    status: str,
+    failure: str,
+    stderr: str,
+    step: int,
+    timeout_s: float,
+    node: str,
+) -> tuple[str, str]:
+    """The script of the next step, from what the last one did (stage III's fix)."""
+    draft = plan.split("\n\n## Implementation\n", 1)[0]
+    prompt = render(
+        "cycle_fix",
+        draft=draft,
+        code=code,
+        step=step,
+        failure=failure_from_node(status, failure, stderr),
+        time_budget_s=int(timeout_s),
+    )
+    return brain._full_script(prompt, "cycle:fix", node)

@@ -1,0 +1,331 @@
+"""Typed, layered configuration: packaged defaults < user YAML < ``a.b=value`` overrides.
+
+The resolved configuration is saved into every run as ``config.yaml`` so a run can be
+understood (and resumed) without the command line that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from ..core.errors import ConfigError
+from ..llm.config import LLMConfig
+from ..sandbox.base import (
+    DEFAULT_DISK_MB,
+    DEFAULT_FSIZE_MB,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_NOFILE,
+    DEFAULT_OUTPUT_BYTES,
+    DEFAULT_RUN_AS_UID,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TMP_MB,
+    DEFAULT_TREE_MEMORY_MB,
+    DEFAULT_TREE_PROCS,
+    Limits,
+)
+from .base import _Section
+from .search import MCGSConfig as MCGSConfig  # re-exported: every section is importable from here
+from .search import SearchConfig
+
+
+class FirewallConfig(_Section):
+    holdout_fraction: float = Field(0.2, gt=0.0, lt=0.9, description="Share of labelled rows sealed as the holdout.")
+    max_holdout_rows: int = Field(50_000, gt=0, description="Cap on holdout rows, so huge tasks score fast.")
+    seed: int = Field(0, description="Seed of the stratified holdout split.")
+
+
+class SandboxConfig(_Section):
+    kind: str = Field(
+        "auto",
+        description="Sandbox layer: auto (bwrap when usable; without it, local only for the recipe and scripted brains, and the llm and hybrid brains refuse to start), local or bwrap.",
+    )
+    strict: bool = Field(False, description="Refuse to run when only the weaker (local) layer is available.")
+    gpu: bool | None = Field(None, description="Pass GPU device nodes into the namespace layer (None = when present).")
+    script_timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="Wall-clock limit for one script.")
+    tree_memory_mb: int = Field(
+        DEFAULT_TREE_MEMORY_MB, gt=0, description="Kill a script whose whole process tree uses more RSS."
+    )
+    memory_mb: int | None = Field(
+        DEFAULT_MEMORY_MB, description="Per-process address-space limit (RLIMIT_AS); off by default."
+    )
+    fsize_mb: int = Field(DEFAULT_FSIZE_MB, gt=0, description="Largest single file a script may write.")
+    nofile: int = Field(DEFAULT_NOFILE, gt=0, description="Open-file limit for a script.")
+    output_bytes: int = Field(
+        DEFAULT_OUTPUT_BYTES, ge=1024, description="Stdout/stderr kept per stream (head and tail)."
+    )
+    threads: int = Field(0, ge=0, description="Cores a script may use (0 = all of this machine's).")
+    disk_mb: int = Field(
+        DEFAULT_DISK_MB, gt=0, description="Cap on the bytes a script writes under its node directory."
+    )
+    max_files: int = Field(
+        DEFAULT_MAX_FILES, gt=0, description="Cap on the files a script creates under its node directory."
+    )
+    tree_procs: int = Field(
+        DEFAULT_TREE_PROCS, gt=0, description="Cap on live processes in a script's tree (fork bombs)."
+    )
+    tmp_mb: int = Field(
+        DEFAULT_TMP_MB, gt=0, description="Size of the namespace layer's private /tmp and /dev/shm, each."
+    )
+    run_as_uid: int | None = Field(
+        DEFAULT_RUN_AS_UID,
+        description="Unprivileged uid scripts run as when the agent is root (None = never drop).",
+    )
+
+    def limits(self, timeout_s: float) -> Limits:
+        """The sandbox limits of one script that may run ``timeout_s`` seconds."""
+        return Limits(
+            timeout_s=timeout_s,
+            tree_memory_mb=self.tree_memory_mb,
+            memory_mb=self.memory_mb,
+            fsize_mb=self.fsize_mb,
+            nofile=self.nofile,
+            output_bytes=self.output_bytes,
+            disk_mb=self.disk_mb,
+            max_files=self.max_files,
+            tree_procs=self.tree_procs,
+            tmp_mb=self.tmp_mb,
+            run_as_uid=self.run_as_uid,
+        )
+
+
+class BudgetConfig(_Section):
+    time_s: float | None = Field(None, gt=0, description="Wall-clock budget of the whole run (None = unlimited).")
+    iterations: int | None = Field(None, gt=0, description="Maximum number of nodes (None = unlimited).")
+    script_share: float = Field(
+        0.4,
+        gt=0,
+        le=1,
+        description="Most of the run's time budget one script may use, so that a short run still makes several attempts.",
+    )
+    default_time_s: float = Field(
+        600.0, gt=0, description="The time budget of a run started with neither --time nor --iterations."
+    )
+
+
+class BrainConfig(_Section):
+    name: str = Field(
+        "auto", description="Brain: auto (llm if a model is set, else recipes), recipes, llm, hybrid, scripted."
+    )
+    seed: int = Field(0, description="Seed of the brain's random choices.")
+    diff_mode: bool = Field(True, description="LLM improves as SEARCH/REPLACE edits (falls back to a rewrite).")
+    stepwise: bool = Field(False, description="LLM drafts written part by part: data, features, model, train, predict.")
+    history_length: int = Field(
+        60, ge=1, description="Earlier nodes a brain sees, summarised (the context never grows with the graph)."
+    )
+    eda: bool = Field(
+        True,
+        description="With an LLM brain, the first node is an exploratory script whose findings go into brief.md (not counted in budget.iterations).",
+    )
+    eda_timeout_s: float = Field(180, gt=0, description="Time limit of the exploratory script, in seconds.")
+    cycle: Literal["off", "community"] = Field(
+        "off",
+        description="community (--cycle community, LLM brain): each draft, improve or evolve selects ideas from the idea pool, drafts an approach, implements it in an isolated context with a run-observe-fix loop inside the node, and reports back.",
+    )
+    cycle_steps: int = Field(
+        20,
+        ge=1,
+        le=50,
+        description="Most runs of a script inside one node of the community cycle (the first included).",
+    )
+
+
+class FinalConfig(_Section):
+    grade_test: bool = Field(True, description="Grade the final submission once on sealed test answers at the end.")
+    refit: bool = Field(
+        True,
+        description="Rerun the best node's script on all labelled rows (train + holdout) for the final submission; the search stops early enough to leave it time.",
+    )
+    tie_share: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="The best node is final only if it beats the best blend on this share of bootstrap resamples of the holdout; otherwise the blend is (a tie on a noisy holdout favours the blend).",
+    )
+    refit_min_agreement: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).",
+    )
+    max_refit_share: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="Most of the run's time budget the search keeps back for the final refit; a refit that needs more is not planned.",
+    )
+
+
+class ScorerConfig(_Section):
+    max_submission_mb: int = Field(
+        512,
+        gt=0,
+        description="Largest submission file (holdout or test predictions) the scorer reads, in MiB; a larger one is refused unread.",
+    )
+
+    @property
+    def max_submission_bytes(self) -> int:
+        return self.max_submission_mb * 1024**2
+
+
+class MemoryConfig(_Section):
+    """Experience records and their retrieval (mlguild.memory)."""
+
+    enabled: bool = Field(
+        True,
+        description="Use the store shared by every run (the run's own memory is always on); --no-memory sets false.",
+    )
+    path: str | None = Field(
+        None, description="The shared store, an SQLite file (None = memory.sqlite in $MLGUILD_HOME, ~/.mlguild)."
+    )
+    recall: int = Field(
+        4, ge=0, description="Records of this run shown before a proposal: this many successes and as many failures."
+    )
+    similar: int = Field(4, ge=0, description="Records of other runs on similar tasks shown before a proposal.")
+    max_distance: float = Field(
+        2.0,
+        ge=0,
+        description="How unlike this task another may be for its records to count (task type 3, metric 1, modality 1, sizes by orders of magnitude).",
+    )
+    embeddings: bool = Field(
+        False,
+        description="Also rank records by sentence-embedding similarity, fused with BM25 (needs the [embeddings] extra).",
+    )
+
+
+class KaggleConfig(_Section):
+    submit: Literal["never", "best", "each"] = Field(
+        "never",
+        description="Submit to Kaggle (a task made from a Kaggle competition): never; best (the final submission, once, at the end); each (every node when it becomes the best).",
+    )
+    daily_limit: int = Field(
+        5, ge=0, description="Submissions a run makes in any 24 hours at most (the competition's own limit when lower)."
+    )
+    poll_s: float = Field(
+        120, ge=0, description="How long the end of a run waits for Kaggle to score its submissions (public scores)."
+    )
+
+
+class PoolsConfig(_Section):
+    """The run's report and idea pools (mlguild.pools)."""
+
+    reports_shown: int = Field(
+        3, ge=0, description="Reports of other nodes of the run a proposal's prompt shows, the most relevant first."
+    )
+    ideas_shown: int = Field(
+        5, ge=0, description="Ideas from the idea pool a draft's prompt shows, the best ranked first."
+    )
+    ideas_from_knowledge: bool = Field(
+        True, description="Fill the idea pool from the task's knowledge/ folder when the run starts."
+    )
+    llm_extraction: bool = Field(
+        True, description="An LLM, when the run has one, reads the knowledge for ideas (else rules do)."
+    )
+
+
+class Config(_Section):
+    """The whole resolved configuration of a run."""
+
+    firewall: FirewallConfig = FirewallConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    search: SearchConfig = SearchConfig()
+    budget: BudgetConfig = BudgetConfig()
+    brain: BrainConfig = BrainConfig()
+    final: FinalConfig = FinalConfig()
+    scorer: ScorerConfig = ScorerConfig()
+    memory: MemoryConfig = MemoryConfig()
+    pools: PoolsConfig = PoolsConfig()
+    kaggle: KaggleConfig = KaggleConfig()
+    llm: LLMConfig = LLMConfig()
+
+
+def mlguild_home() -> Path:
+    """The user's mlguild folder: $MLGUILD_HOME, else ~/.mlguild (tasks, the memory store)."""
+    return Path(os.environ.get("MLGUILD_HOME", Path.home() / ".mlguild")).expanduser()
+
+
+def _parse_value(text: str) -> Any:
+    # YAML scalars give the natural types: 3 -> int, 0.5 -> float, true -> bool, null -> None.
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {dotted}: {key} is not a section", "use a.b=value with a known section")
+    node[keys[-1]] = value
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(
+    yaml_path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None
+) -> Config:
+    """Resolve the configuration. ``overrides`` are ``section.field=value`` strings."""
+    tree: dict[str, Any] = dict(base or {})
+    if yaml_path:
+        path = Path(yaml_path)
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}", f"fix or remove {path}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path} must be a mapping of sections", "see `mlguild config`")
+        tree = _merge(tree, loaded)
+    for item in overrides or []:
+        match = re.fullmatch(r"([A-Za-z_][\w.]*)=(.*)", item.strip())
+        if not match:
+            raise ConfigError(
+                f"override {item!r} is not of the form section.field=value", "e.g. --set search.num_drafts=4"
+            )
+        _set_dotted(tree, match.group(1), _parse_value(match.group(2)))
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid configuration: {problems}", "check the names with `mlguild config`") from exc
+
+
+def save_config(config: Config, path: Path) -> None:
+    path.write_text(yaml.safe_dump(config.model_dump(), sort_keys=False))
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '5m', '1.5h', '2d' or a plain number of seconds -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
+    if not match:
+        raise ConfigError(f"cannot read duration {text!r}", "use e.g. --time 90s, 5m, 2h")
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+def settings(model: type[BaseModel] = Config, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """Every setting as (dotted name, default, description), sections in order."""
+    rows: list[tuple[str, Any, str]] = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            rows += settings(kind, f"{prefix}{name}.")
+        else:
+            rows.append((f"{prefix}{name}", info.get_default(call_default_factory=True), info.description or ""))
+    return rows

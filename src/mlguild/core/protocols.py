@@ -1,0 +1,190 @@
+"""The core concepts as small Protocols, and the value types that flow between them.
+
+The agent and the brains are annotated with these: ``Brain``, ``Policy``, ``Sandbox``,
+``Scorer`` and ``LLM``. Implementations are small classes picked by name from tables
+(``brains.get_brain``, ``sandbox.get_sandbox``, ``search.get_policy``, ``llm.make_llm``);
+nothing here imports a heavy library.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .vocabulary import Op
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..llm.base import Completion, Message
+    from ..memory import MovePrior, Recall
+    from ..metrics import Score
+    from ..sandbox.base import ExecResult, Limits
+    from .graph import SearchGraph
+
+# A proposal whose meta has this key set is its brain's safest pipeline: the loop stops a
+# run whose nodes all fail the same way only once such a proposal has failed that way too.
+LAST_RESORT = "last_resort"
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the policy decided to do next: an operation on zero or more parent nodes."""
+
+    op: Op
+    parents: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ParentView:
+    """What a brain may know about a parent node: its plan, code, outcome and recipe meta."""
+
+    node_id: str
+    op: str
+    plan: str
+    code: str
+    status: str  # "scored" or a failure kind name
+    score: float | None
+    failure: str | None = None  # failure message for debug prompts
+    meta: dict[str, Any] = field(default_factory=dict)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    exec_s: float | None = None  # how long its script ran
+    budget_s: float | None = None  # the time limit it ran under
+    tried: tuple[str, ...] = ()  # one line per node already built on it, oldest first, with its result
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One earlier node, summarised: enough to avoid repeating work, small enough to stay bounded."""
+
+    node_id: str
+    op: str
+    status: str
+    score: float | None
+    meta: dict[str, Any]
+    exec_s: float | None = None  # how long its script ran (None: it never ran)
+    failure: str | None = None  # the end of its failure message, when it failed
+    cut_short: bool = False  # it timed out under a limit the run's end had shortened
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A recipe script that failed and the script (written by another brain) that repaired it."""
+
+    node_id: str  # the repairing node
+    recipe: str
+    failed_code: str
+    fixed_code: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a brain sees for one proposal. Context is isolated on purpose: the task, the
+    data profile and the parents — plus a bounded summary of history — never every node's code."""
+
+    task: dict[str, Any]  # TaskSpec.public_dict()
+    description: str
+    profile: dict[str, Any]  # mlguild.task.profile.DataProfile.to_dict()
+    parents: tuple[ParentView, ...]
+    history: tuple[HistoryItem, ...]
+    direction: str  # "maximize" | "minimize"
+    script_timeout_s: float
+    seed: int
+    iteration: int
+    stagnation: int = 0  # attempts in the parent's branch since it last improved
+    leaders: tuple[str, ...] = ()  # the best node of each of the best branches, one line each
+    trajectory: tuple[str, ...] = ()  # for an evolve: the parent's branch, oldest first, one line per node
+    repairs: tuple[Repair, ...] = ()  # for a draft: recipe scripts another brain repaired on this task
+    recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
+    move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
+    family_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe families on similar tasks
+    brief: str = ""  # the run's brief.md (mlguild.task.brief): rules, metric, data notes, directions
+    reports: tuple[str, ...] = ()  # the most relevant reports of the run's other nodes (mlguild.pools)
+    ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the best-ranked ideas, one line each
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A brain's answer: a plan in prose and a complete script, plus meta the brain wants back later."""
+
+    plan: str
+    code: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Brain(Protocol):
+    """Turns an Action plus its Context into a Proposal. A brain that can propose a safest
+    pipeline (meta ``LAST_RESORT``) after repeated identical failures says so with
+    ``has_last_resort = True``.
+
+    Contract: ``propose`` returns a Proposal, or raises a ``ProposalFailed`` (this proposal
+    failed: the node is recorded as failed, the run goes on) or a ``StopRun`` (the run
+    cannot go on: a spent budget, a missing key, a task it cannot serve)."""
+
+    name: str
+
+    def propose(self, action: Action, context: Context) -> Proposal: ...
+
+
+class Policy(Protocol):
+    """A small seeded function of the search graph: which action comes next."""
+
+    def select(self, graph: SearchGraph, iteration: int) -> Action: ...
+
+
+class Sandbox(Protocol):
+    """Runs one untrusted script to its end and every process it started with it
+    (``mlguild.sandbox``: the contract of ``run`` is on ``SupervisedSandbox.run``)."""
+
+    layer: str
+    strong: bool
+
+    def run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        limits: Limits,
+        stdout_path: Path,
+        stderr_path: Path,
+        data_dir: Path | None = None,
+    ) -> ExecResult: ...
+
+
+class Scorer(Protocol):
+    """Validates and scores submissions against sealed labels, outside the sandbox
+    (``mlguild.scoring.scorer.Scorer``); a score never comes from anything a script printed."""
+
+    def validate(self, path: str | os.PathLike) -> pd.DataFrame: ...
+
+    def score(self, path: str | os.PathLike) -> Score: ...
+
+    def bootstrap_wins(self, path_a: str | os.PathLike, path_b: str | os.PathLike, seed: int = 0) -> float | None: ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Anything that turns messages into a Completion.
+
+    Contract: ``complete`` returns a Completion or raises an ``mlguild.llm.errors.LLMError``
+    subclass (never a provider SDK exception). ``purpose`` and ``node`` are labels for the
+    ledger (e.g. "draft", "n0003"); adapters ignore them. Adapters do not retry: retrying,
+    fallback and budgets belong to the Router, so one policy governs every provider.
+    """
+
+    model: str
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion: ...

@@ -1,0 +1,228 @@
+"""The final stage: choosing the submission a run ends with, then grading it once.
+
+When the search ends by its budget, ``finish`` (the one call that finishes a run, for the
+CLI and for any code that drives an ``Agent`` itself):
+
+1. picks the base node (``final_base``): the best node on the holdout, unless the best
+   blend is within noise of it;
+2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
+   in the time the search kept back: for a blend, each weighted member, then the blend;
+3. uses the refit only if it wrote a valid submission that agrees with the base node's
+   (a refit cannot be scored: its holdout is training data); otherwise the base node;
+4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals
+   ``final_chosen``;
+5. grades that submission once on the sealed test answers (``mlguild.final.grade``).
+
+A run stopped by Ctrl-C is not finished: it can be resumed and find a better node, so
+nothing is chosen or graded. A resume that finds a new best node runs the stage again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import FINAL_OK, REFIT
+from ..firewall.workspace import read_csv_exact
+from ..run.folder import RunDir
+from ..run.records import apply_outcome, record_finished, record_started
+from ..run.refit import (
+    agreement,
+    best_blend,
+    build_full_data,
+    growth,
+    is_paced,
+    node_refit_seconds,
+    refit_chain,
+    refit_seconds,
+)
+from ..scoring.scorer import Scorer
+from ..util.fs import atomic_write, read_no_follow, sha256_bytes, sha256_text
+from .grade import grade_once
+
+if TYPE_CHECKING:
+    from ..run.loop import Agent, Stop
+
+_MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
+
+
+@dataclass(frozen=True)
+class Finish:
+    """What finishing a run produced: the final choice (``final/final.json``) and the
+    once-only grade, each None when there was none."""
+
+    choice: dict | None
+    grade: dict | None
+
+
+def finish(agent: Agent, stop: Stop) -> Finish:
+    """Finish a run whose loop stopped with ``stop``: when it ended by its budget and has a
+    best node, choose the final submission (refitted when there is time and
+    ``final.refit``) unless it is already chosen for this best node, then grade it once
+    (``final.grade_test``). A run that did not end by its budget is left as it is."""
+    state, config = agent.state, agent.run.config
+    if not stop.finished or state.best_id is None:
+        return Finish(state.final_choice, state.final_grade)
+    choice = state.final_choice
+    if choice is None or choice["best"] != state.best_id:  # again after a resume that found a better node
+        stage = FinalStage(agent)
+        if config.final.refit:
+            remaining = agent.remaining_s()
+            timeout = config.sandbox.script_timeout_s
+            choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
+        else:
+            choice = stage.choose_without_refit("the final refit is off (final.refit=false)")
+    grade = grade_once(agent.run, state, agent.scorers.grade) if config.final.grade_test else None
+    return Finish(choice, grade)
+
+
+def final_dir(run: RunDir) -> Path:
+    return run.path / "final"
+
+
+def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> tuple[Node, str]:
+    """The node the final submission comes from: the best on the holdout, unless the best
+    blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
+    that differ by less than their noise, and picking the maximum of many such scores
+    favours luck; a blend of several models is the more reliable choice on such a tie.
+    "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
+    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox)."""
+    blend = best_blend(graph)
+    if blend is None or blend.id == best.id:
+        return best, f"the best node on the holdout ({best.id})"
+    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
+    wins = holdout.bootstrap_wins(holdout_file(best), holdout_file(blend), seed=run.config.brain.seed)
+    needed = run.config.final.tie_share
+    if wins is not None and wins < needed:
+        return blend, (
+            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
+            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})"
+        )
+    share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
+    return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
+
+
+class FinalStage:
+    """Runs the refit chain of the final base node and records the final choice."""
+
+    def __init__(self, agent: Agent):
+        self.run, self.state, self.runner, self.scorers = agent.run, agent.state, agent.runner, agent.scorers
+        self.elapsed = agent.elapsed  # the agent's session clock, for journal records
+        self.base_reason = ""
+
+    def _best_node(self) -> Node:
+        """The best node of the search (``finish`` runs the final stage only when there is one)."""
+        if self.state.best_id is None:
+            raise ValueError("the final stage needs a best node")
+        return self.state.graph[self.state.best_id]
+
+    def choose_without_refit(self, reason: str) -> dict:
+        base, why = final_base(self.run, self.state.graph, self.scorers.holdout, self._best_node())
+        return self._choose(base, None, f"{why}; {reason}")
+
+    def run_refit(self, timeout_s: float) -> dict:
+        """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
+        final submission: the refit if it is sound, else the base node itself."""
+        graph = self.state.graph
+        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node())
+        self.base_reason = why
+        needed = refit_seconds(self.run, graph, best)
+        if needed > timeout_s:
+            return self._choose(
+                best,
+                None,
+                f"not enough time left to refit {best.id} as long as the search ran it "
+                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+            )
+        deadline = time.monotonic() + timeout_s
+        grow = growth(self.run)
+        data = build_full_data(self.run)
+        try:
+            refitted: dict[str, Node] = {}
+            for original in refit_chain(graph, best, self.run):
+                left = deadline - time.monotonic()
+                if left < _MIN_REFIT_S:
+                    return self._choose(best, None, f"no time left to refit {original.id}")
+                # A paced script gets the budget it sized its work to (scaled); others all that is left.
+                budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
+                node = self._refit_node(original, refitted, data, budget)
+                if node.status != FINAL_OK:
+                    last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
+                    return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
+                refitted[original.id] = node
+            return self._check_and_choose(best, refitted[best.id])
+        finally:
+            shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
+        graph = self.state.graph
+        code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
+        meta: dict[str, str | dict[str, str]] = {
+            "refit_of": original.id,
+            "data": "train + holdout (all labelled rows)",
+        }
+        stage: dict[str, str] = {}
+        if original.is_blend:  # blend the refitted members, staged under their original names
+            stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
+        node = Node(
+            id=graph.next_id(),
+            op=REFIT,
+            parents=(original.id, *stage.values()),
+            iteration=len(graph),
+            meta=meta,
+            plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
+            "unchanged, trained on train + holdout for the final submission.\n",
+        )
+        graph.add(node)
+        self.runner.write_proposal(node, node.plan, code, meta)
+        node.attempts, node.code_sha256 = 1, sha256_text(code)
+        record_started(self.run.journal, node, "final refit", self.elapsed())
+        outcome = self.runner.execute(node, timeout_s, seed=self.run.config.brain.seed, data_dir=data)
+        apply_outcome(node, outcome)  # the report reads the node's outcome
+        self.runner.write_report(node, outcome, self.state.graph)
+        record_finished(self.run.journal, node, outcome, self.elapsed())
+        return node
+
+    def _check_and_choose(self, best: Node, refit: Node) -> dict:
+        spec = self.run.spec
+        reference = read_csv_exact(self.run.node_dir(best.id) / "output" / "submission.csv")
+        candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
+        kind = self.scorers.holdout.metric.prediction
+        score = agreement(kind, reference, candidate, spec.id_column)
+        needed = self.run.config.final.refit_min_agreement
+        if score < needed:
+            return self._choose(
+                best,
+                None,
+                f"the refit {refit.id} agrees with {best.id} on only {score:.3f} "
+                f"of the test predictions (at least {needed} needed)",
+                score,
+            )
+        return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
+
+    def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
+        chosen = refit or best
+        source = self.run.node_dir(chosen.id) / "output" / "submission.csv"
+        out = final_dir(self.run)
+        out.mkdir(exist_ok=True)
+        atomic_write(out / "submission.csv", read_no_follow(source))
+        atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
+        reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
+        record = {
+            "node": chosen.id,
+            "base": best.id,
+            "best": self.state.best_id,
+            "refit": refit is not None,
+            "reason": reason,
+            "agreement": None if agreement_score is None else round(agreement_score, 6),
+            "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
+        }
+        atomic_write(out / "final.json", json.dumps(record, indent=2))
+        self.run.journal.append("final_chosen", **record, session_elapsed_s=round(self.elapsed(), 3))
+        self.state.final_choice = record
+        return record

@@ -1,0 +1,119 @@
+"""The firewall's independent verifier: re-reads every workspace file from disk and proves
+that no sealed label is in it.
+
+Independent of the builder (``mlguild.firewall.workspace``) on purpose: it trusts nothing the builder
+computed, only the files, the manifest and the sealed answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..util.fs import sha256_file
+from .workspace import Workspace, comparable, read_csv_exact
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    checked_files: int
+    problems: list[str] = field(default_factory=list)
+
+
+def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -> VerifyReport:
+    """Re-read every workspace file and prove that no sealed label is present in it.
+
+    Checks: every file matches the manifest (no file added, removed or changed); no CSV column
+    named like a target agrees with the sealed labels on sealed ids beyond chance; and no file
+    is byte-identical to a sealed file.
+    """
+    ws = Workspace(run_dir)
+    problems: list[str] = []
+    manifest = ws.manifest()
+    on_disk = {p.relative_to(ws.data_dir).as_posix(): p for p in ws.data_dir.rglob("*") if p.is_file()}
+    if set(on_disk) != set(manifest["workspace"]):
+        problems.append(f"workspace files differ from manifest: {sorted(set(on_disk) ^ set(manifest['workspace']))}")
+
+    sealed_frames = []
+    sealed_hashes = set()
+    for path in ws.sealed_dir.iterdir():
+        sealed_hashes.add(sha256_file(path))
+        if path.suffix.lower() != ".csv":  # e.g. the known labels (JSON): no rows to match
+            continue
+        frame = read_csv_exact(path)
+        if id_column not in frame.columns:
+            continue
+        sealed_frames.append(frame)
+    sealed = pd.concat(sealed_frames, ignore_index=True) if sealed_frames else pd.DataFrame(columns=[id_column])
+
+    for rel, path in sorted(on_disk.items()):
+        entry = manifest["workspace"].get(rel)
+        digest = sha256_file(path)
+        if entry and entry["sha256"] != digest:
+            problems.append(f"{rel} changed since the workspace was built")
+        if digest in sealed_hashes:
+            problems.append(f"{rel} is byte-identical to a sealed file")
+        if path.suffix.lower() == ".csv":
+            problems.extend(_check_csv(rel, path, id_column, target_columns, sealed))
+    return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
+
+
+def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
+    """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
+    sealed labels more often than chance (independence) allows — by 3 standard deviations and at
+    least 5 rows. A constant template value (a sample submission) matches exactly at chance; a copy,
+    or a leak of a few percent of rows, does not."""
+    frame = read_csv_exact(path)
+    if id_column not in frame.columns:
+        return []
+    problems = _exact_copies(rel, frame, id_column, [c for c in targets if c in sealed.columns], sealed)
+    present = [c for c in targets if c in frame.columns and c in sealed.columns]
+    if not present:
+        return problems
+    joined = _keyed(frame[[id_column, *present]], id_column).merge(
+        _keyed(sealed[[id_column, *present]], id_column), on=[id_column, _POS], suffixes=("", "__sealed")
+    )
+    for col in present:
+        seen, truth = comparable(joined[col]), comparable(joined[f"{col}__sealed"])
+        n = len(joined)
+        if n == 0:
+            continue
+        matches = int((seen == truth).sum())
+        chance = float((truth.value_counts(normalize=True) * seen.value_counts(normalize=True)).sum())
+        expected, spread = n * chance, (n * chance * (1 - chance)) ** 0.5
+        if matches >= 5 and matches > expected + 3 * spread:
+            problems.append(
+                f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
+                f"(chance: {expected:.0f})"
+            )
+    return problems
+
+
+def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
+    """Any column, under any name, that reproduces a sealed label exactly on 20+ sealed ids.
+    No honest feature is a perfect copy of the label, so this catches renamed leaks."""
+    renamed = sealed[[id_column, *targets]].rename(columns={t: f"{t}__sealed" for t in targets})
+    on_sealed = _keyed(frame, id_column).merge(_keyed(renamed, id_column), on=[id_column, _POS])
+    if len(on_sealed) < 20:
+        return []
+    problems = []
+    for target in targets:
+        truth = comparable(on_sealed[f"{target}__sealed"])
+        if truth.nunique() < 2:
+            continue
+        for col in frame.columns:
+            if col not in (id_column, _POS) and col not in targets and (comparable(on_sealed[col]) == truth).all():
+                problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
+    return problems
+
+
+_POS = "__position_in_group"
+
+
+def _keyed(frame: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """Rows keyed by (id, position among rows with that id): a plain merge on repeated ids
+    (ranking tasks) would pair every row of a group with every other."""
+    return frame.assign(**{_POS: frame.groupby(id_column, sort=False).cumcount()})

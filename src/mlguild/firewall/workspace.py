@@ -1,0 +1,374 @@
+"""Firewall: materialise what scripts may read, seal what they must not, and prove it.
+
+``build_workspace`` writes ``run/workspace/data`` (train rows minus a seeded, stratified
+holdout; holdout inputs without labels; test inputs; sample submissions) and
+``run/sealed`` (holdout labels and test answers). Sealed data is *never* inside the
+workspace — the guarantee is that the files do not exist there, not a prompt telling
+scripts to keep away. ``mlguild.firewall.verifier`` is independent of the builder: it re-reads every
+workspace file from disk and checks it against the sealed files and the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pandas as pd
+
+from ..config import FirewallConfig
+from ..core.errors import FirewallError, TaskError
+from ..scoring.submission import KNOWN_LABELS
+from ..task.folder import Task
+from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
+from ..util.fs import sha256_file
+
+HOLDOUT_ANSWERS = "holdout_answers.csv"
+TEST_ANSWERS = "test_answers.csv"
+
+
+def read_csv_exact(path: Path) -> pd.DataFrame:
+    """Read a CSV keeping every value as the exact string written ("001" stays "001", "NA" stays "NA")."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise TaskError(
+            f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row"
+        ) from exc
+
+
+def split_holdout(labels: pd.Series, fraction: float, max_rows: int, seed: int, stratify: bool) -> np.ndarray:
+    """Boolean mask of holdout rows: seeded, stratified by label when ``stratify``.
+
+    Every class keeps at least one training row, so a rare class is never sealed away entirely.
+    """
+    n = len(labels)
+    n_holdout = min(int(round(n * fraction)), max_rows, n - 1)
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(n, dtype=bool)
+    if n_holdout <= 0:
+        return mask
+    if not stratify:
+        mask[rng.choice(n, size=n_holdout, replace=False)] = True
+        return mask
+    share = n_holdout / n
+    codes, uniques = pd.factorize(labels, sort=True)
+    for code in range(len(uniques)):
+        rows = np.flatnonzero(codes == code)
+        take = min(int(round(len(rows) * share)), len(rows) - 1)
+        if take > 0:
+            mask[rng.choice(rows, size=take, replace=False)] = True
+    return mask
+
+
+@dataclass
+class Workspace:
+    """Paths of one run's firewalled data."""
+
+    run_dir: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "workspace" / "data"
+
+    @property
+    def sealed_dir(self) -> Path:
+        return self.run_dir / "sealed"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.run_dir / "manifest.json"
+
+    @property
+    def holdout_answers(self) -> Path:
+        return self.sealed_dir / HOLDOUT_ANSWERS
+
+    @property
+    def test_answers(self) -> Path | None:
+        path = self.sealed_dir / TEST_ANSWERS
+        return path if path.exists() else None
+
+    def manifest(self) -> dict:
+        return json.loads(self.manifest_path.read_text())
+
+
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, refused unless it resolves (links included) inside ``folder``; its parent
+    folders are created. TaskSpec already refuses such names: this is the second lock, so that
+    no name, however it got here, makes the firewall write over a file outside the run."""
+    dest = folder / name
+    if not dest.resolve().is_relative_to(folder.resolve()):
+        raise FirewallError(
+            f"refusing to write {name!r}: it leads outside {folder}",
+            "name files inside the task's public/ folder in task.yaml (e.g. train.csv)",
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False)
+
+
+def _file_entry(path: Path, rows: int | None) -> dict:
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
+
+
+def _make_read_only(root: Path) -> None:
+    # A permission bit, not a security boundary (root ignores it): it stops honest accidents.
+    for path in sorted(root.rglob("*"), reverse=True):
+        mode = path.stat().st_mode
+        path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace:
+    """Materialise the workspace and sealed files of a run, and write the manifest."""
+    ws = Workspace(run_dir)
+    spec = task.spec
+    if ws.data_dir.exists() or ws.sealed_dir.exists():
+        raise FirewallError(f"{run_dir} already has a workspace", "start a new run, or `mlguild resume` this one")
+    ws.data_dir.mkdir(parents=True)
+    ws.sealed_dir.mkdir(parents=True)
+
+    train = read_csv_exact(task.train_path)
+    test = read_csv_exact(task.test_path)
+    _check_ids(train, spec.id_column, task.train_path, spec.ids_unique)
+    _check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
+    if len(train) < 10:
+        raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
+    _check_labels(train, task)
+    _no_copy_of_the_target(train, task)
+
+    stratify = spec.task_type in ("binary", "multiclass")
+    if spec.ids_unique:
+        mask = split_holdout(
+            train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify
+        )
+    else:
+        # Repeated ids are groups (a user's impressions): a group is wholly in train or in the
+        # holdout, or its rows would leak between the two.
+        groups = pd.Series(train[spec.id_column].unique())
+        chosen = split_holdout(groups, cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify=False)
+        mask = train[spec.id_column].isin(set(groups[chosen])).to_numpy()
+    fit_rows, holdout_rows = train[~mask], train[mask]
+    files: dict[str, dict] = {}
+    out = ws.data_dir
+    if spec.file_column is not None:  # a file per row: the holdout's under neutral names
+        holdout_rows = _copy_row_files(task, fit_rows, holdout_rows, test, out, files)
+    _write_csv(fit_rows, inside(out, spec.train_file))
+    files[spec.train_file] = _file_entry(out / spec.train_file, len(fit_rows))
+    _write_csv(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
+    files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
+    _write_csv(test, inside(out, spec.test_file))
+    files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
+
+    sample = read_csv_exact(task.sample_submission_path)
+    shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
+    files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
+    _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column), out / HOLDOUT_SAMPLE)
+    files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
+
+    (out / "description.md").write_text(task.description)
+    public = {**spec.public_dict(), "holdout_file": HOLDOUT_INPUTS, "holdout_sample_submission": HOLDOUT_SAMPLE}
+    if spec.file_column is not None:
+        public["holdout_files"] = HOLDOUT_FILES  # where the holdout rows' files are
+    (out / "task.json").write_text(json.dumps(public, indent=2))
+    for name in ("description.md", "task.json"):
+        files[name] = _file_entry(out / name, None)
+
+    # Other public files (images, extra tables) are inputs: copy them unchanged.
+    handled = {spec.train_file, spec.test_file, spec.sample_submission, "description.md"}
+    # The row files were copied row by row above: copied whole, the train folder would show
+    # the holdout rows' files under their own (possibly label-bearing) names.
+    row_folders = tuple(f"{d}/" for d in (spec.train_files, spec.test_files) if d) if spec.file_column else ()
+    for src in task.public_files():
+        rel = src.relative_to(task.public_dir).as_posix()
+        if rel not in handled and not rel.startswith(row_folders):
+            if rel in RESERVED_NAMES:
+                raise TaskError(
+                    f"{src} has the name of a file the harness writes into the workspace", f"rename or remove {src}"
+                )
+            dest = inside(out, rel)
+            shutil.copyfile(src, dest)
+            files[rel] = _file_entry(dest, None)
+
+    keep = [spec.id_column, *spec.target_columns]
+    _write_csv(holdout_rows[keep], ws.holdout_answers)
+    sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, len(holdout_rows))}
+    if task.answers_path is not None:
+        shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
+        sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
+    if stratify:
+        # The scorer refuses a predicted label it does not know; a class too rare to reach
+        # the holdout is still a label a model may rightly predict, so it learns them all here.
+        labels = {c: sorted(train[c].unique().tolist()) for c in spec.target_columns}
+        (ws.sealed_dir / KNOWN_LABELS).write_text(json.dumps(labels))
+        sealed[KNOWN_LABELS] = _file_entry(ws.sealed_dir / KNOWN_LABELS, None)
+
+    # Sealed files are for the harness (root) alone: when scripts run as an unprivileged uid,
+    # these modes are what keeps them unreadable even by absolute path.
+    ws.sealed_dir.chmod(0o700)
+    for path in ws.sealed_dir.iterdir():
+        path.chmod(0o600)
+
+    manifest = {
+        "task": spec.name,
+        "split": {
+            "seed": cfg.seed,
+            "fraction": cfg.holdout_fraction,
+            "stratified": stratify,
+            "train_rows": len(fit_rows),
+            "holdout_rows": len(holdout_rows),
+            "test_rows": len(test),
+        },
+        "workspace": files,
+        "sealed": sealed,
+    }
+    ws.manifest_path.write_text(json.dumps(manifest, indent=2))
+    _make_read_only(ws.data_dir)
+    return ws
+
+
+def _copy_row_files(
+    task: Task, fit_rows: pd.DataFrame, holdout_rows: pd.DataFrame, test: pd.DataFrame, out: Path, files: dict
+) -> pd.DataFrame:
+    """Copy each row's input file into the workspace: the fit rows' and the test rows' under
+    their own names, the holdout rows' into holdout_files/ under neutral names (h000000.jpg, ...),
+    so that no name or folder of theirs can tell a script their label. Returns the holdout rows
+    with those neutral names (and ids, when the file column is the id column)."""
+    spec = task.spec
+    column, suffix = str(spec.file_column), spec.file_suffix
+    train_dir, test_dir = task.public_dir / str(spec.train_files), task.public_dir / str(spec.test_files)
+
+    def copy(value: str, src_dir: Path, dest_rel: str) -> None:
+        name = f"{value}{suffix}"
+        try:
+            plain_relative_name(name, "data")
+        except ValueError as exc:
+            raise TaskError(f"the file column {column!r} holds {exc}", f"fix the rows of {task.train_path}") from None
+        src = src_dir / name
+        if not src.is_file() or not src.resolve().is_relative_to(task.public_dir.resolve()):
+            raise TaskError(f"{src} is missing (named by a row's {column!r})", f"add it, or fix file_column/{suffix!r}")
+        dest = inside(out, dest_rel)
+        shutil.copyfile(src, dest)
+        files[dest_rel] = _file_entry(dest, None)
+
+    for value in fit_rows[column]:
+        copy(value, train_dir, f"{spec.train_files}/{value}{suffix}")
+    for value in test[column]:
+        copy(value, test_dir, f"{spec.test_files}/{value}{suffix}")
+    neutral = [f"h{i:06d}{PurePosixPath(v).suffix}" for i, v in enumerate(holdout_rows[column])]
+    for value, name in zip(holdout_rows[column], neutral, strict=True):
+        copy(value, train_dir, f"{HOLDOUT_FILES}/{name}{suffix}")
+    renamed = holdout_rows.copy()
+    renamed[column] = neutral
+    return renamed
+
+
+def _check_labels(train: pd.DataFrame, task: Task) -> None:
+    """Labels the harness can score: no empty targets; for classification at least two classes,
+    and the positive label and class columns of task.yaml among the labels really present."""
+    spec = task.spec
+    for col in spec.target_columns:
+        empty = int((train[col].str.strip() == "").sum())
+        if empty:
+            raise TaskError(
+                f"{empty} rows of {task.train_path} have an empty {col!r}",
+                "remove those rows (or fill them) before running",
+            )
+    if spec.task_type not in ("binary", "multiclass"):
+        return
+    labels = sorted(train[spec.target_columns[0]].unique())
+    shown = ", ".join(repr(x) for x in labels[:10])
+    if len(labels) < 2:
+        raise TaskError(
+            f"the target {spec.target_columns[0]!r} has a single value ({shown}): nothing to learn",
+            "check the target column",
+        )
+    if spec.positive_label is not None and spec.positive_label not in labels:
+        raise TaskError(
+            f"positive_label {spec.positive_label!r} is not among the labels ({shown})",
+            f"set positive_label in {task.root}/task.yaml to one of them",
+        )
+    if spec.classes and set(labels) - set(spec.classes):
+        raise TaskError(
+            f"labels {sorted(set(labels) - set(spec.classes))[:10]} are not in classes {spec.classes}",
+            f"list every class in {task.root}/task.yaml",
+        )
+
+
+def _holdout_sample(sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """A sample submission for the holdout rows: the holdout ids with the template's first-row values."""
+    frame = pd.DataFrame({id_column: holdout_rows[id_column].to_numpy()})
+    first = sample.iloc[0] if len(sample) else None
+    for col in sample.columns:
+        if col != id_column:
+            frame[col] = first[col] if first is not None else ""
+    return frame[list(sample.columns)]
+
+
+def _check_ids(frame: pd.DataFrame, id_column: str, path: Path, unique: bool) -> None:
+    ids = frame[id_column]
+    if (ids == "").any():
+        raise TaskError(f"{path} has {(ids == '').sum()} rows with an empty id", f"give every row of {path} an id")
+    if unique and ids.duplicated().any():
+        dupes = ids[ids.duplicated()].unique()[:5].tolist()
+        raise TaskError(
+            f"ids in {path} are not unique (e.g. {dupes})",
+            "fix the duplicates, or set ids_unique: false in task.yaml for ranking-style data",
+        )
+
+
+def _no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
+    """Refuse a task whose own inputs hold a copy of a target (the same value in every labelled
+    row, under another name): a model would copy it, the holdout would keep no secret, and
+    the verifier would rightly refuse the workspace later. Said now, as the data's problem."""
+    spec = task.spec
+    for target in spec.target_columns:
+        truth = comparable(train[target])
+        if truth.nunique() < 2:
+            continue
+        copies = [
+            c
+            for c in train.columns
+            if c not in (spec.id_column, *spec.target_columns) and (comparable(train[c]) == truth).all()
+        ]
+        if copies:
+            raise TaskError(
+                f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "
+                "labelled row, so the task gives its answers away",
+                f"remove {copies[0]!r} from the train and test files in {task.public_dir}, or choose another target",
+            )
+
+
+def comparable(values: pd.Series) -> pd.Series:
+    """Compare numbers as numbers ("1.0" == "1") and everything else as exact text."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().all():
+        return numbers.astype(float).round(9).astype(str)
+    return values.astype(str)
+
+
+def sealed_paths(run_dir: Path) -> list[Path]:
+    """Paths a script must never reach (used by the guard): the sealed labels, the journal, the
+    final refit's data (it holds the holdout's labels), and the original task folder (so does
+    its train file)."""
+    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl", run_dir / "final"]
+    snapshot = run_dir / "task.json"
+    if snapshot.exists():
+        root = json.loads(snapshot.read_text()).get("root")
+        if root:
+            paths.append(Path(root))
+    return paths
+
+
+__all__ = [
+    "Workspace",
+    "build_workspace",
+    "read_csv_exact",
+    "sealed_paths",
+    "split_holdout",
+]

@@ -1,0 +1,1 @@
+"""Kaggle: the API client mlguild talks to, and the submitter of a run's results."""

@@ -1,0 +1,50 @@
+"""Prompts are data: Jinja templates in ``mlguild/prompts``, rendered strictly.
+
+A variable the template uses but the caller did not pass is an error, never an empty string:
+a prompt silently missing its task description is the worst kind of bug, because the model
+still answers.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+PROMPTS_DIR = Path(__file__).parent  # the templates sit beside this module
+
+PREDICTION_HELP = {
+    "probability": "one column, the probability of the positive class{positive} (a float in [0, 1])",
+    "label": "the predicted class label, spelled exactly as in the training target",
+    "class_probabilities": "one column per class ({classes}), each row a probability distribution summing to 1",
+    "value": "numeric predictions of the target",
+    "ranked_list": "space-separated predicted items, best first",
+}
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(PROMPTS_DIR),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(name: str, **variables) -> str:
+    """Render ``prompts/<name>.j2``. Raises jinja2.UndefinedError for a missing variable."""
+    return _env().get_template(f"{name}.j2").render(**variables).strip() + "\n"
+
+
+def prediction_help(task: dict) -> str:
+    """How predictions must look for this task's metric, in one sentence."""
+    kind = task.get("prediction_kind", "value")
+    positive = f" ({task['positive_label']!r})" if task.get("positive_label") else ""
+    classes = ", ".join(task.get("classes") or [])
+    return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
+        positive=positive, classes=classes
+    )

@@ -1,0 +1,181 @@
+"""What a brain sees for one proposal: isolated and bounded.
+
+The task, the data profile and the parents (their plans, code, output tails, run times and
+what was already built on them), a bounded summary of history, the best node of each branch,
+for an evolve its branch's trajectory, and the most similar experience records. Never every
+node's code: the context does not grow with the graph. Nothing here reads a sealed file, and
+a node's files are read without following links a script may have left.
+"""
+
+from __future__ import annotations
+
+from ..core.graph import Node, SearchGraph
+from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
+from ..core.vocabulary import DEBUG, DRAFT, EVOLVE, IMPROVE, REFIT
+from ..memory import Memory, Recall
+from ..pools import Pools
+from ..task.brief import read_brief
+from ..util.fs import read_text_no_follow
+from .executor import OUTPUT_TAIL
+from .folder import RunDir
+
+_TRIED_SHOWN = 8  # children of a parent a prompt lists
+_LEADERS_SHOWN = 5  # branches a prompt lists the best node of
+_TRAJECTORY_SHOWN = 20  # nodes of a branch an evolve prompt lists
+_REPAIRS_SHOWN = 3  # repairs of recipe scripts a draft may carry over
+
+
+class ContextBuilder:
+    def __init__(self, run: RunDir, memory: Memory, direction: str, pools: Pools | None = None):
+        self.run, self.memory, self.direction, self.pools = run, memory, direction, pools
+        self.profile = run.profile.to_dict()
+        self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
+
+    def build(self, graph: SearchGraph, action: Action, iteration: int, timeout: float) -> Context:
+        parents = tuple(self.parent_view(graph, graph[p]) for p in action.parents)
+        if self.brief is None:
+            self.brief = read_brief(self.run.path)
+        history = tuple(
+            HistoryItem(
+                n.id,
+                n.op,
+                n.status,
+                n.score,
+                n.meta,
+                n.timing.get("exec_s"),
+                n.failure[-1000:] if n.failure else None,
+                bool(n.timing.get("cut_short")),
+            )
+            for n in list(graph)[-self.run.config.brain.history_length :]
+        )
+        return Context(
+            task=self.run.spec.public_dict(),
+            description=self.run.description,
+            profile=self.profile,
+            parents=parents,
+            history=history,
+            direction=self.direction,
+            script_timeout_s=timeout,
+            seed=self.run.config.brain.seed,
+            iteration=iteration,
+            stagnation=graph.stagnation(action.parents[0]) if action.parents else 0,
+            leaders=leaders(graph),
+            trajectory=trajectory(graph, action),
+            recall=self.recall(graph, action, parents),
+            reports=self.reports(graph, action, parents),
+            ideas=self.ideas(action),
+            repairs=self.repairs(graph) if action.op == DRAFT else (),
+            move_priors=self.memory.move_priors(),
+            family_priors=self.memory.family_priors(),
+            brief=self.brief,
+        )
+
+    def recall(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> Recall:
+        """The records most like what this proposal is about: its parents' plans, changes and
+        failures (for a draft, the task's type, metric and column kinds)."""
+        if parents:
+            query = " ".join(
+                f"{p.plan[:400]} {p.meta.get('recipe', '')} {p.meta.get('move', '')} {p.status} {(p.failure or '')[-400:]}"
+                for p in parents
+            )
+        else:
+            kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
+            query = f"draft {self.run.spec.task_type} {self.run.spec.metric} {kinds}"
+        # The parents and what was built on them are in the prompt already.
+        shown = {p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)}
+        return self.memory.recall(f"{action.op} {query}", skip=shown)
+
+    def reports(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> tuple[str, ...]:
+        """The reports of the run's other nodes most like what this proposal is about (the
+        parents and what was built on them are in the prompt already)."""
+        k = self.run.config.pools.reports_shown
+        if self.pools is None or not k:
+            return ()
+        shown = {p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)}
+        query = " ".join(f"{p.plan[:400]} {p.meta.get('recipe', '')} {p.meta.get('move', '')}" for p in parents)
+        query = query or f"{self.run.spec.task_type} {self.run.spec.metric}"
+        return tuple(r.digest() for r in self.pools.reports.relevant(f"{action.op} {query}", k, skip=shown))
+
+    def ideas(self, action: Action) -> tuple[str, ...]:
+        """For a draft, an improve or an evolve: the ideas to try, best ranked first."""
+        k = self.run.config.pools.ideas_shown
+        if self.pools is None or not k or action.op not in (DRAFT, IMPROVE, EVOLVE):
+            return ()
+        kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
+        words = f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
+        return tuple(i.line() for i in self.pools.ideas.ranked(words, k, self.direction))
+
+    def repairs(self, graph: SearchGraph) -> tuple[Repair, ...]:
+        """The latest scored repairs, not written by the recipes, of failed recipe scripts:
+        what a hybrid brain carries over to its next draft of that recipe."""
+        found: list[Repair] = []
+        for node in reversed(list(graph)):
+            if len(found) >= _REPAIRS_SHOWN:
+                break
+            parent = graph.nodes.get(node.parents[0]) if node.parents else None
+            if node.op != DEBUG or not node.ok or node.meta.get("recipe") or parent is None:
+                continue
+            recipe = parent.meta.get("recipe")
+            if parent.ok or not recipe or parent.meta.get("brain") != "recipes":
+                continue
+            failed = read_text_no_follow(self.run.node_dir(parent.id) / "solution.py")
+            fixed = read_text_no_follow(self.run.node_dir(node.id) / "solution.py")
+            found.append(Repair(node.id, str(recipe), failed, fixed))
+        return tuple(found)
+
+    def parent_view(self, graph: SearchGraph, node: Node) -> ParentView:
+        d = self.run.node_dir(node.id)
+        # Never follow a link a script left in its directory: it could point at sealed labels.
+        read = lambda name: read_text_no_follow(d / name)
+        return ParentView(
+            node.id,
+            node.op,
+            node.plan,
+            read("solution.py"),
+            node.status,
+            node.score,
+            node.failure,
+            node.meta,
+            read("stdout.txt")[-OUTPUT_TAIL:],
+            read("stderr.txt")[-OUTPUT_TAIL:],
+            exec_s=node.timing.get("exec_s"),
+            budget_s=node.timing.get("budget_s"),
+            tried=tuple(outcome_line(c, node) for c in graph.children(node.id)[-_TRIED_SHOWN:]),
+        )
+
+
+def trajectory(graph: SearchGraph, action: Action) -> tuple[str, ...]:
+    """For an evolve: every node of the parent's branch, oldest first (the last
+    ``_TRAJECTORY_SHOWN``), each with its result against its own parent."""
+    if action.op != EVOLVE or not action.parents:
+        return ()
+    branch = graph[action.parents[0]].branch
+    members = [n for n in graph if n.branch == branch and n.finished and n.op != REFIT]
+    return tuple(
+        outcome_line(n, graph.nodes.get(n.parents[0]) if n.parents else None) for n in members[-_TRAJECTORY_SHOWN:]
+    )
+
+
+def leaders(graph: SearchGraph) -> tuple[str, ...]:
+    """The best node of each of the best branches, one line each, so that a prompt about
+    one branch knows how the others are doing."""
+    best_of_branch: dict[str, Node] = {}
+    for node in graph.ranked():
+        best_of_branch.setdefault(node.branch, node)
+        if len(best_of_branch) >= _LEADERS_SHOWN:
+            break
+    return tuple(outcome_line(n) for n in best_of_branch.values())
+
+
+def outcome_line(node: Node, parent: Node | None = None) -> str:
+    """One line: the node, what it did and how it went (against ``parent`` when given)."""
+    what = str(node.meta.get("summary") or node.meta.get("move") or node.meta.get("recipe") or node.op)
+    what = " ".join(what.split())[:140]
+    seconds = f", {node.timing['exec_s']:.0f} s" if node.timing.get("exec_s") is not None else ""
+    if not node.ok:
+        last = ((node.failure or "").strip().splitlines() or [""])[-1][:160]
+        return f"{node.id} ({node.op}) {what}: failed ({node.status}{seconds}) {last}".rstrip()
+    verdict = ""
+    if parent is not None and parent.ok and parent.score is not None and node.score is not None:
+        verdict = f", {node.score - parent.score:+.4g} against it"
+    return f"{node.id} ({node.op}) {what}: {node.score:.6g}{verdict}{seconds}"

@@ -1,0 +1,314 @@
+"""Executing one node: guard, sandboxed run, validation and sealed scoring, node files.
+
+The holdout score is computed here, outside the sandbox, from ``output/holdout.csv`` and the
+sealed labels. A number the script prints is recorded as ``printed_score`` and never used.
+The scorer's own files are checked before and after every script, whatever it did, so a
+script that rewrites them is the node that answers for it (status ``scorer_tampered``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import ScorerIntegrityError, SubmissionError
+from ..core.graph import Node, SearchGraph
+from ..core.protocols import Sandbox
+from ..core.vocabulary import EDA, EXPLORED, FINAL_OK, REFIT, SCORED, TAMPERED
+from ..firewall.guard import check_code
+from ..firewall.workspace import sealed_paths
+from ..sandbox import ExecStatus, safe_env
+from ..scoring.flags import describe, result_flags
+from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
+from ..util.fs import atomic_write, read_no_follow
+from .folder import RunDir
+from .node_report import result_lines
+from .records import record_finished
+
+# "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
+_PRINTED = re.compile(
+    r"(?im)^\s*(?:cv|val|valid|validation|oof)[\w ]*?[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])"
+)
+OUTPUT_TAIL = 3000  # characters of a script's output a failure message, a report or a brain sees
+PARENT_OUTPUTS = "parents"  # where a fuse node finds its parents' predictions
+# Optional class probabilities behind label predictions, which a blend averages when present.
+PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
+
+
+@dataclass
+class Outcome:
+    """What executing a node produced; becomes the node_finished journal record."""
+
+    status: str
+    score: float | None = None
+    failure: str | None = None
+    printed_score: float | None = None
+    flags: list[str] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+    exec: dict = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)  # optional outputs written, e.g. "oof"
+
+
+def parse_printed_score(stdout: str) -> float | None:
+    """The last 'cv_score: X'-style number a script printed (for the record only)."""
+    matches = _PRINTED.findall(stdout)
+    try:
+        return float(matches[-1]) if matches else None
+    except ValueError:
+        return None
+
+
+class NodeRunner:
+    """Runs nodes of one run with its sandbox, and judges them with its scorers (built once)."""
+
+    def __init__(self, run: RunDir, sandbox: Sandbox, scorers: RunScorers):
+        self.run = run
+        self.sandbox = sandbox
+        self.scorers = scorers
+        self.scorer_fingerprint = scorers.fingerprint
+        self.metric = scorers.holdout.metric
+        self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
+
+    def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
+        node_dir = self.run.node_dir(node.id)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        (node_dir / "plan.md").write_text(plan.strip() + "\n")
+        (node_dir / "solution.py").write_text(code)
+        (node_dir / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+        return node_dir
+
+    def execute(
+        self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None, cpus: tuple[int, ...] | None = None
+    ) -> Outcome:
+        """Guard, run and score the node whose files are already written. A refit node runs on
+        ``data_dir`` (all labelled rows) and is validated, not scored.
+
+        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint:
+        before the script runs (changed outside any node), or after it, whatever its status
+        (this node changed them: it is first recorded as finished with status
+        ``scorer_tampered``, in its report and the journal, so the error and a resume name
+        it, and a resume does not run it again). ``cpus``: the CPUs the script is pinned to
+        (a worker's share); its thread count follows."""
+        node_dir = self.run.node_dir(node.id)
+        code = (node_dir / "solution.py").read_text()
+        started = time.monotonic()
+        data = (data_dir or self.run.workspace.data_dir).resolve()
+        forbidden = [p for p in self.forbidden if not data.is_relative_to(p)]  # a refit's data is under final/
+        verdict = check_code(code, node_dir.resolve(), forbidden, data_dir=data)
+        if not verdict.ok:
+            return Outcome(
+                verdict.kind or "guard_rejected",
+                failure=verdict.reason,
+                timing={"exec_s": 0.0, "harness_s": time.monotonic() - started},
+            )
+
+        check_fingerprint(self.scorer_fingerprint)  # changed before this script ran: not its doing
+        output = node_dir / "output"
+        _clear(output)
+        if node.is_blend or node.meta.get("stage"):
+            self._stage_parent_outputs(
+                node.meta.get("stage") or {p: p for p in node.parents}, node_dir / PARENT_OUTPUTS
+            )
+        cfg = self.run.config.sandbox
+        limits = cfg.limits(timeout_s)
+        threads = cfg.threads or os.cpu_count() or 1
+        if cpus:
+            limits.cpus, threads = cpus, min(threads, len(cpus))
+        env = safe_env(
+            cwd=node_dir,
+            extra={  # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)
+                "MLGUILD_SEED": str(seed),
+                "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
+                "MLGUILD_THREADS": str(threads),
+            },
+        )
+        result = self.sandbox.run(
+            [sys.executable, "solution.py"],
+            cwd=node_dir,
+            env=env,
+            limits=limits,
+            stdout_path=node_dir / "stdout.txt",
+            stderr_path=node_dir / "stderr.txt",
+            data_dir=data,
+        )
+        exec_s = result.duration_s
+        tampered = _scorer_change(self.scorer_fingerprint)
+        if tampered:
+            outcome = Outcome(
+                TAMPERED, failure=f"the scorer's files changed while this script ran ({tampered}); the run stops here"
+            )
+        elif node.op == REFIT:
+            outcome = self._judge_refit(result, output)
+        elif node.op == EDA:  # its findings are what it printed: nothing to score
+            outcome = self._judge_failure(result) or Outcome(EXPLORED)
+        else:
+            outcome = self._judge(result, output)
+        outcome.printed_score = parse_printed_score(result.stdout_tail)
+        outcome.exec = result.to_dict()
+        for key in ("stdout_tail", "stderr_tail"):
+            outcome.exec.pop(key, None)
+        outcome.timing = {
+            "exec_s": round(exec_s, 3),
+            "harness_s": round(time.monotonic() - started - exec_s, 4),
+            "budget_s": round(timeout_s, 3),
+        }  # what MLGUILD_TIME_BUDGET told the script
+        if tampered:
+            self._record_tampering(node, outcome)
+        return outcome
+
+    def _record_tampering(self, node: Node, outcome: Outcome) -> None:
+        """Finish ``node`` as the one that changed the scorer (report, journal), then raise
+        ScorerIntegrityError naming it. Recorded here because the error skips the caller's
+        own bookkeeping (the agent's, the refitter's)."""
+        self.write_report(node, outcome)
+        record_finished(self.run.journal, node, outcome)
+        layer = outcome.exec.get("layer") or "?"
+        hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
+        raise ScorerIntegrityError(
+            f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
+            f"the run stopped, and the node is recorded as {TAMPERED}",
+            fix=f"restore {', '.join(SOURCES)} in {PACKAGE_DIR} (e.g. reinstall "
+            f"mlguild), then `mlguild resume {self.run.path}`{hint}",
+        )
+
+    @staticmethod
+    def _judge_failure(result) -> Outcome | None:
+        """The failure of a script that did not end well, or None."""
+        if result.status == ExecStatus.OK:
+            return None
+        tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
+        what = result.reason or f"the script ended with status {result.status.value}"
+        return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
+
+    def _judge(self, result, output: Path) -> Outcome:
+        failed = self._judge_failure(result)
+        if failed is not None:
+            return failed
+        holdout, submission = output / "holdout.csv", output / "submission.csv"
+        missing = [p.name for p in (holdout, submission) if not p.is_file()]
+        if missing:
+            return Outcome(
+                "missing_output", failure=f"the script finished but did not write output/{' and output/'.join(missing)}"
+            )
+        for path in (holdout, submission):
+            # A link could point the scorer at sealed labels: outputs must be plain files of the node.
+            if path.is_symlink() or path.stat().st_nlink > 1:
+                return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
+        spec = self.run.spec
+        try:
+            self.scorers.test.validate(submission)
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+        try:
+            value = self.scorers.holdout.score(holdout).value
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
+        except ValueError as exc:  # values the metric cannot take (e.g. rmsle of a prediction <= -1)
+            return Outcome(
+                "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
+            )
+        return Outcome(
+            SCORED,
+            score=value,
+            flags=result_flags(value, self.metric, holdout, spec.id_column),
+            outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
+        )
+
+    def _judge_refit(self, result, output: Path) -> Outcome:
+        """A refit's holdout is in its training data, so it has no score: it passes when it
+        wrote a valid submission (mlguild.run.refit then checks it agrees with the node it refits)."""
+        if result.status != ExecStatus.OK:
+            tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
+            return Outcome(str(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip())
+        submission = output / "submission.csv"
+        if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
+            return Outcome("missing_output", failure="the refit did not write output/submission.csv as a regular file")
+        try:
+            self.scorers.test.validate(submission)
+        except SubmissionError as exc:
+            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+        return Outcome(
+            FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else []
+        )
+
+    def _stage_parent_outputs(self, sources: dict[str, str], dest: Path) -> None:
+        """Copy each source node's predictions into ``parents/<name>/`` of the node, the only
+        place a script can read them from (the sandbox binds nothing outside the node and the
+        data). Copies, never links: a link would lead out of the node directory."""
+        _clear(dest)
+        for name, source in sources.items():
+            src = self.run.node_dir(source) / "output"
+            for file in ("oof.csv", "holdout.csv", "submission.csv", *PROBA_FILES):
+                try:
+                    data = read_no_follow(src / file)
+                except OSError:  # a member without oof.csv is left out by the blend
+                    continue
+                (dest / name).mkdir(parents=True, exist_ok=True)
+                (dest / name / file).write_bytes(data)
+
+    def write_report(
+        self, node: Node, outcome: Outcome, graph: SearchGraph | None = None, sections: list[str] | None = None
+    ) -> None:
+        node_dir = self.run.node_dir(node.id)
+        score = {
+            "node": node.id,
+            "status": outcome.status,
+            "holdout_score": outcome.score,
+            "flags": outcome.flags,
+            "metric": self.metric.name,
+            "direction": self.metric.direction,
+            "printed_score_untrusted": outcome.printed_score,
+            "timing": outcome.timing,
+        }
+        atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
+        lines = [
+            f"# {node.id} ({node.op}{' of ' + ', '.join(node.parents) if node.parents else ''})",
+            "",
+            node.plan.strip(),
+            "",
+            f"- status: {outcome.status}",
+            f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
+            f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
+            f"- run time: {outcome.timing.get('exec_s', 0):.1f} s",
+        ]
+        for flag in outcome.flags:
+            lines.append(f"- ⚠ {describe(flag, self.metric)}")
+        if graph is not None:
+            lines += ["", "## Result", *result_lines(node, graph, self.metric.name, node_dir)]
+        lines += sections or []
+        if outcome.failure:
+            lines += ["", "## Failure", "```", outcome.failure[-OUTPUT_TAIL:], "```"]
+        atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _scorer_change(expected: str) -> str:
+    """ "" when the scorer's files still match ``expected``, else what check_fingerprint says."""
+    try:
+        check_fingerprint(expected)
+    except ScorerIntegrityError as exc:
+        return exc.message
+    return ""
+
+
+def _has_oof(path: Path, columns: list[str]) -> bool:
+    """Whether the optional out-of-fold predictions exist in the submission format (a fuse
+    can blend only nodes that wrote them). Their values are checked by the script that uses them."""
+    if not path.is_file() or path.is_symlink():
+        return False
+    with path.open(newline="", errors="replace") as fh:
+        header, first = fh.readline(), fh.readline()
+    return bool(first.strip()) and next(csv.reader([header]), []) == list(columns)
+
+
+def _clear(output: Path) -> None:
+    """Remove outputs left by an interrupted earlier attempt, so stale files are never scored."""
+    if output.exists():
+        for path in sorted(output.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
+        output.rmdir()

@@ -1,0 +1,111 @@
+"""One owner for a node's records: the journal's ``node_started`` and ``node_finished``.
+
+Every node (a search node, a restart after a kill, a final refit, a node that tampered
+with the scorer) is written by these functions and read back by their inverses, which
+``state.replay`` uses: what a record holds and how it maps onto a ``Node`` is said once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..core.graph import Node
+from ..util.fs import atomic_write, read_no_follow
+
+if TYPE_CHECKING:
+    from .executor import Outcome
+    from .folder import RunDir
+    from .journal import Journal
+
+FAILURE_KEPT = 2000  # characters of a failure message a record keeps (its end: the traceback's last lines)
+
+
+def record_started(journal: Journal, node: Node, reason: str = "", elapsed_s: float | None = None) -> None:
+    """Journal that ``node`` (its plan, meta and code hash already set) is about to run."""
+    data = {
+        "id": node.id,
+        "op": node.op,
+        "parents": list(node.parents),
+        "iteration": node.iteration,
+        "plan": node.plan,
+        "meta": node.meta,
+        "code_sha256": node.code_sha256,
+        "reason": reason,
+    }
+    journal.append("node_started", node=data, **_clock(elapsed_s))
+
+
+def record_step(run: RunDir, node: Node, step: int, outcome: Outcome) -> None:
+    """Keep one step of a node's run-observe-fix loop (mlguild.brains.llm.cycle) as it ran:
+    ``steps/NN/`` holds its script, its output and its outcome."""
+    node_dir = run.node_dir(node.id)
+    folder = node_dir / "steps" / f"{step:02d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("solution.py", "stdout.txt", "stderr.txt"):
+        atomic_write(folder / name, read_no_follow(node_dir / name))
+    summary = {"step": step, "status": outcome.status, "score": outcome.score, "failure": outcome.failure}
+    atomic_write(folder / "outcome.json", json.dumps({**summary, "exec_s": outcome.timing.get("exec_s")}, indent=2))
+
+
+def record_restarted(journal: Journal, node: Node, elapsed_s: float | None = None) -> None:
+    """Journal a second attempt at a node a kill interrupted (its first record holds the rest)."""
+    node.attempts += 1
+    data = {"id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration, "restart": True}
+    journal.append("node_started", node=data, **_clock(elapsed_s))
+
+
+def apply_outcome(node: Node, outcome: Outcome) -> None:
+    """Set ``node``'s outcome fields from ``outcome`` (``record_finished`` does it too)."""
+    node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
+    node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
+    node.outputs = outcome.outputs
+
+
+def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: float | None = None) -> None:
+    """Set ``node``'s outcome fields from ``outcome`` and journal them."""
+    apply_outcome(node, outcome)
+    journal.append(
+        "node_finished",
+        id=node.id,
+        status=node.status,
+        score=node.score,
+        failure=(node.failure or "")[-FAILURE_KEPT:] or None,
+        printed_score=node.printed_score,
+        flags=node.flags,
+        outputs=node.outputs,
+        timing=outcome.timing,
+        exec=outcome.exec,
+        **_clock(elapsed_s),
+    )
+
+
+def node_from_started(data: dict[str, Any]) -> Node:
+    """The node a first ``node_started`` record describes (the inverse of ``record_started``)."""
+    node = Node(
+        id=data["id"],
+        op=data["op"],
+        parents=tuple(data["parents"]),
+        iteration=data["iteration"],
+        plan=data.get("plan", ""),
+        meta=data.get("meta", {}),
+    )
+    node.attempts = 1
+    node.code_sha256 = data.get("code_sha256", "")
+    return node
+
+
+def apply_finished(node: Node, record: dict[str, Any]) -> None:
+    """Set ``node``'s outcome fields from a ``node_finished`` record (the inverse of ``record_finished``)."""
+    node.status = record["status"]
+    node.score = record.get("score")
+    node.failure = record.get("failure")
+    node.printed_score = record.get("printed_score")
+    node.flags = record.get("flags", [])
+    node.timing = record.get("timing", {})
+    node.outputs = record.get("outputs", [])
+
+
+def _clock(elapsed_s: float | None) -> dict[str, float]:
+    """The session clock field, when the caller keeps one (replay adds it to the time spent)."""
+    return {} if elapsed_s is None else {"session_elapsed_s": round(elapsed_s, 3)}

@@ -1,0 +1,166 @@
+"""Refit mechanics: rerunning a pipeline on every labelled row (train + holdout).
+
+The search needs a holdout the scripts never see; the final submission does not, and a
+model that learns from all labelled rows is usually better. A refit reruns a node's script,
+unchanged, on a data directory whose training file also holds the holdout rows with their
+labels (``build_full_data``); a blend's refit first refits each member it weighted
+(``refit_chain``). This module says what a refit needs (its chain, its time, its data) and
+how to tell a sound one (``agreement``); the final stage (``mlguild.final.stage``) runs the
+refits and chooses the final submission. The search keeps back the time a refit needs
+(``refit_reserve``).
+
+The full-data directory holds sealed labels, so it exists only while refit nodes run, is
+forbidden to the guard of every other node, and is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import RunError
+from ..core.graph import Node, SearchGraph
+from ..firewall.workspace import read_csv_exact
+from ..task.spec import HOLDOUT_FILES
+from ..util.fs import read_no_follow
+from .folder import RunDir
+
+_SAFETY = 1.25  # reserve this much more than the measured run times
+_PACED = 0.5  # a script that used this share of its time budget is paced by it
+
+
+def full_data_dir(run_path: Path) -> Path:
+    return run_path / "final" / "data"
+
+
+def refit_chain(graph: SearchGraph, node: Node, run: RunDir | None = None) -> list[Node]:
+    """The nodes whose scripts a refit of ``node`` reruns, members before their blend; with
+    ``run``, only the members the blend gave weight to."""
+    if not node.is_blend:
+        return [node]
+    members = [p for p in node.parents if p in graph.nodes]
+    weights = _blend_weights(run, node) if run is not None else {}
+    if weights:
+        members = [m for m in members if weights.get(m, 0) > 0]
+    return [graph[m] for m in members] + [node]
+
+
+def _blend_weights(run: RunDir, node: Node) -> dict[str, float]:
+    path = run.node_dir(node.id) / "output" / "fuse_weights.json"
+    try:
+        return {str(k): float(v) for k, v in json.loads(read_no_follow(path)).get("weights", {}).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def growth(run: RunDir) -> float:
+    """How much larger the training file of the refit is than the search's."""
+    split = run.workspace.manifest().get("split", {})
+    train, holdout = split.get("train_rows") or 1, split.get("holdout_rows") or 0
+    return (train + holdout) / train
+
+
+def node_refit_seconds(node: Node, grow: float) -> float:
+    """How long the refit of one node needs. A script that ran far inside its time budget
+    needs its measured time, scaled to the larger file; one that used most of its budget is
+    paced by it (it sizes its own work to MLGUILD_TIME_BUDGET), so its refit gets as much
+    budget per row, or it would train less than the node it replaces."""
+    if is_paced(node):
+        return grow * node.timing["budget_s"]
+    return grow * node.timing.get("exec_s", 0.0) * _SAFETY
+
+
+def is_paced(node: Node) -> bool:
+    budget_s = node.timing.get("budget_s", 0.0)
+    return bool(budget_s) and node.timing.get("exec_s", 0.0) >= _PACED * budget_s
+
+
+def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
+    """Time the refit of ``node`` (its whole chain) needs, or 0 when refits are off."""
+    if node is None or not run.config.final.refit:
+        return 0.0
+    grow = growth(run)
+    return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node, run))
+
+
+def best_blend(graph: SearchGraph) -> Node | None:
+    return next((n for n in graph.ranked() if n.is_blend), None)
+
+
+def planned_blend_seconds(run: RunDir, graph: SearchGraph, members: Iterable[str]) -> float:
+    """Time the refit of a blend of ``members`` would need (a blend the search is about to
+    make): every member's refit, and the blend's own rerun (as long as the slowest blend so far)."""
+    if not run.config.final.refit:
+        return 0.0
+    grow = growth(run)
+    blends = [n.timing.get("exec_s", 0.0) for n in graph if n.is_blend]
+    own = grow * max(blends, default=0.0) * _SAFETY
+    return sum(node_refit_seconds(graph[m], grow) for m in members if m in graph.nodes) + own
+
+
+def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None, planned: Iterable[str] = ()) -> float:
+    """Time the search keeps back for the refit of ``node`` (or of the best blend, which the
+    final stage may choose instead, or of the blend of ``planned`` members the search is about
+    to make): what the most demanding of them needs, every member of a blend counted, unless
+    that is more than ``final.max_refit_share`` of the budget (then no refit is planned and the
+    search goes on)."""
+    needed = max(
+        refit_seconds(run, graph, node),
+        refit_seconds(run, graph, best_blend(graph)),
+        planned_blend_seconds(run, graph, planned) if planned else 0.0,
+    )
+    budget = run.config.budget.time_s
+    return needed if budget is None or needed <= run.config.final.max_refit_share * budget else 0.0
+
+
+def build_full_data(run: RunDir) -> Path:
+    """A copy of the workspace data whose training file also holds the holdout rows and labels."""
+    spec, ws = run.spec, run.workspace
+    dest = full_data_dir(run.path)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(ws.data_dir, dest)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    train = read_csv_exact(ws.data_dir / spec.train_file)
+    inputs = read_csv_exact(ws.data_dir / "holdout.csv")
+    answers = read_csv_exact(ws.holdout_answers)
+    # The firewall wrote the holdout inputs and their answers from the same rows in the same
+    # order, so they join by position (which also holds where ids repeat).
+    if inputs[spec.id_column].tolist() != answers[spec.id_column].tolist():
+        raise RunError(
+            "the holdout inputs and their sealed answers no longer list the same ids in the same order",
+            "the run directory was changed by hand; start a new run",
+        )
+    labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})
+    full = pd.concat([train, labelled[train.columns]], ignore_index=True)
+    target = dest / spec.train_file
+    target.unlink()
+    full.to_csv(target, index=False)
+    if spec.file_column is not None:  # the holdout rows' files join the train rows' (neutral names)
+        for path in sorted((dest / HOLDOUT_FILES).iterdir()):
+            shutil.copyfile(path, dest / str(spec.train_files) / path.name)
+    return dest
+
+
+def agreement(kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column: str) -> float:
+    """How much two submissions for the same rows agree: Spearman correlation of the values
+    (probabilities, regression values; per column, the lowest), or the share of rows with
+    the same label (labels; the most probable class for probability matrices)."""
+    a = reference.set_index(id_column)
+    b = refit.set_index(id_column).loc[a.index]
+    if kind == "label":
+        return float((a.iloc[:, 0].astype(str) == b.iloc[:, 0].astype(str)).mean())
+    a, b = a.apply(pd.to_numeric, errors="coerce"), b.apply(pd.to_numeric, errors="coerce")
+    if kind == "class_probabilities":
+        return float((a.to_numpy().argmax(axis=1) == b.to_numpy().argmax(axis=1)).mean())
+    # A constant column has no rank correlation: it agrees with nothing.
+    correlations = [
+        a[c].corr(b[c], method="spearman") if a[c].nunique() > 1 and b[c].nunique() > 1 else 0.0 for c in a.columns
+    ]
+    return min((0.0 if math.isnan(c) else float(c)) for c in correlations)

@@ -1,0 +1,73 @@
+"""Replay: rebuild the whole state of a run from its journal.
+
+The journal is the source of truth; the graph, the best node, the budget spent and the
+final grade are all derived from it, so a run killed at any point can be resumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import PENDING
+from ..metrics import Direction
+from .records import apply_finished, node_from_started
+
+
+@dataclass
+class RunState:
+    graph: SearchGraph
+    best_id: str | None = None
+    spent_s: float = 0.0  # active wall time over all sessions
+    sessions: int = 0
+    final_grade: dict[str, Any] | None = None
+    final_choice: dict[str, Any] | None = None  # which node's submission is final (mlguild.run.refit)
+    scorer_fingerprint: str | None = None  # taken when the run was created
+    finished_reason: str | None = None
+    _session_elapsed: float = field(default=0.0, repr=False)
+
+    @property
+    def iterations(self) -> int:
+        return len(self.graph)
+
+    def unfinished(self) -> list[Node]:
+        return [n for n in self.graph if n.status == PENDING]
+
+
+def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
+    state = RunState(SearchGraph(direction))
+    graph = state.graph
+    for rec in records:
+        kind = rec["type"]
+        if kind == "session_started":
+            state.spent_s += state._session_elapsed
+            state._session_elapsed = 0.0
+            state.sessions += 1
+        elif kind == "node_started":
+            data = rec["node"]
+            if data["id"] in graph.nodes:  # a resumed restart of an unfinished node
+                graph[data["id"]].attempts += 1
+            else:
+                graph.add(node_from_started(data))
+        elif kind == "node_step":  # a fix inside the node (mlguild.brains.llm.cycle): its script now
+            graph[rec["id"]].code_sha256 = rec["code_sha256"]
+        elif kind == "node_finished":
+            apply_finished(graph[rec["id"]], rec)
+        elif kind == "run_started":
+            state.scorer_fingerprint = rec.get("scorer_sha256")
+        elif kind == "best_changed":
+            state.best_id = rec["id"]
+        elif kind == "final_chosen":
+            state.final_choice = {
+                k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")
+            }
+        elif kind == "final_graded":
+            state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
+        elif kind == "session_ended":
+            state.finished_reason = rec.get("reason")
+        if "session_elapsed_s" in rec:
+            state._session_elapsed = max(state._session_elapsed, float(rec["session_elapsed_s"]))
+    state.spent_s += state._session_elapsed
+    state._session_elapsed = 0.0
+    return state

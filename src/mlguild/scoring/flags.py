@@ -1,0 +1,36 @@
+"""Leak checks on results: scores and predictions that should make a person look twice.
+
+A holdout score at the metric's perfect value, or predictions that are the same for every
+row, are not errors (a trivial task can be solved perfectly; a constant can be a baseline),
+so they are flagged on the node and in the journal rather than rejected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..metrics import Metric
+from .strict_csv import read_table
+
+PERFECT_SCORE = "perfect_score"
+CONSTANT_PREDICTIONS = "constant_predictions"
+_TOLERANCE = 1e-9
+
+
+def result_flags(score: float | None, metric: Metric, predictions: Path, id_column: str) -> list[str]:
+    """Flags for a scored node; ``predictions`` is its (already validated) holdout file."""
+    flags = []
+    if score is not None and metric.perfect is not None and abs(score - metric.perfect) <= _TOLERANCE:
+        flags.append(PERFECT_SCORE)
+    header, columns = read_table(predictions, max_bytes=None)
+    values = [col for name, col in zip(header, columns) if name != id_column]
+    if values and len(values[0]) > 1 and all(len(set(col)) == 1 for col in values):
+        flags.append(CONSTANT_PREDICTIONS)
+    return flags
+
+
+def describe(flag: str, metric: Metric) -> str:
+    return {
+        PERFECT_SCORE: f"the holdout {metric.name} is perfect ({metric.perfect}); check the code for a label leak",
+        CONSTANT_PREDICTIONS: "every holdout prediction is the same value: the model learned nothing from the features",
+    }.get(flag, flag)

@@ -1,0 +1,74 @@
+"""Whether a run learned anything: its best holdout score against the constant floor.
+
+A run always keeps its best submission, but when no node beat the score of a constant
+prediction on the sealed holdout, the data gave the models nothing to learn from (or the
+target cannot be predicted from these columns), and a user must be told so plainly rather
+than handed a submission that only looks like a model. Only holdout numbers are used: the
+test answers are graded once, and never to decide anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import NothingLearnable
+from ..metrics import Direction, Score, get_metric
+from ..task.folder import TaskSpec
+
+
+def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
+    """Write to ``dest`` the template ``sample`` filled with the best constant the training
+    labels give (the majority class, the class shares, the positive share, the mean, or the
+    median for MAE): a stronger floor than a template's stand-in values. False when the metric has
+    no such constant (ranked lists)."""
+    kind = get_metric(spec.metric).prediction
+    if kind == "ranked_list" or len(spec.target_columns) != 1:
+        return False
+    target = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=[spec.target_columns[0]]).iloc[:, 0]
+    target = target[target != ""]
+    frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
+    columns = spec.prediction_columns
+    if target.empty:
+        return False
+    if kind == "label":
+        frame[columns[0]] = target.mode().iloc[0]
+    elif kind == "probability":
+        frame[columns[0]] = float((target == (spec.positive_label or "1")).mean())
+    elif kind == "class_probabilities":
+        shares = target.value_counts(normalize=True)
+        for column, label in zip(columns, spec.classes or columns):
+            frame[column] = float(shares.get(label, 0.0))
+    else:
+        values = pd.to_numeric(target, errors="coerce").dropna()
+        if values.empty:
+            return False
+        frame[columns[0]] = float(values.median() if spec.metric == "mae" else values.mean())
+    frame.to_csv(dest, index=False)
+    return True
+
+
+def floors(records: list[dict]) -> list[float]:
+    """The constant floors the run measured at creation (the sample submission's, and the
+    training prior's where recorded), from its journal."""
+    for rec in records:
+        if rec.get("type") == "run_started":
+            return [rec[key] for key in ("floor_score", "prior_floor_score") if rec.get(key) is not None]
+    return []
+
+
+def check_learned(best_score: float | None, floor_scores: list[float], direction: Direction, metric: str) -> None:
+    """Raise NothingLearnable when the best holdout score does not beat every constant floor."""
+    if best_score is None or not floor_scores:
+        return
+    best = Score(best_score, direction)
+    floor = max((Score(f, direction) for f in floor_scores), key=lambda s: s.key())
+    if not best.better_than(floor):
+        raise NothingLearnable(
+            f"nothing learnable: no model beat a constant prediction on the holdout "
+            f"(best {metric} {best_score:.6g}, constant {floor.value:.6g}); the final submission is no better than "
+            "predicting the same value for every row",
+            "check that the target can be predicted from the other columns (and that the right column is the "
+            "target), or give the run more time with `mlguild resume RUN --time 30m`",
+        )

@@ -1,0 +1,169 @@
+"""The task brief: ``brief.md`` in the run folder, written before the first node.
+
+Like a program.md: the rules, the metric and how it is computed, notes on the data, and a
+numbered menu of promising directions. An LLM writes it when one is configured (from the
+description and the data profile); heuristics from the profile write it otherwise, or when the
+LLM fails. Every LLM prompt carries it. It is written once: a user who edits it and resumes the
+run is heard, because an existing brief is read, never rewritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..llm.base import LLM, Message
+from ..metrics import get_metric
+from ..prompts import prediction_help, render
+from ..util.fs import atomic_write
+from .folder import TaskSpec
+from .profile import DataProfile, summary_text
+
+BRIEF = "brief.md"
+_MAX_CHARS = 8000  # a brief is read by every prompt: an LLM's overlong one is cut
+_HIGH_CARDINALITY = 50
+_SKEWED = 2.0
+_RARE_CLASS = 0.1
+
+
+def brief_path(run_dir: Path) -> Path:
+    return run_dir / BRIEF
+
+
+def read_brief(run_dir: Path) -> str:
+    path = brief_path(run_dir)
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+
+def ensure_brief(
+    run_dir: Path, spec: TaskSpec, profile: DataProfile, description: str, llm: LLM | None
+) -> tuple[str, str]:
+    """The run's brief, written first when missing; (its text, who wrote it: "existing",
+    "llm" or "heuristics"). An LLM failure falls back to the heuristic brief, noted in it."""
+    existing = read_brief(run_dir)
+    if existing.strip():
+        return existing, "existing"
+    text, author = heuristic_brief(spec, profile), "heuristics"
+    if llm is not None:
+        try:
+            text, author = llm_brief(llm, spec, profile, description), "llm"
+        except Exception as exc:  # any failure of the model: the heuristic brief still serves
+            text += f"\n(The LLM could not write this brief: {type(exc).__name__}; these are heuristics.)\n"
+    atomic_write(brief_path(run_dir), text)
+    return text, author
+
+
+FINDINGS_HEADING = "## Findings of the exploratory node"
+_MAX_FINDINGS = 4000  # characters of its output the brief keeps (the end: summaries come last)
+
+
+def add_findings(run_dir: Path, node_id: str, output: str) -> bool:
+    """Append what the exploratory node printed to the brief, once; False if already there."""
+    text = read_brief(run_dir)
+    if FINDINGS_HEADING in text:
+        return False
+    findings = output.strip()[-_MAX_FINDINGS:] or "(it printed nothing)"
+    atomic_write(brief_path(run_dir), f"{text.rstrip()}\n\n{FINDINGS_HEADING} {node_id}\n\n```\n{findings}\n```\n")
+    return True
+
+
+def llm_brief(llm: LLM, spec: TaskSpec, profile: DataProfile, description: str) -> str:
+    prompt = render(
+        "brief",
+        description=description[:20000],
+        data_summary=summary_text(profile, max_columns=60),
+        metric_block=_metric_block(spec),
+        rows={"train": profile.n_train, "holdout": profile.n_holdout, "test": profile.n_test},
+    )
+    reply = llm.complete([Message("user", prompt)], max_tokens=2000, purpose="brief", node="")
+    text = reply.text.strip()
+    if len(text) < 200 or "1." not in text:
+        raise ValueError("the brief is too short or has no numbered directions")
+    return text[:_MAX_CHARS] + "\n"
+
+
+def _metric_block(spec: TaskSpec) -> str:
+    metric = get_metric(spec.metric)
+    lines = [
+        f"- Metric: {spec.metric} ({metric.direction}): {metric.description}.",
+        f"- Predictions: {prediction_help(spec.public_dict())}",
+        f"- Submission header: {','.join(spec.submission_columns)}",
+    ]
+    if spec.positive_label is not None:
+        lines.append(f"- Positive class: {spec.positive_label!r}")
+    if spec.metric_params:
+        lines.append(f"- Metric parameters: {spec.metric_params}")
+    return "\n".join(lines)
+
+
+def heuristic_brief(spec: TaskSpec, profile: DataProfile) -> str:
+    """A brief from the spec and the profile alone (no description reading, no LLM)."""
+    rules = [
+        f"- Scripts read the data in $MLGUILD_DATA; {spec.train_file} there has {profile.n_train} labelled rows "
+        f"(the harness set {profile.n_holdout} more aside as the holdout) and {spec.test_file} has "
+        f"{profile.n_test} rows to predict.",
+        "- Every score the search uses is the harness's, on the sealed holdout; a printed score is only logged.",
+        "- No internet: nothing can be downloaded, pretrained weights included.",
+    ]
+    notes, menu = _data_notes(spec, profile), _directions(spec, profile)
+    sections = [
+        [f"# Brief: {spec.name}"],
+        ["## Rules", *rules],
+        ["## Metric", _metric_block(spec)],
+        ["## Data notes", *notes],
+        ["## Promising directions", *[f"{i}. {line}" for i, line in enumerate(menu, start=1)]],
+    ]
+    return "\n\n".join("\n".join(lines) for lines in sections) + "\n"
+
+
+def _data_notes(spec: TaskSpec, profile: DataProfile) -> list[str]:
+    kinds: dict[str, list[str]] = {}
+    for column in profile.columns:
+        kinds.setdefault(column.kind, []).append(column.name)
+    notes = [f"- {len(profile.columns)} input columns: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(kinds.items()))]
+    for kind in ("id", "constant", "empty"):
+        if kind in kinds:
+            notes.append(f"- No signal ({kind}): {', '.join(kinds[kind][:8])}")
+    missing = [c for c in profile.columns if c.missing_fraction >= 0.2]
+    if missing:
+        shown = ", ".join(f"{c.name} ({c.missing_fraction:.0%})" for c in missing[:8])
+        notes.append(f"- Often missing: {shown}; missingness itself may be informative")
+    wide = [c for c in profile.columns if c.kind == "categorical" and c.n_unique >= _HIGH_CARDINALITY]
+    if wide:
+        notes.append(f"- High-cardinality categories: {', '.join(f'{c.name} ({c.n_unique})' for c in wide[:8])}")
+    target = profile.target
+    if "minority_fraction" in target:
+        notes.append(
+            f"- Target classes: {target.get('n_classes')}; the rarest is {target['minority_fraction']:.1%} of rows"
+        )
+    if "skew" in target:
+        notes.append(
+            f"- Target range {target['min']:.4g} to {target['max']:.4g}, mean {target['mean']:.4g}, "
+            f"skew {target['skew']:.2f}"
+        )
+    if profile.n_train < 1000:
+        notes.append("- Few rows: holdout scores are noisy; prefer simple, regularised models and cross-validation")
+    return notes
+
+
+def _directions(spec: TaskSpec, profile: DataProfile) -> list[str]:
+    kinds = {c.kind for c in profile.columns}
+    target = profile.target
+    menu = ["Gradient-boosted trees (LightGBM or CatBoost) on all useful columns, with early stopping in K-fold CV"]
+    if "text" in kinds:
+        menu.append("TF-IDF of the text columns (word and character n-grams) into a linear model; blend with the trees")
+    if any(c.kind == "categorical" and c.n_unique >= _HIGH_CARDINALITY for c in profile.columns):
+        menu.append("Out-of-fold target encoding (or CatBoost's ordered statistics) for the high-cardinality columns")
+    if kinds & {"datetime", "epoch", "time"}:
+        menu.append("Calendar features from the date and time columns (year, month, weekday, hour, elapsed time)")
+    if kinds & {"number_text", "mixed", "boolean", "list"}:
+        menu.append("Parse the numbers-as-text, boolean and list columns into numbers before modelling")
+    if spec.task_type == "regression" and abs(target.get("skew", 0.0)) >= _SKEWED:
+        menu.append("Model a log (or rank) transform of the skewed target and invert it for predictions")
+    if spec.metric in ("rmsle",):
+        menu.append("Train on log1p(target) with squared error: that is what RMSLE scores")
+    if target.get("minority_fraction", 1.0) < _RARE_CLASS:
+        menu.append("Class weights or balanced sampling for the rare class; tune the decision threshold for labels")
+    menu.append("A regularised linear model on scaled numeric and one-hot categorical features, as a diverse member")
+    menu.append("Tune the best model's learning rate, depth and regularisation; then average several seeds")
+    menu.append("Blend or stack the best diverse models on out-of-fold predictions")
+    return menu

@@ -1,0 +1,177 @@
+"""TaskSpec: what a task folder's ``task.yaml`` holds, and the rules for the file names in it."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from ..metrics import get_metric
+
+TaskType = Literal["binary", "multiclass", "regression", "ranking"]
+Modality = Literal["tabular", "text", "image_array", "image_files"]
+
+# Files the firewall writes into a run's workspace itself: a task file of the same name
+# would be overwritten by them (or overwrite them).
+HOLDOUT_INPUTS = "holdout.csv"
+HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
+HOLDOUT_FILES = "holdout_files"  # the holdout rows' input files, under neutral names
+RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md", HOLDOUT_FILES)
+# Files of a task folder that are never data, even when the data lie beside them (data_dir: .);
+# "runs" is where `mlguild run` writes by default when started inside that folder.
+NOT_DATA = ("task.yaml", "brief.md", "description.md", "competition.json", "knowledge", "private", "runs")
+_FILE_FIELDS = ("train_file", "test_file", "sample_submission", "answers_file")
+
+
+def plain_relative_name(name: str, folder: str) -> str:
+    """``name`` if it is a normalised relative path that stays inside ``folder`` (``train.csv``,
+    ``data/train.csv``); ValueError otherwise. The firewall writes files under these names into
+    a run, so an absolute path or a ``..`` would make it write over files outside the run."""
+    why = None
+    if not name or "\0" in name:
+        why = "is empty" if not name else "contains a NUL byte"
+    elif PurePosixPath(name).is_absolute() or name.startswith("~"):
+        why = "is an absolute path"
+    elif ".." in PurePosixPath(name).parts:
+        why = "climbs out with '..'"
+    elif PurePosixPath(name).as_posix() != name:
+        why = f"is not a plain path (write it as {PurePosixPath(name).as_posix()!r})"
+    if why:
+        raise ValueError(f"{short(name)} {why}: name a file inside the task's {folder}/ folder, e.g. 'train.csv'")
+    return name
+
+
+def short(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters with its length, so a hostile name cannot
+    flood a terminal or a journal."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(str(value)):,} chars)"
+
+
+class TaskSpec(BaseModel):
+    """What ``task.yaml`` holds: everything the harness needs to split, score and explain a task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Short task name, used in run ids.")
+    task_type: TaskType = Field(description="binary, multiclass, regression or ranking.")
+    modality: Modality = Field(
+        "tabular",
+        description="What the inputs are: tabular, text, image_array (pixels as columns) or image_files (one image file per row).",
+    )
+    metric: str = Field(description="Metric name from the registry (mlguild.metrics).")
+    direction: Literal["maximize", "minimize"] | None = Field(
+        None, description="Optional; when given it must agree with the metric's own direction."
+    )
+    metric_params: dict = Field(default_factory=dict, description="Extra metric arguments, e.g. {k: 5}.")
+    id_column: str = Field(description="Column that identifies a row in train, test and submissions.")
+    target_columns: list[str] = Field(description="Label columns in the train file.")
+    submission_columns: list[str] = Field(description="Exact header of a submission, id column first.")
+    ids_unique: bool = Field(True, description="False when keys repeat (ranking): rows align by position.")
+    positive_label: str | None = Field(None, description="Label of the positive class for binary probability metrics.")
+    classes: list[str] | None = Field(
+        None, description="Class labels, in submission column order for probability submissions."
+    )
+    text_columns: list[str] = Field(default_factory=list, description="Free-text input columns.")
+    train_file: str = Field("train.csv", description="Labelled rows, in public/.")
+    test_file: str = Field("test.csv", description="Test inputs, in public/.")
+    sample_submission: str = Field(
+        "sample_submission.csv", description="Submission template for the test rows, in public/."
+    )
+    answers_file: str | None = Field("answers.csv", description="Test answers in private/, if known.")
+    file_column: str | None = Field(
+        None, description="Column of the train and test files naming each row's input file (a file per row)."
+    )
+    train_files: str | None = Field(None, description="Folder of the train rows' files, in the data folder.")
+    test_files: str | None = Field(None, description="Folder of the test rows' files, in the data folder.")
+    file_suffix: str = Field("", description="Appended to a file_column value to make the file name, e.g. '.tif'.")
+    data_dir: str = Field(
+        "public", description="Folder of the public files, inside the task folder ('.' for a Kaggle download)."
+    )
+    description: str | None = Field(None, description="The task's text, when the folder has no description.md.")
+    source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
+
+    @field_validator(*_FILE_FIELDS)
+    @classmethod
+    def _inside_task(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
+
+    @field_validator("train_files", "test_files")
+    @classmethod
+    def _files_inside(cls, value: str | None) -> str | None:
+        return None if value is None else plain_relative_name(value, "data")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_inside(cls, value: str) -> str:
+        if value == ".":
+            return value
+        name = plain_relative_name(value, "task")
+        if PurePosixPath(name).parts[0] in NOT_DATA:
+            raise ValueError(f"data_dir {short(name)} is not a data folder: use 'public' or '.'")
+        return name
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskSpec:
+        metric = get_metric(self.metric)
+        if self.direction is not None and self.direction != metric.direction:
+            raise ValueError(
+                f"direction {self.direction!r} contradicts metric {self.metric!r}, "
+                f"which is {metric.direction}; remove 'direction' from task.yaml"
+            )
+        if not self.target_columns:
+            raise ValueError("target_columns is empty: name the label column(s) of the train file")
+        if not self.submission_columns or self.submission_columns[0] != self.id_column:
+            raise ValueError(
+                f"submission_columns must start with the id column {self.id_column!r}, got {self.submission_columns}"
+            )
+        if self.id_column in self.target_columns:
+            raise ValueError("the id column cannot also be a target column")
+        public = {
+            "train_file": self.train_file,
+            "test_file": self.test_file,
+            "sample_submission": self.sample_submission,
+        }
+        for field, name in public.items():
+            if name in RESERVED_NAMES:
+                raise ValueError(
+                    f"{field} {short(name)} is a name the harness writes into the workspace itself "
+                    f"({', '.join(RESERVED_NAMES)}); rename the file"
+                )
+        if self.file_column is not None and (self.train_files is None or self.test_files is None):
+            raise ValueError("file_column needs train_files and test_files: the folders the rows' files are in")
+        if self.file_column is None and self.modality == "image_files":
+            raise ValueError("modality image_files needs file_column, train_files and test_files")
+        if "/" in self.file_suffix or ".." in self.file_suffix:
+            raise ValueError(f"file_suffix {short(self.file_suffix)} must be a plain ending such as '.jpg'")
+        if len(set(public.values())) < len(public):
+            raise ValueError(
+                f"train_file, test_file and sample_submission must be three different files, "
+                f"got {', '.join(short(v) for v in public.values())}"
+            )
+        return self
+
+    @property
+    def prediction_columns(self) -> list[str]:
+        """Submission columns other than the id."""
+        return self.submission_columns[1:]
+
+    @property
+    def metric_direction(self) -> str:
+        return get_metric(self.metric).direction
+
+    def public_dict(self) -> dict:
+        """The spec as scripts may see it (no answers location)."""
+        data = self.model_dump()
+        for private in ("answers_file", "source", "data_dir", "description"):
+            # source: a path to the full labelled data, never shown to scripts; the others are
+            # where things lie on the user's disk, or already in the workspace's description.md.
+            data.pop(private, None)
+        data["direction"] = self.metric_direction
+        data["prediction_kind"] = get_metric(self.metric).prediction
+        return data
