@@ -51,7 +51,9 @@ def main() -> int:
         for call in llm.calls:
             tokens = sum(len(m.content) for m in call["messages"]) // CHARS_PER_TOKEN
             per_node[call["node"]] = max(per_node.get(call["node"], 0), tokens)
-        code_chars = [len((run.node_dir(n.id) / "solution.py").read_text()) + len(n.plan) for n in agent.state.graph]
+        code_chars = [
+            len((run.node_dir(n.id) / "solution.py").read_text()) + len(n.plan) for n in agent.session.state.graph
+        ]
         run.close()
     nodes = sorted(per_node)
     print("iteration  largest prompt (tokens)  paste-everything design (tokens)")

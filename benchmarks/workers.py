@@ -111,7 +111,7 @@ def bench_ray(nodes: int) -> None:
         started = time.monotonic()
         agent.run_loop(workers=1)
         per_node[where] = (time.monotonic() - started) / nodes
-        failed = [n.id for n in agent.state.graph if not n.ok]
+        failed = [n.id for n in agent.session.state.graph if not n.ok]
         print(f"{where}: {per_node[where] * 1000:.0f} ms per node over {nodes} nodes (failed: {failed or 'none'})")
         run.close()
     local = min(per_node["local"], per_node["local again"])  # the first run pays for cold caches

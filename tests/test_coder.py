@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from mlguild.coder import (
-    KINDS,
     MAX_CONTINUATIONS,
     MESSAGE_LIMIT,
     STEP_ORDER,
@@ -23,6 +22,7 @@ from mlguild.coder import (
     parse_edits,
     should_fallback_to_rewrite,
 )
+from mlguild.core.vocabulary import FAILURES
 
 REPLIES = Path(__file__).parent / "fixtures" / "replies"
 
@@ -439,7 +439,7 @@ def test_kinds_are_the_documented_names():
         "invalid_output",
         "brain_error",
     ):
-        assert kind in KINDS
+        assert kind in FAILURES
 
 
 def test_crash_points_at_the_solution_line_and_the_final_exception():

@@ -49,16 +49,16 @@ def _cycle_agent(tmp_path, replies, **sets):
     brain = LLMBrain(llm, LLMBrainOptions(diff_mode=False, cycle=True))
     agent, run = _agent(tmp_path, brain, **{"brain.cycle": "community", **sets})
     store_items(run.task_root, [POST], None)
-    fill_run_ideas(run, agent.pools, None)  # by rules: one idea, from the post
+    fill_run_ideas(run, agent.session.pools, None)  # by rules: one idea, from the post
     return agent, run, llm
 
 
 def test_one_cycle_selects_drafts_implements_fixes_and_reports(tmp_path):
     agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
-    idea = agent.pools.ideas.all()[0]
+    idea = agent.session.pools.ideas.all()[0]
     llm.replies.extend([_draft(idea.id), _script(CRASH), _script(CRASH), _script(GOOD)])
     agent.run_loop()
-    (node,) = agent.state.graph
+    (node,) = agent.session.state.graph
     assert node.ok and node.meta["steps"] == 3
     purposes = [c["purpose"] for c in llm.calls]
     assert purposes == ["cycle:draft", "cycle:implement", "cycle:fix", "cycle:fix"]
@@ -79,16 +79,16 @@ def test_one_cycle_selects_drafts_implements_fixes_and_reports(tmp_path):
     report = (run.node_dir(node.id) / "report.md").read_text()
     assert f"from the community's idea pool: {idea.id}" in report
     assert "new: a slope of 3 chosen from the data's spread" in report
-    assert agent.pools.ideas.get(idea.id).trials[0].node == node.id
-    assert agent.pools.novelty(agent.state.graph) == (1, 1)
+    assert agent.session.pools.ideas.get(idea.id).trials[0].node == node.id
+    assert agent.session.pools.novelty(agent.session.state.graph) == (1, 1)
 
 
 def test_the_fix_loop_stops_at_its_step_bound(tmp_path):
     agent, _run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1, "brain.cycle_steps": 2})
-    idea = agent.pools.ideas.all()[0]
+    idea = agent.session.pools.ideas.all()[0]
     llm.replies.extend([_draft(idea.id), _script(CRASH), _script(CRASH), _script(GOOD)])
     agent.run_loop()
-    (node,) = agent.state.graph
+    (node,) = agent.session.state.graph
     assert not node.ok and node.meta["steps"] == 2
     assert [c["purpose"] for c in llm.calls] == ["cycle:draft", "cycle:implement", "cycle:fix"]
 
@@ -97,10 +97,10 @@ def test_a_resume_after_a_fix_runs_the_fixed_script(tmp_path):
     from mlguild.run.replay import replay
 
     agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
-    idea = agent.pools.ideas.all()[0]
+    idea = agent.session.pools.ideas.all()[0]
     llm.replies.extend([_draft(idea.id), _script(CRASH), _script(GOOD)])
     agent.run_loop()
-    (node,) = agent.state.graph
+    (node,) = agent.session.state.graph
     state = replay(run.journal.records, "maximize")
     assert state.graph[node.id].code_sha256 == node.code_sha256  # the fixed script's, from node_step
 

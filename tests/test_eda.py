@@ -1,4 +1,4 @@
-"""The exploratory node: with an LLM, the first node is an EDA script run in the sandbox like
+"""The exploratory node: with an LLM, the first node is an Op.EDA script run in the sandbox like
 any other; what it prints goes into brief.md, which every later prompt carries. It is not
 scored, not repaired, not counted in the iteration budget."""
 
@@ -8,7 +8,7 @@ from conftest import CRASH
 from test_llm_brain import FULL, _agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
-from mlguild.core.vocabulary import EDA, EXPLORED
+from mlguild.core.vocabulary import Op, Status
 from mlguild.llm import ScriptedLLM
 from mlguild.task.brief import FINDINGS_HEADING, brief_path
 
@@ -29,10 +29,10 @@ def test_the_first_node_explores_and_its_findings_reach_every_later_prompt(tmp_p
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3, "brain.eda": True}
     )
     agent.run_loop()
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     first = nodes[0]
-    assert (first.op, first.status, first.score) == (EDA, EXPLORED, None)
-    assert len([n for n in nodes if n.op != EDA]) == 3  # the exploration is not an iteration
+    assert (first.op, first.status, first.score) == (Op.EDA, Status.EXPLORED, None)
+    assert len([n for n in nodes if n.op != Op.EDA]) == 3  # the exploration is not an iteration
     assert llm.calls[0]["purpose"] == "eda"
     brief = brief_path(run.path).read_text()
     assert f"{FINDINGS_HEADING} {first.id}" in brief and "x0 separates the classes" in brief
@@ -48,8 +48,8 @@ def test_a_failed_exploration_is_left_alone(tmp_path):
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2, "brain.eda": True}
     )
     agent.run_loop()
-    first, *rest = list(agent.state.graph)
-    assert first.op == EDA and not first.ok and first.status != EXPLORED
+    first, *rest = list(agent.session.state.graph)
+    assert first.op == Op.EDA and not first.ok and first.status != Status.EXPLORED
     assert all(n.op != "debug" for n in rest) and all(n.parents != (first.id,) for n in rest)
     assert FINDINGS_HEADING not in (brief_path(run.path).read_text() if brief_path(run.path).exists() else "")
     assert len(rest) == 2
@@ -63,4 +63,4 @@ def test_without_an_llm_there_is_no_exploration(small_task, tmp_path):
     import json
 
     ops = [json.loads(line).get("op") for line in (tmp_path / "runs" / "r" / "journal.jsonl").read_text().splitlines()]
-    assert EDA not in ops
+    assert Op.EDA not in ops

@@ -29,20 +29,20 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     run = create_run(load_task(example_tasks[name]), cfg, tmp_path / "runs")
     agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
     stop = agent.run_loop()
-    done = finish(agent, stop)
-    graph = agent.state.graph
+    done = finish(agent.session, stop)
+    graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
     assert sum(n.ok for n in graph) >= 5, failures
 
     floor = read_journal(run.path / "journal.jsonl")[0]["floor_score"]
-    best = graph[agent.state.best_id]
-    direction = agent.scorers.holdout.metric.direction
+    best = graph[agent.session.state.best_id]
+    direction = agent.session.scorers.holdout.metric.direction
     assert Score(best.score, direction).better_than(Score(floor, direction)), (best.score, floor)
 
-    agent.scorers.test.validate(run.best_dir / "submission.csv")  # the sample submission's ids, all of them
+    agent.session.scorers.test.validate(run.best_dir / "submission.csv")  # the sample submission's ids, all of them
     final = run.path / "final"
     assert done.choice is not None and (final / "submission.csv").exists() and (final / "final.json").exists()
     grade = done.grade
     assert grade["valid"] and Score(grade["test_score"], direction).better_than(Score(floor, direction))
-    assert (run.path / "audit" / "final_grade.json").exists() and grade_once(run, agent.state, None) == grade
+    assert (run.path / "audit" / "final_grade.json").exists() and grade_once(run, agent.session.state, None) == grade
     run.close()

@@ -105,9 +105,9 @@ def test_a_re_run_repeats_the_script_with_another_seed_and_status_shows_the_floo
     assert (run.node_dir(rerun.id) / "solution.py").read_text() == (run.node_dir(first.id) / "solution.py").read_text()
     assert "seed 1" in (run.node_dir(rerun.id) / "stdout.txt").read_text()
     assert "seed 2" in (run.node_dir(again.id) / "stdout.txt").read_text()
-    assert agent.state.graph.noise_floor() == 0.0  # this script ignores its seed
-    assert agent.state.graph.best() is first  # a re-run is never the best itself
-    assert agent.memory.local.store.count() == 1  # nor a memory record
+    assert agent.session.state.graph.noise_floor() == 0.0  # this script ignores its seed
+    assert agent.session.state.graph.best() is first  # a re-run is never the best itself
+    assert agent.session.memory.local.store.count() == 1  # nor a memory record
     from test_cli import mlguild
 
     out = mlguild("status", str(run.path), cwd=tmp_path).stdout
@@ -118,7 +118,7 @@ def test_stop_on_convergence_ends_the_run_only_when_asked(small_task, tmp_path):
     sets = {"budget.iterations": 40, "search.convergence_window": 3, "search.convergence_min_scored": 5}
     agent, _run = _agent(small_task, tmp_path / "asked", [GOOD] * 40, **sets, **{"search.stop_on_convergence": True})
     stop = agent.run_loop()
-    assert stop.which == "converged" and stop.finished and len(agent.state.graph) < 40
+    assert stop.which == "converged" and stop.finished and len(agent.session.state.graph) < 40
     agent, _run = _agent(small_task, tmp_path / "not", [GOOD] * 12, **{**sets, "budget.iterations": 12})
     assert agent.run_loop().which == "iterations"
 

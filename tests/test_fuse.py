@@ -228,8 +228,8 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox).run_loop()
 
     agent = Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox)
-    members = tuple(n.id for n in agent.state.graph.ranked() if "oof" in n.outputs)
-    assert len(members) == 3, [(n.id, n.status, n.outputs, n.failure) for n in agent.state.graph]
+    members = tuple(n.id for n in agent.session.state.graph.ranked() if "oof" in n.outputs)
+    assert len(members) == 3, [(n.id, n.status, n.outputs, n.failure) for n in agent.session.state.graph]
     first = agent.step(Action("blend", members), 120)
     assert first.ok, first.failure
     staged = run.node_dir(first.id) / "parents"

@@ -17,8 +17,8 @@ PERFECT = GOOD.replace('1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))
 
 def test_a_changed_scorer_stops_the_run(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 3})
-    assert agent.runner.scorer_fingerprint == replay(run.journal.records, "maximize").scorer_fingerprint
-    agent.runner.scorer_fingerprint = "0" * 64  # as if scorer.py changed since the run started
+    assert agent.session.executor.scorer_fingerprint == replay(run.journal.records, "maximize").scorer_fingerprint
+    agent.session.executor.scorer_fingerprint = "0" * 64  # as if scorer.py changed since the run started
     with pytest.raises(ScorerIntegrityError, match="scorer"):
         agent.run_loop()
     records = read_journal(run.path / "journal.jsonl")
@@ -29,7 +29,7 @@ def test_a_changed_scorer_stops_the_run(small_task, tmp_path):
 def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 2})
     agent.run_loop()
-    first = grade_once(run, agent.state, agent.scorers.grade)
+    first = grade_once(run, agent.session.state, agent.session.scorers.grade)
     audit = json.loads(audit_path(run).read_text())
     assert audit["test_score"] == first["test_score"] and audit["node"] == first["node"]
     assert set(audit) >= {"node", "code_sha256", "submission_sha256", "test_score", "graded_at"}
@@ -37,7 +37,7 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
     records = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] != "final_graded"]
     state = replay(records, "maximize")
     (run.best_dir / "submission.csv").write_text("id,y\n")  # would be invalid if graded again
-    again = grade_once(run, state, agent.scorers.grade)
+    again = grade_once(run, state, agent.session.scorers.grade)
     assert again["test_score"] == first["test_score"] and again["valid"]
     from mlguild.final.grade import _write_once
 
@@ -53,7 +53,7 @@ def test_perfect_and_constant_results_are_flagged(tmp_path):
         frame.to_csv(root / "public" / name, index=False)
     agent, run = _agent(root, tmp_path, [PERFECT], **{"budget.iterations": 3})
     agent.run_loop()
-    perfect, prior = agent.state.graph["n0001"], agent.state.graph["n0002"]
+    perfect, prior = agent.session.state.graph["n0001"], agent.session.state.graph["n0002"]
     assert perfect.score == 1.0 and "perfect_score" in perfect.flags
     assert "constant_predictions" in prior.flags and "perfect_score" not in prior.flags
     report = (run.node_dir("n0001") / "report.md").read_text()

@@ -43,7 +43,7 @@ def test_prompts_are_isolated_and_bounded(tmp_path):
     llm = ScriptedLLM(default=FULL)
     agent, _run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     agent.run_loop()
-    assert all(n.ok for n in agent.state.graph)
+    assert all(n.ok for n in agent.session.state.graph)
     improve_calls = [c for c in llm.calls if c["purpose"] == "improve"]
     assert improve_calls
     prompt = improve_calls[-1]["messages"][-1].content
@@ -66,7 +66,7 @@ def test_stepwise_drafts_assemble_one_script(tmp_path):
     brain = LLMBrain(llm, LLMBrainOptions(stepwise=True))
     agent, run = _agent(tmp_path, brain, **{"budget.iterations": 1, "search.num_drafts": 1})
     agent.run_loop()
-    node = agent.state.graph["n0001"]
+    node = agent.session.state.graph["n0001"]
     assert [c["purpose"] for c in llm.calls][:6] == [
         "draft:plan",
         "draft:data",
@@ -88,7 +88,7 @@ def test_token_budget_stops_the_run(tmp_path):
     router = Router([ScriptedLLM(default=FULL)], max_tokens_total=400, sleep=lambda s: None)
     agent, _run = _agent(tmp_path, LLMBrain(router), **{"budget.iterations": 20})
     assert str(agent.run_loop()) == "budget: llm_tokens"
-    assert 0 < len(agent.state.graph) < 20
+    assert 0 < len(agent.session.state.graph) < 20
 
 
 def test_hybrid_falls_back_to_recipes_when_every_model_is_parked(tmp_path):
@@ -96,7 +96,7 @@ def test_hybrid_falls_back_to_recipes_when_every_model_is_parked(tmp_path):
     brain = HybridBrain(RecipeBrain(seed=0), LLMBrain(llm))
     agent, _run = _agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
     agent.run_loop()
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     assert graph["n0001"].meta.get("recipe")  # recipes draft
     assert "every LLM is parked" in graph["n0002"].plan  # the LLM improve fell back
     assert all(n.ok for n in graph), [(n.id, n.status, n.failure) for n in graph]
@@ -119,7 +119,7 @@ def test_an_improve_prompt_shows_the_parents_run_time_what_was_tried_on_it_and_t
     improves = [c for c in llm.calls if c["purpose"] == "improve"]
     assert len(improves) == 3
     last = improves[-1]["messages"][-1].content
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     made = graph["n0005"]  # the node the last improve prompt made
     parent = graph[made.parents[0]]
     assert f"It ran {parent.timing['exec_s']:.0f} s of the {parent.timing['budget_s']:.0f} s it was allowed" in last

@@ -19,7 +19,7 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, replies, **{"budget.iterations": 9, "sandbox.script_timeout_s": 2})
     stop = agent.run_loop()
     assert stop.finished and stop.which == "iterations" and str(stop) == "budget: iterations"
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     statuses = [n.status for n in graph]
     assert statuses[:7] == [
         "crash",
@@ -36,7 +36,7 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     # The search uses the harness's score, never the printed one.
     good = graph["n0002"]
     assert good.printed_score == 0.99999 and good.score is not None and 0.8 < good.score < 0.99999
-    assert agent.state.best_id == "n0002"
+    assert agent.session.state.best_id == "n0002"
     best = run.best_dir
     assert (best / "solution.py").read_text() == GOOD
     assert json.loads((best / "best.json").read_text())["node"] == "n0002"
@@ -47,11 +47,11 @@ def test_loop_scores_failures_and_best(small_task, tmp_path):
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert [(n.id, n.status, n.score) for n in state.graph] == [(n.id, n.status, n.score) for n in graph]
     assert state.best_id == "n0002"
-    grade = grade_once(run, agent.state, agent.scorers.grade)
+    grade = grade_once(run, agent.session.state, agent.session.scorers.grade)
     assert grade["valid"] and grade["test_score"] > 0.8 and grade["node"] == "n0002"
     # Graded once: a second call returns the same record and writes nothing new.
     n_records = len(read_journal(run.path / "journal.jsonl"))
-    assert grade_once(run, agent.state, agent.scorers.grade) == grade
+    assert grade_once(run, agent.session.state, agent.session.scorers.grade) == grade
     assert len(read_journal(run.path / "journal.jsonl")) == n_records
 
 
@@ -60,7 +60,9 @@ def test_prior_script_beats_nothing_on_every_metric_kind(tmp_path):
         root = make_task(tmp_path / f"{task_type}-{metric}", task_type=task_type, metric=metric)
         agent, run = _agent(root, tmp_path / metric, [], **{"budget.iterations": 2})
         agent.run_loop()
-        assert all(n.status == "scored" for n in agent.state.graph), [n.failure for n in agent.state.graph]
+        assert all(n.status == "scored" for n in agent.session.state.graph), [
+            n.failure for n in agent.session.state.graph
+        ]
         run.close()
 
 
@@ -71,7 +73,7 @@ def test_time_budget_stops_the_run(small_task, tmp_path):
     started = time.monotonic()
     assert str(agent.run_loop()) == "budget: time"
     assert time.monotonic() - started < 20
-    assert agent.state.graph["n0001"].status == "timeout"  # the script was cut to the remaining budget
+    assert agent.session.state.graph["n0001"].status == "timeout"  # the script was cut to the remaining budget
 
 
 def test_a_script_the_runs_end_cut_short_is_not_held_against_its_change(small_task, tmp_path):
@@ -84,16 +86,16 @@ def test_a_script_the_runs_end_cut_short_is_not_held_against_its_change(small_ta
     overrides = {"budget.time_s": 8, "budget.script_share": 1.0, "sandbox.script_timeout_s": 60}
     agent, _run = _agent(small_task, tmp_path / "cut", [HANG], **overrides)
     agent.run_loop()
-    cut = agent.state.graph["n0001"]
+    cut = agent.session.state.graph["n0001"]
     assert cut.status == "timeout" and cut.timing["cut_short"] is True
-    [(_, record)] = agent.memory.local.store.recent(5)
+    [(_, record)] = agent.session.memory.local.store.recent(5)
     assert record.outcome == CUT_SHORT and "cut short" in record.change
     # A script that used up its own full limit did fail.
     agent, _run = _agent(small_task, tmp_path / "slow", [HANG], **{**overrides, "sandbox.script_timeout_s": 3})
     agent.run_loop()
-    slow = agent.state.graph["n0001"]
+    slow = agent.session.state.graph["n0001"]
     assert slow.status == "timeout" and "cut_short" not in slow.timing
-    assert agent.memory.local.store.recent(5)[-1][1].outcome == FAILED
+    assert agent.session.memory.local.store.recent(5)[-1][1].outcome == FAILED
     # The recipe brain's move estimates leave a cut-short try out.
     parent = HistoryItem("n1", "draft", "scored", 0.8, {}, 10.0)
     tried = HistoryItem("n2", "improve", "timeout", None, {"parent": "n1", "move": "more_trees"}, 7.0, cut_short=True)
@@ -186,7 +188,7 @@ def test_a_run_where_every_node_fails_the_same_way_stops(small_task, tmp_path):
     agent, _run = _agent(small_task, tmp_path, [CRASH] * 40, **{"budget.iterations": 200, "search.max_debug_depth": 0})
     with pytest.raises(BrainBroken, match="same way"):
         agent.run_loop()
-    assert len(agent.state.graph) == 25
+    assert len(agent.session.state.graph) == 25
 
 
 def test_a_test_submission_with_a_label_the_task_never_had_is_invalid_during_the_search(tmp_path):
@@ -198,6 +200,6 @@ def test_a_test_submission_with_a_label_the_task_never_had_is_invalid_during_the
     assert labels != GOOD
     agent, run = _agent(root, tmp_path, [labels], **{"budget.iterations": 1})
     agent.run_loop()
-    node = agent.state.graph["n0001"]
+    node = agent.session.state.graph["n0001"]
     assert node.status == "invalid_output" and "unknown_label" in node.failure and "'1.0'" in node.failure
     run.close()

@@ -145,9 +145,9 @@ def test_a_failure_in_this_run_is_shown_before_the_next_proposals(small_task, tm
         return Proposal("plan: a fresh logistic curve", GOOD, {"recipe": "curve"})
 
     agent, _run = _agent(small_task, tmp_path, [], **{"budget.iterations": 4})
-    agent.brain = ScriptedBrain([Proposal("plan: a broken script", CRASH), capture, capture, capture])
+    agent.session.brain = ScriptedBrain([Proposal("plan: a broken script", CRASH), capture, capture, capture])
     agent.run_loop()
-    assert agent.state.graph["n0001"].status == "crash"
+    assert agent.session.state.graph["n0001"].status == "crash"
     # Every proposal but the repair of n0001 itself (whose prompt shows that failure in full) sees it.
     later = [recall for parents, recall in seen if "n0001" not in parents]
     assert len(later) == 2
@@ -167,9 +167,9 @@ def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_prio
 
     second = create_run(task, cfg, tmp_path / "runs", run_id="second")
     agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
-    priors = agent.memory.move_priors()
+    priors = agent.session.memory.move_priors()
     assert {e.move.split("+")[0] for e in improves} <= set(priors)
-    recall = agent.memory.recall("improve lightgbm draft")
+    recall = agent.session.memory.recall("improve lightgbm draft")
     assert recall.other_tasks and all("[" in line for line in recall.other_tasks)
     assert not recall.this_run  # the second run has no records of its own yet
     # --no-memory: nothing read, nothing written.
@@ -318,9 +318,9 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
 
     second = create_run(task, load_config(None, ["budget.iterations=1"]), tmp_path / "runs", run_id="second")
     agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
-    assert max(agent.memory.family_priors().items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
+    assert max(agent.session.memory.family_priors().items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
     agent.run_loop()
-    (node,) = list(agent.state.graph)
+    (node,) = list(agent.session.state.graph)
     assert node.meta["recipe"] == best.meta["recipe"]
     assert "earlier runs" in node.plan
 
@@ -340,34 +340,34 @@ def test_the_llm_prompt_shows_this_runs_records(tmp_path):
 def test_a_store_that_breaks_mid_run_becomes_a_warning(small_task, tmp_path):
     agent, _run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 3})
     events = []
-    agent.on_event = lambda kind, data: events.append((kind, data))
-    assert agent.memory.shared is not None
-    path = agent.memory.shared.store.path
-    agent.memory.shared.store._db.close()
+    agent.session.on_event = lambda kind, data: events.append((kind, data))
+    assert agent.session.memory.shared is not None
+    path = agent.session.memory.shared.store.path
+    agent.session.memory.shared.store._db.close()
     with open(path, "r+b") as handle:  # the file is damaged under the run
         handle.write(b"garbage" * 4096)
     agent.run_loop()
-    assert all(n.ok for n in agent.state.graph) and len(agent.state.graph) == 3
+    assert all(n.ok for n in agent.session.state.graph) and len(agent.session.state.graph) == 3
     warnings = [d["message"] for k, d in events if k == "warning"]
     assert len(warnings) == 1 and "goes on without it" in warnings[0]
-    assert agent.memory.local.store.count() == 3
+    assert agent.session.memory.local.store.count() == 3
 
 
 def test_resume_rebuilds_the_runs_own_memory(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [CRASH, GOOD], **{"budget.iterations": 3})
     agent.run_loop()
-    again = Agent(run, agent.brain, agent.policy, get_sandbox("local"))
+    again = Agent(run, agent.session.brain, agent.session.policy, get_sandbox("local"))
     lines = again.memory.recall("improve boom RuntimeError").this_run
     assert again.memory.local.store.count() == 3 and any("boom" in line for line in lines)
 
 
 def test_nothing_but_holdout_numbers_enter_the_store(small_task, tmp_path):
     agent, _run = _agent(small_task, tmp_path, [GOOD], **{"budget.iterations": 2})
-    done = finish(agent, agent.run_loop())
+    done = finish(agent.session, agent.run_loop())
     grade = done.grade["test_score"] if done.grade else None
-    db = sqlite3.connect(agent.memory.shared.store.path)
+    db = sqlite3.connect(agent.session.memory.shared.store.path)
     text = " ".join(r[0] for r in db.execute("SELECT record FROM experiences"))
-    holdout = {f"{n.score}" for n in agent.state.graph if n.ok}
+    holdout = {f"{n.score}" for n in agent.session.state.graph if n.ok}
     assert any(h in text for h in holdout)
     assert grade is None or repr(grade) not in text
     assert "final" not in {r[0] for r in db.execute("SELECT op FROM experiences")}

@@ -149,23 +149,23 @@ def test_a_run_reads_ideas_from_its_knowledge_and_the_brain_sees_ideas_and_repor
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
     add_items(run.task_root, [FIXTURES / "forum-target-encoding.md", FIXTURES / "baseline.py"], None)
     ideas_reply = '[{"idea": "out-of-fold target encoding of the plan column"}, {"idea": "use five folds"}]'
-    line = fill_run_ideas(run, agent.pools, ScriptedLLM(default=ideas_reply))
+    line = fill_run_ideas(run, agent.session.pools, ScriptedLLM(default=ideas_reply))
     assert line is not None and "2 knowledge item(s)" in line
-    ideas = agent.pools.ideas.all()
+    ideas = agent.session.pools.ideas.all()
     assert {i.text for i in ideas} == {"out-of-fold target encoding of the plan column", "use five folds"}
-    first_id = agent.pools.ideas.ranked("binary", 1)[0].id
+    first_id = agent.session.pools.ideas.ranked("binary", 1)[0].id
     # The model cites the first idea in its plan: the node is linked to it, with its outcome.
     llm.replies.append(FULL.replace("Plan: logistic curve on x0.", f"Plan [{first_id}]: logistic curve on x0."))
     agent.run_loop()
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     assert nodes[0].meta["ideas"] == [first_id]
-    idea = agent.pools.ideas.get(first_id)
+    idea = agent.session.pools.ideas.get(first_id)
     assert [t.node for t in idea.trials] == [nodes[0].id]
     draft_prompt = llm.calls[0]["messages"][-1].content
     assert f"[{first_id}]" in draft_prompt and "Ideas to consider" in draft_prompt
     later = [c["messages"][-1].content for c in llm.calls[1:]]
     assert any(f"{nodes[0].id} (draft)" in p and "Reports from this run's other nodes" in p for p in later)
-    assert agent.pools.novelty(agent.state.graph) == (1, 3)
+    assert agent.session.pools.novelty(agent.session.state.graph) == (1, 3)
     report = (run.node_dir(nodes[0].id) / "report.md").read_text()
     assert "## Components" in report and "## Limitations" in report
 
@@ -200,8 +200,8 @@ def test_status_shows_the_pools_and_the_novelty_share(tmp_path):
     llm = ScriptedLLM(default=FULL)
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2})
     add_items(run.task_root, [FIXTURES / "forum-target-encoding.md"], None)
-    fill_run_ideas(run, agent.pools, None)  # by rules
-    idea = agent.pools.ideas.all()[0]
+    fill_run_ideas(run, agent.session.pools, None)  # by rules
+    idea = agent.session.pools.ideas.all()[0]
     llm.replies.append(FULL.replace("Plan: logistic curve on x0.", f"Plan [{idea.id}]: logistic curve on x0."))
     agent.run_loop()
     result = CliRunner().invoke(app, ["status", str(run.path)], env={"COLUMNS": "200"})

@@ -50,15 +50,15 @@ def test_workers_run_their_scripts_on_ray_and_a_killed_ray_worker_fails_only_its
     assert "Ray cluster with" in ray_instance
     llm = ScriptedLLM(default=SLOW_REPLY)
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
-    agent.runner.sandbox = RaySandbox(agent.runner.sandbox)
+    agent.session.executor.sandbox = RaySandbox(agent.session.executor.sandbox)
     stop, killed = run_while_killing_one(agent, run, _ray_task_pids)
     assert stop.finished and killed, "no Ray worker was running a script"
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     assert len(nodes) == 6
     failed = [n for n in nodes if not n.ok]
     assert len(failed) == 1 and "Ray worker" in (failed[0].failure or ""), [(n.id, n.status) for n in nodes]
     assert all(n.ok for n in nodes if n is not failed[0])
     # The inner sandbox ran each script on a Ray worker; the killed one is Ray's failure.
     layers = {r["exec"].get("layer") for r in run.journal.records if r["type"] == "node_finished" and r.get("exec")}
-    inner = agent.runner.sandbox.inner.layer
+    inner = agent.session.executor.sandbox.inner.layer
     assert layers == {inner, f"ray+{inner}"}, layers

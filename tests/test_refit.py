@@ -63,7 +63,7 @@ def _searched(tmp_path, flip=False, crash=False):
         run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_policy(run.config.search), get_sandbox("auto")
     )
     agent.run_loop()
-    assert agent.state.best_id == "n0001"
+    assert agent.session.state.best_id == "n0001"
     return run, agent, split
 
 
@@ -73,8 +73,8 @@ def _rows(run, node_id):
 
 def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp_path):
     run, agent, split = _searched(tmp_path)
-    choice = FinalStage(agent).run_refit(60)
-    graph = agent.state.graph
+    choice = FinalStage(agent.session).run_refit(60)
+    graph = agent.session.state.graph
     refit = graph[choice["node"]]
     assert choice["refit"] and refit.op == "refit" and refit.parents == ("n0001",) and refit.status == "final"
     assert refit.score is None  # nothing may score it: its holdout is training data
@@ -91,31 +91,31 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     state = replay(read_journal(run.path / "journal.jsonl"), "maximize")
     assert state.final_choice["node"] == refit.id and state.graph[refit.id].status == "final"
     assert state.graph.best().id == "n0001"  # a refit never competes with search nodes
-    grade = grade_once(run, agent.state, agent.scorers.grade)
+    grade = grade_once(run, agent.session.state, agent.session.scorers.grade)
     assert grade["node"] == refit.id and grade["best_node"] == "n0001" and grade["refit"] and grade["valid"]
 
 
 @pytest.mark.parametrize("how", ["flip", "crash"])
 def test_a_refit_that_breaks_falls_back_to_the_best_node(tmp_path, how):
     run, agent, _ = _searched(tmp_path, flip=how == "flip", crash=how == "crash")
-    choice = FinalStage(agent).run_refit(60)
+    choice = FinalStage(agent.session).run_refit(60)
     assert choice["node"] == "n0001" and not choice["refit"]
     assert ("agrees with n0001 on only" if how == "flip" else "failed (crash)") in choice["reason"]
     assert (run.path / "final" / "submission.csv").read_bytes() == (run.best_dir / "submission.csv").read_bytes()
     assert not full_data_dir(run.path).exists()
-    assert agent.state.graph.failed_leaves() == []  # a failed refit is not for the search to repair
+    assert agent.session.state.graph.failed_leaves() == []  # a failed refit is not for the search to repair
 
 
 def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     run = _run(tmp_path, ["search.num_drafts=2", "budget.iterations=2", "sandbox.script_timeout_s=120"])
     agent = Agent(run, RecipeBrain(), get_policy(run.config.search), get_sandbox("auto"))
     agent.run_loop()
-    members = tuple(n.id for n in agent.state.graph.ranked())
+    members = tuple(n.id for n in agent.session.state.graph.ranked())
     fuse = agent.step(Action("blend", members), 120)
     assert fuse.ok, fuse.failure
-    agent.state.best_id = fuse.id  # refit the blend, whatever won
-    choice = FinalStage(agent).run_refit(300)
-    graph = agent.state.graph
+    agent.session.state.best_id = fuse.id  # refit the blend, whatever won
+    choice = FinalStage(agent.session).run_refit(300)
+    graph = agent.session.state.graph
     refits = [n for n in graph if n.op == "refit"]
     weights = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())["weights"]
     weighted = [m for m in members if weights[m] > 0]  # a member the blend gave no weight is not refitted
@@ -136,38 +136,42 @@ def test_search_nodes_may_not_reach_the_refit_data(tmp_path):
     code = "print(open('../../final/data/train.csv').read())\n"
     node_dir = run.node_dir("n0001")
     node_dir.mkdir(parents=True)
-    verdict = check_code(code, node_dir.resolve(), agent.runner.forbidden, data_dir=run.workspace.data_dir.resolve())
+    verdict = check_code(
+        code, node_dir.resolve(), agent.session.executor.forbidden, data_dir=run.workspace.data_dir.resolve()
+    )
     assert not verdict.ok and "final" in verdict.reason
 
 
 def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     run, agent, split = _searched(tmp_path)
-    best = agent.state.graph["n0001"]
+    best = agent.session.state.graph["n0001"]
     best.timing["exec_s"] = 20.0
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     best.timing["budget_s"] = 60.0
-    assert refit_seconds(run, agent.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
+    assert refit_seconds(run, agent.session.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
     best.timing["exec_s"] = 50.0  # it used most of its budget: the refit gets as much per row
-    assert refit_seconds(run, agent.state.graph, best) == pytest.approx(60.0 * growth)
-    assert refit_reserve(run, agent.state.graph, best) == pytest.approx(60.0 * growth)  # no time budget set
+    assert refit_seconds(run, agent.session.state.graph, best) == pytest.approx(60.0 * growth)
+    assert refit_reserve(run, agent.session.state.graph, best) == pytest.approx(60.0 * growth)  # no time budget set
     run.config.budget.time_s = 200.0
-    assert refit_reserve(run, agent.state.graph, best) == 0.0  # over 30% of the budget: no refit planned
+    assert refit_reserve(run, agent.session.state.graph, best) == 0.0  # over 30% of the budget: no refit planned
     best.timing["exec_s"] = 10.0
     run.config.budget.time_s = (
-        agent.state.spent_s + agent.elapsed() + 70
+        agent.session.state.spent_s + agent.session.clock.elapsed() + 70
     )  # under the 60 s script limit after the reserve
     run.config.budget.iterations = None
     run.config.budget.script_share = 1.0
-    assert agent._check_budget() == pytest.approx(70 - 10.0 * growth * 1.25, abs=1.0)
+    assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(
+        70 - 10.0 * growth * 1.25, abs=1.0
+    )
     run.config.budget.script_share = 0.1  # one script may use at most a tenth of the run's budget
-    assert agent._check_budget() == pytest.approx(0.1 * run.config.budget.time_s)
+    assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(0.1 * run.config.budget.time_s)
     run.config.final.refit = False
-    assert refit_seconds(run, agent.state.graph, best) == 0.0
+    assert refit_seconds(run, agent.session.state.graph, best) == 0.0
 
 
 def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     run, agent, split = _searched(tmp_path)
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     best = graph["n0001"]
     best.timing.update(exec_s=10.0, budget_s=60.0)
@@ -183,11 +187,11 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     planned = refit_reserve(run, graph, best, planned=("n0001", *members))
     assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
     run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at 30% of the budget)
-    run.config.budget.time_s = agent.state.spent_s + agent.elapsed() + planned + 3
+    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + 3
     run.config.budget.iterations = None
-    agent._check_budget()  # time enough while no blend is planned
+    agent.session.clock.next_limit_s(agent.session.state.graph)  # time enough while no blend is planned
     with pytest.raises(BudgetExhausted):  # but not for the blend and its refit
-        agent._check_budget(("n0001", *members))
+        agent.session.clock.next_limit_s(agent.session.state.graph, ("n0001", *members))
 
 
 def test_agreement_measures():
@@ -203,10 +207,10 @@ def test_agreement_measures():
 
 def test_no_refit_when_too_little_time_is_left(tmp_path):
     _run_dir, agent, _ = _searched(tmp_path)
-    agent.state.graph["n0001"].timing.update(exec_s=50.0, budget_s=60.0)
-    choice = FinalStage(agent).run_refit(30)
+    agent.session.state.graph["n0001"].timing.update(exec_s=50.0, budget_s=60.0)
+    choice = FinalStage(agent.session).run_refit(30)
     assert choice["node"] == "n0001" and "not enough time left" in choice["reason"]
-    assert [n.op for n in agent.state.graph] == ["draft"]  # nothing was started
+    assert [n.op for n in agent.session.state.graph] == ["draft"]  # nothing was started
 
 
 def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
@@ -217,7 +221,7 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     from mlguild.final.stage import final_base
 
     run, agent, _ = _searched(tmp_path)
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     best = graph["n0001"]
     # A stand-in blend: n0001's predictions with a little noise, scored a bit lower.
     blend = graph.add(type(best)(id="n0002", op="blend", parents=("n0001",), iteration=1))
@@ -227,13 +231,13 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame = pd.read_csv(holdout, dtype={"id": str})
     frame["y"] = (frame["y"] + np.random.default_rng(0).normal(scale=0.01, size=len(frame))).clip(0, 1)
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.scorers.holdout, best)
+    base, why = final_base(run, graph, agent.session.scorers.holdout, best)
     assert base.id == "n0002" and "within noise" in why, why
     frame["y"] = 1 - frame["y"]  # now clearly worse: the best node stays
     frame.to_csv(holdout, index=False)
-    base, why = final_base(run, graph, agent.scorers.holdout, best)
+    base, why = final_base(run, graph, agent.session.scorers.holdout, best)
     assert base.id == "n0001" and "better than the best blend n0002" in why, why
     run.config.final.tie_share = 0.0  # never prefer a blend
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
-    assert final_base(run, graph, agent.scorers.holdout, best)[0].id == "n0001"
+    assert final_base(run, graph, agent.session.scorers.holdout, best)[0].id == "n0001"

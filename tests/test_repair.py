@@ -81,7 +81,7 @@ def test_a_failing_feature_step_is_repaired_by_one_debug_node(tmp_path):
     brain = PlantingBrain(PARSED, OLD_BUG, ops=("draft",))
     agent, run = _agent(_task_with_timestamps(tmp_path / "task"), tmp_path, brain, **{"budget.iterations": 2})
     assert str(agent.run_loop()) == "budget: iterations"
-    draft, fix = list(agent.state.graph)
+    draft, fix = list(agent.session.state.graph)
     assert draft.status == "crash"
     cause = diagnose(draft.failure)
     assert (cause.exception, cause.step, cause.column) == ("TypeError", "columns", "created")
@@ -102,7 +102,7 @@ def test_identical_failures_stop_the_run_only_after_the_safest_pipeline_and_name
     agent, run = _agent(make_task(tmp_path / "task", n=120), tmp_path, brain, **{"budget.iterations": 60})
     with pytest.raises(BrainBroken) as stopped:
         agent.run_loop()
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     assert not any(n.ok for n in nodes)
     assert any(n.meta.get(LAST_RESORT) for n in nodes)  # the safest pipeline was tried first
     message = str(stopped.value)

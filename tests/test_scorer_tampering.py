@@ -69,8 +69,8 @@ try:
         agent.run_loop()
     else:
         node = Node(id="n0001", op="refit", parents=(), iteration=0)
-        agent.runner.write_proposal(node, "refit", codes[0], {})
-        agent.runner.execute(node, 30, seed=0, data_dir=run.workspace.data_dir)
+        agent.session.executor.write_proposal(node, "refit", codes[0], {})
+        agent.session.executor.execute(node, 30, seed=0, data_dir=run.workspace.data_dir)
 except ScorerIntegrityError as exc:
     print("STOPPED", exc.message)
     print("FIX", exc.fix)

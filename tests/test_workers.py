@@ -48,7 +48,7 @@ def test_two_workers_run_at_once_pinned_apart_and_read_each_others_reports(tmp_p
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop = agent.run_loop(workers=2)
     assert stop.finished
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     assert len(nodes) == 6 and all(n.ok for n in nodes), [(n.id, n.status, n.failure) for n in nodes]
 
     # The scripts overlapped in time, each on its own CPU with one thread.
@@ -196,7 +196,7 @@ def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
     agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop, killed = run_while_killing_one(agent, run, _script_pids)
     assert stop.finished and killed
-    nodes = list(agent.state.graph)
+    nodes = list(agent.session.state.graph)
     failed = [n for n in nodes if not n.ok]
     assert len(nodes) == 6 and len(failed) == 1, [(n.id, n.status, n.failure) for n in nodes]
     assert "SIGKILL" in (failed[0].failure or "") or "signal 9" in (failed[0].failure or ""), failed[0].failure

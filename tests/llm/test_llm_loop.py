@@ -100,7 +100,7 @@ def test_loop_survives_real_replies_and_service_failures(server, point_at, sleep
         reply(FULL),  # n0005: diffs fail, then a rewrite
     )
     agent, run = _run(tmp_path, [f"{provider}/{model}"], sleeps)
-    graph = agent.state.graph
+    graph = agent.session.state.graph
     assert [n.status for n in graph] == ["scored", "scored", "no_code", "scored", "scored"], [
         (n.id, n.status, n.failure) for n in graph
     ]
@@ -133,7 +133,9 @@ def test_quota_on_one_model_while_another_serves(server, point_at, sleeps, tmp_p
     server.script("claude-haiku-4-5", quota())
     server.script("gpt-4.1", *[reply(FULL)] * 3, reply(GOOD_DIFF), reply(GOOD_DIFF))
     agent, run = _run(tmp_path, ["anthropic/claude-haiku-4-5", "openai/gpt-4.1"], sleeps)
-    assert all(n.ok for n in agent.state.graph), [(n.id, n.status, n.failure) for n in agent.state.graph]
+    assert all(n.ok for n in agent.session.state.graph), [
+        (n.id, n.status, n.failure) for n in agent.session.state.graph
+    ]
     calls = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "llm_call"]
     assert [c["outcome"] for c in calls if c["model"].startswith("anthropic")] == ["QuotaExhausted"]
     assert len(server.requests_for("claude-haiku-4-5")) == 1  # parked after the quota error
@@ -145,6 +147,6 @@ def test_a_request_rejected_for_good_fails_one_node_not_the_run(server, point_at
     point_at("openai")
     server.script("gpt-4.1", reply(FULL), server_error(400), reply(FULL), reply(FULL), reply(FULL))
     agent, _run_dir = _run(tmp_path, ["openai/gpt-4.1"], sleeps, **{"budget.iterations": 4})
-    statuses = [n.status for n in agent.state.graph]
+    statuses = [n.status for n in agent.session.state.graph]
     assert statuses == ["scored", "llm_error", "scored", "scored"], statuses
-    assert "HTTP 400" in agent.state.graph["n0002"].failure
+    assert "HTTP 400" in agent.session.state.graph["n0002"].failure

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mlguild.config.llm import LLMConfig
 from mlguild.core.errors import BudgetExhausted
 from mlguild.llm import (
     AllModelsExhausted,
@@ -16,7 +17,7 @@ from mlguild.llm import (
     TransientError,
     make_llm,
 )
-from mlguild.llm.config import LLMConfig, build_router
+from mlguild.llm.router import build_router
 from mlguild.run.journal import Journal, read_journal
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai

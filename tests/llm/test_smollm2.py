@@ -24,8 +24,8 @@ from conftest import make_task
 from mlguild.brains import get_brain
 from mlguild.brains.llm.brain import LLMBrainOptions
 from mlguild.config import load_config
-from mlguild.core.vocabulary import FAILURES, SCORED
-from mlguild.llm.config import build_router
+from mlguild.core.vocabulary import FAILURES, Status
+from mlguild.llm.router import build_router
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
@@ -113,11 +113,11 @@ def test_short_real_run_records_every_failure_by_name(llama_server, tmp_path, mo
     brain = get_brain("hybrid", llm_factory=lambda: router, options=LLMBrainOptions(max_tokens=384))
     agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
     assert str(agent.run_loop()) == "budget: iterations"
-    statuses = [n.status for n in agent.state.graph]
-    assert len(statuses) == 4 and all(s == SCORED or s in FAILURES for s in statuses), statuses
-    assert agent.state.best_id is not None  # the recipe draft keeps the run useful
+    statuses = [n.status for n in agent.session.state.graph]
+    assert len(statuses) == 4 and all(s == Status.SCORED or s in FAILURES for s in statuses), statuses
+    assert agent.session.state.best_id is not None  # the recipe draft keeps the run useful
     calls = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "llm_call"]
     assert calls and all(c["model"] == "llamacpp/smollm2" for c in calls)
-    for node in agent.state.graph:
-        if node.status != SCORED:
+    for node in agent.session.state.graph:
+        if node.status != Status.SCORED:
             assert node.failure, node.id  # every failure has a message

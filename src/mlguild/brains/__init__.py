@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConfigError
-from ..core.protocols import LLM, Brain
+from ..core.protocols import Brain
+from ..llm.base import LLM
 
 if TYPE_CHECKING:
     from .llm.brain import LLMBrainOptions

@@ -6,35 +6,39 @@ over the remaining steps, and the switch is said once on the node's plan.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ..core.errors import ProposalFailed, StopRun
 from ..core.protocols import Action, Brain, Context, Proposal
-from ..core.vocabulary import EDA
+from ..core.vocabulary import Op
 from ..llm.errors import AllModelsExhausted, LLMError
+from .llm.brain import LLMBrain
 from .repair_port import port_repair
 
 
 class HybridBrain:
     name = "hybrid"
-    has_last_resort = True  # its recipe drafts reach the recipes' safest pipeline
+    has_last_resort: Literal[True] = True  # its recipe drafts reach the recipes' safest pipeline
 
-    def __init__(self, recipes: Brain, llm_brain: Brain):
+    def __init__(self, recipes: Brain, llm_brain: LLMBrain):
         self.recipes = recipes
         self.llm_brain = llm_brain
         self.llm_down: str | None = None
 
-    @property
-    def explores(self) -> bool:
-        """The LLM writes the exploratory node, while it is up."""
-        return self.llm_down is None
+    def explore(self, context: Context) -> Proposal:
+        """The exploratory node is the LLM's alone: the recipes have no exploration to offer."""
+        if self.llm_down:
+            raise ProposalFailed(f"every LLM is parked: {self.llm_down}; no exploration")
+        try:
+            return self.llm_brain.explore(context)
+        except AllModelsExhausted as exc:
+            self.llm_down = str(exc).splitlines()[0]
+            raise ProposalFailed(f"every LLM is parked: {self.llm_down}; no exploration") from None
 
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op == EDA:  # the LLM's alone: the recipes have no exploration to offer
-            try:
-                return self.llm_brain.propose(action, context)
-            except AllModelsExhausted as exc:
-                self.llm_down = str(exc).splitlines()[0]
-                raise ProposalFailed(f"every LLM is parked: {self.llm_down}; no exploration") from None
-        if action.op in ("draft", "blend") or self.llm_down:  # a blend needs no LLM
+        if action.op == Op.EDA:
+            return self.explore(context)
+        if action.op in (Op.DRAFT, Op.BLEND) or self.llm_down:  # a blend needs no LLM
             return self._by_recipes(action, context)
         try:
             return self.llm_brain.propose(action, context)
@@ -51,12 +55,12 @@ class HybridBrain:
     def _by_recipes(self, action: Action, context: Context) -> Proposal:
         # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written
         # parent is answered with a fresh recipe draft instead.
-        if action.op in ("improve", "debug", "evolve", "fuse") and not all(
+        if action.op in (Op.IMPROVE, Op.DEBUG, Op.EVOLVE, Op.FUSE) and not all(
             p.meta.get("recipe") for p in context.parents
         ):
-            action = Action("draft", (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
+            action = Action(Op.DRAFT, (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
         proposal = self.recipes.propose(action, context)
-        return _with_repairs(proposal, context) if action.op == "draft" else proposal
+        return _with_repairs(proposal, context) if action.op == Op.DRAFT else proposal
 
 
 def _with_repairs(proposal: Proposal, context: Context) -> Proposal:

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from ..core.protocols import Action, Context, Proposal
+from ..core.vocabulary import Op
 
 # Predicts from the training labels alone: the majority class, the class frequencies, or the
 # mean. `shrink` blends toward a neutral value so improve steps produce different scores.
@@ -73,7 +74,7 @@ class ScriptedBrain:
             reply = self.replies.popleft()
             return reply(action, context) if callable(reply) else reply
         # Each improve shrinks less toward the neutral value, so later nodes differ measurably.
-        shrink = 0.5 if action.op == "draft" else max(0.0, 0.5 - 0.1 * (context.iteration % 6))
+        shrink = 0.5 if action.op == Op.DRAFT else max(0.0, 0.5 - 0.1 * (context.iteration % 6))
         return Proposal(
             plan=f"{action.op}: prior predictor with shrink {shrink:.2f} ({action.reason})",
             code=PRIOR_SCRIPT.format(shrink=shrink),

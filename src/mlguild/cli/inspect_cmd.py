@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..core.errors import RunError
 from ..core.graph import SearchGraph
+from ..core.vocabulary import Status
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
@@ -53,7 +54,7 @@ def status(
             style = (
                 "bold green"
                 if node.id == best
-                else ("red" if node.status not in ("scored", "pending", "final") else None)
+                else ("red" if node.status not in (Status.SCORED, Status.PENDING, Status.FINAL_OK) else None)
             )
             what = (
                 node.meta.get("recipe")

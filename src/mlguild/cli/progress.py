@@ -7,7 +7,7 @@ import time
 from rich.live import Live
 from rich.text import Text
 
-from ..run.loop import Agent
+from ..run.session import Session
 from .common import console, plain
 
 
@@ -23,20 +23,20 @@ def _clock(seconds: float | None) -> str:
 
 
 class Progress:
-    """Renders agent events. The status line is a renderable recomputed on every refresh."""
+    """Renders a session's events. The status line is a renderable recomputed on every refresh."""
 
-    def __init__(self, agent: Agent):
-        self.agent = agent
+    def __init__(self, session: Session):
+        self.session = session
         self.current = ""
         self.live: Live | None = None
 
     def __rich__(self) -> Text:
-        a = self.agent
-        best = a.state.graph[a.state.best_id] if a.state.best_id else None
+        s = self.session
+        best = s.state.graph[s.state.best_id] if s.state.best_id else None
         best_text = f"{best.score:.5g} ({best.id})" if best else "—"
         return Text(
-            f"iter {len(a.state.graph)} | best {a.scorers.holdout.metric.name} {best_text} | "
-            f"elapsed {_clock(a.state.spent_s + a.elapsed())} | left {_clock(a.remaining_s())} | {self.current}",
+            f"iter {len(s.state.graph)} | best {s.scorers.holdout.metric.name} {best_text} | "
+            f"elapsed {_clock(s.state.spent_s + s.clock.elapsed())} | left {_clock(s.clock.remaining_s())} | {self.current}",
             style="dim",
         )
 

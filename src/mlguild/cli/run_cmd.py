@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-from collections import Counter
 from pathlib import Path
 
 import typer
 
-from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
-from ..brains.llm.brain import LLMBrainOptions
-from ..brains.scripted import PRIOR_SCRIPT
-from ..coder.diagnose import diagnose
-from ..config import load_config, parse_duration, save_config
-from ..core.errors import ConfigError, KaggleError, RunError
-from ..core.vocabulary import REFIT
-from ..final.stage import finish
-from ..kaggle.api import competition_slug
-from ..kaggle.submitter import Submitter, kaggle_slug
-from ..llm.config import build_router
-from ..llm.registry import make_llm
-from ..llm.scripted import ScriptedLLM
-from ..run.folder import RunDir, create_run, open_run
-from ..run.loop import Agent, Stop
-from ..sandbox import describe_layer, get_sandbox, is_strong
-from ..scoring.floors import check_learned, floors
-from ..search import get_policy
+from ..config import load_config, parse_duration
+from ..core.errors import ConfigError
+from ..run.entry import Finished, start
+from ..run.entry import resume as resume_run
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
-from .prepare import fill_ideas, write_brief
 from .progress import Progress
-from .task_cmd import resolve_task
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
 RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
@@ -75,155 +57,36 @@ def _overrides(
     return out
 
 
-def _brain_for(run: RunDir, fake_llm: bool = False):
-    """The brain the config asks for; an LLM is built (and its keys checked) only if needed."""
-    cfg = run.config
-    name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm)
-
-    def llm_factory():
-        if fake_llm and not cfg.llm.models:
-            return ScriptedLLM(
-                model="scripted/prior", default=f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
-            )
-        records = [r for r in run.journal.records if r["type"] == "llm_call"]
-        return build_router(
-            cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
-        )
-
-    options = LLMBrainOptions.from_config(cfg, threads=cfg.sandbox.threads or os.cpu_count() or 1)
-    brain = get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
-    chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if fake_llm else "")
-    line = {
-        "recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
-        "llm": f"llm ({chain})",
-        "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
-        "scripted": "scripted (dry run)",
-    }[name]
-    return brain, line
+def _say(line: str, warning: bool) -> None:
+    """Print a line a run announces (text from data is escaped)."""
+    console.print(f"[yellow]warning:[/] {plain(line)}" if warning else plain(line))
 
 
-def _sandbox_for(cfg, brain_name: str):
-    """The sandbox the config asks for, and the one line that says what it is and what it
-    does not cover (a warning when "auto" fell back to the weak local layer). Raises
-    ConfigError when "auto" would run LLM-written scripts unconfined (get_sandbox), or
-    --strict finds only the weak layer."""
-    kind = cfg.sandbox.kind
-    sandbox = get_sandbox(kind, llm_code=brain_name in LLM_CODE_BRAINS, gpu=cfg.sandbox.gpu)
-    if cfg.sandbox.strict and not is_strong(sandbox):
-        raise ConfigError(
-            f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
-            "apt-get install -y bubblewrap (as root), or run without --strict",
-        )
-    line = "sandbox " + describe_layer(sandbox).removeprefix("sandbox: ")
-    if kind == "auto" and not is_strong(sandbox):  # the harness's own scripts only (see get_sandbox)
-        line = f"[yellow]warning:[/] {line}"
-    return sandbox, line
-
-
-def _submitter_for(run: RunDir) -> Submitter | None:
-    """The Kaggle submitter when the run submits (kaggle.submit); its problems stop it now."""
-    if run.config.kaggle.submit == "never":
-        return None
-    from ..kaggle.api import connect
-
-    slug = kaggle_slug(run)
-    if slug is None:  # before connecting: the task, not the network, is what is wrong
-        raise KaggleError(
-            "--submit needs a task made from a Kaggle competition",
-            "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
-        )
-    client = connect()
-    limit = client.competition(slug).max_daily_submissions
-    return Submitter(run, client, warn=lambda m: console.print(f"[yellow]warning:[/] {plain(m)}"), daily_limit=limit)
-
-
-def _with_submitter(progress: Progress, submitter: Submitter | None):
-    """The agent's event handler: the progress display, and `each` submissions of a new best."""
-    if submitter is None:
-        return progress
-
-    def handle(kind: str, data: dict) -> None:
-        progress(kind, data)
-        if kind == "node_finished" and data.get("is_best"):
-            submitter.on_best(data["best"])
-
-    return handle
-
-
-def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
-    """Run the loop, then finish the run (the library's final stage and grade); return why
-    the loop stopped."""
-    cfg = run.config
-    sandbox, sandbox_line = _sandbox_for(cfg, resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or fake_llm))
-    if cfg.search.ray:
-        from ..run.ray_workers import RaySandbox, connect
-
-        sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
-        sandbox = RaySandbox(sandbox)
-    brain, brain_line = _brain_for(run, fake_llm)
-    submitter = _submitter_for(run)
-    write_brief(run, brain, fake_llm)
-    fill_ideas(run, brain, fake_llm)
-    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
-    console.print(f"run   {plain(run.path)}")
-    console.print(
-        f"task  {plain(run.spec.name)}: {run.spec.task_type}, metric {run.spec.metric} ({agent.scorers.holdout.metric.direction}) on a sealed holdout"
-    )
-    console.print(f"brain {plain(brain_line)}")
-    console.print(sandbox_line)
-    with Progress(agent) as progress:
-        agent.on_event = _with_submitter(progress, submitter)
-        stop = agent.run_loop()
-    done = finish(agent, stop)
-    if submitter is not None and stop.finished:
-        submitter.at_end(done.choice["node"] if done.choice else agent.state.best_id)
-        for node, score in submitter.public_scores().items():
-            console.print(f"kaggle {plain(node)}: public leaderboard {run.spec.metric} {score}")
+def _report(done: Finished) -> None:
+    """What a finished session says on the console; then its verdict (``Finished.check``)."""
+    run, stop = done.run, done.stop
+    for node, score in done.public_scores.items():
+        console.print(f"kaggle {plain(node)}: public leaderboard {run.spec.metric} {score}")
     if not stop.finished:
         console.print(
             f"[yellow]not graded on the test answers[/] (the run did not finish its budget); continue with `mlguild resume {run.path}`"
         )
-    best = agent.state.graph[agent.state.best_id] if agent.state.best_id else None
-    scored = sum(1 for n in agent.state.graph if n.ok)
-    searched = sum(1 for n in agent.state.graph if n.op != REFIT)
-    console.print(f"\nstopped: {stop}; {searched} nodes, {scored} scored")
+    console.print(f"\nstopped: {stop}; {done.searched} nodes, {done.scored} scored")
+    best = done.best
     if best is None:
-        if stop.finished:
-            raise RunError(
-                f"no node produced a valid submission in {searched} nodes ({_common_failure(agent)})",
-                f"see `mlguild status {run.path}` and `mlguild show <node> --run {run.path}`; "
-                f"give it more time with `mlguild resume {run.path} --time 30m`",
-            )
+        done.check()  # a finished run with no valid submission is an error
         console.print("[yellow]no node produced a valid submission yet[/]; see `mlguild status " + str(run.path) + "`")
-        return stop
+        return
     console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
-    if done.choice is not None:
-        console.print(
-            f"final {done.choice['node']}: {done.choice['reason']}  →  {run.path / 'final' / 'submission.csv'}"
-        )
-    if done.grade is not None:
-        grade = done.grade
+    choice, grade = done.finish.choice, done.finish.grade
+    if choice is not None:
+        console.print(f"final {choice['node']}: {choice['reason']}  →  {run.path / 'final' / 'submission.csv'}")
+    if grade is not None:
         shown = (
             f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
         )
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
-    if stop.finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
-        check_learned(best.score, floors(run.journal.records), agent.scorers.holdout.metric.direction, run.spec.metric)
-    return stop
-
-
-def _common_failure(agent: Agent) -> str:
-    """The most frequent way the nodes failed, as "6 crash: TypeError in step 'columns' ..."."""
-    columns = [c.name for c in agent.run.profile.columns]
-    causes = Counter(
-        f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
-        for n in agent.state.graph
-        if not n.ok and n.op != REFIT
-    )
-    if not causes:
-        return "no node finished"
-    cause, count = causes.most_common(1)[0]
-    return f"most often, {count} times: {cause}"
+    done.check()
 
 
 def run(
@@ -308,37 +171,23 @@ def run(
         if cycle is not None:
             overrides.append(f"brain.cycle={cycle}")
         cfg = load_config(config, overrides)
-        brain_name = resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)  # fail before any work
-        if cfg.brain.cycle != "off" and brain_name != "llm":
-            raise ConfigError(
-                f"--cycle {cfg.brain.cycle} needs the LLM brain (this run's brain: {brain_name})",
-                "give a model: --model provider/name (and --brain llm or auto), or drop --cycle",
-            )
-        # an unusable or refused sandbox too, before any LLM call or run directory
-        get_sandbox(cfg.sandbox.kind, llm_code=brain_name in LLM_CODE_BRAINS)
-        for name in cfg.llm.models:
-            make_llm(name)  # a missing key or SDK fails now, naming the fix
-        if cfg.budget.time_s is None and cfg.budget.iterations is None:
-            default = cfg.budget.default_time_s
-            cfg = load_config(config, [*overrides, f"budget.time_s={default}"])
-            console.print(
-                f"no --time or --iterations given: using the default budget of {default:g} s (budget.default_time_s)"
-            )
-        loaded = resolve_task(task, target=target, metric=metric)
-        if cfg.kaggle.submit != "never" and competition_slug(loaded.spec.source or "") is None:
-            raise KaggleError(
-                "--submit needs a task made from a Kaggle competition",
-                "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
-            )
-        run_dir = create_run(loaded, cfg, runs_dir or default_runs_dir(), run_id)
-        try:
-            if no_launch:
-                write_brief(run_dir, _brain_for(run_dir, dry_run)[0], dry_run)
-                console.print(plain(f"not launched: edit the brief, then `mlguild resume {run_dir.path}`"))
-                return
-            stop = _drive(run_dir, fake_llm=dry_run)
-        finally:
-            run_dir.close()
+        done = start(
+            task,
+            cfg,
+            runs_dir=runs_dir or default_runs_dir(),
+            run_id=run_id,
+            dry_run=dry_run,
+            launch=not no_launch,
+            target=target,
+            metric=metric,
+            say=_say,
+            watch=Progress,
+        )
+        if not isinstance(done, Finished):  # --no-launch: the run folder, with its brief
+            console.print(plain(f"not launched: edit the brief, then `mlguild resume {done.path}`"))
+            return
+        _report(done)
+        stop = done.stop
     if not stop.finished:
         raise typer.Exit(SIGINT_EXIT)
 
@@ -361,14 +210,8 @@ def resume(
             overrides.append(f"search.workers={workers}")
         if ray is not None:
             overrides.append(f"search.ray={ray}")
-        run_dir = open_run(resolve_run(run, runs_dir or default_runs_dir()))
-        try:
-            if overrides:
-                tree = run_dir.config.model_dump()
-                run_dir.config = load_config(None, overrides, base=tree)
-                save_config(run_dir.config, run_dir.path / "config.yaml")
-            stop = _drive(run_dir)
-        finally:
-            run_dir.close()
+        done = resume_run(resolve_run(run, runs_dir or default_runs_dir()), overrides, say=_say, watch=Progress)
+        _report(done)
+        stop = done.stop
     if not stop.finished:
         raise typer.Exit(SIGINT_EXIT)

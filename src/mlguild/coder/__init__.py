@@ -25,11 +25,10 @@ from .edits import (
     should_fallback_to_rewrite,
 )
 from .extract import Extraction, extract_code, is_length_stop, is_normal_stop
-from .failures import KINDS, MESSAGE_LIMIT, CoderFailure, Failure, failure_from_node, parse_last_traceback
+from .failures import MESSAGE_LIMIT, CoderFailure, Failure, failure_from_node, parse_last_traceback
 from .stepwise import STEP_ORDER, assemble_parts
 
 __all__ = [
-    "KINDS",
     "MAX_CONTINUATIONS",
     "MAX_DIFF_REPROMPTS",
     "MESSAGE_LIMIT",

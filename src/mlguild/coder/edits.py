@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..core.vocabulary import FailureKind
 from ..prompts import render
 from .failures import Failure, clip
 from .match import Match, closest_region, find_matches
@@ -96,7 +97,7 @@ class EditResult:
             f"block {f.index} ({f.reason.replace('_', ' ')}): {clip(f.first_line, 60)}" for f in self.failures
         )
         message = f"{len(self.failures)} of {self.total} SEARCH/REPLACE blocks did not apply: {names}"
-        return Failure("diff_mismatch", clip(message), diff_retry_prompt(self.failures, self.code))
+        return Failure(FailureKind.DIFF_MISMATCH, clip(message), diff_retry_prompt(self.failures, self.code))
 
 
 # --- parsing ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from ..core.vocabulary import FailureKind
 from .failures import Failure, clip
 
 _LENGTH_STOPS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length", "max_tokens_reached"})
@@ -72,7 +73,7 @@ class Extraction:
     @property
     def partial(self) -> str | None:
         """The code written before the cut, when the reply was truncated."""
-        return self.failure.detail if self.failure and self.failure.kind == "truncated" else None
+        return self.failure.detail if self.failure and self.failure.kind == FailureKind.TRUNCATED else None
 
 
 @dataclass(frozen=True)
@@ -177,11 +178,11 @@ def truncated(partial: str, plan: str = "") -> Extraction:
             f"The reply was cut off by the output limit after {len(lines)} lines of the script "
             f"(it stops at: {stop}). Continue from exactly that point; do not start over."
         )
-    return Extraction(None, Failure("truncated", message, partial), plan)
+    return Extraction(None, Failure(FailureKind.TRUNCATED, message, partial), plan)
 
 
 def no_code(message: str, plan: str = "") -> Extraction:
-    return Extraction(None, Failure("no_code", message), plan)
+    return Extraction(None, Failure(FailureKind.NO_CODE, message), plan)
 
 
 def verdict(code: str, closed: bool, finish_reason: str | None, plan: str = "") -> Extraction:

@@ -14,22 +14,8 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ProposalFailed
+from ..core.vocabulary import FailureKind, Status
 
-# Stable names, also used as node statuses. The first three are the coder's own (a reply
-# that cannot become a script); the rest describe a script that was written and run.
-KINDS = (
-    "truncated",
-    "no_code",
-    "diff_mismatch",
-    "syntax_error",
-    "guard_rejected",
-    "timeout",
-    "memory",
-    "crash",
-    "missing_output",
-    "invalid_output",
-    "brain_error",
-)
 MESSAGE_LIMIT = 600
 DETAIL_LIMIT = 4000
 SCRIPT_NAME = "solution.py"
@@ -37,7 +23,7 @@ SCRIPT_NAME = "solution.py"
 
 @dataclass(frozen=True)
 class Failure:
-    """A named failure. ``kind`` is a stable short name (see ``KINDS``; a sandbox status such
+    """A named failure. ``kind`` is a stable short name (a ``FailureKind``; a sandbox status such
     as ``disk`` or ``procs`` passes through as its own kind); ``message`` is at most
     ``MESSAGE_LIMIT`` characters and is written for the next prompt; ``detail`` holds the
     longer material behind it (partial code for ``truncated``, a traceback excerpt)."""
@@ -59,7 +45,7 @@ class CoderFailure(ProposalFailed):
         self.failure = failure
 
     def as_record(self) -> tuple[str, str, str]:
-        partial = self.failure.detail if self.failure.kind == "truncated" else ""
+        partial = self.failure.detail if self.failure.kind == FailureKind.TRUNCATED else ""
         return self.failure.kind, self.failure.message, partial
 
 
@@ -195,7 +181,16 @@ def describe_crash(stderr: str, fallback: str = "") -> tuple[str, str]:
 _TIMEOUT_S = re.compile(r"after ([\d.]+) s")
 _MEMORY_CAP = re.compile(r"used (\d+) MiB, over the (\d+) MiB cap")
 _LINE = re.compile(r"line (\d+)")
-_PASS_THROUGH = frozenset({"guard_rejected", "invalid_output", "brain_error", "truncated", "no_code", "diff_mismatch"})
+_PASS_THROUGH = frozenset(
+    {
+        FailureKind.GUARD_REJECTED,
+        FailureKind.INVALID_OUTPUT,
+        FailureKind.BRAIN_ERROR,
+        FailureKind.TRUNCATED,
+        FailureKind.NO_CODE,
+        FailureKind.DIFF_MISMATCH,
+    }
+)
 
 _TIMEOUT_HINT = (
     "Make it fit: fewer boosting rounds with early stopping, fewer CV folds, subsample rows "
@@ -218,16 +213,16 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
     and how to stay under it; output and guard failures pass the harness's message through.
     Raises ValueError for a status that is not a failure (``scored``, ``pending``).
     """
-    if status in ("scored", "pending"):
+    if status in (Status.SCORED, Status.PENDING):
         raise ValueError(f"node status {status!r} is not a failure")
     text = (failure_text or "").strip()
     reason = text.splitlines()[0] if text else ""
     stderr = stderr_tail or ("\n".join(text.splitlines()[1:]) if text else "")
 
-    if status == "crash":
+    if status == FailureKind.CRASH:
         message, detail = describe_crash(stderr, fallback=reason)
-        return Failure("crash", message, detail)
-    if status == "timeout":
+        return Failure(FailureKind.CRASH, message, detail)
+    if status == FailureKind.TIMEOUT:
         limit = _TIMEOUT_S.search(reason)
         what = (
             f"was killed at the {float(limit[1]):g} s wall-clock limit"
@@ -241,7 +236,7 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
             clip(f"The script {what} before writing its outputs.{where} {_TIMEOUT_HINT}"),
             clip(stderr, DETAIL_LIMIT),
         )
-    if status == "memory":
+    if status == FailureKind.MEMORY:
         cap = _MEMORY_CAP.search(reason)
         what = (
             f"The process tree reached {cap[1]} MiB, over the {cap[2]} MiB cap, and was killed"
@@ -254,20 +249,20 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
             what += f" at {SCRIPT_NAME} line {frame.line}: {clip(frame.code, 140)}"
         if tb is not None and tb.exception:
             what += f" ({clip(tb.exception.splitlines()[0], 160)})"
-        return Failure("memory", clip(f"{what}. {_MEMORY_HINT}"), clip(stderr, DETAIL_LIMIT))
-    if status == "syntax_error":
+        return Failure(FailureKind.MEMORY, clip(f"{what}. {_MEMORY_HINT}"), clip(stderr, DETAIL_LIMIT))
+    if status == FailureKind.SYNTAX_ERROR:
         tb = parse_last_traceback(stderr) if stderr else None
         if not text and tb is not None and tb.frames:
             text = f"SyntaxError at line {tb.frames[-1].line}: {tb.exception.split(':', 1)[-1].strip()}"
         line = _LINE.search(text)
         message = text if line else f"{text or 'the script does not compile'} (line unknown)"
-        return Failure("syntax_error", clip(message), clip(stderr, DETAIL_LIMIT))
-    if status == "missing_output":
+        return Failure(FailureKind.SYNTAX_ERROR, clip(message), clip(stderr, DETAIL_LIMIT))
+    if status == FailureKind.MISSING_OUTPUT:
         message = (
             text or "the script finished without writing its outputs"
         ) + "; write output/holdout.csv and output/submission.csv relative to the working directory"
-        return Failure("missing_output", clip(message), clip(stderr, DETAIL_LIMIT))
-    if status == "disk":
+        return Failure(FailureKind.MISSING_OUTPUT, clip(message), clip(stderr, DETAIL_LIMIT))
+    if status == FailureKind.DISK:
         return Failure(
             "disk",
             clip(
@@ -276,7 +271,7 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
             ),
             clip(stderr, DETAIL_LIMIT),
         )
-    if status == "procs":
+    if status == FailureKind.PROCS:
         return Failure(
             "procs",
             clip(f"{reason or 'too many processes'}. Use n_jobs=MLGUILD_THREADS and do not spawn processes in a loop."),

@@ -15,7 +15,6 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from ..core.errors import ConfigError
-from ..llm.config import LLMConfig
 from ..sandbox.base import (
     DEFAULT_DISK_MB,
     DEFAULT_FSIZE_MB,
@@ -31,6 +30,7 @@ from ..sandbox.base import (
     Limits,
 )
 from .base import _Section
+from .llm import LLMConfig
 from .search import MCGSConfig as MCGSConfig  # re-exported: every section is importable from here
 from .search import SearchConfig
 

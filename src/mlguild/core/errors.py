@@ -6,6 +6,8 @@ so a person reading a terminal at 3 a.m. knows what to do next.
 
 from __future__ import annotations
 
+from .vocabulary import FailureKind
+
 
 class StopRun(Exception):
     """The run cannot go on (a spent budget, an unusable setup): raised through a step, it
@@ -16,7 +18,7 @@ class ProposalFailed(Exception):
     """One proposal failed (an LLM request, a reply without usable code): its node is
     recorded as failed, and the run goes on."""
 
-    kind = "brain_error"
+    kind = FailureKind.BRAIN_ERROR
 
     def as_record(self) -> tuple[str, str, str]:
         """(failure kind, message for the record and the next prompt, code the proposal still

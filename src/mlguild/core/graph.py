@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..metrics import Direction, Score
-from .vocabulary import BLEND, DEBUG, DRAFT, EDA, FAILURES, FUSE, PENDING, REFIT, RERUN, SCORED
+from .vocabulary import FAILURES, Op, Status
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Node:
     iteration: int
     plan: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-    status: str = PENDING
+    status: str = Status.PENDING
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
@@ -37,18 +37,18 @@ class Node:
 
     @property
     def finished(self) -> bool:
-        return self.status != PENDING
+        return self.status != Status.PENDING
 
     @property
     def ok(self) -> bool:
-        return self.status == SCORED and self.score is not None
+        return self.status == Status.SCORED and self.score is not None
 
     @property
     def is_blend(self) -> bool:
         """It averages its parents' predictions (their outputs are staged into it, a refit
         reruns them first). The recipe brain answers a fuse with a blend, and runs before
         the blend op had its own name recorded blends as fuses: the meta's member list says."""
-        return self.op == BLEND or isinstance(self.meta.get("fuse"), list)
+        return self.op == Op.BLEND or isinstance(self.meta.get("fuse"), list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -92,11 +92,11 @@ class SearchGraph:
             raise ValueError(f"node {node.id} already exists")
         parent = self.nodes.get(node.parents[0]) if node.parents else None
         # A fuse or a blend draws on several branches, so it starts a branch of its own.
-        node.branch = node.branch or (parent.branch if parent and node.op not in (FUSE, BLEND) else node.id)
-        if node.op == DEBUG and parent is not None:
+        node.branch = node.branch or (parent.branch if parent and node.op not in (Op.FUSE, Op.BLEND) else node.id)
+        if node.op == Op.DEBUG and parent is not None:
             node.debug_depth = parent.debug_depth + 1
         self.nodes[node.id] = node
-        if node.op == RERUN:
+        if node.op == Op.RERUN:
             self._reruns.append(node)
         return node
 
@@ -125,10 +125,10 @@ class SearchGraph:
         best_key = pending_key = -math.inf
         pending: Node | None = None
         for node in self.nodes.values():
-            if node.score is None or node.status != SCORED:
+            if node.score is None or node.status != Status.SCORED:
                 continue
             mine = key(node)
-            if mine <= best_key or node.op == RERUN or (exclude_blends and node.is_blend):
+            if mine <= best_key or node.op == Op.RERUN or (exclude_blends and node.is_blend):
                 continue  # the cheap test first: most nodes are behind the best so far
             if best is None or self.evidence is None:
                 best, best_key = node, mine
@@ -188,13 +188,15 @@ class SearchGraph:
 
     def ranked(self) -> list[Node]:
         """Scored nodes, best holdout score first (re-runs, which repeat a node, left out)."""
-        return sorted((n for n in self.nodes.values() if n.ok and n.op != RERUN), key=lambda n: -self.score_of(n).key())
+        return sorted(
+            (n for n in self.nodes.values() if n.ok and n.op != Op.RERUN), key=lambda n: -self.score_of(n).key()
+        )
 
     def children(self, node_id: str) -> list[Node]:
         return [n for n in self.nodes.values() if node_id in n.parents]
 
     def drafts(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.op == DRAFT]
+        return [n for n in self.nodes.values() if n.op == Op.DRAFT]
 
     def failed_leaves(self) -> list[Node]:
         """Finished, failed search nodes that nothing has been built on yet (a failed final
@@ -203,13 +205,13 @@ class SearchGraph:
         return [
             n
             for n in self.nodes.values()
-            if n.status in FAILURES and n.id not in with_children and n.op not in (REFIT, RERUN, EDA)
+            if n.status in FAILURES and n.id not in with_children and n.op not in (Op.REFIT, Op.RERUN, Op.EDA)
         ]
 
     def stagnation(self, node_id: str) -> int:
         """Finished nodes in ``node_id``'s branch since the branch's best score was set."""
         branch = self.nodes[node_id].branch
-        members = [n for n in self.nodes.values() if n.branch == branch and n.finished and n.op != RERUN]
+        members = [n for n in self.nodes.values() if n.branch == branch and n.finished and n.op != Op.RERUN]
         best_key, since = None, 0
         for n in members:  # creation order
             key = self.score_of(n).key()

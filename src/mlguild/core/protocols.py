@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .vocabulary import Op
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..llm.base import Completion, Message
     from ..memory import MovePrior, Recall
     from ..metrics import Score
     from ..sandbox.base import ExecResult, Limits
@@ -117,9 +116,9 @@ class Proposal:
 
 
 class Brain(Protocol):
-    """Turns an Action plus its Context into a Proposal. A brain that can propose a safest
-    pipeline (meta ``LAST_RESORT``) after repeated identical failures says so with
-    ``has_last_resort = True``.
+    """Turns an Action plus its Context into a Proposal. What a brain can do beyond that is
+    declared by the capability Protocols below (``Explorer``, ``Fixer``, ``Concurrent``,
+    ``HasLastResort``), which the loop checks with ``isinstance``.
 
     Contract: ``propose`` returns a Proposal, or raises a ``ProposalFailed`` (this proposal
     failed: the node is recorded as failed, the run goes on) or a ``StopRun`` (the run
@@ -166,25 +165,64 @@ class Scorer(Protocol):
     def bootstrap_wins(self, path_a: str | os.PathLike, path_b: str | os.PathLike, seed: int = 0) -> float | None: ...
 
 
+# ---------------------------------------------------------------- brain capabilities
+# Optional: a brain declares one by having its method or attribute, and the loop asks with
+# isinstance (these are runtime-checkable), never by probing names with getattr.
+
+
 @runtime_checkable
-class LLM(Protocol):
-    """Anything that turns messages into a Completion.
+class Explorer(Protocol):
+    """A brain that writes the exploratory node before the first draft (``Op.EDA``): a
+    script that prints findings for the brief, scored by nobody."""
 
-    Contract: ``complete`` returns a Completion or raises an ``mlguild.llm.errors.LLMError``
-    subclass (never a provider SDK exception). ``purpose`` and ``node`` are labels for the
-    ledger (e.g. "draft", "n0003"); adapters ignore them. Adapters do not retry: retrying,
-    fallback and budgets belong to the Router, so one policy governs every provider.
-    """
+    def explore(self, context: Context) -> Proposal: ...
 
-    model: str
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        timeout_s: float = 300,
-        purpose: str = "",
-        node: str = "",
-    ) -> Completion: ...
+@dataclass(frozen=True)
+class FixRequest:
+    """What a ``Fixer`` is told about the step of a node's fix loop that just failed."""
+
+    plan: str
+    code: str  # the script that ran
+    status: str  # how it ended (a FailureKind)
+    failure: str  # the harness's message
+    stderr: str  # the end of what it printed on stderr
+    step: int  # the step that ran, from 1
+    timeout_s: float  # the time the next step may have
+    node: str  # the node's id (a label for the LLM ledger)
+
+
+@runtime_checkable
+class Fixer(Protocol):
+    """A brain whose proposals (meta ``cycle``) run in a run-observe-fix loop inside their
+    node (mlguild.run.fix_loop): it fixes a failed step's script from what the step did."""
+
+    def fix_step(self, request: FixRequest) -> tuple[str, str]:
+        """(why, the fixed script)."""
+        ...
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """A brain whose ``propose`` may run in several workers' threads at once (what it caches
+    is the same whoever fills it); any other brain is asked by one worker at a time."""
+
+    concurrent: Literal[True]
+
+
+@runtime_checkable
+class HasLastResort(Protocol):
+    """A brain that proposes a safest pipeline (meta ``LAST_RESORT``) after repeated identical
+    failures: the loop stops a run whose nodes all fail the same way only once that failed too."""
+
+    has_last_resort: Literal[True]
+
+
+# ---------------------------------------------------------------- sandbox capabilities
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """A sandbox that runs scripts elsewhere (Ray) and can stop them all at once on Ctrl-C."""
+
+    def cancel_all(self) -> None: ...

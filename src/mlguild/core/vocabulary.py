@@ -1,68 +1,78 @@
 """The words a node is described with: its operation, its status, the ways it can fail.
 
-Named once here; the graph, the policies, the executor, the loop and the final stage all
-speak them, and the journal stores them as these strings.
+Named once here, as StrEnums: the graph, the policies, the executor, the loop, the brains
+and the final stage all speak them, and the journal stores them as their plain strings
+(a member is a ``str``, so a record written before this module existed reads back equal).
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from enum import StrEnum
 
-# ---------------------------------------------------------------- operations
-Op = Literal["eda", "draft", "improve", "debug", "evolve", "fuse", "blend", "rerun", "refit"]
-# Final: each name is its Op literal to the type checker, so Action(DRAFT, ...) checks.
-EDA: Final = "eda"  # an exploratory script before the first draft: findings for the brief, no score
-DRAFT: Final = "draft"
-IMPROVE: Final = "improve"
-DEBUG: Final = "debug"
-EVOLVE: Final = "evolve"  # a stagnant branch's next direction, from its whole trajectory
-FUSE: Final = "fuse"  # one script combining a node with the best ideas of other branches
-BLEND: Final = "blend"  # a weighted average of several nodes' predictions (mlguild.brains.recipes.fuse)
-RERUN: Final = "rerun"  # a candidate's script again with another seed: evidence, not a new idea
-REFIT: Final = "refit"  # a final refit on all labelled rows (mlguild.final.stage): not a search node
 
-# ---------------------------------------------------------------- statuses
-PENDING = "pending"  # started, not finished
-SCORED = "scored"  # the harness scored its holdout predictions
-FINAL_OK = "final"  # a refit node that wrote a valid submission (a refit has no score)
-EXPLORED = "explored"  # an exploratory node whose script ran to its end (its findings are in the brief)
+class Op(StrEnum):
+    """What a node does."""
 
-# Failure kinds a node can end in; each has a name the next debug step receives.
-FAILURES = (
-    "brain_error",
-    "llm_error",
-    "truncated",
-    "no_code",
-    "diff_mismatch",
-    "syntax_error",
-    "guard_rejected",
-    "timeout",
-    "memory",
-    "disk",
-    "procs",
-    "crash",
-    "missing_output",
-    "invalid_output",
-    "interrupted",
-    "sandbox_error",
-    "scorer_tampered",
-)
-TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
+    EDA = "eda"  # an exploratory script before the first draft: findings for the brief, no score
+    DRAFT = "draft"
+    IMPROVE = "improve"
+    DEBUG = "debug"
+    EVOLVE = "evolve"  # a stagnant branch's next direction, from its whole trajectory
+    FUSE = "fuse"  # one script combining a node with the best ideas of other branches
+    BLEND = "blend"  # a weighted average of several nodes' predictions (mlguild.brains.recipes.fuse)
+    RERUN = "rerun"  # a candidate's script again with another seed: evidence, not a new idea
+    REFIT = "refit"  # a final refit on all labelled rows (mlguild.final.stage): not a search node
+
+
+class Status(StrEnum):
+    """How a node stands when it did not fail (a failed node's status is its FailureKind)."""
+
+    PENDING = "pending"  # started, not finished
+    SCORED = "scored"  # the harness scored its holdout predictions
+    FINAL_OK = "final"  # a refit node that wrote a valid submission (a refit has no score)
+    EXPLORED = "explored"  # an exploratory node whose script ran to its end (its findings are in the brief)
+
+
+class FailureKind(StrEnum):
+    """The ways a node can end badly; each has a name the next debug step receives. The first
+    ones are the brain's and the coder's (no script came of the reply); the rest describe a
+    script that was written and run (a sandbox status such as ``disk`` passes through)."""
+
+    BRAIN_ERROR = "brain_error"
+    LLM_ERROR = "llm_error"
+    TRUNCATED = "truncated"
+    NO_CODE = "no_code"
+    DIFF_MISMATCH = "diff_mismatch"
+    SYNTAX_ERROR = "syntax_error"
+    GUARD_REJECTED = "guard_rejected"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    DISK = "disk"
+    PROCS = "procs"
+    CRASH = "crash"
+    MISSING_OUTPUT = "missing_output"
+    INVALID_OUTPUT = "invalid_output"
+    INTERRUPTED = "interrupted"
+    SANDBOX_ERROR = "sandbox_error"
+    SCORER_TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
+
+
 # A truncated node keeps its partial code, so a debug step can complete it; no_code and
 # diff_mismatch have nothing to repair (the brain already re-prompted), so they are not here.
 DEBUGGABLE = frozenset(
     {
-        "truncated",
-        "syntax_error",
-        "guard_rejected",
-        "timeout",
-        "memory",
-        "disk",
-        "procs",
-        "crash",
-        "missing_output",
-        "invalid_output",
+        FailureKind.TRUNCATED,
+        FailureKind.SYNTAX_ERROR,
+        FailureKind.GUARD_REJECTED,
+        FailureKind.TIMEOUT,
+        FailureKind.MEMORY,
+        FailureKind.DISK,
+        FailureKind.PROCS,
+        FailureKind.CRASH,
+        FailureKind.MISSING_OUTPUT,
+        FailureKind.INVALID_OUTPUT,
     }
 )
 # Failures in which the brain produced no script at all.
-NO_CODE = frozenset({"brain_error", "llm_error", "no_code"})
+NO_CODE = frozenset({FailureKind.BRAIN_ERROR, FailureKind.LLM_ERROR, FailureKind.NO_CODE})
+FAILURES = frozenset(FailureKind)  # for membership tests of plain strings read back from the journal

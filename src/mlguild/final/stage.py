@@ -1,7 +1,7 @@
 """The final stage: choosing the submission a run ends with, then grading it once.
 
 When the search ends by its budget, ``finish`` (the one call that finishes a run, for the
-CLI and for any code that drives an ``Agent`` itself):
+library entry ``mlguild.run.start`` and for any code that drives a session itself):
 
 1. picks the base node (``final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
@@ -24,13 +24,14 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import FINAL_OK, REFIT
+from ..core.protocols import Proposal
+from ..core.vocabulary import Op, Status
 from ..firewall.workspace import read_csv_exact
+from ..run.budget import Stop
 from ..run.folder import RunDir
-from ..run.records import apply_outcome, record_finished, record_started
+from ..run.node import finish_node, run_node
 from ..run.refit import (
     agreement,
     best_blend,
@@ -41,12 +42,10 @@ from ..run.refit import (
     refit_chain,
     refit_seconds,
 )
+from ..run.session import Session
 from ..scoring.scorer import Scorer
-from ..util.fs import atomic_write, read_no_follow, sha256_bytes, sha256_text
+from ..util.fs import atomic_write, read_no_follow, sha256_bytes
 from .grade import grade_once
-
-if TYPE_CHECKING:
-    from ..run.loop import Agent, Stop
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 
@@ -60,24 +59,24 @@ class Finish:
     grade: dict | None
 
 
-def finish(agent: Agent, stop: Stop) -> Finish:
+def finish(session: Session, stop: Stop) -> Finish:
     """Finish a run whose loop stopped with ``stop``: when it ended by its budget and has a
     best node, choose the final submission (refitted when there is time and
     ``final.refit``) unless it is already chosen for this best node, then grade it once
     (``final.grade_test``). A run that did not end by its budget is left as it is."""
-    state, config = agent.state, agent.run.config
+    state, config = session.state, session.run.config
     if not stop.finished or state.best_id is None:
         return Finish(state.final_choice, state.final_grade)
     choice = state.final_choice
     if choice is None or choice["best"] != state.best_id:  # again after a resume that found a better node
-        stage = FinalStage(agent)
+        stage = FinalStage(session)
         if config.final.refit:
-            remaining = agent.remaining_s()
+            remaining = session.clock.remaining_s()
             timeout = config.sandbox.script_timeout_s
             choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
         else:
             choice = stage.choose_without_refit("the final refit is off (final.refit=false)")
-    grade = grade_once(agent.run, state, agent.scorers.grade) if config.final.grade_test else None
+    grade = grade_once(session.run, state, session.scorers.grade) if config.final.grade_test else None
     return Finish(choice, grade)
 
 
@@ -110,9 +109,9 @@ def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> 
 class FinalStage:
     """Runs the refit chain of the final base node and records the final choice."""
 
-    def __init__(self, agent: Agent):
-        self.run, self.state, self.runner, self.scorers = agent.run, agent.state, agent.runner, agent.scorers
-        self.elapsed = agent.elapsed  # the agent's session clock, for journal records
+    def __init__(self, session: Session):
+        self.session = session
+        self.run, self.state, self.scorers = session.run, session.state, session.scorers
         self.base_reason = ""
 
     def _best_node(self) -> Node:
@@ -151,7 +150,7 @@ class FinalStage:
                 # A paced script gets the budget it sized its work to (scaled); others all that is left.
                 budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
                 node = self._refit_node(original, refitted, data, budget)
-                if node.status != FINAL_OK:
+                if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
                 refitted[original.id] = node
@@ -169,23 +168,19 @@ class FinalStage:
         stage: dict[str, str] = {}
         if original.is_blend:  # blend the refitted members, staged under their original names
             stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
-        node = Node(
-            id=graph.next_id(),
-            op=REFIT,
-            parents=(original.id, *stage.values()),
-            iteration=len(graph),
-            meta=meta,
-            plan=f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
-            "unchanged, trained on train + holdout for the final submission.\n",
-        )
+        node = Node(id=graph.next_id(), op=Op.REFIT, parents=(original.id, *stage.values()), iteration=len(graph))
         graph.add(node)
-        self.runner.write_proposal(node, node.plan, code, meta)
-        node.attempts, node.code_sha256 = 1, sha256_text(code)
-        record_started(self.run.journal, node, "final refit", self.elapsed())
-        outcome = self.runner.execute(node, timeout_s, seed=self.run.config.brain.seed, data_dir=data)
-        apply_outcome(node, outcome)  # the report reads the node's outcome
-        self.runner.write_report(node, outcome, self.state.graph)
-        record_finished(self.run.journal, node, outcome, self.elapsed())
+        plan = (
+            f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
+            "unchanged, trained on train + holdout for the final submission.\n"
+        )
+        seed = self.run.config.brain.seed
+        outcome = run_node(
+            self.session, node, Proposal(plan, code, meta), reason="final refit", timeout_s=timeout_s, seed=seed,
+            data_dir=data,
+        )  # fmt: skip
+        with self.session.lock:
+            finish_node(self.session, node, outcome)
         return node
 
     def _check_and_choose(self, best: Node, refit: Node) -> dict:
@@ -223,6 +218,7 @@ class FinalStage:
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
         atomic_write(out / "final.json", json.dumps(record, indent=2))
-        self.run.journal.append("final_chosen", **record, session_elapsed_s=round(self.elapsed(), 3))
+        elapsed = round(self.session.clock.elapsed(), 3)
+        self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)
         self.state.final_choice = record
         return record

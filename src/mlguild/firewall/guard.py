@@ -20,13 +20,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.vocabulary import FailureKind
+
 _JOIN_FUNCS = {"join", "Path", "PurePath", "PosixPath"}
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     ok: bool
-    kind: str | None = None  # "syntax_error" or "guard_rejected"
+    kind: str | None = None  # "syntax_error" or FailureKind.GUARD_REJECTED
     reason: str = ""
 
 
@@ -100,9 +102,9 @@ def check_code(code: str, node_dir: Path, forbidden: list[Path], data_dir: Path 
         compile(tree, "solution.py", "exec")
     except SyntaxError as exc:
         where = f"line {exc.lineno}" if exc.lineno else "unknown line"
-        return GuardVerdict(False, "syntax_error", f"SyntaxError at {where}: {exc.msg}")
+        return GuardVerdict(False, FailureKind.SYNTAX_ERROR, f"SyntaxError at {where}: {exc.msg}")
     except ValueError as exc:  # e.g. null bytes
-        return GuardVerdict(False, "syntax_error", f"cannot compile: {exc}")
+        return GuardVerdict(False, FailureKind.SYNTAX_ERROR, f"cannot compile: {exc}")
 
     forbidden = [Path(os.path.normpath(p)) for p in forbidden]
     bases = [Path(node_dir)] + ([Path(data_dir)] if data_dir else [])

@@ -8,7 +8,7 @@
     if reply.truncated: ...
 
 Importing this package loads no provider SDK; ``make_llm`` imports only the chosen one.
-``mlguild.llm.config`` (pydantic) holds ``LLMConfig`` and ``build_router``.
+``mlguild.config.llm`` (pydantic) holds ``LLMConfig``; ``mlguild.llm.router`` builds the Router.
 """
 
 from .base import LLM, Completion, Message, normalise_finish_reason

@@ -1,4 +1,4 @@
-"""The value types that cross the LLM protocol (``mlguild.core.protocols.LLM``, re-exported here).
+"""The LLM protocol and the value types that cross it.
 
 Everything above this line (router, cache, ledger, brains) speaks only these types, so a
 provider is a small adapter and a test can drive the whole stack with a local server.
@@ -8,9 +8,7 @@ Nothing here imports a provider SDK: ``import mlguild.llm`` must stay fast.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
-
-from ..core.protocols import LLM
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant"]
 
@@ -94,3 +92,30 @@ def split_system(messages: list[Message]) -> tuple[str, list[Message]]:
 
 
 __all__ = ["LLM", "Completion", "Message", "normalise_finish_reason", "split_system"]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Anything that turns messages into a Completion.
+
+    Contract: ``complete`` returns a Completion or raises an ``mlguild.llm.errors.LLMError``
+    subclass (never a provider SDK exception). ``purpose`` and ``node`` are labels for the
+    ledger (e.g. "draft", "n0003"); adapters ignore them. Adapters do not retry: retrying,
+    fallback and budgets belong to the Router, so one policy governs every provider.
+    """
+
+    @property
+    def model(self) -> str:
+        """The ``provider/name`` string of the model that answers."""
+        ...
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        timeout_s: float = 300,
+        purpose: str = "",
+        node: str = "",
+    ) -> Completion: ...

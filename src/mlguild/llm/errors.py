@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import MlguildError, ProposalFailed, StopRun
+from ..core.vocabulary import FailureKind
 
 if TYPE_CHECKING:
     from ..core.errors import ConfigError
@@ -31,7 +32,7 @@ class LLMError(MlguildError, ProposalFailed):
     error is also a StopRun (no valid key, every model parked)."""
 
     retryable = False
-    kind = "llm_error"
+    kind = FailureKind.LLM_ERROR
 
     def __init__(self, message: str, fix: str | None = None, *, model: str = ""):
         super().__init__(message, fix)

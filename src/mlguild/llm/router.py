@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..core.errors import BudgetExhausted
@@ -25,9 +26,10 @@ from .base import LLM, Completion, Message
 from .cache import ReplyCache
 from .errors import AllModelsExhausted, BadResponse, LLMError, QuotaExhausted, RateLimited, TransientError
 from .ledger import Ledger
+from .registry import make_llm
 
 if TYPE_CHECKING:
-    from .config import LLMConfig
+    from ..config.llm import LLMConfig
 
 
 class _Labels(TypedDict):
@@ -58,7 +60,7 @@ class Router:
         against ``ledger`` (which a resumed run rebuilds from its journal) before every call;
         ``cache`` keeps replies; ``sleep``, ``clock`` and ``seed`` make waits testable.
         """
-        from .config import LLMConfig  # pydantic: only when a Router is built
+        from ..config.llm import LLMConfig  # pydantic: only when a Router is built
 
         # Validated: an unknown or invalid change fails here, not on the first retry.
         settings = LLMConfig.model_validate({**(settings or LLMConfig()).model_dump(), **changes})
@@ -238,3 +240,27 @@ class Router:
                 error=error,
             )
         )
+
+
+CACHE_DIR = "llm_cache"
+
+
+def build_router(
+    config: LLMConfig,
+    *,
+    run_dir: str | Path | None = None,
+    sink: Callable[[dict[str, Any]], Any] | None = None,
+    records: Iterable[dict[str, Any]] = (),
+    **overrides: Any,
+) -> Router:
+    """The Router for a run: adapters for ``config.models`` (failing now on a missing key or
+    SDK), a ledger rebuilt from ``records`` (earlier journal records, on resume) that forwards
+    new records to ``sink``, and a cache at ``<run_dir>/llm_cache``. ``overrides`` go to the
+    Router (tests pass ``sleep``/``clock``)."""
+    if not config.models:
+        from ..core.errors import ConfigError
+
+        raise ConfigError("no LLM model is configured", "pass --model provider/name (e.g. --model openai/gpt-4.1)")
+    llms = [make_llm(model) for model in config.models]
+    cache = ReplyCache(Path(run_dir) / CACHE_DIR) if config.cache and run_dir is not None else None
+    return Router(llms, config, ledger=Ledger.from_records(records, sink=sink), cache=cache, **overrides)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import MemoryConfig
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import REFIT, RERUN
+from ..core.vocabulary import Op
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
 from .priors import FAILED_GAIN, MovePrior, Transfer, family_priors, measure_transfer, move_priors
@@ -77,7 +77,7 @@ class Memory:
         """On resume: rebuild this run's own memory from its finished nodes, in the order they
         ran (the shared store kept them when they finished)."""
         for node in graph:
-            if node.finished and node.op not in (REFIT, RERUN):
+            if node.finished and node.op not in (Op.REFIT, Op.RERUN):
                 self.local.add(self._experience(node, graph, "" if node.ok else code_of(node), columns))
 
     def _experience(self, node: Node, graph: SearchGraph, code: str, columns: tuple[str, ...]) -> Experience:

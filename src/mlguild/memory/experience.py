@@ -15,6 +15,7 @@ from typing import Any
 
 from ..coder.diagnose import diagnose
 from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import Op
 
 # outcomes
 FIRST = "first"  # scored, with no scored parent to compare with (a draft, a fuse, a repair)
@@ -157,7 +158,7 @@ def experience_of(
     """The record of a finished node. ``spread`` is the spread of the task's scores (a gain is
     recorded in units of it); ``code`` (its solution.py) and ``columns`` (the task's input
     columns) sharpen the diagnosis of a failure."""
-    parent = graph.nodes.get(node.parents[0]) if node.parents and node.op in ("improve", "debug") else None
+    parent = graph.nodes.get(node.parents[0]) if node.parents and node.op in (Op.IMPROVE, Op.DEBUG) else None
     meta = node.meta
     change = _change(meta)
     gain = cost = None

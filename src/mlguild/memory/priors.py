@@ -22,6 +22,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..core.vocabulary import Op
 from ..metrics import get_metric
 from .experience import CUT_SHORT, FAILED, Experience, TaskTraits
 
@@ -171,7 +172,7 @@ def _move_results(exp: Experience) -> list[tuple[str, float, float | None]]:
     """(move, gain in score spreads, log run-time ratio) for each move of an improve record
     (a failure gains ``FAILED_GAIN``); none for another record, or one the run's end cut short.
     A pair's result is credited to each of its moves, split evenly."""
-    if exp.op != "improve" or not exp.move or exp.outcome == CUT_SHORT:
+    if exp.op != Op.IMPROVE or not exp.move or exp.outcome == CUT_SHORT:
         return []
     gain = FAILED_GAIN if exp.outcome == FAILED else exp.gain_spreads
     if gain is None:

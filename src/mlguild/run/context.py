@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
-from ..core.vocabulary import DEBUG, DRAFT, EVOLVE, IMPROVE, REFIT
+from ..core.vocabulary import Op
 from ..memory import Memory, Recall
 from ..pools import Pools
 from ..task.brief import read_brief
@@ -64,7 +64,7 @@ class ContextBuilder:
             recall=self.recall(graph, action, parents),
             reports=self.reports(graph, action, parents),
             ideas=self.ideas(action),
-            repairs=self.repairs(graph) if action.op == DRAFT else (),
+            repairs=self.repairs(graph) if action.op == Op.DRAFT else (),
             move_priors=self.memory.move_priors(),
             family_priors=self.memory.family_priors(),
             brief=self.brief,
@@ -99,7 +99,7 @@ class ContextBuilder:
     def ideas(self, action: Action) -> tuple[str, ...]:
         """For a draft, an improve or an evolve: the ideas to try, best ranked first."""
         k = self.run.config.pools.ideas_shown
-        if self.pools is None or not k or action.op not in (DRAFT, IMPROVE, EVOLVE):
+        if self.pools is None or not k or action.op not in (Op.DRAFT, Op.IMPROVE, Op.EVOLVE):
             return ()
         kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
         words = f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
@@ -113,7 +113,7 @@ class ContextBuilder:
             if len(found) >= _REPAIRS_SHOWN:
                 break
             parent = graph.nodes.get(node.parents[0]) if node.parents else None
-            if node.op != DEBUG or not node.ok or node.meta.get("recipe") or parent is None:
+            if node.op != Op.DEBUG or not node.ok or node.meta.get("recipe") or parent is None:
                 continue
             recipe = parent.meta.get("recipe")
             if parent.ok or not recipe or parent.meta.get("brain") != "recipes":
@@ -147,10 +147,10 @@ class ContextBuilder:
 def trajectory(graph: SearchGraph, action: Action) -> tuple[str, ...]:
     """For an evolve: every node of the parent's branch, oldest first (the last
     ``_TRAJECTORY_SHOWN``), each with its result against its own parent."""
-    if action.op != EVOLVE or not action.parents:
+    if action.op != Op.EVOLVE or not action.parents:
         return ()
     branch = graph[action.parents[0]].branch
-    members = [n for n in graph if n.branch == branch and n.finished and n.op != REFIT]
+    members = [n for n in graph if n.branch == branch and n.finished and n.op != Op.REFIT]
     return tuple(
         outcome_line(n, graph.nodes.get(n.parents[0]) if n.parents else None) for n in members[-_TRAJECTORY_SHOWN:]
     )

@@ -14,13 +14,12 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ScorerIntegrityError, SubmissionError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Sandbox
-from ..core.vocabulary import EDA, EXPLORED, FINAL_OK, REFIT, SCORED, TAMPERED
+from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
 from ..sandbox import ExecStatus, safe_env
@@ -29,7 +28,7 @@ from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
 from ..util.fs import atomic_write, read_no_follow
 from .folder import RunDir
 from .node_report import result_lines
-from .records import record_finished
+from .records import Outcome, record_finished
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
 _PRINTED = re.compile(
@@ -41,20 +40,6 @@ PARENT_OUTPUTS = "parents"  # where a fuse node finds its parents' predictions
 PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
 
 
-@dataclass
-class Outcome:
-    """What executing a node produced; becomes the node_finished journal record."""
-
-    status: str
-    score: float | None = None
-    failure: str | None = None
-    printed_score: float | None = None
-    flags: list[str] = field(default_factory=list)
-    timing: dict[str, float] = field(default_factory=dict)
-    exec: dict = field(default_factory=dict)
-    outputs: list[str] = field(default_factory=list)  # optional outputs written, e.g. "oof"
-
-
 def parse_printed_score(stdout: str) -> float | None:
     """The last 'cv_score: X'-style number a script printed (for the record only)."""
     matches = _PRINTED.findall(stdout)
@@ -64,8 +49,8 @@ def parse_printed_score(stdout: str) -> float | None:
         return None
 
 
-class NodeRunner:
-    """Runs nodes of one run with its sandbox, and judges them with its scorers (built once)."""
+class Executor:
+    """Runs nodes' scripts for one run in its sandbox, and judges them with its scorers (built once)."""
 
     def __init__(self, run: RunDir, sandbox: Sandbox, scorers: RunScorers):
         self.run = run
@@ -103,7 +88,7 @@ class NodeRunner:
         verdict = check_code(code, node_dir.resolve(), forbidden, data_dir=data)
         if not verdict.ok:
             return Outcome(
-                verdict.kind or "guard_rejected",
+                verdict.kind or FailureKind.GUARD_REJECTED,
                 failure=verdict.reason,
                 timing={"exec_s": 0.0, "harness_s": time.monotonic() - started},
             )
@@ -141,12 +126,13 @@ class NodeRunner:
         tampered = _scorer_change(self.scorer_fingerprint)
         if tampered:
             outcome = Outcome(
-                TAMPERED, failure=f"the scorer's files changed while this script ran ({tampered}); the run stops here"
+                FailureKind.SCORER_TAMPERED,
+                failure=f"the scorer's files changed while this script ran ({tampered}); the run stops here",
             )
-        elif node.op == REFIT:
+        elif node.op == Op.REFIT:
             outcome = self._judge_refit(result, output)
-        elif node.op == EDA:  # its findings are what it printed: nothing to score
-            outcome = self._judge_failure(result) or Outcome(EXPLORED)
+        elif node.op == Op.EDA:  # its findings are what it printed: nothing to score
+            outcome = self._judge_failure(result) or Outcome(Status.EXPLORED)
         else:
             outcome = self._judge(result, output)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
@@ -172,7 +158,7 @@ class NodeRunner:
         hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
         raise ScorerIntegrityError(
             f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
-            f"the run stopped, and the node is recorded as {TAMPERED}",
+            f"the run stopped, and the node is recorded as {FailureKind.SCORER_TAMPERED}",
             fix=f"restore {', '.join(SOURCES)} in {PACKAGE_DIR} (e.g. reinstall "
             f"mlguild), then `mlguild resume {self.run.path}`{hint}",
         )
@@ -199,22 +185,28 @@ class NodeRunner:
         for path in (holdout, submission):
             # A link could point the scorer at sealed labels: outputs must be plain files of the node.
             if path.is_symlink() or path.stat().st_nlink > 1:
-                return Outcome("invalid_output", failure=f"output/{path.name} is a link; write a regular file")
+                return Outcome(
+                    FailureKind.INVALID_OUTPUT, failure=f"output/{path.name} is a link; write a regular file"
+                )
         spec = self.run.spec
         try:
             self.scorers.test.validate(submission)
         except SubmissionError as exc:
-            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+            return Outcome(
+                FailureKind.INVALID_OUTPUT, failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}"
+            )
         try:
             value = self.scorers.holdout.score(holdout).value
         except SubmissionError as exc:
-            return Outcome("invalid_output", failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}")
+            return Outcome(
+                FailureKind.INVALID_OUTPUT, failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}"
+            )
         except ValueError as exc:  # values the metric cannot take (e.g. rmsle of a prediction <= -1)
             return Outcome(
                 "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
             )
         return Outcome(
-            SCORED,
+            Status.SCORED,
             score=value,
             flags=result_flags(value, self.metric, holdout, spec.id_column),
             outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
@@ -228,13 +220,17 @@ class NodeRunner:
             return Outcome(str(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip())
         submission = output / "submission.csv"
         if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
-            return Outcome("missing_output", failure="the refit did not write output/submission.csv as a regular file")
+            return Outcome(
+                FailureKind.MISSING_OUTPUT, failure="the refit did not write output/submission.csv as a regular file"
+            )
         try:
             self.scorers.test.validate(submission)
         except SubmissionError as exc:
-            return Outcome("invalid_output", failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}")
+            return Outcome(
+                FailureKind.INVALID_OUTPUT, failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}"
+            )
         return Outcome(
-            FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else []
+            Status.FINAL_OK, outputs=["oof"] if _has_oof(output / "oof.csv", self.run.spec.submission_columns) else []
         )
 
     def _stage_parent_outputs(self, sources: dict[str, str], dest: Path) -> None:

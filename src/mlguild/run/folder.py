@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,7 +31,8 @@ from ..core.errors import RunError, SubmissionError, TaskError
 from ..firewall.verifier import verify_workspace
 from ..firewall.workspace import HOLDOUT_SAMPLE, Workspace, build_workspace
 from ..scoring.floors import write_prior_submission
-from ..scoring.scorer import fingerprint
+from ..scoring.scorer import RunScorers, Scorer, fingerprint
+from ..scoring.strict_csv import read_table
 from ..task.folder import Task, TaskSpec, short
 from ..task.profile import DataProfile, profile_workspace
 from .journal import Journal
@@ -280,7 +282,6 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
     the metric's value is not a finite number (Score keeps no NaN or infinity)."""
     from ..firewall.workspace import read_csv_exact
     from ..metrics import get_metric
-    from ..scoring.scorer import Scorer
 
     # The template's own labels are its to predict, even a stand-in value that is no class.
     template = (
@@ -343,3 +344,17 @@ def open_run(path: str | Path) -> RunDir:
         os.close(lock_fd)
         raise
     return RunDir(path, config, spec, snapshot.get("description", ""), journal, lock_fd)
+
+
+def scorers_for(run: RunDir, fingerprint: str) -> RunScorers:
+    """The scorers of ``run``; ``fingerprint`` is the one taken when the run started."""
+    spec, ws = run.spec, run.workspace
+    options: dict[str, Any] = {"fingerprint": fingerprint, "max_bytes": run.config.scorer.max_submission_bytes}
+    holdout = Scorer.from_file(spec, ws.holdout_answers, **options)
+    labels = holdout.labels or ()
+    sample_ids = read_table(ws.data_dir / spec.sample_submission, max_bytes=None)
+    test_ids = sample_ids[1][sample_ids[0].index(spec.id_column)]
+    test = Scorer(spec, expected_ids=test_ids, labels=labels, **options)
+    answers = ws.test_answers
+    grade = Scorer.from_file(spec, answers, labels=labels, **options) if answers is not None else None
+    return RunScorers(holdout, test, grade, fingerprint)

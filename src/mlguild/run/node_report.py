@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import Op, Status
 
 
 def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Path) -> list[str]:
     lines: list[str] = []
-    parent = graph.nodes.get(node.parents[0]) if node.parents and node.op in ("improve", "debug") else None
+    parent = graph.nodes.get(node.parents[0]) if node.parents and node.op in (Op.IMPROVE, Op.DEBUG) else None
     if node.ok:
         if parent is not None and parent.ok:
             lines.append(f"- against its parent {parent.id} ({parent.score:.6g}): {_versus(graph, node, parent)}")
@@ -28,10 +29,10 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
         elif earlier is None:
             lines.append("- the first scored node of the run")
         move = node.meta.get("move")
-        if node.op == "improve" and move and parent is not None and parent.ok:
+        if node.op == Op.IMPROVE and move and parent is not None and parent.ok:
             verdict = _verdict(graph, node, parent)
             lines.append(f"- lesson: `{move}` {verdict} on {node.meta.get('recipe', 'this recipe')} here")
-    elif node.status not in ("pending", "final"):
+    elif node.status not in (Status.PENDING, Status.FINAL_OK):
         last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
         lines.append(f"- failed as `{node.status}`: {last[:300]}")
         if parent is not None and node.meta.get("move"):

@@ -8,17 +8,31 @@ with the scorer) is written by these functions and read back by their inverses, 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.graph import Node
 from ..util.fs import atomic_write, read_no_follow
 
 if TYPE_CHECKING:
-    from .executor import Outcome
     from .folder import RunDir
     from .journal import Journal
 
 FAILURE_KEPT = 2000  # characters of a failure message a record keeps (its end: the traceback's last lines)
+
+
+@dataclass
+class Outcome:
+    """What executing a node produced; becomes the node_finished journal record."""
+
+    status: str
+    score: float | None = None
+    failure: str | None = None
+    printed_score: float | None = None
+    flags: list[str] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+    exec: dict = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)  # optional outputs written, e.g. "oof"
 
 
 def record_started(journal: Journal, node: Node, reason: str = "", elapsed_s: float | None = None) -> None:

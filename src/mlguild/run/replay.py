@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import PENDING
+from ..core.vocabulary import Status
 from ..metrics import Direction
 from .records import apply_finished, node_from_started
 
@@ -32,7 +32,7 @@ class RunState:
         return len(self.graph)
 
     def unfinished(self) -> list[Node]:
-        return [n for n in self.graph if n.status == PENDING]
+        return [n for n in self.graph if n.status == Status.PENDING]
 
 
 def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:

@@ -1,8 +1,8 @@
 """Several workers on one run: each proposes and runs nodes while the others do.
 
-A worker is a thread of the agent's process that calls ``Agent.next_node`` until the budget
-ends: the policy's choice and every change to the graph, the journal, the memory and the
-pools happen under the agent's lock (one writer per file), while the proposal (an LLM
+A worker is a thread of the run's process that calls the loop's ``next_node`` until the
+budget ends: the policy's choice and every change to the graph, the journal, the memory and
+the pools happen under the session's lock (one writer per file), while the proposal (an LLM
 request) and the script (a sandboxed process) run outside it. Each worker's scripts are
 pinned to their own share of the CPUs, with the thread count to match, so two scripts do not
 fight over one core. The journal stays the single source of truth: a kill of the process
@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 from ..core.errors import BudgetExhausted
-from ..sandbox.runner import stop_running_scripts
-
-if TYPE_CHECKING:
-    from .loop import Agent
 
 _JOIN_S = 0.2  # how often the main thread wakes to hear a Ctrl-C while the workers work
 
@@ -43,11 +40,12 @@ def cpu_sets(count: int, cpus: list[int] | None = None) -> list[tuple[int, ...]]
     return shares
 
 
-def run_workers(agent: Agent, count: int) -> NoReturn:
-    """Run ``count`` workers until the budget ends (raises BudgetExhausted once every worker
-    has finished its last node), the user interrupts (KeyboardInterrupt: the scripts running
-    are stopped and their nodes left unfinished for a resume), or a worker hits an error that
-    stops the run (raised here)."""
+def run_workers(next_node: Callable[[tuple[int, ...]], object], count: int, interrupt: Callable[[], None]) -> NoReturn:
+    """Run ``count`` workers, each calling ``next_node(its CPUs)``, until the budget ends
+    (raises BudgetExhausted once every worker has finished its last node), the user
+    interrupts (``interrupt()`` stops the scripts running, whose nodes are left unfinished
+    for a resume; then KeyboardInterrupt), or a worker hits an error that stops the run
+    (raised here)."""
     shares = cpu_sets(count)
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -55,7 +53,7 @@ def run_workers(agent: Agent, count: int) -> NoReturn:
     def work(share: tuple[int, ...]) -> None:
         try:
             while not stop.is_set():
-                agent.next_node(share)
+                next_node(share)
         except BaseException as exc:  # raised again in the main thread, below
             errors.append(exc)
             stop.set()
@@ -71,12 +69,8 @@ def run_workers(agent: Agent, count: int) -> NoReturn:
             while thread.is_alive():
                 thread.join(_JOIN_S)
     except KeyboardInterrupt:
-        agent.interrupted.set()
         stop.set()
-        stop_running_scripts()
-        cancel = getattr(agent.runner.sandbox, "cancel_all", None)  # scripts running on Ray
-        if cancel is not None:
-            cancel()
+        interrupt()
         for thread in threads:
             thread.join()
         raise

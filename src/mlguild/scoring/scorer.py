@@ -20,7 +20,7 @@ import pandas as pd
 
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.metrics import Metric, Score, get_metric
-from mlguild.scoring.strict_csv import fail, preview, read_table
+from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import (
     SubmissionFormat,
     known_labels,
@@ -31,7 +31,6 @@ from mlguild.scoring.submission import (
 )
 
 if TYPE_CHECKING:
-    from mlguild.run.folder import RunDir
     from mlguild.task.folder import TaskSpec
 
 
@@ -123,20 +122,6 @@ class RunScorers:
     test: Scorer  # validates every test submission (the sample submission's ids; no answers)
     grade: Scorer | None  # grades the final submission once, when the task has test answers
     fingerprint: str  # the scorer's fingerprint when the run started; every Scorer checks it
-
-
-def scorers_for(run: RunDir, fingerprint: str) -> RunScorers:
-    """The scorers of ``run``; ``fingerprint`` is the one taken when the run started."""
-    spec, ws = run.spec, run.workspace
-    options: dict[str, Any] = {"fingerprint": fingerprint, "max_bytes": run.config.scorer.max_submission_bytes}
-    holdout = Scorer.from_file(spec, ws.holdout_answers, **options)
-    labels = holdout.labels or ()
-    sample_ids = read_table(ws.data_dir / spec.sample_submission, max_bytes=None)
-    test_ids = sample_ids[1][sample_ids[0].index(spec.id_column)]
-    test = Scorer(spec, expected_ids=test_ids, labels=labels, **options)
-    answers = ws.test_answers
-    grade = Scorer.from_file(spec, answers, labels=labels, **options) if answers is not None else None
-    return RunScorers(holdout, test, grade, fingerprint)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from ..config import SearchConfig
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action
-from ..core.vocabulary import BLEND
+from ..core.vocabulary import Op
 
 
 def blend_action(graph: SearchGraph, cfg: SearchConfig, ranked: Iterable[Node] | None = None) -> Action | None:
@@ -29,7 +29,7 @@ def blend_action(graph: SearchGraph, cfg: SearchConfig, ranked: Iterable[Node] |
     members = blend_members(graph, cfg.fuse_size, ranked)
     if not members:
         return None
-    return Action(BLEND, members, f"blend the best node of {len(members)} branches (a member set no blend used)")
+    return Action(Op.BLEND, members, f"blend the best node of {len(members)} branches (a member set no blend used)")
 
 
 def blend_members(graph: SearchGraph, size: int, ranked: Iterable[Node] | None = None) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..config import SearchConfig
 from ..core.graph import SearchGraph
 from ..core.protocols import Action
-from ..core.vocabulary import RERUN
+from ..core.vocabulary import Op
 
 
 def evidence_action(graph: SearchGraph, cfg: SearchConfig) -> Action | None:
@@ -24,7 +24,7 @@ def evidence_action(graph: SearchGraph, cfg: SearchConfig) -> Action | None:
     groups = graph.rerun_groups()
     candidate, why = graph.pending_evidence(), "beats the best by less than the noise margin"
     if candidate is None and cfg.stop_on_convergence and graph.noise_floor(groups) is None:
-        scored = sum(1 for n in graph if n.ok and n.op != RERUN)
+        scored = sum(1 for n in graph if n.ok and n.op != Op.RERUN)
         candidate = graph.best() if scored >= cfg.convergence_window else None
         why = "is the best, and the noise floor a converged run is judged by is not measured yet"
     if candidate is None:
@@ -33,7 +33,9 @@ def evidence_action(graph: SearchGraph, cfg: SearchConfig) -> Action | None:
     if done >= graph.evidence.reruns:
         return None
     return Action(
-        RERUN, (candidate.id,), f"{candidate.id} {why}: re-run {done + 1} of {graph.evidence.reruns} with another seed"
+        Op.RERUN,
+        (candidate.id,),
+        f"{candidate.id} {why}: re-run {done + 1} of {graph.evidence.reruns} with another seed",
     )
 
 
@@ -43,7 +45,7 @@ def converged(graph: SearchGraph, cfg: SearchConfig) -> str | None:
     over the best before them (only once re-runs have measured the floor)."""
     noise = graph.noise_floor()
     window = cfg.convergence_window
-    scored = [n for n in graph if n.ok and n.op != RERUN]
+    scored = [n for n in graph if n.ok and n.op != Op.RERUN]
     if noise is None or len(scored) < max(cfg.convergence_min_scored, window + 1):
         return None
     best_key = max(graph.score_of(n).key() for n in scored[:-window])

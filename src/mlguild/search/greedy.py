@@ -9,7 +9,7 @@ import random
 from ..config import BudgetConfig, SearchConfig
 from ..core.graph import SearchGraph
 from ..core.protocols import Action
-from ..core.vocabulary import DEBUG, DEBUGGABLE, DRAFT, IMPROVE
+from ..core.vocabulary import DEBUGGABLE, Op
 from .blend import blend_action
 from .evidence import evidence_action
 
@@ -23,7 +23,7 @@ class GreedyPolicy:
         rng = random.Random(self.cfg.seed * 1_000_003 + iteration)
         n_drafts = len(graph.drafts())
         if n_drafts < self.cfg.num_drafts:
-            return Action(DRAFT, (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
+            return Action(Op.DRAFT, (), f"draft {n_drafts + 1} of {self.cfg.num_drafts}")
 
         rerun = evidence_action(graph, self.cfg)  # a near-tie candidate gets its re-runs before anything else
         if rerun is not None:
@@ -34,15 +34,15 @@ class GreedyPolicy:
         best = graph.best()
         if debuggable and (best is None or rng.random() < self.cfg.debug_probability):
             broken = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
-            return Action(DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
+            return Action(Op.DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
 
         blend = blend_action(graph, self.cfg)
         if blend is not None:
             return blend
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
-            return Action(DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
+            return Action(Op.DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
         # A blend is not improved directly: better members make a better next blend.
         target = graph.best(exclude_blends=True)
         if target is None:
-            return Action(DRAFT, (), "nothing scored yet")
-        return Action(IMPROVE, (target.id,), f"improve the best node {target.id}")
+            return Action(Op.DRAFT, (), "nothing scored yet")
+        return Action(Op.IMPROVE, (target.id,), f"improve the best node {target.id}")

@@ -24,7 +24,7 @@ import random
 from ..config import BudgetConfig, SearchConfig
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action
-from ..core.vocabulary import DEBUG, DEBUGGABLE, DRAFT, EVOLVE, FUSE, IMPROVE, REFIT
+from ..core.vocabulary import DEBUGGABLE, Op
 from .blend import blend_action
 from .evidence import evidence_action
 from .tree_stats import ROOT, Rewards, TreeStats, ancestors
@@ -46,7 +46,7 @@ class MCGSPolicy:
         self._dead.discard(ROOT)
         track = self.stats
         if track.drafts < self.cfg.num_drafts:
-            return Action(DRAFT, (), f"draft {track.drafts + 1} of {self.cfg.num_drafts}")
+            return Action(Op.DRAFT, (), f"draft {track.drafts + 1} of {self.cfg.num_drafts}")
 
         rerun = evidence_action(graph, self.cfg)  # a near-tie candidate gets its re-runs before anything else
         if rerun is not None:
@@ -58,13 +58,13 @@ class MCGSPolicy:
         ]
         if debuggable and (not track.ranked or rng.random() < self.cfg.debug_probability):
             broken = max(debuggable, key=lambda n: n.iteration)  # freshest failure first
-            return Action(DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
+            return Action(Op.DEBUG, (broken.id,), f"repair {broken.id} ({broken.status})")
 
         blend = blend_action(graph, self.cfg, (graph[i] for _, _, i in self.stats.ranked))
         if blend is not None:
             return blend
         if self.cfg.draft_every and iteration % self.cfg.draft_every == 0:
-            return Action(DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
+            return Action(Op.DRAFT, (), f"periodic fresh draft (every {self.cfg.draft_every})")
 
         progress = self.progress(graph)
         if rng.random() < self.exploit_share(progress):
@@ -72,12 +72,12 @@ class MCGSPolicy:
             if top:
                 # Spread the late attempts over the top K: the least-tried first, the better on a tie.
                 target = min(top, key=lambda n: (len(self.stats.children[n.id]), top.index(n)))
-                action = Action(IMPROVE, (target.id,), f"exploit: improve {target.id}, one of the top {len(top)}")
+                action = Action(Op.IMPROVE, (target.id,), f"exploit: improve {target.id}, one of the top {len(top)}")
                 return self._stagnation_move(graph, target, rng) or action
         target_id = self._descend(graph, self.exploration(progress))
         if target_id is None:
-            return Action(DRAFT, (), "every node is terminal or broken: a fresh draft")
-        action = Action(IMPROVE, (target_id,), f"UCT: improve {target_id} (progress {progress:.0%})")
+            return Action(Op.DRAFT, (), "every node is terminal or broken: a fresh draft")
+        action = Action(Op.IMPROVE, (target_id,), f"UCT: improve {target_id} (progress {progress:.0%})")
         return self._stagnation_move(graph, graph[target_id], rng) or action
 
     def _stagnation_move(self, graph: SearchGraph, chosen: Node, rng: random.Random) -> Action | None:
@@ -91,8 +91,8 @@ class MCGSPolicy:
         why = f"branch {branch} brought no gain in its last {since} nodes"
         partners = self._partners(graph, best, self.mc.fuse_parents - 1)
         if partners and rng.random() < self.mc.fuse_share:
-            return Action(FUSE, (best.id, *partners), f"{why}: fuse {best.id} with {', '.join(partners)}")
-        return Action(EVOLVE, (best.id,), f"{why}: evolve {best.id} from the branch's trajectory")
+            return Action(Op.FUSE, (best.id, *partners), f"{why}: fuse {best.id} with {', '.join(partners)}")
+        return Action(Op.EVOLVE, (best.id,), f"{why}: evolve {best.id} from the branch's trajectory")
 
     def _partners(self, graph: SearchGraph, node: Node, k: int) -> tuple[str, ...]:
         """The best node of each of the ``k`` best other branches (with out-of-fold
@@ -183,7 +183,7 @@ class MCGSPolicy:
 
     def _improvable(self, graph: SearchGraph, node: Node) -> bool:
         # A blend is not improved directly: better members make a better next blend.
-        return node.ok and not node.is_blend and node.op != REFIT and not self.terminal(graph, node)
+        return node.ok and not node.is_blend and node.op != Op.REFIT and not self.terminal(graph, node)
 
     def terminal(self, graph: SearchGraph, node: Node) -> bool:
         """Its last ``terminal_after`` finished children all failed or gained less than

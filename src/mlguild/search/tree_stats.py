@@ -16,7 +16,7 @@ import bisect
 from dataclasses import dataclass
 
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import BLEND, DEBUG, DRAFT, EDA, EVOLVE, FUSE, REFIT, RERUN
+from ..core.vocabulary import Op
 
 ROOT = ""  # the virtual root: parent of every draft and fuse in the search tree
 _TIMED = ("brain_s", "exec_s", "harness_s")  # the parts of a node's wall time the journal keeps
@@ -35,7 +35,7 @@ class Rewards:
         """The node's reward in milli-units."""
         if not node.ok:
             return _milli(self.failure)
-        value = self.valid + (self.new_best if was_best else 0.0) + (self.debug_fixed if node.op == DEBUG else 0.0)
+        value = self.valid + (self.new_best if was_best else 0.0) + (self.debug_fixed if node.op == Op.DEBUG else 0.0)
         return _milli(value)
 
 
@@ -46,7 +46,7 @@ def _milli(x: float) -> int:
 def primary_parent(node: Node) -> str:
     """The node it hangs under in the search tree: its first parent, or ROOT for a draft and
     for a fuse or blend (which draws on several branches and starts a branch of its own)."""
-    return ROOT if not node.parents or node.op in (FUSE, BLEND) else node.parents[0]
+    return ROOT if not node.parents or node.op in (Op.FUSE, Op.BLEND) else node.parents[0]
 
 
 class TreeStats:
@@ -80,7 +80,7 @@ class TreeStats:
         if len(graph) > self._seen:
             for index, node in enumerate(list(graph.nodes.values())[self._seen :], start=self._seen):
                 # Refits are the final stage's, re-runs repeat a node, an exploration scores nothing.
-                if node.op not in (REFIT, RERUN, EDA):
+                if node.op not in (Op.REFIT, Op.RERUN, Op.EDA):
                     self._register(node, index)
                     changed.append(node.id)
             self._seen = len(graph)
@@ -106,7 +106,7 @@ class TreeStats:
         self.visits[node.id], self.reward[node.id] = 0, 0
         self.children.setdefault(node.id, [])
         self.children.setdefault(primary_parent(node), []).append(node.id)
-        self.drafts += node.op == DRAFT
+        self.drafts += node.op == Op.DRAFT
         self.searched += 1
         self.failed_leaves.difference_update(node.parents)
         self._pending.append((index, node.id))
@@ -133,7 +133,7 @@ class TreeStats:
             self.branch_best_id[branch] = node.id
         else:
             self.branch_since[branch] = self.branch_since.get(branch, 0) + 1
-        if node.op in (EVOLVE, FUSE) and node.parents and node.parents[0] in graph.nodes:
+        if node.op in (Op.EVOLVE, Op.FUSE) and node.parents and node.parents[0] in graph.nodes:
             self.branch_since[graph[node.parents[0]].branch] = 0  # the branch was shaken up
 
 

@@ -13,37 +13,31 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from typing import Literal
 
 from ...coder import (
-    MAX_CONTINUATIONS,
-    CoderFailure,
     apply_edits,
-    continue_prompt,
     extract_code,
     failure_from_node,
-    join_continuation,
     parse_edits,
     should_fallback_to_rewrite,
 )
 from ...coder.stepwise import STEP_ORDER, assemble_parts
 from ...config import BrainConfig, Config
-from ...core.protocols import Action, Context, ParentView, Proposal
-from ...core.vocabulary import EDA
-from ...llm.base import LLM, Completion, Message
-from ...llm.config import LLMConfig
+from ...config.llm import LLMConfig
+from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal
+from ...core.vocabulary import Op
+from ...llm.base import LLM, Message
 from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
 from ...sandbox.namespace import gpu_devices
 from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
+from .conversation import Conversation, RequestOptions
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
 _TRIED_LIMIT = 12
-_FORMAT_REMINDER = (
-    "Your reply had no Python code. Reply again with a short plan and the complete "
-    "script in a single ```python fenced block."
-)
 STEP_HELP = {
     "data": "load the data files, define the id/target columns and the validation split",
     "features": "feature engineering and preprocessing shared by train, holdout and test",
@@ -98,54 +92,51 @@ def stagnation_tier(stagnation: int) -> int:
 
 
 class LLMBrain:
-    name = "llm"
-    explores = True  # it writes the exploratory node (mlguild.core.vocabulary.EDA) when asked
+    """Proposes every node by asking its LLM; it also explores (``Explorer``), fixes the
+    community cycle's failed steps (``Fixer``) and may be asked by several workers at once
+    (``Concurrent``): what it caches is the same whoever fills it."""
 
-    # Two workers may ask at once (mlguild.run.workers): what it caches is the same whoever fills it.
-    concurrent = True
+    name = "llm"
+    concurrent: Literal[True] = True
 
     def __init__(self, llm: LLM, options: LLMBrainOptions | None = None):
         self.llm = llm
         self.options = options or LLMBrainOptions()
+        request = RequestOptions(self.options.max_tokens, self.options.temperature, self.options.timeout_s)
+        self.talk = Conversation(llm, request)
         self._summary: str | None = None
-        self._system: str | None = None  # the same text for every request (for prompt caches)...
-        self._system_brief: str | None = None  # ... until the brief changes (the exploration's findings)
+        self._system_brief: str | None = None  # the system turn is rendered again when the brief changes
 
-    # --- entry point ---
+    # --- entry points ---
+    def explore(self, context: Context) -> Proposal:
+        """The exploratory script (``Op.EDA``): its findings go into the brief."""
+        node = f"n{context.iteration + 1:04d}"
+        common = self._prepare(context)
+        plan, code = self.talk.full_script(render("eda", **common), "eda", node)
+        return Proposal(plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model})
+
     def propose(self, action: Action, context: Context) -> Proposal:
-        if action.op == "blend":  # a blend fitted on out-of-fold predictions needs no LLM
+        if action.op == Op.BLEND:  # a blend fitted on out-of-fold predictions needs no LLM
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
-        common = self._common(context)
-        if self._system is None or self._system_brief != context.brief:
-            self._system_brief = context.brief
-            self._system = render(
-                "system",
-                **common,
-                threads=self.options.threads,
-                gpu=self.options.gpu,
-                extra_libraries=", ".join(_extra_libraries()),
-            )
-        if action.op == EDA:  # an exploratory script: its findings go into the brief
-            plan, code = self._full_script(render("eda", **common), "eda", node)
-            return Proposal(
-                plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model}
-            )
+        common = self._prepare(context)
+        if action.op == Op.EDA:
+            return self.explore(context)
         if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.llm.cycle)
-            return cycle_proposal(self, action, context, common, node)
-        if action.op == "fuse":  # one script from the best ideas of several branches
-            plan, code = self._full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)
-        elif action.op == "evolve":  # a new direction for a stagnant branch, from its trajectory
+            return cycle_proposal(self.talk, action, context, common, node)
+        if action.op == Op.FUSE:  # one script from the best ideas of several branches
+            plan, code = self.talk.full_script(render("fuse", **common, parents=list(context.parents)), "fuse", node)
+        elif action.op == Op.EVOLVE:  # a new direction for a stagnant branch, from its trajectory
             parent = context.parents[0]
             score = f"{parent.score:.6g}" if parent.score is not None else "—"
             prompt = render("evolve", **common, parent=parent, parent_score=score, trajectory=context.trajectory)
-            plan, code = self._full_script(prompt, "evolve", node)
-        elif action.op == "debug":
+            plan, code = self.talk.full_script(prompt, "evolve", node)
+        elif action.op == Op.DEBUG:
             parent = context.parents[0]
             failure = failure_from_node(parent.status, parent.failure, parent.stderr_tail)
             prompt = render("debug", **common, parent=parent, failure=failure)
-            plan, code = self._full_script(prompt, "debug", node)
-        elif action.op == "improve":
+            plan, code = self.talk.full_script(prompt, "debug", node)
+        elif action.op == Op.IMPROVE:
             parent = context.parents[0]
             plan, code = self._improve(common, parent, context, node)
         else:
@@ -153,20 +144,33 @@ class LLMBrain:
             if self.options.stepwise:
                 plan, code = self._stepwise(common, tried, node)
             else:
-                plan, code = self._full_script(render("draft", **common, tried=tried), "draft", node)
+                plan, code = self.talk.full_script(render("draft", **common, tried=tried), "draft", node)
         meta: dict[str, object] = {"summary": _first_line(plan), "model": self.llm.model}
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
         return Proposal(plan=plan, code=code, meta=meta)
 
-    def fix_step(
-        self, plan: str, code: str, status: str, failure: str, stderr: str, step: int, timeout_s: float, node: str
-    ) -> tuple[str, str]:
-        """One step of the community cycle's run-observe-fix loop: the script fixed."""
-        return cycle_fix(self, plan, code, status, failure, stderr, step, timeout_s, node)
+    def fix_step(self, request: FixRequest) -> tuple[str, str]:
+        """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""
+        return cycle_fix(self.talk, request)
 
     # --- prompts ---
+    def _prepare(self, context: Context) -> dict:
+        """The variables every prompt of ``context`` shares; the system turn is rendered from
+        them once, and again only when the brief changed (the exploration's findings)."""
+        common = self._common(context)
+        if self.talk.system is None or self._system_brief != context.brief:
+            self._system_brief = context.brief
+            self.talk.system = render(
+                "system",
+                **common,
+                threads=self.options.threads,
+                gpu=self.options.gpu,
+                extra_libraries=", ".join(_extra_libraries()),
+            )
+        return common
+
     def _common(self, context: Context) -> dict:
         task = context.task
         profile = DataProfile.from_dict(context.profile)
@@ -195,47 +199,8 @@ class LLMBrain:
                     data_summary=summary_text(profile, max_columns=40),
                     max_words=250,
                 )
-                self._summary = self._ask([Message("user", prompt)], "task_summary", "").text.strip()
+                self._summary = self.talk.ask([Message("user", prompt)], "task_summary", "").text.strip()
         return self._summary
-
-    def _messages(self, prompt: str) -> list[Message]:
-        assert self._system is not None, "propose() renders the system turn first"
-        return [Message("system", self._system), Message("user", prompt)]
-
-    def _ask(self, messages: list[Message], purpose: str, node: str) -> Completion:
-        return self.llm.complete(
-            messages,
-            max_tokens=self.options.max_tokens,
-            temperature=self.options.temperature,
-            timeout_s=self.options.timeout_s,
-            purpose=purpose,
-            node=node,
-        )
-
-    # --- a whole script, completing truncated replies instead of re-deriving them ---
-    def _full_script(self, prompt: str, purpose: str, node: str) -> tuple[str, str]:
-        messages = self._messages(prompt)
-        reply = self._ask(messages, purpose, node)
-        extraction = extract_code(reply.text, reply.finish_reason)
-        if extraction.failure and extraction.failure.kind == "no_code":
-            messages = messages + [Message("assistant", reply.text), Message("user", _FORMAT_REMINDER)]
-            reply = self._ask(messages, f"{purpose}:reformat", node)
-            extraction = extract_code(reply.text, reply.finish_reason)
-        plan = extraction.plan
-        for _ in range(MAX_CONTINUATIONS):
-            if not (extraction.failure and extraction.failure.kind == "truncated"):
-                break
-            partial = extraction.partial or ""
-            # The context is the prompt plus the code so far, not every earlier reply: it stays
-            # within small context windows however many continuations it takes.
-            so_far = Message("assistant", f"{plan}\n\n```python\n{partial}")
-            reply = self._ask(
-                messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node
-            )
-            extraction = join_continuation(partial, reply.text, reply.finish_reason)
-        if extraction.failure is not None:
-            raise CoderFailure(extraction.failure)
-        return plan or "(no plan given)", extraction.code or ""
 
     # --- improve: diff edits with re-prompts, then a full rewrite ---
     def _improve(self, common: dict, parent: ParentView, context: Context, node: str) -> tuple[str, str]:
@@ -245,11 +210,11 @@ class LLMBrain:
             common, parent=parent, parent_score=score, tier=stagnation_tier(stagnation), stagnation=stagnation
         )
         if not self.options.diff_mode:
-            return self._full_script(render("improve", **variables, diff_mode=False), "improve", node)
-        messages = self._messages(render("improve", **variables, diff_mode=True))
+            return self.talk.full_script(render("improve", **variables, diff_mode=False), "improve", node)
+        messages = self.talk.messages(render("improve", **variables, diff_mode=True))
         code, attempts = parent.code, 0
         while True:
-            reply = self._ask(messages, "improve:diff" if attempts == 0 else "improve:diff_retry", node)
+            reply = self.talk.ask(messages, "improve:diff" if attempts == 0 else "improve:diff_retry", node)
             edits = parse_edits(reply.text)
             if not edits:  # the model answered with a whole script instead: accept it if it is one
                 extraction = extract_code(reply.text, reply.finish_reason)
@@ -267,14 +232,14 @@ class LLMBrain:
             mismatch = result.failure()  # its detail is the retry prompt, naming each block that failed
             assert mismatch is not None
             messages = [*messages, Message("assistant", reply.text), Message("user", mismatch.detail)]
-        return self._full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
+        return self.talk.full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
 
     # --- stepwise drafts ---
     def _stepwise(self, common: dict, tried: list[str], node: str) -> tuple[str, str]:
         plan_prompt = render("draft", **common, tried=tried) + (
             "\nFor now, reply with the plan only (no code): model, features, validation, in 3-6 sentences."
         )
-        plan = self._ask(self._messages(plan_prompt), "draft:plan", node).text.strip()
+        plan = self.talk.ask(self.talk.messages(plan_prompt), "draft:plan", node).text.strip()
         parts: dict[str, str] = {}
         for step in STEP_ORDER:
             prompt = render(
@@ -285,7 +250,7 @@ class LLMBrain:
                 step=step,
                 step_help=STEP_HELP[step],
             )
-            _, code = self._full_script(prompt, f"draft:{step}", node)
+            _, code = self.talk.full_script(prompt, f"draft:{step}", node)
             parts[step] = code
         return plan, assemble_parts(parts)
 

@@ -14,19 +14,16 @@ IV.  Report: the node's report (mlguild.pools.reports) says which components cam
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from ...coder import failure_from_node
 from ...core.errors import ProposalFailed
-from ...core.protocols import Action, Context, Proposal
-from ...core.vocabulary import DRAFT, EVOLVE, IMPROVE
+from ...core.protocols import Action, Context, FixRequest, Proposal
+from ...core.vocabulary import Op
 from ...pools.ideas import cited_ideas
 from ...prompts import render
+from .conversation import Conversation
 
-if TYPE_CHECKING:
-    from .brain import LLMBrain
-
-CYCLE_OPS = (DRAFT, IMPROVE, EVOLVE)
+CYCLE_OPS = (Op.DRAFT, Op.IMPROVE, Op.EVOLVE)
 SELECTED_IDEAS = 3  # ideas one attempt combines: more makes a muddle, fewer a copy
 _NEW = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*(.+?)\s*\[new\]\s*$", re.IGNORECASE | re.MULTILINE)
 
@@ -36,21 +33,21 @@ def novel_components(draft: str) -> list[str]:
     return [c.strip(" :-") for c in _NEW.findall(draft)][:10]
 
 
-def cycle_proposal(brain: LLMBrain, action: Action, context: Context, common: dict, node: str) -> Proposal:
+def cycle_proposal(talk: Conversation, action: Action, context: Context, common: dict, node: str) -> Proposal:
     chosen = context.ideas[:SELECTED_IDEAS]  # stage I
     parent = context.parents[0] if context.parents else None
     score = f"{parent.score:.6g}" if parent is not None and parent.score is not None else "—"
     prompt = render("cycle_draft", **{**common, "ideas": chosen}, parent=parent, parent_score=score)
-    draft = brain._ask(brain._messages(prompt), "cycle:draft", node).text.strip()  # stage II
+    draft = talk.ask(talk.messages(prompt), "cycle:draft", node).text.strip()  # stage II
     if not draft:
         raise ProposalFailed("the model wrote no draft for the community cycle")
     # Stage III: only the draft in the request (the system turn holds the task and the data).
     prompt = render("cycle_implement", draft=draft, time_budget_s=common["time_budget_s"])
-    plan, code = brain._full_script(prompt, "cycle:implement", node)
+    plan, code = talk.full_script(prompt, "cycle:implement", node)
     first = next((ln.strip() for ln in draft.splitlines() if ln.strip()), "")
     meta: dict[str, object] = {
         "summary": first.removeprefix("Draft:").strip()[:200],
-        "model": brain.llm.model,
+        "model": talk.model,
         "cycle": "community",
         "ideas": cited_ideas(draft, chosen),
         "novel": novel_components(draft),
@@ -58,25 +55,15 @@ def cycle_proposal(brain: LLMBrain, action: Action, context: Context, common: di
     return Proposal(plan=f"{draft}\n\n## Implementation\n{plan}", code=code, meta=meta)
 
 
-def cycle_fix(
-    brain: LLMBrain,
-    plan: str,
-    code: str,
-    status: str,
-    failure: str,
-    stderr: str,
-    step: int,
-    timeout_s: float,
-    node: str,
-) -> tuple[str, str]:
+def cycle_fix(talk: Conversation, request: FixRequest) -> tuple[str, str]:
     """The script of the next step, from what the last one did (stage III's fix)."""
-    draft = plan.split("\n\n## Implementation\n", 1)[0]
+    draft = request.plan.split("\n\n## Implementation\n", 1)[0]
     prompt = render(
         "cycle_fix",
         draft=draft,
-        code=code,
-        step=step,
-        failure=failure_from_node(status, failure, stderr),
-        time_budget_s=int(timeout_s),
+        code=request.code,
+        step=request.step,
+        failure=failure_from_node(request.status, request.failure, request.stderr),
+        time_budget_s=int(request.timeout_s),
     )
-    return brain._full_script(prompt, "cycle:fix", node)
+    return talk.full_script(prompt, "cycle:fix", request.node)

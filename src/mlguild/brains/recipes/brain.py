@@ -14,11 +14,12 @@ import json
 import math
 import random
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from ...coder.diagnose import diagnose
 from ...core.errors import TaskError
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
+from ...core.vocabulary import FailureKind, Op
 from .catalog import RECIPES, Recipe, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
@@ -27,14 +28,14 @@ from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .render import prediction_kind, render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 
-_SLOW = ("timeout", "memory")
+_SLOW = (FailureKind.TIMEOUT, FailureKind.MEMORY)
 
 
 class RecipeBrain:
     """Offline brain: ``propose`` returns a plan, a standalone script and the recipe meta."""
 
     name = "recipes"
-    has_last_resort = True  # the safest pipeline (see repair.safest_meta)
+    has_last_resort: Literal[True] = True  # the safest pipeline (see repair.safest_meta)
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -42,15 +43,15 @@ class RecipeBrain:
     def propose(self, action: Action, context: Context) -> Proposal:
         _check_supported(context.task)
         parent = _parent(action, context)
-        if action.op in ("fuse", "blend") and len(context.parents) >= 2:
+        if action.op in (Op.FUSE, Op.BLEND) and len(context.parents) >= 2:
             return fuse_proposal(context)  # the recipes fuse by blending the members' predictions
-        if action.op == "draft" or parent is None:
+        if action.op == Op.DRAFT or parent is None:
             return self._draft(context)
-        if action.op == "evolve":
+        if action.op == Op.EVOLVE:
             return self._evolve(parent, context)
-        if action.op == "improve":
+        if action.op == Op.IMPROVE:
             return self._improve(parent, context)
-        if action.op == "debug":
+        if action.op == Op.DEBUG:
             return self._debug(parent, context)
         raise ValueError(f"the recipe brain has no {action.op!r} operation")
 
@@ -66,7 +67,7 @@ class RecipeBrain:
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
         names = family_order(recipes_for(task), context.family_priors)
-        drafts = [h.meta for h in context.history if h.op == "draft" and h.meta.get("brain") == "recipes"]
+        drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
         fresh = [n for n in names if counts[n] == 0]
         name = fresh[0] if fresh else min(names, key=lambda n: (counts[n], names.index(n)))
@@ -92,7 +93,7 @@ class RecipeBrain:
             used = {str(m["move"]) for m in drafts if m.get("recipe") == name and m.get("move")}
             options = _variants(meta, recipe, context, used) or _variants(meta, recipe, context, set())
             if options:
-                chosen, varied = self._rng(context, "draft", name).choice(options)
+                chosen, varied = self._rng(context, Op.DRAFT, name).choice(options)
                 move = "+".join(m.name for m in chosen)
                 varied.update(move=move, moves=[move], changed=diff(meta, varied))
                 lines.append(
@@ -121,7 +122,9 @@ class RecipeBrain:
             return self._draft(
                 context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead."
             )
-        (chosen, meta), reason = choose(options, parent.node_id, context, self._rng(context, "improve", parent.node_id))
+        (chosen, meta), reason = choose(
+            options, parent.node_id, context, self._rng(context, Op.IMPROVE, parent.node_id)
+        )
         name = "+".join(m.name for m in chosen)
         meta.pop(LAST_RESORT, None)  # a variation of the safest pipeline is not the safest
         changed = diff(parent.meta, meta)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.protocols import Context, HistoryItem
+from ...core.vocabulary import Op
 from ...memory import FAILED_GAIN, MovePrior
 
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
@@ -67,7 +68,7 @@ def move_stats(
     ratios: dict[str, list[float]] = {}
     for h in history:
         parent = by_id.get(h.meta.get("parent", ""))
-        if h.op != "improve" or h.cut_short or parent is None or parent.score is None or not h.meta.get("move"):
+        if h.op != Op.IMPROVE or h.cut_short or parent is None or parent.score is None or not h.meta.get("move"):
             continue  # a node the run's end cut short says nothing about its move
         names = h.meta["move"].split("+")
         gain = FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread

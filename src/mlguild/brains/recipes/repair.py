@@ -14,6 +14,7 @@ from typing import Any
 
 from ...coder.diagnose import Diagnosis
 from ...core.protocols import LAST_RESORT, Context
+from ...core.vocabulary import Status
 from ...task.column_kinds import UNUSABLE
 from .catalog import FALLBACK
 from .draft import draft_meta
@@ -115,7 +116,7 @@ def repeated_failure(context: Context, times: int = 3) -> str | None:
     """The failure the last ``times`` nodes share (their last failure line), or None: the
     sign that drafting more of the same will fail again."""
     recent = context.history[-times:]
-    if len(recent) < times or any(h.status == "scored" for h in recent):
+    if len(recent) < times or any(h.status == Status.SCORED for h in recent):
         return None
     lines = {_last_line(h.failure) for h in recent}
     return lines.pop() if len(lines) == 1 and "" not in lines else None

@@ -1,22 +1,12 @@
-"""Typed configuration of the LLM layer, and the one function that builds it for a run.
+"""The ``llm:`` section of a run's configuration (the LLM layer, mlguild.llm, reads it).
 
-Kept out of ``mlguild.llm.__init__`` so importing the protocol does not import pydantic.
+Its own module so that the LLM layer and the rest of the configuration share it without
+either importing the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
-
-from .cache import ReplyCache
-from .ledger import Ledger
-from .registry import make_llm
-from .router import Router
-
-CACHE_DIR = "llm_cache"
 
 
 class LLMConfig(BaseModel):
@@ -45,24 +35,3 @@ class LLMConfig(BaseModel):
     max_tokens_total: int | None = Field(None, gt=0, description="Run budget of LLM tokens (None = unlimited).")
     max_cost_usd: float | None = Field(None, gt=0, description="Run budget of LLM spend in USD (None = unlimited).")
     cache: bool = Field(True, description="Keep replies in the run directory so a resume never pays twice.")
-
-
-def build_router(
-    config: LLMConfig,
-    *,
-    run_dir: str | Path | None = None,
-    sink: Callable[[dict[str, Any]], Any] | None = None,
-    records: Iterable[dict[str, Any]] = (),
-    **overrides: Any,
-) -> Router:
-    """The Router for a run: adapters for ``config.models`` (failing now on a missing key or
-    SDK), a ledger rebuilt from ``records`` (earlier journal records, on resume) that forwards
-    new records to ``sink``, and a cache at ``<run_dir>/llm_cache``. ``overrides`` go to the
-    Router (tests pass ``sleep``/``clock``)."""
-    if not config.models:
-        from ..core.errors import ConfigError
-
-        raise ConfigError("no LLM model is configured", "pass --model provider/name (e.g. --model openai/gpt-4.1)")
-    llms = [make_llm(model) for model in config.models]
-    cache = ReplyCache(Path(run_dir) / CACHE_DIR) if config.cache and run_dir is not None else None
-    return Router(llms, config, ledger=Ledger.from_records(records, sink=sink), cache=cache, **overrides)

@@ -1,0 +1,105 @@
+"""The run's budget clock, and why a session stopped: how long this session has run, how much of the run's budget is
+left, and the time limit the next script may have.
+
+A run's time budget spans every session (the journal keeps what earlier ones spent); its
+iteration budget counts search nodes only (refits are the final stage, an exploration the
+preparation). Near the end a script gets only the time left, less the time the final refit
+of the current best node will need (mlguild.run.refit), so a run that ends its budget can
+still be refitted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..config import Config
+from ..core.errors import BudgetExhausted
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import FailureKind, Op
+from .folder import RunDir
+from .records import Outcome
+from .refit import refit_reserve
+from .replay import RunState
+
+MIN_SCRIPT_S = 5.0  # below this much time left, a script (a node, a fix step) cannot do useful work
+
+
+class BudgetClock:
+    """The session's clock against the run's budget (``budget.time_s``, ``budget.iterations``)."""
+
+    def __init__(self, run: RunDir, state: RunState):
+        self.run, self.state = run, state
+        self._session_start = time.monotonic()
+
+    @property
+    def config(self) -> Config:
+        return self.run.config  # a resume may replace the run's config before the loop starts
+
+    def elapsed(self) -> float:
+        """Seconds since this session started (the journal's session clock)."""
+        return time.monotonic() - self._session_start
+
+    def remaining_s(self) -> float | None:
+        """Seconds of the run's time budget left, or None without a time budget."""
+        budget = self.config.budget.time_s
+        return None if budget is None else budget - self.state.spent_s - self.elapsed()
+
+    def full_limit_s(self) -> float:
+        """The time limit a script gets while the run's end is not near."""
+        budget = self.config.budget
+        limit = self.config.sandbox.script_timeout_s
+        if budget.time_s is not None:
+            limit = min(limit, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
+        return limit
+
+    def next_limit_s(self, graph: SearchGraph, planned_blend: tuple[str, ...] = ()) -> float:
+        """Raise BudgetExhausted, or return the time limit the next script may have. With
+        ``planned_blend`` (the members of a blend about to be made), the time its refit would
+        need is kept back too: a blend made in the last minutes must still be refitted."""
+        budget = self.config.budget
+        searched = sum(1 for n in graph if n.op not in (Op.REFIT, Op.EDA))
+        if budget.iterations is not None and searched >= budget.iterations:
+            raise BudgetExhausted("iterations")
+        timeout = self.full_limit_s()
+        remaining = self.remaining_s()
+        if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
+            remaining -= refit_reserve(self.run, graph, graph.best(), planned_blend)
+            if remaining < MIN_SCRIPT_S:
+                raise BudgetExhausted("time")
+            timeout = min(timeout, remaining)
+        return timeout
+
+    def within_remaining(self, timeout: float) -> float:
+        """``timeout`` cut to the time left (at least a second): the brain's own time comes
+        out of the script's."""
+        remaining = self.remaining_s()
+        return timeout if remaining is None else max(1.0, min(timeout, remaining))
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the loop stopped: a budget ended (``which``: time, iterations, llm_tokens,
+    llm_cost, converged), or the user interrupted it. Only a run that ended by its budget is
+    finished: one that was interrupted can still be resumed, and find a better node."""
+
+    kind: str  # "budget" | "interrupted"
+    which: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.kind == "budget"
+
+    def __str__(self) -> str:
+        return f"budget: {self.which}" if self.finished else "interrupted by user"
+
+
+INTERRUPTED = Stop("interrupted")
+
+
+def mark_cut_short(clock: BudgetClock, node: Node, outcome: Outcome, timeout: float) -> None:
+    """A script that timed out under a limit the run's end had shortened says nothing
+    about its change: the timing says so, and neither this run's move estimates nor the
+    memory count it as the change failing."""
+    if outcome.status == FailureKind.TIMEOUT and node.op != Op.EDA and timeout < clock.full_limit_s():
+        outcome.timing["cut_short"] = True

@@ -1,0 +1,358 @@
+"""The library's entry point: start a run on a task, or resume one, and return what finished.
+
+``start`` and ``resume`` are what the CLI (``mlguild run``, ``mlguild resume``), the bench
+runner (through ``mlguild run`` in a child process) and the tests call. Everything that wires
+a run lives here, once: the checks of a configuration before anything is created, the
+brain, its LLM, the sandbox (and Ray), the Kaggle submitter, the brief and the idea pool, the
+session and its loop, then the final stage. The caller is told what happens through two
+callbacks: ``say(line, warning)`` for the lines a run announces itself with, and the
+session's event handler, which ``watch`` may wrap (the CLI's live progress).
+
+Nothing here prints or exits: a problem is an ``MlguildError`` with the command that fixes
+it, raised before the run folder is created whenever the configuration alone shows it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
+from ..brains.llm.brain import LLMBrainOptions
+from ..brains.scripted import PRIOR_SCRIPT
+from ..coder.diagnose import diagnose
+from ..config import Config, load_config, save_config
+from ..core.errors import ConfigError, KaggleError, RunError
+from ..core.graph import Node
+from ..core.protocols import Brain, Sandbox
+from ..core.vocabulary import Op
+from ..final.stage import Finish, finish
+from ..kaggle.api import competition_slug
+from ..kaggle.submitter import Submitter, kaggle_slug
+from ..llm.base import LLM
+from ..llm.registry import make_llm
+from ..llm.router import build_router
+from ..llm.scripted import ScriptedLLM
+from ..pools import Pools, fill_run_ideas
+from ..sandbox import describe_layer, get_sandbox, is_strong
+from ..scoring.floors import check_learned, floors
+from ..search import get_policy
+from ..sources.resolve import resolve_task
+from ..task.brief import brief_path, ensure_brief
+from ..task.folder import Task
+from .budget import Stop
+from .folder import RunDir, create_run, open_run
+from .loop import Agent
+from .session import EventHandler, Session
+
+Say = Callable[[str, bool], None]  # (line, is_warning)
+Watch = Callable[[Session], AbstractContextManager[EventHandler]]
+
+
+def _quiet(line: str, warning: bool = False) -> None:
+    """Say nothing (the default for library callers)."""
+
+
+@dataclass
+class Finished:
+    """What a session of a run ended with: why it stopped, the final choice and the
+    once-only grade (each None when there was none), the best node, and the counts."""
+
+    run: RunDir
+    stop: Stop
+    finish: Finish
+    best: Node | None
+    searched: int  # nodes of the search (refits excluded)
+    scored: int
+    dry_run: bool = False
+    public_scores: dict[str, float | None] = field(default_factory=dict)  # Kaggle's, by node
+    common_failure: str = ""  # the most frequent way its nodes failed, for a run with no best node
+
+    def check(self) -> None:
+        """Raise what a finished run that did not work must tell its user: no node produced
+        a valid submission (RunError), or the best did not beat a constant prediction on the
+        holdout (NothingLearnable). A run that did not finish its budget, or a dry run (it
+        checks plumbing, not learning), is not judged."""
+        if not self.stop.finished:
+            return
+        path = self.run.path
+        if self.best is None:
+            raise RunError(
+                f"no node produced a valid submission in {self.searched} nodes ({self.common_failure})",
+                f"see `mlguild status {path}` and `mlguild show <node> --run {path}`; "
+                f"give it more time with `mlguild resume {path} --time 30m`",
+            )
+        if not self.dry_run:
+            from ..metrics import get_metric
+
+            direction = get_metric(self.run.spec.metric).direction
+            check_learned(self.best.score, floors(self.run.journal.records), direction, self.run.spec.metric)
+
+
+def check_config(config: Config, dry_run: bool = False) -> str:
+    """Check what a configuration alone can show is wrong, before anything is created; the
+    resolved brain name."""
+    brain_name = resolve_brain_name(config.brain.name, bool(config.llm.models) or dry_run)
+    if config.brain.cycle != "off" and brain_name != "llm":
+        raise ConfigError(
+            f"--cycle {config.brain.cycle} needs the LLM brain (this run's brain: {brain_name})",
+            "give a model: --model provider/name (and --brain llm or auto), or drop --cycle",
+        )
+    # an unusable or refused sandbox too, before any LLM call or run directory
+    get_sandbox(config.sandbox.kind, llm_code=brain_name in LLM_CODE_BRAINS)
+    for name in config.llm.models:
+        make_llm(name)  # a missing key or SDK fails now, naming the fix
+    return brain_name
+
+
+def start(
+    task: Task | str | Path,
+    config: Config | None = None,
+    *,
+    runs_dir: str | Path = "runs",
+    run_id: str | None = None,
+    dry_run: bool = False,
+    launch: bool = True,
+    target: str | None = None,
+    metric: str | None = None,
+    say: Say = _quiet,
+    watch: Watch | None = None,
+    on_event: EventHandler | None = None,
+) -> Finished | RunDir:
+    """Start a run of ``task`` (a Task, a task folder, ``example:NAME`` or ``csv:PATH``; then
+    ``target``) with ``config`` (default: the packaged defaults) in ``runs_dir``, improve it
+    until its budget ends, finish it, and return what finished. ``dry_run``: the scripted
+    brain's stand-in scripts (``--dry-run``). ``launch=False``: create the run and write its
+    brief, then return the run folder (closed) without running a node."""
+    config = config or load_config(None, [])
+    brain_name = check_config(config, dry_run)
+    if config.budget.time_s is None and config.budget.iterations is None:
+        default = config.budget.default_time_s
+        config = config.model_copy(update={"budget": config.budget.model_copy(update={"time_s": default})})
+        say(
+            f"no --time or --iterations given: using the default budget of {default:g} s (budget.default_time_s)", False
+        )
+    if isinstance(task, Task):
+        loaded = task
+    else:
+        loaded = resolve_task(str(task), target=target, metric=metric, say=lambda line: say(line, False))
+    if config.kaggle.submit != "never" and competition_slug(loaded.spec.source or "") is None:
+        raise KaggleError(
+            "--submit needs a task made from a Kaggle competition",
+            "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
+        )
+    run = create_run(loaded, config, Path(runs_dir), run_id)
+    try:
+        if not launch:
+            llm = _llm_for(run, brain_name, dry_run)
+            _write_brief(run, None if dry_run else llm, say)
+            return run
+        return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
+    finally:
+        run.close()
+
+
+def resume(
+    path: str | Path,
+    overrides: list[str] | None = None,
+    *,
+    say: Say = _quiet,
+    watch: Watch | None = None,
+    on_event: EventHandler | None = None,
+) -> Finished:
+    """Continue the run at ``path`` after a stop or a kill (finished nodes are never run
+    again); ``overrides`` (``section.field=value``) change its saved configuration first."""
+    run = open_run(path)
+    try:
+        if overrides:
+            run.config = load_config(None, overrides, base=run.config.model_dump())
+            save_config(run.config, run.path / "config.yaml")
+        return drive(run, say=say, watch=watch, on_event=on_event)
+    finally:
+        run.close()
+
+
+def drive(
+    run: RunDir,
+    *,
+    dry_run: bool = False,
+    brain_name: str | None = None,
+    say: Say = _quiet,
+    watch: Watch | None = None,
+    on_event: EventHandler | None = None,
+) -> Finished:
+    """The composition root: wire a session for the open ``run``, run its loop, then finish
+    it (the final stage and grade, the Kaggle submission at the end)."""
+    cfg = run.config
+    name = brain_name or resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)
+    sandbox, sandbox_line, weak = _sandbox_for(cfg, name)
+    if cfg.search.ray:
+        from .ray_workers import RaySandbox, connect
+
+        sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
+        sandbox = RaySandbox(sandbox)
+    llm = _llm_for(run, name, dry_run)
+    brain = _brain_for(cfg, name, llm)
+    submitter = _submitter_for(run, say)
+    _write_brief(run, None if dry_run else llm, say)
+    _fill_ideas(run, None if dry_run else llm, say)
+    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox, on_event)
+    session = agent.session
+    try:
+        say(f"run   {run.path}", False)
+        direction = session.scorers.holdout.metric.direction
+        say(
+            f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({direction}) on a sealed holdout",
+            False,
+        )
+        say(f"brain {_brain_line(cfg, name, dry_run)}", False)
+        say(sandbox_line, weak)
+        with _watching(session, watch, on_event) as handler:
+            session.on_event = _with_submitter(handler, submitter)
+            stop = agent.run_loop()
+        done = finish(session, stop)
+        public: dict[str, float | None] = {}
+        if submitter is not None and stop.finished:
+            submitter.at_end(done.choice["node"] if done.choice else session.state.best_id)
+            public = submitter.public_scores()
+        graph = session.state.graph
+        return Finished(
+            run=run,
+            stop=stop,
+            finish=done,
+            best=graph[session.state.best_id] if session.state.best_id else None,
+            searched=sum(1 for n in graph if n.op != Op.REFIT),
+            scored=sum(1 for n in graph if n.ok),
+            dry_run=dry_run or brain.name == "scripted",
+            public_scores=public,
+            common_failure=_common_failure(session),
+        )
+    finally:
+        session.close()
+
+
+@contextmanager
+def _watching(session: Session, watch: Watch | None, on_event: EventHandler | None) -> Iterator[EventHandler]:
+    """The event handler for the loop: the caller's ``watch`` of the session, else ``on_event``."""
+    if watch is None:
+        yield on_event or session.on_event
+        return
+    with watch(session) as handler:
+        yield handler
+
+
+def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
+    """The run's LLM when its brain needs one (its keys checked), a stand-in for a dry run
+    with no model, or None."""
+    cfg = run.config
+    if brain_name not in LLM_CODE_BRAINS:
+        return None
+    if dry_run and not cfg.llm.models:
+        default = f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        return ScriptedLLM(model="scripted/prior", default=default)
+    records = [r for r in run.journal.records if r["type"] == "llm_call"]
+    return build_router(
+        cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
+    )
+
+
+def _brain_for(cfg: Config, name: str, llm: LLM | None) -> Brain:
+    options = LLMBrainOptions.from_config(cfg, threads=cfg.sandbox.threads or os.cpu_count() or 1)
+
+    def llm_factory() -> LLM:
+        assert llm is not None, "an LLM brain's model is built before the brain"
+        return llm
+
+    return get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
+
+
+def _brain_line(cfg: Config, name: str, dry_run: bool) -> str:
+    chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if dry_run else "")
+    return {
+        "recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
+        "llm": f"llm ({chain})",
+        "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
+        "scripted": "scripted (dry run)",
+    }[name]
+
+
+def _sandbox_for(cfg: Config, brain_name: str) -> tuple[Sandbox, str, bool]:
+    """The sandbox the config asks for, the one line that says what it is and what it does
+    not cover, and whether that line is a warning ("auto" fell back to the weak local
+    layer). Raises ConfigError when "auto" would run LLM-written scripts unconfined
+    (get_sandbox), or --strict finds only the weak layer."""
+    kind = cfg.sandbox.kind
+    sandbox = get_sandbox(kind, llm_code=brain_name in LLM_CODE_BRAINS, gpu=cfg.sandbox.gpu)
+    if cfg.sandbox.strict and not is_strong(sandbox):
+        raise ConfigError(
+            f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
+            "apt-get install -y bubblewrap (as root), or run without --strict",
+        )
+    line = "sandbox " + describe_layer(sandbox).removeprefix("sandbox: ")
+    return sandbox, line, kind == "auto" and not is_strong(sandbox)  # the harness's own scripts only
+
+
+def _submitter_for(run: RunDir, say: Say) -> Submitter | None:
+    """The Kaggle submitter when the run submits (kaggle.submit); its problems stop it now."""
+    if run.config.kaggle.submit == "never":
+        return None
+    from ..kaggle.api import connect
+
+    slug = kaggle_slug(run)
+    if slug is None:  # before connecting: the task, not the network, is what is wrong
+        raise KaggleError(
+            "--submit needs a task made from a Kaggle competition",
+            "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
+        )
+    client = connect()
+    limit = client.competition(slug).max_daily_submissions
+    return Submitter(run, client, warn=lambda message: say(message, True), daily_limit=limit)
+
+
+def _with_submitter(handler: EventHandler, submitter: Submitter | None) -> EventHandler:
+    """The session's event handler: ``handler``, and ``each`` submissions of a new best."""
+    if submitter is None:
+        return handler
+
+    def handle(kind: str, data: dict) -> None:
+        handler(kind, data)
+        if kind == "node_finished" and data.get("is_best"):
+            submitter.on_best(data["best"])
+
+    return handle
+
+
+def _write_brief(run: RunDir, llm: LLM | None, say: Say) -> None:
+    """brief.md before the first node: by the run's LLM when it has one (not a dry run's
+    stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
+    _, author = ensure_brief(run.path, run.spec, run.profile, run.description, llm)
+    say(f"brief {brief_path(run.path)} ({'kept as found' if author == 'existing' else 'by ' + author})", False)
+
+
+def _fill_ideas(run: RunDir, llm: LLM | None, say: Say) -> None:
+    """The idea pool from the task's knowledge/ folder, before the first node (mlguild.pools)."""
+    pools = Pools.open(run.path)
+    try:
+        line = fill_run_ideas(run, pools, llm)
+    finally:
+        pools.close()
+    if line:
+        say(line, False)
+
+
+def _common_failure(session: Session) -> str:
+    """The most frequent way the nodes failed, as "6 crash: TypeError in step 'columns' ..."."""
+    columns = list(session.columns)
+    causes = Counter(
+        f"{n.status}: {diagnose(n.failure or '', '', columns).summary()}"
+        for n in session.state.graph
+        if not n.ok and n.op != Op.REFIT
+    )
+    if not causes:
+        return "no node finished"
+    cause, count = causes.most_common(1)[0]
+    return f"most often, {count} times: {cause}"

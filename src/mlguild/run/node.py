@@ -1,0 +1,173 @@
+"""The one path a node takes: written, journaled, executed, scored, reported, finished.
+
+Every node, whatever made it (a search node, a re-run for evidence, a final refit), goes
+through ``run_node``; a node a kill interrupted is run again by ``resume_interrupted``, and
+every further script of a node (a step of the community cycle's fix loop) by ``run_step``. Both write the script first, then journal
+it (``node_started``, ``node_step``), and only then run it: the journal is first, so a kill
+at any moment leaves a record a resume can act on. ``finish_node`` then scores nothing
+itself (the executor scored the outputs on sealed labels) but records the outcome: the
+node's report, the pools, the journal's ``node_finished``, the memory and best/.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..core.graph import Node
+from ..core.protocols import Proposal
+from ..core.vocabulary import FailureKind, Op, Status
+from ..task.brief import add_findings
+from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
+from .budget import MIN_SCRIPT_S, mark_cut_short
+from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
+from .session import Session
+
+# What the loop does with a node's first outcome before it is finished (the fix loop).
+Refine = Callable[[Outcome], Outcome]
+
+
+def run_node(
+    session: Session,
+    node: Node,
+    proposal: Proposal,
+    *,
+    reason: str,
+    timeout_s: float,
+    seed: int,
+    failure: Outcome | None = None,
+    data_dir: Path | None = None,
+    cpus: tuple[int, ...] | None = None,
+    refine: Refine | None = None,
+) -> Outcome:
+    """Write ``node``'s proposal, journal ``node_started``, then run its script (unless
+    ``failure``: the proposal itself failed, and that is the outcome) and return the
+    outcome, refined by ``refine`` when given. The caller finishes the node
+    (``finish_node``), once it has added what it knows to the outcome."""
+    with session.lock:
+        node.plan, node.meta = proposal.plan, proposal.meta
+        session.executor.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
+        node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
+        record_started(session.run.journal, node, reason, session.clock.elapsed())
+    if failure is not None:
+        return failure
+    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus)
+    return refine(outcome) if refine is not None else outcome
+
+
+def resume_interrupted(session: Session, node: Node) -> None:
+    """Run again, once and unchanged, a node a kill interrupted: journal the second attempt
+    (``node_started`` with ``restart``), run its script as it is on disk, and finish it. A
+    second interruption, a script that changed since it was proposed, a refit (the final
+    stage reruns its refits) or no time left finishes it as ``interrupted`` instead."""
+    if node.op == Op.REFIT:
+        finish_node(
+            session, node, Outcome(FailureKind.INTERRUPTED, failure="the run was killed during the final refit")
+        )
+        return
+    code = session.code(node)
+    if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:
+        why = (
+            "twice"
+            if node.attempts >= 2
+            else "before its code was complete, or its solution.py changed since it was proposed"
+        )
+        finish_node(
+            session, node, Outcome(FailureKind.INTERRUPTED, failure=f"the run was killed while this node ran, {why}")
+        )
+        return
+    remaining = session.clock.remaining_s()
+    if remaining is not None and remaining < MIN_SCRIPT_S:
+        why = "the run was killed while this node ran, and no time is left"
+        finish_node(session, node, Outcome(FailureKind.INTERRUPTED, failure=why))
+        return
+    record_restarted(session.run.journal, node, session.clock.elapsed())
+    # The limit the uninterrupted run would have given it (only the time budget applies:
+    # the node is already counted in the iteration budget).
+    timeout = session.clock.full_limit_s()
+    timeout = timeout if remaining is None else min(timeout, remaining)
+    seed = int(node.meta.get("seed", session.run.config.brain.seed))  # a re-run keeps its own seed
+    outcome = session.executor.execute(node, timeout, seed=seed)
+    mark_cut_short(session.clock, node, outcome, timeout)
+    finish_node(session, node, outcome)
+
+
+def run_step(
+    session: Session,
+    node: Node,
+    step: int,
+    code: str,
+    why: str,
+    timeout_s: float,
+    seed: int,
+    cpus: tuple[int, ...] | None = None,
+) -> Outcome:
+    """Run ``code`` as the node's next script (a step of its fix loop): write it, journal
+    ``node_step`` with its hash, then run it."""
+    with session.lock:
+        node.code_sha256 = sha256_text(code)
+        session.executor.write_proposal(node, node.plan, code, node.meta)
+        session.run.journal.append(
+            "node_step", id=node.id, step=step, fix=why.strip()[:500], code_sha256=node.code_sha256
+        )
+    return session.executor.execute(node, timeout_s, seed=seed, cpus=cpus)
+
+
+def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
+    """Record ``outcome`` as ``node``'s end: its report (and for a search node, its entry in
+    the pools), the journal's ``node_finished``, what an exploration found (into the brief),
+    the memory's record, and best/ when the node is the new best. Called with the lock held."""
+    started = time.monotonic()
+    apply_outcome(node, outcome)  # the report compares the node with its parent and the best
+    graph = session.state.graph
+    # "worker-2" (mlguild.run.workers), or "MainThread"
+    worker = threading.current_thread().name.removeprefix("mlguild-")
+    report = session.pools.node_finished(node, graph, worker)  # what the other nodes read
+    session.executor.write_report(node, outcome, graph, report.markdown() if report else [])
+    outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
+    record_finished(session.run.journal, node, outcome, session.clock.elapsed())
+    if node.op == Op.REFIT:  # the final stage's: nothing for the search to learn or promote
+        return
+    if node.op == Op.EDA and node.status == Status.EXPLORED:
+        stdout = read_text_no_follow(session.run.node_dir(node.id) / "stdout.txt")
+        add_findings(session.run.path, node.id, stdout)
+        session.contexts.brief = None  # the next proposal reads the brief with the findings
+    if node.op not in (Op.RERUN, Op.EDA):  # a re-run repeats its node: nothing new to remember
+        session.memory.record(node, graph, "" if node.ok else session.code(node), session.columns)
+        session.report_warnings()
+    is_best = sync_best(session)
+    session.on_event("node_finished", {"node": node, "best": session.state.best_id, "is_best": is_best})
+
+
+def sync_best(session: Session) -> bool:
+    """Make best/ hold the graph's best node. Also repairs a kill between node_finished and
+    best_changed: the journal says which node is best only once best/ really holds it."""
+    state = session.state
+    best = state.graph.best()
+    if best is None or best.id == state.best_id:
+        return False
+    _promote(session, best)
+    state.best_id = best.id
+    session.run.journal.append(
+        "best_changed", id=best.id, score=best.score, session_elapsed_s=round(session.clock.elapsed(), 3)
+    )
+    return True
+
+
+def _promote(session: Session, node: Node) -> None:
+    """Copy the node's solution, submission and report into best/ (each file atomically)."""
+    run = session.run
+    src, best = run.node_dir(node.id), run.best_dir
+    for name, dest in (
+        ("solution.py", "solution.py"),
+        ("report.md", "report.md"),
+        ("output/submission.csv", "submission.csv"),
+        ("output/holdout.csv", "holdout.csv"),
+    ):
+        atomic_write(best / dest, read_no_follow(src / name))
+    atomic_write(best / "plan.md", node.plan.strip() + "\n")
+    record = {"node": node.id, "holdout_score": node.score, "metric": session.scorers.holdout.metric.name}
+    atomic_write(best / "best.json", json.dumps(record, indent=2))

@@ -1,0 +1,94 @@
+"""Which task a user means: a task folder (a competition folder without task.yaml gets one
+inferred), or a source (``example:NAME``, ``csv:PATH``) built into ``$MLGUILD_HOME/tasks``.
+What inference found is said through ``say`` (the CLI prints it)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import mlguild_home
+from ..core.errors import TaskError
+from ..task.folder import Task, load_task
+from . import init_task
+from .infer import find_task_root, infer_task, write_inferred
+
+
+def _quiet(line: str) -> None:
+    """Say nothing (the default for library callers)."""
+
+
+def resolve_task(
+    source: str,
+    target: str | None = None,
+    fresh: bool = False,
+    metric: str | None = None,
+    say: Callable[[str], None] = _quiet,
+) -> Task:
+    """A task folder path, or a source (example:NAME, csv:PATH) built into $MLGUILD_HOME/tasks.
+    A competition folder without task.yaml gets one inferred (``--target`` and ``--metric``
+    decide what the folder cannot)."""
+    if ":" not in source or path_exists(Path(source)):
+        return folder_task(Path(source), target, metric, say=say)
+    kind, _, rest = source.partition(":")
+    dest = mlguild_home() / "tasks" / task_name(kind, rest)
+    if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
+        return load_task(dest)
+    options = {"metric": metric} if kind == "csv" and metric else {}
+    if metric and kind != "csv":
+        raise TaskError(f"--metric does not apply to {kind}: sources", f"run {source} without it")
+    return load_task(init_task(source, dest, target=target, overwrite=True, **options))
+
+
+def folder_task(
+    folder: Path, target: str | None, metric: str | None, write: bool = True, say: Callable[[str], None] = _quiet
+) -> Task:
+    """The task of a folder; one without task.yaml gets it inferred, and written unless
+    ``write`` is False (a command that promises to write nothing, such as `mlguild grade`)."""
+    root = folder
+    if path_exists(folder) and folder.is_dir() and not (folder / "task.yaml").exists():
+        root = find_task_root(folder)[0]
+        if not (root / "task.yaml").exists():
+            inferred = infer_task(folder, target=target, metric=metric)
+            if not write:
+                description = next(
+                    (
+                        p.read_text(errors="replace")
+                        for p in (root / "description.md", root / inferred.spec.data_dir / "description.md")
+                        if p.is_file()
+                    ),
+                    inferred.spec.description or "",
+                )
+                return Task(root=root.resolve(), spec=inferred.spec, description=description)
+            written = write_inferred(inferred)
+            say(f"no task.yaml in {folder}: inferred one")
+            for note in inferred.notes:
+                say(f"  {note}")
+            say(f"  wrote {written} (edit it to change any of these; nothing else was written there)")
+            return load_task(root)
+    task = load_task(root)
+    for option, given, known in (
+        ("--target", target, task.spec.target_columns),
+        ("--metric", metric, [task.spec.metric]),
+    ):
+        if given is not None and [given] != known:
+            raise TaskError(
+                f"{option} {given} disagrees with {task.root / 'task.yaml'} ({', '.join(known)})",
+                f"edit {task.root / 'task.yaml'}, or delete it to have it inferred again",
+            )
+    return task
+
+
+def task_name(kind: str, rest: str) -> str:
+    """The folder name of a task built from a source: plain characters only, so that a name
+    like '..' can never make the folder (which is replaced when rebuilt) a parent folder."""
+    raw = rest if kind == "example" else Path(rest).stem
+    return re.sub(r"[^\w.-]+", "-", raw).strip(".-") or "task"
+
+
+def path_exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
