@@ -290,3 +290,90 @@ def kill_after_finished(proc: subprocess.Popen, journal: Path, finished: int, wa
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+
+
+# ------------------------------------------------------------------ shared by several test modules
+
+
+def mlguild(*args, cwd, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """``mlguild ARGS`` as a user types it, in a subprocess (wide columns, so lines do not wrap)."""
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "mlguild", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks and runs of spaces as single spaces (rich wraps errors)."""
+    return " ".join(text.split())
+
+
+def as_competition_folder(example: Path, dest: Path, layout: str) -> Path:
+    """The example's files as MLE-bench prepares a task (``mle``) or as Kaggle serves one (``flat``)."""
+    import shutil
+
+    if layout == "mle":
+        shutil.copytree(example / "public", dest / "prepared" / "public")
+        shutil.copytree(example / "private", dest / "prepared" / "private")
+        shutil.copy(example / "description.md", dest / "prepared" / "public" / "description.md")
+    else:
+        shutil.copytree(example / "public", dest)
+        shutil.copy(example / "description.md", dest / "description.md")
+    return dest
+
+
+# A reply of the scripted LLM: a plan and GOOD as a whole script.
+FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
+# GOOD, taking long enough for two workers' scripts to overlap, and saying where it ran.
+SLOW = GOOD.replace(
+    'print("cv_score: 0.99999")',
+    'import time\nprint("cpus", sorted(os.sched_getaffinity(0)), "threads", os.environ["MLGUILD_THREADS"])\ntime.sleep(1.5)',
+)
+SLOW_REPLY = f"Plan: logistic curve on x0, slowly.\n```python\n{SLOW}```\n"
+
+
+def llm_agent(tmp_path, brain, **sets):
+    """An Agent on a new run of a small synthetic task with ``brain`` (an LLM brain, usually
+    over the scripted LLM), the greedy policy and no exploratory node; ``sets``: config values."""
+    values = {
+        "search.num_drafts": 2,
+        "search.draft_every": 0,
+        "sandbox.script_timeout_s": 30,
+        "brain.eda": False,  # the exploratory node has its own tests (tests/brains/test_eda.py)
+        "search.policy": "greedy",  # the scripted replies follow its order of actions
+        **sets,
+    }
+    cfg = load_config(None, [f"{k}={v}" for k, v in values.items()])
+    run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
+    return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
+
+
+def run_while_killing_one(agent, run, find_pids) -> tuple:
+    """Run ``agent`` with two workers while a side thread, once a node has finished, kills
+    (-9) the first process ``find_pids`` names; (why it stopped, [the pid killed])."""
+    import threading
+
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
+            pids = find_pids()
+            if finished and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    stop = agent.run_loop(workers=2)
+    killer.join()
+    return stop, killed

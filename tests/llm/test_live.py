@@ -1,4 +1,4 @@
-"""Opt-in smoke test against real provider APIs (DESIGN.md: live-API tests need an explicit flag).
+"""Opt-in smoke test against real provider APIs (CONTRIBUTING.md: live-API tests need an explicit flag).
 
     MLGUILD_LIVE_MODELS=anthropic/claude-haiku-4-5,gemini/gemini-2.5-flash \\
         .venv/bin/python -m pytest tests/llm/test_live.py

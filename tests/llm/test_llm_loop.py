@@ -60,7 +60,7 @@ def _run(tmp_path, models, sleeps, **sets):
             f"{k}={v}"
             for k, v in {
                 "budget.iterations": 5,
-                "brain.eda": False,  # the exploratory node has its own tests (test_eda.py)
+                "brain.eda": False,  # the exploratory node has its own tests (tests/brains/test_eda.py)
                 "search.policy": "greedy",  # the scripted replies follow its order of actions
                 "search.num_drafts": 3,
                 "search.draft_every": 0,

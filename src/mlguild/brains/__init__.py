@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,12 @@ weak local layer for these unless asked (``mlguild.sandbox.get_sandbox``)."""
 
 
 def resolve_brain_name(name: str, has_model: bool) -> str:
-    """``auto`` means llm when a model is configured, else recipes."""
+    """``auto`` means llm when a model is configured, else recipes. An unknown name is a
+    ConfigError (with the closest name), raised before anything of a run is created."""
+    if name not in BRAINS:
+        close = difflib.get_close_matches(name, BRAINS, n=1)
+        hint = f"did you mean --brain {close[0]}? " if close else ""
+        raise ConfigError(f"unknown brain {name!r}", f"{hint}use --brain with one of: {', '.join(BRAINS)}")
     if name == "auto":
         return "llm" if has_model else "recipes"
     if name in ("llm", "hybrid") and not has_model:

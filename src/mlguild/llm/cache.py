@@ -5,7 +5,7 @@ Completion, one JSON file per key at ``<dir>/<key[:2]>/<key>.json``. The node th
 part of the key: the cache serves the resume of that node, never another node that happens
 to send the same prompt (it would get the same reply, and run the same script again).
 
-Files rather than SQLite because the cache lives in the run directory, which DESIGN.md
+Files rather than SQLite because the cache lives in the run directory, which ARCHITECTURE.md
 promises is plain files a human can read (``cat`` shows the prompt and the reply), and
 because several worker processes may share it: a write is temp file + fsync + ``os.replace``,
 atomic on POSIX, so a reader sees a whole entry or none, with no lock and no journal mode

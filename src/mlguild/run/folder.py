@@ -1,4 +1,4 @@
-"""A run is a directory of plain files a human can read (layout in DESIGN.md).
+"""A run is a directory of plain files a human can read (layout in ARCHITECTURE.md).
 
 This module creates and opens run directories; it owns their paths, the saved config and
 the task snapshot, and opens the journal. It does not run anything.

@@ -2,7 +2,7 @@
 
 It works on any Linux machine with /proc, as root or not, with no packages and no
 privileges to configure. Each claim below has an adversarial test in tests/adversarial/
-(run against this layer and the namespace layer) or tests/test_sandbox.py.
+(run against this layer and the namespace layer) or tests/sandbox/test_sandbox.py.
 
 COVERS (while the agent process is alive, and also when it is killed with SIGKILL):
 - wall-clock timeout: SIGTERM to every process of the script, ``term_grace_s``, SIGKILL;

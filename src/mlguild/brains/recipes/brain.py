@@ -14,13 +14,14 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from ...coder.diagnose import diagnose
 from ...core.errors import TaskError
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from ...core.vocabulary import FailureKind, Op
-from .catalog import RECIPES, Recipe, recipes_for
+from .catalog import RECIPES, Recipe, RecipeMeta, recipe_meta, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
 from .fuse import fuse_proposal
@@ -95,7 +96,7 @@ class RecipeBrain:
             if options:
                 chosen, varied = self._rng(context, Op.DRAFT, name).choice(options)
                 move = "+".join(m.name for m in chosen)
-                varied.update(move=move, moves=[move], changed=diff(meta, varied))
+                varied.update({"move": move, "moves": [move], "changed": diff(meta, varied)})
                 lines.append(
                     f"**Variation:** every recipe has a draft already, so this one starts with "
                     f"`{move}` ({_describe(varied['changed'])}): {'; '.join(m.why for m in chosen)}."
@@ -117,7 +118,7 @@ class RecipeBrain:
             for h in context.history
             if h.meta.get("parent") == parent.node_id and h.meta.get("move")
         }
-        options = _variants(parent.meta, recipe, context, tried)
+        options = _variants(recipe_meta(parent.meta), recipe, context, tried)
         if not options:
             return self._draft(
                 context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead."
@@ -126,9 +127,10 @@ class RecipeBrain:
             options, parent.node_id, context, self._rng(context, Op.IMPROVE, parent.node_id)
         )
         name = "+".join(m.name for m in chosen)
-        meta.pop(LAST_RESORT, None)  # a variation of the safest pipeline is not the safest
-        changed = diff(parent.meta, meta)
-        meta.update(move=name, parent=parent.node_id, moves=[*parent.meta.get("moves", []), name], changed=changed)
+        meta.pop("last_resort", None)  # a variation of the safest pipeline is not the safest
+        changed = diff(recipe_meta(parent.meta), meta)
+        moves = [*parent.meta.get("moves", []), name]
+        meta.update({"move": name, "parent": parent.node_id, "moves": moves, "changed": changed})
         why = "; ".join(m.why for m in chosen)
         lines = [
             f"## Improve: {name} ({recipe.title})",
@@ -177,7 +179,7 @@ class RecipeBrain:
         meta = draft_meta(name, task, profile)
         recipe = RECIPES[name]
         inherited = apply_learned(meta, learned(context.history))
-        meta.update(move="evolve", moves=["evolve"], evolved_from=parent.node_id)
+        meta.update({"move": "evolve", "moves": ["evolve"], "evolved_from": parent.node_id})
         was = RECIPES[own].title if own in RECIPES else f"node {parent.node_id}'s approach"
         why = (
             "not tried on this task yet"
@@ -201,7 +203,8 @@ class RecipeBrain:
     def _debug(self, parent: ParentView, context: Context) -> Proposal:
         task, profile = context.task, context.profile
         facts = Facts.of(task, profile)
-        old = parent.meta if parent.meta.get("brain") == "recipes" and parent.meta.get("recipe") in RECIPES else None
+        own = parent.meta.get("brain") == "recipes" and parent.meta.get("recipe") in RECIPES
+        old = recipe_meta(parent.meta) if own else None
         diagnosis = diagnose(parent.failure or parent.stderr_tail, parent.code, usable_columns(profile))
         repair = repair_for(old, diagnosis, usable_columns(profile)) if old is not None else None
         last_move = (old or {}).get("move") or ""
@@ -231,11 +234,11 @@ class RecipeBrain:
             shrink(meta, RECIPES[meta["recipe"]], facts)
             why = f"the safest pipeline failed too ({diagnosis.summary()}), so it is retried at half the cost"
         if move not in (SAFEST, "safest_shrink"):
-            meta.pop(LAST_RESORT, None)
+            meta.pop("last_resort", None)
         same_recipe = old is not None and old["recipe"] == meta["recipe"]
         changed = diff(old, meta) if old is not None and same_recipe else {}
         moves = [*old.get("moves", []), move] if old is not None and same_recipe else [move]
-        meta.update(move=move, parent=parent.node_id, changed=changed, moves=moves)
+        meta.update({"move": move, "parent": parent.node_id, "changed": changed, "moves": moves})
         recipe = RECIPES[meta["recipe"]]
         lines = [
             f"## Debug: {move} ({recipe.title})",
@@ -250,7 +253,7 @@ class RecipeBrain:
 
     def _safest(self, context: Context, note: str) -> Proposal:
         meta = safest_meta(context)
-        meta.update(move=SAFEST, moves=[SAFEST])
+        meta.update({"move": SAFEST, "moves": [SAFEST]})
         recipe = RECIPES[meta["recipe"]]
         lines = [
             f"## Draft: the safest pipeline ({recipe.title})",
@@ -264,9 +267,9 @@ class RecipeBrain:
 
     # ------------------------------------------------------------------ helpers
 
-    def _proposal(self, lines: list[str], summary: str, meta: dict[str, Any], context: Context) -> Proposal:
+    def _proposal(self, lines: list[str], summary: str, meta: RecipeMeta, context: Context) -> Proposal:
         code = render_script(context.task, context.profile, meta, summary)
-        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta)
+        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=dict(meta))
 
     def _rng(self, context: Context, *key: str) -> random.Random:
         # A string seed hashes the same way in every process (unlike hash()), so runs replay.
@@ -293,8 +296,8 @@ def _parent(action: Action, context: Context) -> ParentView | None:
 
 
 def _variants(
-    meta: dict[str, Any], recipe: Recipe, context: Context, tried: set[str]
-) -> list[tuple[tuple[Move, ...], dict[str, Any]]]:
+    meta: RecipeMeta, recipe: Recipe, context: Context, tried: set[str]
+) -> list[tuple[tuple[Move, ...], RecipeMeta]]:
     """(moves, resulting meta) for each untried single move on ``meta`` — or each pair, once
     the singles are used up — leaving out results that some earlier node already ran (a
     weaker penalty after a stronger one would just repeat the grandparent)."""
@@ -316,7 +319,7 @@ def _variants(
     return []
 
 
-def _fingerprint(meta: dict[str, Any]) -> str:
+def _fingerprint(meta: Mapping[str, Any]) -> str:
     """What a script's behaviour depends on: equal fingerprints render equal scripts."""
     parts = [meta.get(k) for k in ("recipe", "params", "features", "run")]
     return json.dumps(parts, sort_keys=True, default=str)

@@ -16,11 +16,36 @@ differs between two nodes.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 Params = dict[str, Any]
+
+
+class RecipeMeta(TypedDict, total=False):
+    """The shape of a recipe node's meta (see the module docstring): what its script was
+    rendered from, and how it came from its parent."""
+
+    brain: str  # "recipes"
+    recipe: str  # a family of RECIPES
+    modality: str
+    params: Params  # passed verbatim to the model constructor
+    features: dict[str, Any]  # feature switches and sizes
+    run: dict[str, Any]  # n_folds, max_train_rows, cv_budget_share, seeds
+    moves: list[str]  # every move from the draft to this node, oldest first
+    move: str | None  # the move that made this node from its parent ("a+b" for several)
+    parent: str | None  # the parent node's id
+    changed: dict[str, list[Any]]  # flattened setting -> [before, after]
+    evolved_from: str  # an evolve's parent
+    last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
+    repairs: list[str]  # repairs learned on this task, applied to the draft
+
+
+def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:
+    """A node's meta as the recipe meta it is (read back from a proposal or the journal, where
+    it is plain JSON); the caller has checked that a recipe wrote it."""
+    return cast(RecipeMeta, dict(meta))
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,13 @@ import random
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ...core.protocols import Context, HistoryItem
 from ...core.vocabulary import Op
 from ...memory import FAILED_GAIN, MovePrior
+
+T = TypeVar("T")
 
 _EXPLORE = 0.5  # bonus for an untried move, in units of the task's score spread
 _TOO_SLOW = 0.9  # an option expected to need more than this share of the time limit is last
@@ -96,9 +98,10 @@ def move_stats(
     return stats
 
 
-def choose(
-    options: list[tuple[tuple[Any, ...], dict[str, Any]]], parent_id: str, context: Context, rng: random.Random
-) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str]:
+Option = tuple[tuple[Any, ...], T]  # (the moves, the meta they give)
+
+
+def choose(options: list[Option[T]], parent_id: str, context: Context, rng: random.Random) -> tuple[Option[T], str]:
     """The option (moves, meta) with the best expected gain per second, and a line saying why."""
     stats = move_stats(context.history, context.direction, context.move_priors)
     parent = next((h for h in context.history if h.node_id == parent_id), None)

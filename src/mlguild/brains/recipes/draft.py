@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...task.column_kinds import UNUSABLE
-from .catalog import RECIPES, Params, Recipe
+from .catalog import RECIPES, Params, Recipe, RecipeMeta
 
 
 def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +84,7 @@ def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metri
     return params
 
 
-def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
+def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> RecipeMeta:
     """The meta of a fresh draft of recipe ``name`` with its default parameters."""
     recipe = RECIPES[name]
     classification = task["task_type"] in ("binary", "multiclass")

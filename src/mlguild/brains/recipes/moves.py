@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Recipe
+from .catalog import Recipe, RecipeMeta
 
-Meta = dict[str, Any]
+Meta = RecipeMeta
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,8 @@ def undo(meta: Meta, changed: dict[str, list[Any]]) -> None:
     features and run settings always exist, so theirs are restored, None included)."""
     for path, (before, _after) in changed.items():
         part, key = path.split(".", 1)
+        section: dict[str, Any] = meta[part]  # type: ignore[literal-required]  # "params", "features" or "run"
         if before is None and part == "params":
-            meta[part].pop(key, None)
+            section.pop(key, None)
         else:
-            meta[part][key] = before
+            section[key] = before

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def prediction_kind(task: dict[str, Any]) -> str:
     return get_metric(task["metric"]).prediction
 
 
-def render_script(task: dict[str, Any], profile: dict[str, Any], meta: dict[str, Any], summary: str) -> str:
+def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[str, Any], summary: str) -> str:
     """The complete script for ``meta`` (a recipe meta, see ``catalog.draft_meta``)."""
     recipe = RECIPES[meta["recipe"]]
     kind = prediction_kind(task)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...coder.diagnose import Diagnosis
-from ...core.protocols import LAST_RESORT, Context
+from ...core.protocols import Context
 from ...core.vocabulary import Status
 from ...task.column_kinds import UNUSABLE
-from .catalog import FALLBACK
+from .catalog import FALLBACK, RecipeMeta
 from .draft import draft_meta
 
-Meta = dict[str, Any]
+Meta = RecipeMeta
 
 # Optional feature groups a failing step can be switched off by: step -> (feature, value when off).
 _OPTIONAL_STEPS: dict[str, tuple[str, Any]] = {
@@ -108,7 +108,7 @@ def safest_meta(context: Context) -> Meta:
     meta = draft_meta(FALLBACK.get(task.get("modality", "tabular"), "hist_gb"), task, profile)
     meta["features"]["safe"] = True
     apply_learned(meta, learned(context.history))
-    meta[LAST_RESORT] = True
+    meta["last_resort"] = True  # LAST_RESORT
     return meta
 
 

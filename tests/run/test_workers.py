@@ -13,21 +13,13 @@ import threading
 import time
 
 import pytest
-from conftest import GOOD, make_task
-from test_llm_brain import _agent
+from conftest import SLOW_REPLY, llm_agent, make_task, run_while_killing_one
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
 from mlguild.pools import Pools
 from mlguild.run.workers import cpu_sets
 from mlguild.sandbox.procfs import proc_table
-
-# GOOD, taking long enough for two workers' scripts to overlap, and saying where it ran.
-SLOW = GOOD.replace(
-    'print("cv_score: 0.99999")',
-    'import time\nprint("cpus", sorted(os.sched_getaffinity(0)), "threads", os.environ["MLGUILD_THREADS"])\ntime.sleep(1.5)',
-)
-SLOW_REPLY = f"Plan: logistic curve on x0, slowly.\n```python\n{SLOW}```\n"
 
 
 def test_cpu_shares_are_disjoint_and_cover_the_cpus():
@@ -45,7 +37,7 @@ def test_two_workers_run_at_once_pinned_apart_and_read_each_others_reports(tmp_p
         return SLOW_REPLY
 
     llm = ScriptedLLM(default=None, replies=[reply] * 50)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop = agent.run_loop(workers=2)
     assert stop.finished
     nodes = list(agent.session.state.graph)
@@ -168,32 +160,9 @@ def _script_pids() -> list[int]:
     return found
 
 
-def run_while_killing_one(agent, run, find_pids) -> tuple:
-    """Run ``agent`` with two workers while a side thread, once a node has finished, kills
-    (-9) the first process ``find_pids`` names; (why it stopped, [the pid killed])."""
-    killed: list[int] = []
-
-    def kill_one() -> None:
-        end = time.monotonic() + 120
-        while time.monotonic() < end:
-            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
-            pids = find_pids()
-            if finished and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
-                return
-            time.sleep(0.02)
-
-    killer = threading.Thread(target=kill_one)
-    killer.start()
-    stop = agent.run_loop(workers=2)
-    killer.join()
-    return stop, killed
-
-
 def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
     llm = ScriptedLLM(default=SLOW_REPLY)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop, killed = run_while_killing_one(agent, run, _script_pids)
     assert stop.finished and killed
     nodes = list(agent.session.state.graph)

@@ -108,7 +108,7 @@ def test_a_re_run_repeats_the_script_with_another_seed_and_status_shows_the_floo
     assert agent.session.state.graph.noise_floor() == 0.0  # this script ignores its seed
     assert agent.session.state.graph.best() is first  # a re-run is never the best itself
     assert agent.session.memory.local.store.count() == 1  # nor a memory record
-    from test_cli import mlguild
+    from conftest import mlguild
 
     out = mlguild("status", str(run.path), cwd=tmp_path).stdout
     assert "noise floor (seed spread of roc_auc): 0, from 2 re-runs of 1 nodes" in out

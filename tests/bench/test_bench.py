@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from test_infer import as_competition_folder
-from test_run_cli import mlguild
+from conftest import as_competition_folder, mlguild
 
 from mlguild.bench.suite import mean_se, read_suite, table
 

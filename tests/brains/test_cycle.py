@@ -7,8 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import CRASH, GOOD, make_task
-from test_llm_brain import _agent
+from conftest import CRASH, GOOD, llm_agent, make_task
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.llm.cycle import novel_components
@@ -47,7 +46,7 @@ def _script(code: str) -> str:
 def _cycle_agent(tmp_path, replies, **sets):
     llm = ScriptedLLM(replies, default=None)
     brain = LLMBrain(llm, LLMBrainOptions(diff_mode=False, cycle=True))
-    agent, run = _agent(tmp_path, brain, **{"brain.cycle": "community", **sets})
+    agent, run = llm_agent(tmp_path, brain, **{"brain.cycle": "community", **sets})
     store_items(run.task_root, [POST], None)
     fill_run_ideas(run, agent.session.pools, None)  # by rules: one idea, from the post
     return agent, run, llm

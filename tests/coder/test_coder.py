@@ -24,7 +24,7 @@ from mlguild.coder import (
 )
 from mlguild.core.vocabulary import FAILURES
 
-REPLIES = Path(__file__).parent / "fixtures" / "replies"
+REPLIES = Path(__file__).parents[1] / "fixtures" / "replies"
 
 
 def reply(name: str) -> str:

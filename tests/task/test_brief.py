@@ -4,8 +4,7 @@ by heuristics from the data otherwise; carried by every LLM prompt; an edit surv
 
 from __future__ import annotations
 
-from test_llm_brain import FULL, _agent
-from test_run_cli import mlguild, one_line
+from conftest import FULL, llm_agent, mlguild, one_line
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
@@ -42,7 +41,7 @@ def test_heuristic_directions_follow_the_data(example_tasks, tmp_path):
 
 def test_the_llm_writes_the_brief_and_every_prompt_carries_it(tmp_path):
     llm = ScriptedLLM([LLM_BRIEF], default=FULL)
-    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
     text, author = ensure_brief(run.path, run.spec, run.profile, run.description, llm)
     assert (author, text.strip()) == ("llm", LLM_BRIEF.strip())
     asked = llm.calls[0]
@@ -54,7 +53,7 @@ def test_the_llm_writes_the_brief_and_every_prompt_carries_it(tmp_path):
 
 def test_a_failing_llm_leaves_the_heuristic_brief_and_an_edit_is_kept(tmp_path):
     llm = ScriptedLLM([TransientError("scripted/fake", "server busy")], default=FULL)
-    _, run = _agent(tmp_path, LLMBrain(llm), **{"budget.iterations": 1})
+    _, run = llm_agent(tmp_path, LLMBrain(llm), **{"budget.iterations": 1})
     text, author = ensure_brief(run.path, run.spec, run.profile, run.description, llm)
     assert author == "heuristics" and "could not write this brief: TransientError" in text
     assert text.startswith(heuristic_brief(run.spec, run.profile).rstrip("\n"))

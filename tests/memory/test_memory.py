@@ -176,7 +176,7 @@ def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_prio
     clean_cfg = load_config(None, ["budget.iterations=1", "memory.enabled=false"])
     clean = create_run(task, clean_cfg, tmp_path / "runs", run_id="clean")
     clean_agent = Agent(clean, RecipeBrain(), get_policy(clean_cfg.search), get_sandbox("local"))
-    assert clean_agent.memory.shared is None and not clean_agent.memory.move_priors()
+    assert clean_agent.session.memory.shared is None and not clean_agent.session.memory.move_priors()
     clean_agent.run_loop()
     assert store.count(run="clean") == 0
 
@@ -312,7 +312,7 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
     first = create_run(task, cfg, tmp_path / "runs", run_id="first")
     first_agent = Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
     first_agent.run_loop()
-    drafts = [n for n in first_agent.state.graph if n.op == "draft" and n.ok]
+    drafts = [n for n in first_agent.session.state.graph if n.op == "draft" and n.ok]
     assert len({n.meta["recipe"] for n in drafts}) == 3
     best = max(drafts, key=lambda n: n.score or 0.0)
 
@@ -357,8 +357,8 @@ def test_resume_rebuilds_the_runs_own_memory(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [CRASH, GOOD], **{"budget.iterations": 3})
     agent.run_loop()
     again = Agent(run, agent.session.brain, agent.session.policy, get_sandbox("local"))
-    lines = again.memory.recall("improve boom RuntimeError").this_run
-    assert again.memory.local.store.count() == 3 and any("boom" in line for line in lines)
+    lines = again.session.memory.recall("improve boom RuntimeError").this_run
+    assert again.session.memory.local.store.count() == 3 and any("boom" in line for line in lines)
 
 
 def test_nothing_but_holdout_numbers_enter_the_store(small_task, tmp_path):
@@ -401,7 +401,7 @@ def test_embeddings_find_a_record_that_shares_no_word_with_the_query(tmp_path):
 
 
 def test_memory_commands_list_search_show_transfer_and_forget(tmp_path):
-    from test_run_cli import mlguild, one_line
+    from conftest import mlguild, one_line
 
     store_path = tmp_path / "memory.sqlite"
     store = MemoryStore(store_path)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import mlguild, one_line
 from kaggle_server import FakeCompetition, KaggleServer
-from test_run_cli import mlguild, one_line
 
 pytest.importorskip("kaggle", reason="needs the [kaggle] extra")
 

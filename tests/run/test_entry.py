@@ -1,0 +1,39 @@
+"""The library entry (mlguild.run.start / resume), driven as the README shows it."""
+
+from __future__ import annotations
+
+from conftest import make_task
+
+from mlguild.config import load_config
+from mlguild.run import Finished, resume, start
+from mlguild.run.folder import RunDir
+
+
+def test_start_runs_a_task_to_its_final_choice_and_resume_continues_it(tmp_path):
+    said: list[str] = []
+    events: list[str] = []
+    config = load_config(None, ["budget.iterations=3", "brain.name=scripted"])  # as --dry-run sets it
+    done = start(
+        make_task(tmp_path / "task"),
+        config,
+        runs_dir=tmp_path / "runs",
+        dry_run=True,
+        say=lambda line, warning: said.append(line),
+        on_event=lambda kind, data: events.append(kind),
+    )
+    assert isinstance(done, Finished)
+    assert done.stop.finished and done.searched == 3 and done.best is not None
+    assert done.finish.choice is not None and (done.run.path / "final" / "submission.csv").is_file()
+    assert done.finish.grade is not None  # the task has test answers: graded once
+    done.check()  # a dry run is not judged on learning
+    assert any(line.startswith("run   ") for line in said) and any(line.startswith("brain ") for line in said)
+    assert events.count("node_finished") == 3 and events[-1] == "session_ended"
+
+    more = resume(done.run.path, ["budget.iterations=5"])
+    assert more.searched == 5 and more.stop.finished
+
+
+def test_start_without_launch_returns_the_run_folder_with_its_brief(tmp_path):
+    run = start(make_task(tmp_path / "task"), load_config(None, []), runs_dir=tmp_path / "runs", launch=False)
+    assert isinstance(run, RunDir)
+    assert (run.path / "brief.md").is_file() and not any((run.path / "nodes").iterdir())
