@@ -34,7 +34,8 @@ from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
 from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
-from .workers import run_workers
+from .titles import title_of
+from .workers import current_worker, run_workers
 
 
 @dataclass(frozen=True)
@@ -269,9 +270,11 @@ class Agent:
             if remaining is not None:  # the brain's own time comes out of the script's
                 timeout = max(1.0, min(timeout, remaining))
             node.plan, node.meta = proposal.plan, proposal.meta
+            node.title = proposal.title or title_of(proposal.plan)
             self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
             node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
-            record_started(self.run.journal, node, action.reason, self.elapsed())
+            recall = [*context.recall.this_run, *context.recall.other_tasks] if context and context.recall else None
+            record_started(self.run.journal, node, action.reason, self.elapsed(), current_worker(), recall)
         if failure is not None:
             outcome = Outcome(failed_as, failure=failure, timing={"exec_s": 0.0, "harness_s": 0.0})
         else:
@@ -291,7 +294,8 @@ class Agent:
             f"## Re-run of {candidate} with seed {seed}\n\nThe script of `{candidate}`, unchanged: it beats the "
             "best node by less than the noise margin, so it is promoted only if its mean over seeds is better.\n"
         )
-        return Proposal(plan, self._code(self.state.graph[candidate]), {"rerun_of": candidate, "seed": seed})
+        meta = {"rerun_of": candidate, "seed": seed}
+        return Proposal(plan, self._code(self.state.graph[candidate]), meta, title=f"Re-run of {candidate}, seed {seed}")
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""

@@ -114,6 +114,7 @@ class Proposal:
     plan: str
     code: str
     meta: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # one line for every view (mlguild.titles); empty: taken from the plan
 
 
 class Brain(Protocol):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .fsutil import atomic_write, read_no_follow
 from .search.graph import Node
+from .titles import title_of
 
 if TYPE_CHECKING:
     from .executor import Outcome
@@ -21,18 +22,31 @@ if TYPE_CHECKING:
 FAILURE_KEPT = 2000  # characters of a failure message a record keeps (its end: the traceback's last lines)
 
 
-def record_started(journal: Journal, node: Node, reason: str = "", elapsed_s: float | None = None) -> None:
-    """Journal that ``node`` (its plan, meta and code hash already set) is about to run."""
+def record_started(
+    journal: Journal,
+    node: Node,
+    reason: str = "",
+    elapsed_s: float | None = None,
+    worker: int | None = None,
+    recall: list[str] | None = None,
+) -> None:
+    """Journal that ``node`` (its plan, meta and code hash already set) is about to run;
+    ``worker`` ran it and ``recall`` are the memory records its brain was shown (for the views)."""
     data = {
         "id": node.id,
         "op": node.op,
         "parents": list(node.parents),
         "iteration": node.iteration,
+        "title": node.title,
         "plan": node.plan,
         "meta": node.meta,
         "code_sha256": node.code_sha256,
         "reason": reason,
     }
+    if worker is not None:
+        data["worker"] = worker
+    if recall:
+        data["recall"] = recall
     journal.append("node_started", node=data, **_clock(elapsed_s))
 
 
@@ -89,6 +103,7 @@ def node_from_started(data: dict[str, Any]) -> Node:
         iteration=data["iteration"],
         plan=data.get("plan", ""),
         meta=data.get("meta", {}),
+        title=data.get("title") or title_of(data.get("plan", "")),  # runs from before titles: from the plan
     )
     node.attempts = 1
     node.code_sha256 = data.get("code_sha256", "")

@@ -33,6 +33,7 @@ from ..pools.ideas import cited_ideas
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
+from ..titles import title_of
 from ..sandbox.namespace import gpu_devices
 from ..vocabulary import EDA
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
@@ -129,7 +130,10 @@ class LLMBrain:
         if action.op == EDA:  # an exploratory script: its findings go into the brief
             plan, code = self._full_script(render("eda", **common), "eda", node)
             return Proposal(
-                plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model}
+                plan=plan,
+                code=code,
+                meta={"summary": "exploratory data analysis", "model": self.llm.model},
+                title=title_of(plan) or "Exploratory data analysis",
             )
         if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.cycle)
             return cycle_proposal(self, action, context, common, node)
@@ -158,7 +162,7 @@ class LLMBrain:
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
-        return Proposal(plan=plan, code=code, meta=meta)
+        return Proposal(plan=plan, code=code, meta=meta, title=title_of(plan))
 
     def fix_step(
         self, plan: str, code: str, status: str, failure: str, stderr: str, step: int, timeout_s: float, node: str

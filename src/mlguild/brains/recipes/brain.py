@@ -19,6 +19,7 @@ from typing import Any
 from ...diagnose import diagnose
 from ...errors import TaskError
 from ...protocols import LAST_RESORT, Action, Context, ParentView, Proposal
+from ...titles import title_of
 from .catalog import RECIPES, Recipe, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
@@ -177,7 +178,7 @@ class RecipeBrain:
                 return self._draft(context, f"Evolving `{parent.node_id}`: no other recipe is left to try.")
             proposal = self._improve(parent, context)
             note = f"## Evolve: every other recipe failed or is this one, so a further step on `{parent.node_id}`\n\n"
-            return Proposal(note + proposal.plan, proposal.code, proposal.meta)
+            return Proposal(note + proposal.plan, proposal.code, proposal.meta, title=title_of(note))
         name = min(names, key=lambda n: (tries[n] > 0, -best.get(n, -math.inf), names.index(n)))
         meta = draft_meta(name, task, profile)
         recipe = RECIPES[name]
@@ -271,7 +272,7 @@ class RecipeBrain:
 
     def _proposal(self, lines: list[str], summary: str, meta: dict[str, Any], context: Context) -> Proposal:
         code = render_script(context.task, context.profile, meta, summary)
-        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta)
+        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=title_of(lines[0]))
 
     def _rng(self, context: Context, *key: str) -> random.Random:
         # A string seed hashes the same way in every process (unlike hash()), so runs replay.
