@@ -14,7 +14,7 @@ function h(tag, attrs, ...children) {
     if (k === "onclick") el.addEventListener("click", v);
     else if (v !== null && v !== undefined && v !== false) el.setAttribute(k, v);
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
   return el;
 }
 
