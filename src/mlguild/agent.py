@@ -33,8 +33,8 @@ from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
 from .titles import title_of
+from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
 from .workers import current_worker, run_workers
 
 
@@ -295,7 +295,9 @@ class Agent:
             "best node by less than the noise margin, so it is promoted only if its mean over seeds is better.\n"
         )
         meta = {"rerun_of": candidate, "seed": seed}
-        return Proposal(plan, self._code(self.state.graph[candidate]), meta, title=f"Re-run of {candidate}, seed {seed}")
+        return Proposal(
+            plan, self._code(self.state.graph[candidate]), meta, title=f"Re-run of {candidate}, seed {seed}"
+        )
 
     def _finish_interrupted(self, node: Node) -> None:
         """Re-run a node a kill interrupted, once; a second interruption marks it failed."""

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import make_task
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -127,8 +126,13 @@ def page(browser):
         context.close()
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot_path(name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    return SCREENSHOTS / f"{name}.png"
+
+
+def screenshot(page, name: str) -> Path:
+    """A full-page PNG of ``page``, kept for a person to look at."""
+    path = screenshot_path(name)
     page.screenshot(path=str(path), full_page=True)
     return path

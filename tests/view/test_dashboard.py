@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import http.client
 
+from mlguild.executor import Outcome
 from mlguild.journal import Journal, read_journal
 from mlguild.records import record_finished, record_started
-from mlguild.executor import Outcome
 from mlguild.search.graph import Node
 
 from .conftest import screenshot
@@ -65,7 +65,9 @@ def test_a_node_appended_to_the_journal_appears_without_a_reload(served, page):
     page.locator("#graph g.node").first.wait_for()
     page.evaluate("window.__not_reloaded = true")
     before = page.locator("#graph g.node").count()
-    node = Node(id="n0100", op="improve", parents=("n0001",), iteration=100, plan="## Appended live\n", title="Appended live")
+    node = Node(
+        id="n0100", op="improve", parents=("n0001",), iteration=100, plan="## Appended live\n", title="Appended live"
+    )
     with Journal(served.runs / "rec" / "journal.jsonl") as journal:
         record_started(journal, node, "a test", worker=2)
         page.locator("#graph g.node[data-id='n0100'][data-status='pending']").wait_for(timeout=5000)

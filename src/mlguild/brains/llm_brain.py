@@ -33,8 +33,8 @@ from ..pools.ideas import cited_ideas
 from ..profile import DataProfile, summary_text
 from ..prompting import prediction_help, render
 from ..protocols import Action, Context, ParentView, Proposal
-from ..titles import title_of
 from ..sandbox.namespace import gpu_devices
+from ..titles import title_of
 from ..vocabulary import EDA
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 from .recipes.fuse import fuse_proposal

@@ -175,6 +175,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
         agent.on_event = _with_submitter(progress, submitter)
         stop = agent.run_loop()
     done = finish(agent, stop)
+    _write_report(run)
     if submitter is not None and stop.finished:
         submitter.at_end(done.choice["node"] if done.choice else agent.state.best_id)
         for node, score in submitter.public_scores().items():
@@ -210,6 +211,21 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     if stop.finished and not fake_llm and brain.name != "scripted":  # a dry run checks plumbing, not learning
         check_learned(best.score, floors(run.journal.records), agent.scorers.holdout.metric.direction, run.spec.metric)
     return stop
+
+
+def _write_report(run: RunDir) -> None:
+    """The run's report.html and report.md, at the end of every session: a report that
+    cannot be written is a warning, never the run's failure."""
+    from ..view.report import write_report
+
+    try:
+        written = write_report(run.path)
+    except Exception as exc:  # a view's bug or a full disk must not fail a run that did its work
+        console.print(f"[yellow]warning:[/] no report written: {plain(exc)}")
+        return
+    console.print(
+        plain(f"report {written.files[0]}") + (f"  [yellow]({plain(written.note)})[/]" if written.note else "")
+    )
 
 
 def _common_failure(agent: Agent) -> str:

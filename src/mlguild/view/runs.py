@@ -13,7 +13,7 @@ import difflib
 import json
 import sqlite3
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,8 @@ class RunView:
     finished: dict[str, float] = field(default_factory=dict)  # node id -> ts of its node_finished
     worker: dict[str, int] = field(default_factory=dict)
     recall: dict[str, list[str]] = field(default_factory=dict)
-    cost: Counter[str] = field(default_factory=Counter)  # node id -> LLM cost in USD
-    tokens: Counter[str] = field(default_factory=Counter)  # node id -> LLM tokens
+    cost: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # node id -> LLM USD
+    tokens: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))  # node id -> LLM tokens
     calls: list[dict[str, Any]] = field(default_factory=list)  # the llm_call records
     best_changes: list[tuple[float, str]] = field(default_factory=list)  # (ts, node id)
     public: dict[str, Any] = field(default_factory=dict)  # node id -> Kaggle public score
@@ -163,7 +163,9 @@ def _build(path: Path, version: str) -> RunView:
         spec = json.loads((path / "task.json").read_text())["spec"]
         direction = get_metric(spec["metric"]).direction
     except (OSError, ValueError, KeyError) as exc:
-        raise RunError(f"{path}/task.json is missing or damaged: {exc}", "start a new run with `mlguild run TASK`") from exc
+        raise RunError(
+            f"{path}/task.json is missing or damaged: {exc}", "start a new run with `mlguild run TASK`"
+        ) from exc
     try:
         config = yaml.safe_load((path / "config.yaml").read_text()) or {}
     except (OSError, yaml.YAMLError):
@@ -217,7 +219,7 @@ def node_summary(view: RunView, node: Node) -> dict[str, Any]:
         "title": node.title,
         "status": node.status,
         "score": node.score,
-        "failure": _first_line(node.failure),
+        "failure": _last_line(node.failure),
         "worker": view.worker.get(node.id, 1),
         "branch": node.branch,
         "started": view.started.get(node.id),
@@ -327,5 +329,6 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _first_line(text: str | None) -> str | None:
+def _last_line(text: str | None) -> str | None:
+    """A failure's last line: a traceback's says what was raised."""
     return text.strip().splitlines()[-1][:200] if text and text.strip() else None
