@@ -34,6 +34,7 @@ from .task_cmd import resolve_task
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
 RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
+QUIET_HELP = "No live board: plain lines only (as when the output is not a terminal)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
     "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
@@ -150,7 +151,7 @@ def _with_submitter(progress: Progress, submitter: Submitter | None):
     return handle
 
 
-def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
+def _drive(run: RunDir, fake_llm: bool = False, quiet: bool = False) -> Stop:
     """Run the loop, then finish the run (the library's final stage and grade); return why
     the loop stopped."""
     cfg = run.config
@@ -171,7 +172,7 @@ def _drive(run: RunDir, fake_llm: bool = False) -> Stop:
     )
     console.print(f"brain {plain(brain_line)}")
     console.print(sandbox_line)
-    with Progress(agent) as progress:
+    with Progress(agent, quiet) as progress:
         agent.on_event = _with_submitter(progress, submitter)
         stop = agent.run_loop()
     done = finish(agent, stop)
@@ -300,6 +301,7 @@ def run(
         "--cycle",
         help="community (LLM brain): select ideas from the idea pool, draft, implement with a run-observe-fix loop, report.",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -352,7 +354,7 @@ def run(
                 write_brief(run_dir, _brain_for(run_dir, dry_run)[0], dry_run)
                 console.print(plain(f"not launched: edit the brief, then `mlguild resume {run_dir.path}`"))
                 return
-            stop = _drive(run_dir, fake_llm=dry_run)
+            stop = _drive(run_dir, fake_llm=dry_run, quiet=quiet)
         finally:
             run_dir.close()
     if not stop.finished:
@@ -367,6 +369,7 @@ def resume(
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
     ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 
@@ -383,7 +386,7 @@ def resume(
                 tree = run_dir.config.model_dump()
                 run_dir.config = load_config(None, overrides, base=tree)
                 save_config(run_dir.config, run_dir.path / "config.yaml")
-            stop = _drive(run_dir)
+            stop = _drive(run_dir, quiet=quiet)
         finally:
             run_dir.close()
     if not stop.finished:
