@@ -4,8 +4,8 @@ pseudo-terminal (the board drawn) and on a pipe or with --quiet (plain lines).""
 from __future__ import annotations
 
 import os
-import re
 import pty
+import re
 import select
 import subprocess
 import sys
