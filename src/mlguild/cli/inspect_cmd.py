@@ -56,7 +56,8 @@ def status(
                 else ("red" if node.status not in ("scored", "pending", "final") else None)
             )
             what = (
-                node.meta.get("recipe")
+                node.title
+                or node.meta.get("recipe")
                 or node.meta.get("summary")
                 or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
             )
@@ -69,7 +70,7 @@ def status(
                 printed,
                 *([_public(public, node.id)] if public else []),
                 f"{node.timing.get('exec_s', 0):.1f}",
-                plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)),
+                plain(str(what)[:60] + "".join(f" ⚠{f}" for f in node.flags)),
                 style=style,
             )
         console.print(f"run {plain(path)}")
