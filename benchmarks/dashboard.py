@@ -144,7 +144,7 @@ def main() -> None:
                 browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 renders = []
-                for attempt in range(3):  # the first is cold: the server parses the journal
+                for _ in range(3):  # the first is cold: the server parses the journal
                     page.goto("about:blank")
                     page.goto(f"{url}/#/run/big")
                     page.wait_for_function(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from conftest import scripted_agent
+
 from mlguild.journal import Journal, read_journal
 from mlguild.metrics import get_metric
 from mlguild.records import record_started
 from mlguild.search.graph import Node
 from mlguild.state import replay
 from mlguild.titles import LIMIT, title_of
-
-from conftest import scripted_agent
 
 
 def test_a_plan_gives_its_title_line_else_its_heading_else_its_first_line():
