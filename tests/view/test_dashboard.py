@@ -6,13 +6,19 @@ conftest.SCREENSHOTS)."""
 from __future__ import annotations
 
 import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
 
 from mlguild.executor import Outcome
 from mlguild.journal import Journal, read_journal
 from mlguild.records import record_finished, record_started
 from mlguild.search.graph import Node
 
-from .conftest import screenshot
+from .conftest import free_port, screenshot
 
 
 def test_runs_list_shows_the_run_with_its_task_brain_and_scores(served, page):
@@ -80,11 +86,11 @@ def test_a_node_appended_to_the_journal_appears_without_a_reload(served, page):
     assert not page.errors
 
 
-def _status(served, path: str) -> int:
+def _status(served, path: str, host: str | None = None) -> int:
     """The status of a raw request: ``path`` is sent as written (no client normalises it)."""
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Host": host} if host else {})
         return conn.getresponse().status
     finally:
         conn.close()
@@ -105,6 +111,43 @@ def test_paths_outside_the_runs_folder_or_into_sealed_are_refused(served, page):
     link = served.runs / "rec" / "nodes" / "n0001" / "labels.csv"
     link.symlink_to(served.runs / "rec" / "sealed" / sealed)
     assert _status(served, "/runs/rec/files/nodes/n0001/labels.csv") == 403
+    # A page elsewhere whose name was rebound to this machine is not answered.
+    assert _status(served, "/api/runs", host="evil.example") == 400
+    assert _status(served, "/api/runs", host=f"localhost:{served.port}") == 200
     # And the browser is refused the same way.
     response = page.goto(served.url + f"/runs/rec/files/sealed/{sealed}")
     assert response is not None and response.status == 403
+
+
+def test_serve_command_serves_the_runs_folder_on_localhost(recorded, tmp_path):
+    port = free_port()
+    env = {**os.environ, "MLGUILD_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlguild", "serve", str(recorded), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=5) as response:
+                    runs = json.loads(response.read())
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+        assert [r["id"] for r in runs] == ["rec"]
+        assert runs[0]["best"]["title"]
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_serve_refuses_a_folder_that_does_not_exist(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "mlguild", "serve", str(tmp_path / "nowhere")], capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert "is not a folder of runs" in out.stderr and "fix:" in out.stderr

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -32,8 +34,14 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
-def create_app(runs_dir: Path) -> Starlette:
-    """The dashboard for the runs directly inside ``runs_dir``."""
+LOCAL_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
+
+
+def create_app(runs_dir: Path, host: str = "127.0.0.1") -> Starlette:
+    """The dashboard for the runs directly inside ``runs_dir``, listening on ``host``.
+
+    Requests must name this machine (or ``host``) in their Host header: a web page elsewhere
+    that rebinds its own name to 127.0.0.1 cannot read the runs through the browser."""
     root = runs_dir.expanduser().resolve()
 
     def run_path(request: Request) -> Path:
@@ -84,7 +92,9 @@ def create_app(runs_dir: Path) -> Starlette:
         Route("/runs/{run_id}/files/{path:path}", run_file),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes)
+    wildcard = host in ("0.0.0.0", "::", "")
+    allowed = ["*"] if wildcard else sorted({*LOCAL_NAMES, host})
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed)])
 
 
 def safe_file(run: Path, relative: str) -> Path:
@@ -108,4 +118,4 @@ def serve(runs_dir: Path, host: str, port: int) -> None:
     """Serve the dashboard until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(runs_dir), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(runs_dir, host), host=host, port=port, log_level="warning")
