@@ -58,3 +58,19 @@ def test_the_recipe_brain_titles_its_proposals_from_their_heading(small_task, tm
     proposal = RecipeBrain().propose(Action("draft"), context)
     assert proposal.title and proposal.title == title_of(proposal.plan)
     assert proposal.title.startswith("Draft")
+
+
+def test_the_llm_brain_asks_for_a_title_line_and_keeps_it(tmp_path):
+    from test_llm_brain import GOOD, _agent
+
+    from mlguild.brains.llm_brain import LLMBrain, LLMBrainOptions
+    from mlguild.llm import ScriptedLLM
+
+    titled = f"Title: a logistic curve on x0\n\nPlan: the curve, because x0 carries the signal.\n```python\n{GOOD}```\n"
+    headed = f"## Curve fit, steeper\n\nPlan: a steeper curve.\n```python\n{GOOD}```\n"
+    llm = ScriptedLLM([titled], default=headed)
+    agent, run = _agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2})
+    agent.run_loop()
+    assert "Title: <what this script does" in llm.calls[0]["messages"][-1].content  # the prompt asks
+    started = [r["node"] for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_started"]
+    assert [n["title"] for n in started[:2]] == ["a logistic curve on x0", "Curve fit, steeper"]
