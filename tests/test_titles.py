@@ -74,3 +74,14 @@ def test_the_llm_brain_asks_for_a_title_line_and_keeps_it(tmp_path):
     assert "Title: <what this script does" in llm.calls[0]["messages"][-1].content  # the prompt asks
     started = [r["node"] for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_started"]
     assert [n["title"] for n in started[:2]] == ["a logistic curve on x0", "Curve fit, steeper"]
+
+
+def test_a_final_refit_is_titled_too(small_task, tmp_path):
+    from mlguild.brains.scripted import PRIOR_SCRIPT
+    from mlguild.final_stage import finish
+
+    agent, run = scripted_agent(small_task, tmp_path, [PRIOR_SCRIPT.format(shrink=0.3)], **{"budget.iterations": 1})
+    finish(agent, agent.run_loop())
+    records = read_journal(run.path / "journal.jsonl")
+    refits = [r["node"] for r in records if r["type"] == "node_started" and r["node"]["op"] == "refit"]
+    assert refits and all(n["title"].startswith("Refit of n0001") for n in refits)

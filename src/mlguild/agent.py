@@ -33,7 +33,6 @@ from .scorer import fingerprint, scorers_for
 from .search.evidence import converged
 from .search.graph import Evidence, Node
 from .state import RunState, replay
-from .titles import title_of
 from .vocabulary import BLEND, EDA, EXPLORED, NO_CODE, REFIT, RERUN
 from .workers import current_worker, run_workers
 
@@ -270,7 +269,7 @@ class Agent:
             if remaining is not None:  # the brain's own time comes out of the script's
                 timeout = max(1.0, min(timeout, remaining))
             node.plan, node.meta = proposal.plan, proposal.meta
-            node.title = proposal.title or title_of(proposal.plan)
+            node.title = proposal.title  # empty: record_started takes it from the plan
             self.runner.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
             node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
             recall = [*context.recall.this_run, *context.recall.other_tasks] if context and context.recall else None

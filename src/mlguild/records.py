@@ -31,7 +31,9 @@ def record_started(
     recall: list[str] | None = None,
 ) -> None:
     """Journal that ``node`` (its plan, meta and code hash already set) is about to run;
-    ``worker`` ran it and ``recall`` are the memory records its brain was shown (for the views)."""
+    ``worker`` ran it and ``recall`` are the memory records its brain was shown (for the views).
+    A node without a title gets its plan's (mlguild.titles)."""
+    node.title = node.title or title_of(node.plan)
     data = {
         "id": node.id,
         "op": node.op,

@@ -62,6 +62,8 @@ def test_clicking_a_node_opens_its_page_with_the_diff(served, page):
     assert f"--- {parent}/solution.py" in diff and f"+++ {child['id']}/solution.py" in diff
     assert "-SHRINK" in diff and "+SHRINK" in diff  # the scripted brain changed the shrink
     assert "SHRINK" in page.locator("#code").inner_text()
+    # The memory records its brain was shown (this run's earlier nodes, in a dry run).
+    assert child["recall"] and page.locator("#recall li").count() == len(child["recall"])
     screenshot(page, "dashboard-node")
     assert not page.errors
 
