@@ -163,8 +163,10 @@ async function runPage(rid) {
   let run = null;
   const pick = id => { location.hash = `#/run/${encodeURIComponent(rid)}/node/${id}`; };
   mode.addEventListener("change", () => { graphState.mode = mode.value; drawGraph(graphBox, run, graphState, pick); });
+  const fit = h("button", { id: "fit", type: "button", title: "show the whole graph" }, "fit");
+  fit.addEventListener("click", () => { graphState.view = "fit"; drawGraph(graphBox, run, graphState, pick); });
   app.replaceChildren(h("h1", {}, rid), parts.head,
-    h("div", { class: "card" }, h("div", { class: "graph-tools" }, h("strong", {}, "Search graph"), mode,
+    h("div", { class: "card" }, h("div", { class: "graph-tools" }, h("strong", {}, "Search graph"), mode, fit,
       h("span", { class: "legend" }, Object.entries(STATUS_COLOR).map(([k, c]) => h("span", {}, h("i", { style: `background:${c}` }), k)), h("span", {}, h("i", { style: `background:${FAIL_COLOR}` }), "failed"), h("span", {}, h("i", { style: "background:#d4a017" }), "best lineage"), h("span", {}, "ring: worker · dashed edge: another parent · drag to pan, wheel to zoom"))), graphBox, parts.workers),
     h("div", { class: "grid" }, h("div", { class: "card" }, h("h2", {}, "Score over time"), parts.score), h("div", { class: "card" }, h("h2", {}, "Failures by class"), parts.fail)),
     h("div", { class: "grid" }, h("div", { class: "card" }, h("h2", {}, "Top nodes"), parts.top), h("div", { class: "card" }, h("h2", {}, "LLM calls, tokens and cost"), parts.llm)),
@@ -203,8 +205,13 @@ function diffBlock(text) {
 
 async function nodePage(rid, nid) {
   crumbs(["runs", "#/"], [rid, `#/run/${encodeURIComponent(rid)}`], [nid, null]);
+  let shown = "";
   const draw = async () => {
     const n = await api(`/api/runs/${encodeURIComponent(rid)}/nodes/${encodeURIComponent(nid)}`);
+    // Another node's record changes nothing here: redraw (and lose the scroll) only for this one's.
+    const text = JSON.stringify(n);
+    if (text === shown) return;
+    shown = text;
     const link = id => h("a", { href: `#/run/${encodeURIComponent(rid)}/node/${id}` }, id);
     const t = n.timing || {};
     app.replaceChildren(h("div", { id: "node-page", "data-id": n.id },

@@ -67,7 +67,12 @@ function drawGraph(box, run, state, onPick) {
   // First view: one unit a pixel from the top left (a small graph is not blown up, a big one
   // starts readable; the wheel zooms out to the whole).
   const bw = box.clientWidth || 1200, bh = box.clientHeight || 560;
-  const view = state.view || [0, 0, bw, bh];
+  let view = state.view || [0, 0, bw, bh];
+  if (view === "fit") {  // the whole graph, its aspect kept
+    const k = Math.max(width / bw, height / bh, 1);
+    view = [0, 0, bw * k, bh * k];
+    state.view = view;
+  }
   svg.setAttribute("viewBox", view.join(" "));
   const edges = svgEl("g", { class: "edges" }), labels = svgEl("g", { class: "edge-labels" }), dots = svgEl("g", { class: "nodes" });
   const at = id => { const p = pos.get(id); return [40 + p.x * DX, 20 + p.y * DY]; };
