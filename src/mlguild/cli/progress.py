@@ -13,11 +13,11 @@ from ..agent import Agent
 from ..llm.ledger import RECORD_TYPE
 from ..verdict import floors
 from ..view.terminal import Snapshot, board, lines
-from ..vocabulary import PENDING
+from ..vocabulary import EDA, EXPLORED, FINAL_OK, PENDING, REFIT, SCORED
 from ..workers import current_worker
 from .common import console, plain
 
-_OK = (PENDING, "scored", "final", "explored")
+_OK = (PENDING, SCORED, FINAL_OK, EXPLORED)  # every other status is a failure class
 
 
 class Progress:
@@ -51,7 +51,7 @@ class Progress:
             floor=self.floor,
             spent_s=a.state.spent_s + a.elapsed(),
             time_s=cfg.budget.time_s,
-            nodes=sum(1 for n in a.state.graph if n.op not in ("refit", "eda")),
+            nodes=sum(1 for n in a.state.graph if n.op not in (REFIT, EDA)),
             iterations=cfg.budget.iterations,
             tokens=self.tokens,
             max_tokens=cfg.llm.max_tokens_total,

@@ -65,11 +65,12 @@ def _facts(view: RunView) -> dict[str, Any]:
     scored = [n for n in graph if n.ok]
     top = sorted(scored, key=lambda n: (-sign * (n.score or 0.0), n.iteration))[:TOP_K]
     new_bests = {node_id for _, node_id in view.best_changes}
+    failures = view.failures()
     ops: dict[str, Counter[str]] = {}
     for n in graph:
         row = ops.setdefault(n.op, Counter())
         row["nodes"] += 1
-        row["scored" if n.ok else ("failed" if n.status not in ("pending", "final", "explored") else n.status)] += 1
+        row["scored" if n.ok else ("failed" if n.status in failures else n.status)] += 1
         parent = graph.nodes.get(n.parents[0]) if n.parents else None
         if n.ok and parent is not None and parent.ok and sign * ((n.score or 0) - (parent.score or 0)) > 0:
             row["beat its parent"] += 1
@@ -79,7 +80,7 @@ def _facts(view: RunView) -> dict[str, Any]:
     lineage.sort(key=lambda n: n.iteration)
     examples: dict[str, str] = {}
     for n in graph:
-        if n.status in view.failures() and n.failure and n.status not in examples:
+        if n.status in failures and n.failure and n.status not in examples:
             examples[n.status] = n.failure.strip().splitlines()[-1][:200]
     by_model: dict[str, list[float]] = {}
     for c in view.calls:
@@ -93,7 +94,7 @@ def _facts(view: RunView) -> dict[str, Any]:
         "top": top,
         "ops": ops,
         "lineage": lineage,
-        "failures": view.failures(),
+        "failures": failures,
         "examples": examples,
         "by_model": by_model,
         "budget": view.budget(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sqlite3
 import threading
 from collections import Counter, defaultdict
@@ -27,11 +28,12 @@ from ..metrics import get_metric
 from ..search.graph import Node
 from ..state import RunState, replay
 from ..verdict import floors
-from ..vocabulary import PENDING, SCORED
+from ..vocabulary import EDA, EXPLORED, FINAL_OK, PENDING, REFIT, SCORED
 
 JOURNAL = "journal.jsonl"
 TAIL_LINES = 60  # lines of a node's stdout and stderr a node page shows
-_OK_STATUSES = (SCORED, PENDING, "final", "explored")
+_OK_STATUSES = (SCORED, PENDING, FINAL_OK, EXPLORED)  # every other status is a failure class
+_NODE_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass
@@ -69,7 +71,8 @@ class RunView:
         return found[0] if found else None
 
     def node_dir(self, node_id: str) -> Path:
-        if node_id not in self.state.graph.nodes:  # only ids the journal knows make a path
+        # Only an id the journal knows, and a plain name, makes a path.
+        if node_id not in self.state.graph.nodes or not _NODE_ID.fullmatch(node_id):
             raise KeyError(node_id)
         return self.path / "nodes" / node_id
 
@@ -100,7 +103,7 @@ class RunView:
             "time_s": budget.get("time_s"),
             "spent_s": round(self.state.spent_s, 1),
             "iterations": budget.get("iterations"),
-            "nodes": sum(1 for n in self.state.graph if n.op not in ("refit", "eda")),
+            "nodes": sum(1 for n in self.state.graph if n.op not in (REFIT, EDA)),
             "tokens": sum(self.tokens.values()),
             "max_tokens": llm.get("max_tokens_total"),
             "cost_usd": round(sum(self.cost.values()), 4),
