@@ -184,6 +184,7 @@ async function runPage(rid) {
       h("dt", {}, "report"), h("dd", {}, h("a", { href: `/runs/${encodeURIComponent(rid)}/files/report.html`, target: "_blank" }, "report.html")),
       h("dt", {}, "last stop"), h("dd", {}, run.stopped || "running or killed")));
     drawGraph(graphBox, run, graphState, pick);
+    await new Promise(resolve => setTimeout(resolve, 0)); // the graph is painted before the rest is built
     parts.workers.replaceChildren(...workersCard(run));
     parts.score.replaceChildren(...scorePlot(run));
     parts.fail.replaceChildren(barPlot(Object.entries(run.failures), { empty: "no failures" }));
