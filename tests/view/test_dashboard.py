@@ -15,6 +15,7 @@ import urllib.request
 
 from mlguild.executor import Outcome
 from mlguild.journal import Journal, read_journal
+from mlguild.llm.ledger import Ledger
 from mlguild.records import record_finished, record_started
 from mlguild.search.graph import Node
 
@@ -46,6 +47,8 @@ def test_graph_of_a_two_worker_run_renders_every_node(served, page):
     assert page.locator("#graph path.lineage").count() >= 1 or len(started) == 1
     assert page.locator("#workers [data-worker]").count() == 2
     assert page.locator("#score-plot circle").count() >= 1
+    reports = sum(1 for n in started.values() if n["op"] != "refit")
+    assert page.locator("#reports-table tbody tr").count() == reports  # the report pool, read-only
     screenshot(page, "dashboard-run")
     assert not page.errors
 
@@ -81,9 +84,31 @@ def test_a_node_appended_to_the_journal_appears_without_a_reload(served, page):
         page.locator("#graph g.node[data-id='n0100'][data-status='pending']").wait_for(timeout=5000)
         record_finished(journal, node, Outcome("crash", failure="Traceback\nValueError: boom", timing={"exec_s": 1.0}))
     page.locator("#graph g.node[data-id='n0100'][data-status='crash']").wait_for(timeout=5000)
-    assert page.locator("#graph g.node").count() == before + 1
     assert page.evaluate("window.__not_reloaded") is True
     assert "crash" in page.locator("svg.plot").nth(1).inner_html()  # failures by class, redrawn
+    # A fuse of two branches, written by an LLM whose calls the ledger journals as a run does.
+    fuse = Node(id="n0101", op="fuse", parents=("n0004", "n0002"), iteration=101, title="Fuse of two branches")
+    with Journal(served.runs / "rec" / "journal.jsonl") as journal:
+        ledger = Ledger(sink=lambda rec: journal.append("llm_call", **rec))
+        for attempt in (1, 2):
+            ledger.record(
+                Ledger.make_record(
+                    "openai/gpt-4.1",
+                    outcome="ok",
+                    attempt=attempt,
+                    purpose="fuse",
+                    node="n0101",
+                    input_tokens=3000,
+                    output_tokens=500,
+                    cost_usd=0.01,
+                )
+            )
+        record_started(journal, fuse, "a test", worker=1)
+    page.locator("#graph g.node[data-id='n0101']").wait_for(timeout=5000)
+    assert page.locator("#graph g.node").count() == before + 2
+    assert page.locator("#graph path.edge[data-to='n0101']").count() == 2  # both parents drawn
+    assert "2 calls · 7,000 tokens · $0.0200" in page.locator("#llm-summary").inner_text()
+    assert page.evaluate("window.__not_reloaded") is True
     screenshot(page, "dashboard-live")
     assert not page.errors
 

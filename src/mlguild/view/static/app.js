@@ -119,7 +119,7 @@ function llmPlot(run) {
   const tk = [], cs = [];
   for (const c of run.llm) { tokens += c.tokens; cost += c.cost_usd; tk.push([(c.ts - t0) / 60, tokens]); cs.push([(c.ts - t0) / 60, cost]); }
   if (!run.llm.length) return [h("p", { class: "muted" }, "No LLM calls in this run.")];
-  return [h("p", {}, `${run.llm.length} calls · ${tokens.toLocaleString()} tokens · $${cost.toFixed(4)}`),
+  return [h("p", { id: "llm-summary" }, `${run.llm.length} calls · ${tokens.toLocaleString()} tokens · $${cost.toFixed(4)}`),
     linePlot([{ name: "tokens", kind: "line", points: tk }], { xlabel: "minutes", ylabel: "tokens (cumulative)", height: 180 }),
     linePlot([{ name: "cost", kind: "line", points: cs, color: "#e45756" }], { xlabel: "minutes", ylabel: "USD (cumulative)", height: 180 })];
 }
