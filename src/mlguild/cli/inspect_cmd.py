@@ -70,7 +70,7 @@ def status(
                 printed,
                 *([_public(public, node.id)] if public else []),
                 f"{node.timing.get('exec_s', 0):.1f}",
-                plain(str(what)[:60] + "".join(f" ⚠{f}" for f in node.flags)),
+                plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)),
                 style=style,
             )
         console.print(f"run {plain(path)}")
@@ -153,6 +153,8 @@ def show(
         node_dir = path / "nodes" / node_id
         read = lambda name: (node_dir / name).read_text(errors="replace") if (node_dir / name).exists() else ""
         console.rule(plain(f"{node_id}: {node.op} of {','.join(node.parents) or '—'} — {node.status}"))
+        if node.title:
+            console.print(plain(node.title), style="bold")
         console.print(read("plan.md").strip(), markup=False)
         console.rule("solution.py")
         console.print(Syntax(read("solution.py"), "python", line_numbers=True))
