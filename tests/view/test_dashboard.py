@@ -81,9 +81,9 @@ def test_a_node_appended_to_the_journal_appears_without_a_reload(served, page):
     )
     with Journal(served.runs / "rec" / "journal.jsonl") as journal:
         record_started(journal, node, "a test", worker=2)
-        page.locator("#graph g.node[data-id='n0100'][data-status='pending']").wait_for(timeout=5000)
+        page.locator("#graph g.node[data-id='n0100'][data-status='pending']").wait_for(timeout=15000)
         record_finished(journal, node, Outcome("crash", failure="Traceback\nValueError: boom", timing={"exec_s": 1.0}))
-    page.locator("#graph g.node[data-id='n0100'][data-status='crash']").wait_for(timeout=5000)
+    page.locator("#graph g.node[data-id='n0100'][data-status='crash']").wait_for(timeout=15000)
     assert page.evaluate("window.__not_reloaded") is True
     assert "crash" in page.locator("svg.plot").nth(1).inner_html()  # failures by class, redrawn
     # A fuse of two branches, written by an LLM whose calls the ledger journals as a run does.
@@ -104,7 +104,7 @@ def test_a_node_appended_to_the_journal_appears_without_a_reload(served, page):
                 )
             )
         record_started(journal, fuse, "a test", worker=1)
-    page.locator("#graph g.node[data-id='n0101']").wait_for(timeout=5000)
+    page.locator("#graph g.node[data-id='n0101']").wait_for(timeout=15000)
     assert page.locator("#graph g.node").count() == before + 2
     assert page.locator("#graph path.edge[data-to='n0101']").count() == 2  # both parents drawn
     assert "2 calls · 7,000 tokens · $0.0200" in page.locator("#llm-summary").inner_text()
