@@ -50,7 +50,7 @@ class HybridBrain:
         except LLMError as exc:  # this request failed for good; the next step tries the LLM again
             note = f"the LLM request failed ({type(exc).__name__}: {exc.message[:200]}); a recipe step instead"
         proposal = self._by_recipes(action, context)
-        return Proposal(f"({note})\n\n{proposal.plan}", proposal.code, proposal.meta)
+        return Proposal(f"({note})\n\n{proposal.plan}", proposal.code, proposal.meta, proposal.title)
 
     def _by_recipes(self, action: Action, context: Context) -> Proposal:
         # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written
@@ -75,5 +75,6 @@ def _with_repairs(proposal: Proposal, context: Context) -> Proposal:
                 f"**Repaired in advance:** node `{repair.node_id}` repaired an earlier `{repair.recipe}` "
                 "script on this task; the same change is applied to this draft.\n"
             )
-            return Proposal(f"{proposal.plan}\n{note}", code, {**proposal.meta, "repaired_by": repair.node_id})
+            meta = {**proposal.meta, "repaired_by": repair.node_id}
+            return Proposal(f"{proposal.plan}\n{note}", code, meta, proposal.title)
     return proposal

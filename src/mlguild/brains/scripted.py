@@ -79,4 +79,5 @@ class ScriptedBrain:
             plan=f"{action.op}: prior predictor with shrink {shrink:.2f} ({action.reason})",
             code=PRIOR_SCRIPT.format(shrink=shrink),
             meta={"recipe": "prior", "shrink": shrink},
+            title=f"{action.op.capitalize()}: prior predictor, shrink {shrink:.2f}",
         )

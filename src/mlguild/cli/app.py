@@ -14,6 +14,7 @@ from .knowledge_cmd import knowledge_app
 from .memory_cmd import memory_app
 from .run_cmd import resume, run
 from .task_cmd import examples, init
+from .view_cmd import report, serve
 
 app = typer.Typer(
     name="mlguild",
@@ -31,6 +32,8 @@ app.command()(show)
 app.command()(config)
 app.command()(grade)
 app.command()(bench)
+app.command()(serve)
+app.command()(report)
 app.add_typer(memory_app, name="memory")
 app.add_typer(knowledge_app, name="knowledge")
 

@@ -57,7 +57,8 @@ def status(
                 else ("red" if node.status not in (Status.SCORED, Status.PENDING, Status.FINAL_OK) else None)
             )
             what = (
-                node.meta.get("recipe")
+                node.title
+                or node.meta.get("recipe")
                 or node.meta.get("summary")
                 or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
             )
@@ -153,6 +154,8 @@ def show(
         node_dir = path / "nodes" / node_id
         read = lambda name: (node_dir / name).read_text(errors="replace") if (node_dir / name).exists() else ""
         console.rule(plain(f"{node_id}: {node.op} of {','.join(node.parents) or '—'} — {node.status}"))
+        if node.title:
+            console.print(plain(node.title), style="bold")
         console.print(read("plan.md").strip(), markup=False)
         console.rule("solution.py")
         console.print(Syntax(read("solution.py"), "python", line_numbers=True))

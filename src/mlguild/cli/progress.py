@@ -1,47 +1,70 @@
-"""Live progress of a run: a line per finished node and a status line that keeps ticking."""
+"""Live progress of a run: a line per finished node, and under them a live board (what each
+worker does, the best node, a score sparkline, budget bars, failures; mlguild.view.terminal)
+on a terminal; on a pipe, or with --quiet, the board's plain lines after each node instead."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from rich.live import Live
-from rich.text import Text
 
+from ..core.vocabulary import Op, Status
+from ..llm.ledger import RECORD_TYPE
 from ..run.session import Session
+from ..run.workers import current_worker
+from ..scoring.floors import floors
+from ..view.terminal import Snapshot, board, lines
 from .common import console, plain
 
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "∞"
-    seconds = max(0, int(seconds))
-    return (
-        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-        if seconds >= 3600
-        else f"{seconds // 60}:{seconds % 60:02d}"
-    )
+_OK = frozenset(Status)  # every other status is a failure class
 
 
 class Progress:
-    """Renders a session's events. The status line is a renderable recomputed on every refresh."""
+    """Renders a session's events. The board is a renderable recomputed on every refresh."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, quiet: bool = False):
         self.session = session
-        self.current = ""
+        self.live_view = console.is_terminal and not quiet
         self.live: Live | None = None
+        self.workers: dict[int, str] = {k + 1: "" for k in range(session.run.config.search.workers)}
+        self.scores = [n.score for n in session.state.graph if n.ok and n.score is not None]  # a resumed run's too
+        self.floor = next(iter(floors(session.run.journal.records)), None)
+        self._seen, self.tokens, self.cost = 0, 0, 0.0  # LLM calls read so far from the journal
 
-    def __rich__(self) -> Text:
-        s = self.session
-        best = s.state.graph[s.state.best_id] if s.state.best_id else None
-        best_text = f"{best.score:.5g} ({best.id})" if best else "—"
-        return Text(
-            f"iter {len(s.state.graph)} | best {s.scorers.holdout.metric.name} {best_text} | "
-            f"elapsed {_clock(s.state.spent_s + s.clock.elapsed())} | left {_clock(s.clock.remaining_s())} | {self.current}",
-            style="dim",
+    def snapshot(self) -> Snapshot:
+        a = self.session
+        records = a.run.journal.records
+        for rec in records[self._seen :]:
+            if rec["type"] == RECORD_TYPE:
+                self.tokens += int(rec.get("input_tokens") or 0) + int(rec.get("output_tokens") or 0)
+                self.cost += float(rec.get("cost_usd") or 0.0)
+        self._seen = len(records)
+        best = a.state.graph[a.state.best_id] if a.state.best_id else None
+        cfg = a.run.config
+        return Snapshot(
+            metric=a.scorers.holdout.metric.name,
+            direction=str(a.scorers.holdout.metric.direction),
+            workers=dict(self.workers),
+            best=(best.id, best.score, best.title) if best is not None and best.score is not None else None,
+            scores=list(self.scores),
+            floor=self.floor,
+            spent_s=a.state.spent_s + a.clock.elapsed(),
+            time_s=cfg.budget.time_s,
+            nodes=sum(1 for n in a.state.graph if n.op not in (Op.REFIT, Op.EDA)),
+            iterations=cfg.budget.iterations,
+            tokens=self.tokens,
+            max_tokens=cfg.llm.max_tokens_total,
+            cost_usd=self.cost,
+            max_cost_usd=cfg.llm.max_cost_usd,
+            failures=Counter(n.status for n in a.state.graph if n.status not in _OK),
         )
 
+    def __rich__(self):
+        return board(self.snapshot())
+
     def __enter__(self) -> Progress:
-        if console.is_terminal:
+        if self.live_view:
             self.live = Live(self, console=console, refresh_per_second=2, transient=True)
             self.live.__enter__()
         return self
@@ -51,19 +74,23 @@ class Progress:
             self.live.__exit__(*exc)
 
     def __call__(self, kind: str, data: dict) -> None:
+        # Events come from the thread of the worker that made them (mlguild.run.workers).
         if kind == "warning":
             console.print(f"[yellow]warning:[/] {plain(data['message'])}")
         elif kind == "node_proposing":
-            self.current = f"{data['op']} {data['id']}: {data['reason']}"  # shown as a Text: no markup
+            self.workers[current_worker()] = f"{data['op']} {data['id']}: {data['reason']}"
         elif kind == "node_finished":
             node = data["node"]
+            if node.ok and node.score is not None:
+                self.scores.append(node.score)
             score = f"{node.score:.5g}" if node.score is not None else "—"
             mark = "  [bold green]★ new best[/]" if data["is_best"] else ""
             mark += "".join(f"  [yellow]⚠ {plain(flag)}[/]" for flag in node.flags)
             parent = f" of {','.join(node.parents)}" if node.parents else ""
-            what = node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
+            what = node.title or node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
             line = f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7}{parent:<9} {node.status:<14} {score:>10} "
             console.print(f"{plain(line)}{node.timing.get('exec_s', 0):6.1f}s  {plain(what)}{mark}")
-            if not console.is_terminal:  # logs and CI: the status line as a plain line now and then
-                console.print(self.__rich__().plain)
-            self.current = ""
+            if not self.live_view:  # logs, CI and --quiet: the board as plain lines now and then
+                for text in lines(self.snapshot()):
+                    console.print(plain(text))
+            self.workers[current_worker()] = ""

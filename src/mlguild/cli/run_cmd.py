@@ -16,6 +16,7 @@ from .progress import Progress
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
 RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
+QUIET_HELP = "No live board: plain lines only (as when the output is not a terminal)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
     "Sandbox layer: auto (bwrap when usable; without it, only the recipe and scripted "
@@ -147,6 +148,7 @@ def run(
         "--cycle",
         help="community (LLM brain): select ideas from the idea pool, draft, implement with a run-observe-fix loop, report.",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -181,7 +183,7 @@ def run(
             target=target,
             metric=metric,
             say=_say,
-            watch=Progress,
+            watch=lambda session: Progress(session, quiet),
         )
         if not isinstance(done, Finished):  # --no-launch: the run folder, with its brief
             console.print(plain(f"not launched: edit the brief, then `mlguild resume {done.path}`"))
@@ -200,6 +202,7 @@ def resume(
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
     ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 
@@ -210,7 +213,8 @@ def resume(
             overrides.append(f"search.workers={workers}")
         if ray is not None:
             overrides.append(f"search.ray={ray}")
-        done = resume_run(resolve_run(run, runs_dir or default_runs_dir()), overrides, say=_say, watch=Progress)
+        path = resolve_run(run, runs_dir or default_runs_dir())
+        done = resume_run(path, overrides, say=_say, watch=lambda session: Progress(session, quiet))
         _report(done)
         stop = done.stop
     if not stop.finished:

@@ -23,6 +23,7 @@ class Node:
     iteration: int
     plan: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # one line the brain wrote with its plan (mlguild.core.titles)
     status: str = Status.PENDING
     score: float | None = None
     failure: str | None = None

@@ -113,6 +113,7 @@ class Proposal:
     plan: str
     code: str
     meta: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # one line for every view (mlguild.core.titles); empty: taken from the plan
 
 
 class Brain(Protocol):

@@ -215,6 +215,7 @@ def drive(
             session.on_event = _with_submitter(handler, submitter)
             stop = agent.run_loop()
         done = finish(session, stop)
+        _write_report(run, say)
         public: dict[str, float | None] = {}
         if submitter is not None and stop.finished:
             submitter.at_end(done.choice["node"] if done.choice else session.state.best_id)
@@ -342,6 +343,19 @@ def _fill_ideas(run: RunDir, llm: LLM | None, say: Say) -> None:
         pools.close()
     if line:
         say(line, False)
+
+
+def _write_report(run: RunDir, say: Say) -> None:
+    """The run's report.html and report.md, at the end of every session (mlguild.view.report):
+    a report that cannot be written is a warning, never the run's failure."""
+    from ..view.report import write_report
+
+    try:
+        written = write_report(run.path)
+    except Exception as exc:  # a view's bug or a full disk must not fail a run that did its work
+        say(f"no report written: {exc}", True)
+        return
+    say(f"report {written.files[0]}" + (f"  ({written.note})" if written.note else ""), False)
 
 
 def _common_failure(session: Session) -> str:

@@ -147,9 +147,10 @@ class Agent:
             if isinstance(s.brain, Fixer):  # the community cycle's run-observe-fix loop
                 deadline = started + brain_s + timeout
                 refine = lambda first: fix_loop(s, node, first, deadline, seed, cpus)
+        recall = [*context.recall.this_run, *context.recall.other_tasks] if context and context.recall else None
         outcome = run_node(
             s, node, proposal, reason=action.reason, timeout_s=timeout, seed=seed, failure=failure, cpus=cpus,
-            refine=refine,
+            refine=refine, recall=recall,
         )  # fmt: skip
         if s.interrupted.is_set():  # its script was killed by the interrupt, not by itself
             raise KeyboardInterrupt
@@ -165,4 +166,4 @@ class Agent:
             "best node by less than the noise margin, so it is promoted only if its mean over seeds is better.\n"
         )
         code = self.session.code(self.session.state.graph[candidate])
-        return Proposal(plan, code, {"rerun_of": candidate, "seed": seed})
+        return Proposal(plan, code, {"rerun_of": candidate, "seed": seed}, title=f"Re-run of {candidate}, seed {seed}")

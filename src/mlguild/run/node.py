@@ -25,6 +25,7 @@ from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_
 from .budget import MIN_SCRIPT_S, mark_cut_short
 from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from .session import Session
+from .workers import current_worker
 
 # What the loop does with a node's first outcome before it is finished (the fix loop).
 Refine = Callable[[Outcome], Outcome]
@@ -42,16 +43,19 @@ def run_node(
     data_dir: Path | None = None,
     cpus: tuple[int, ...] | None = None,
     refine: Refine | None = None,
+    recall: list[str] | None = None,
 ) -> Outcome:
     """Write ``node``'s proposal, journal ``node_started``, then run its script (unless
     ``failure``: the proposal itself failed, and that is the outcome) and return the
     outcome, refined by ``refine`` when given. The caller finishes the node
-    (``finish_node``), once it has added what it knows to the outcome."""
+    (``finish_node``), once it has added what it knows to the outcome. ``recall``: the
+    memory records the brain was shown (journaled for the views)."""
     with session.lock:
         node.plan, node.meta = proposal.plan, proposal.meta
+        node.title = proposal.title  # empty: record_started takes it from the plan
         session.executor.write_proposal(node, proposal.plan, proposal.code, proposal.meta)
         node.attempts, node.code_sha256 = 1, sha256_text(proposal.code)
-        record_started(session.run.journal, node, reason, session.clock.elapsed())
+        record_started(session.run.journal, node, reason, session.clock.elapsed(), current_worker(), recall)
     if failure is not None:
         return failure
     outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus)

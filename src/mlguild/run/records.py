@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.graph import Node
+from ..core.titles import title_of
 from ..util.fs import atomic_write, read_no_follow
 
 if TYPE_CHECKING:
@@ -35,18 +36,33 @@ class Outcome:
     outputs: list[str] = field(default_factory=list)  # optional outputs written, e.g. "oof"
 
 
-def record_started(journal: Journal, node: Node, reason: str = "", elapsed_s: float | None = None) -> None:
-    """Journal that ``node`` (its plan, meta and code hash already set) is about to run."""
+def record_started(
+    journal: Journal,
+    node: Node,
+    reason: str = "",
+    elapsed_s: float | None = None,
+    worker: int | None = None,
+    recall: list[str] | None = None,
+) -> None:
+    """Journal that ``node`` (its plan, meta and code hash already set) is about to run;
+    ``worker`` ran it and ``recall`` are the memory records its brain was shown (for the views).
+    A node without a title gets its plan's (mlguild.core.titles)."""
+    node.title = node.title or title_of(node.plan)
     data = {
         "id": node.id,
         "op": node.op,
         "parents": list(node.parents),
         "iteration": node.iteration,
+        "title": node.title,
         "plan": node.plan,
         "meta": node.meta,
         "code_sha256": node.code_sha256,
         "reason": reason,
     }
+    if worker is not None:
+        data["worker"] = worker
+    if recall:
+        data["recall"] = recall
     journal.append("node_started", node=data, **_clock(elapsed_s))
 
 
@@ -103,6 +119,7 @@ def node_from_started(data: dict[str, Any]) -> Node:
         iteration=data["iteration"],
         plan=data.get("plan", ""),
         meta=data.get("meta", {}),
+        title=data.get("title") or title_of(data.get("plan", "")),  # runs from before titles: from the plan
     )
     node.attempts = 1
     node.code_sha256 = data.get("code_sha256", "")

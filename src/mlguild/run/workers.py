@@ -25,6 +25,13 @@ from ..core.errors import BudgetExhausted
 _JOIN_S = 0.2  # how often the main thread wakes to hear a Ctrl-C while the workers work
 
 
+def current_worker() -> int:
+    """The number of the worker whose thread calls this (1 for the main thread, which is
+    the only worker of a one-worker run): the journal and the views say who ran a node."""
+    name = threading.current_thread().name
+    return int(name.rsplit("-", 1)[1]) if name.startswith("mlguild-worker-") else 1
+
+
 def cpu_sets(count: int, cpus: list[int] | None = None) -> list[tuple[int, ...]]:
     """``count`` disjoint, near-equal shares of ``cpus`` (default: those this process may
     use); with more workers than CPUs, one CPU each, shared round-robin."""

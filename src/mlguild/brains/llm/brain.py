@@ -26,6 +26,7 @@ from ...coder.stepwise import STEP_ORDER, assemble_parts
 from ...config import BrainConfig, Config
 from ...config.llm import LLMConfig
 from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal
+from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
 from ...pools.ideas import cited_ideas
@@ -113,7 +114,12 @@ class LLMBrain:
         node = f"n{context.iteration + 1:04d}"
         common = self._prepare(context)
         plan, code = self.talk.full_script(render("eda", **common), "eda", node)
-        return Proposal(plan=plan, code=code, meta={"summary": "exploratory data analysis", "model": self.llm.model})
+        return Proposal(
+            plan=plan,
+            code=code,
+            meta={"summary": "exploratory data analysis", "model": self.llm.model},
+            title=title_of(plan) or "Exploratory data analysis",
+        )
 
     def propose(self, action: Action, context: Context) -> Proposal:
         if action.op == Op.BLEND:  # a blend fitted on out-of-fold predictions needs no LLM
@@ -149,7 +155,7 @@ class LLMBrain:
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
-        return Proposal(plan=plan, code=code, meta=meta)
+        return Proposal(plan=plan, code=code, meta=meta, title=title_of(plan))
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from ...coder.diagnose import diagnose
 from ...core.errors import TaskError
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
+from ...core.titles import title_of
 from ...core.vocabulary import FailureKind, Op
 from .catalog import RECIPES, Recipe, RecipeMeta, recipe_meta, recipes_for
 from .choice import choose, family_order, family_reason
@@ -174,7 +175,7 @@ class RecipeBrain:
                 return self._draft(context, f"Evolving `{parent.node_id}`: no other recipe is left to try.")
             proposal = self._improve(parent, context)
             note = f"## Evolve: every other recipe failed or is this one, so a further step on `{parent.node_id}`\n\n"
-            return Proposal(note + proposal.plan, proposal.code, proposal.meta)
+            return Proposal(note + proposal.plan, proposal.code, proposal.meta, title=title_of(note))
         name = min(names, key=lambda n: (tries[n] > 0, -best.get(n, -math.inf), names.index(n)))
         meta = draft_meta(name, task, profile)
         recipe = RECIPES[name]
@@ -269,7 +270,7 @@ class RecipeBrain:
 
     def _proposal(self, lines: list[str], summary: str, meta: RecipeMeta, context: Context) -> Proposal:
         code = render_script(context.task, context.profile, meta, summary)
-        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=dict(meta))
+        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=dict(meta), title=title_of(lines[0]))
 
     def _rng(self, context: Context, *key: str) -> random.Random:
         # A string seed hashes the same way in every process (unlike hash()), so runs replay.

@@ -48,7 +48,7 @@ def fuse_proposal(context: Context) -> Proposal:
     summary = f"A weighted blend of {', '.join(members)}: {why}."
     code = render_fuse(task, members, summary)
     meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
-    return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta)
+    return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 
 
 def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:

@@ -1,0 +1,1 @@
+"""Views of a run: the dashboard (server), the report and the live terminal view, all read-only."""
