@@ -111,42 +111,13 @@ class Agent:
     ) -> Node:
         s = self.session
         started = s.clock.elapsed()
-        seed = s.run.config.brain.seed
-        failure: Outcome | None = None
-        try:
-            if action.op == Op.RERUN:  # the same script with another seed: no brain involved
-                with s.lock:
-                    seed += 1 + len(s.state.graph.rerun_groups().get(action.parents[0], []))
-                    proposal = self._rerun_proposal(action.parents[0], seed)
-            else:
-                assert context is not None
-                with s.brain_lock:
-                    if action.op == Op.EDA and isinstance(s.brain, Explorer):
-                        proposal = s.brain.explore(context)
-                    else:
-                        proposal = s.brain.propose(action, context)
-        except StopRun:  # a spent budget or an unusable setup stops the run, said clearly
-            with s.lock:
-                s.state.graph.nodes.pop(node.id, None)  # never started: as if never chosen
-            raise
-        except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
-            failed_as, why, partial = exc.as_record()
-            proposal, failure = Proposal(plan=f"({failed_as}: {why})", code=partial), Outcome(failed_as, failure=why)
-        except Exception as exc:  # a brain bug must not end the run
-            why = f"{type(exc).__name__}: {exc}"
-            proposal, failure = (
-                Proposal(f"(the brain failed: {exc})", ""),
-                Outcome(FailureKind.BRAIN_ERROR, failure=why),
-            )
+        proposal, failure, seed = self._propose(node, action, context)
         brain_s = s.clock.elapsed() - started
-        if failure is not None:
-            failure.timing = {"exec_s": 0.0, "harness_s": 0.0}
         timeout = s.clock.within_remaining(timeout)  # the brain's own time comes out of the script's
         refine = None
-        if node.meta.get("cycle") or proposal.meta.get("cycle"):
-            if isinstance(s.brain, Fixer):  # the community cycle's run-observe-fix loop
-                deadline = started + brain_s + timeout
-                refine = lambda first: fix_loop(s, node, first, deadline, seed, cpus)
+        if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's fix loop
+            deadline = started + brain_s + timeout
+            refine = lambda first: fix_loop(s, node, first, deadline, seed, cpus)
         recall = [*context.recall.this_run, *context.recall.other_tasks] if context and context.recall else None
         outcome = run_node(
             s, node, proposal, reason=action.reason, timeout_s=timeout, seed=seed, failure=failure, cpus=cpus,
@@ -159,6 +130,35 @@ class Agent:
         with s.lock:
             finish_node(s, node, outcome)
         return node
+
+    def _propose(self, node: Node, action: Action, context: Context | None) -> tuple[Proposal, Outcome | None, int]:
+        """(the proposal, the outcome when the proposal itself failed, the script's seed). A
+        StopRun takes the reserved node out of the graph and is raised; any other failure
+        of the brain becomes the node's outcome, named for the next prompt."""
+        s = self.session
+        seed = s.run.config.brain.seed
+        try:
+            if action.op == Op.RERUN:  # the same script with another seed: no brain involved
+                with s.lock:
+                    seed += 1 + len(s.state.graph.rerun_groups().get(action.parents[0], []))
+                    return self._rerun_proposal(action.parents[0], seed), None, seed
+            assert context is not None
+            with s.brain_lock:
+                if action.op == Op.EDA and isinstance(s.brain, Explorer):
+                    return s.brain.explore(context), None, seed
+                return s.brain.propose(action, context), None, seed
+        except StopRun:  # a spent budget or an unusable setup stops the run, said clearly
+            with s.lock:
+                s.state.graph.nodes.pop(node.id, None)  # never started: as if never chosen
+            raise
+        except ProposalFailed as exc:  # an LLM request or a reply failed: named for the next prompt
+            failed_as, why, partial = exc.as_record()
+            proposal, failure = Proposal(plan=f"({failed_as}: {why})", code=partial), Outcome(failed_as, failure=why)
+        except Exception as exc:  # a brain bug must not end the run
+            proposal = Proposal(f"(the brain failed: {exc})", "")
+            failure = Outcome(FailureKind.BRAIN_ERROR, failure=f"{type(exc).__name__}: {exc}")
+        failure.timing = {"exec_s": 0.0, "harness_s": 0.0}
+        return proposal, failure, seed
 
     def _rerun_proposal(self, candidate: str, seed: int) -> Proposal:
         plan = (

@@ -67,27 +67,24 @@ def resume_interrupted(session: Session, node: Node) -> None:
     (``node_started`` with ``restart``), run its script as it is on disk, and finish it. A
     second interruption, a script that changed since it was proposed, a refit (the final
     stage reruns its refits) or no time left finishes it as ``interrupted`` instead."""
+    outcome = _run_again(session, node)
+    with session.lock:
+        finish_node(session, node, outcome)
+
+
+def _run_again(session: Session, node: Node) -> Outcome:
+    killed = "the run was killed while this node ran"
     if node.op == Op.REFIT:
-        finish_node(
-            session, node, Outcome(FailureKind.INTERRUPTED, failure="the run was killed during the final refit")
-        )
-        return
+        return Outcome(FailureKind.INTERRUPTED, failure="the run was killed during the final refit")
     code = session.code(node)
-    if node.attempts >= 2 or not code.strip() or sha256_text(code) != node.code_sha256:
-        why = (
-            "twice"
-            if node.attempts >= 2
-            else "before its code was complete, or its solution.py changed since it was proposed"
-        )
-        finish_node(
-            session, node, Outcome(FailureKind.INTERRUPTED, failure=f"the run was killed while this node ran, {why}")
-        )
-        return
+    if node.attempts >= 2:
+        return Outcome(FailureKind.INTERRUPTED, failure=f"{killed}, twice")
+    if not code.strip() or sha256_text(code) != node.code_sha256:
+        why = "before its code was complete, or its solution.py changed since it was proposed"
+        return Outcome(FailureKind.INTERRUPTED, failure=f"{killed}, {why}")
     remaining = session.clock.remaining_s()
     if remaining is not None and remaining < MIN_SCRIPT_S:
-        why = "the run was killed while this node ran, and no time is left"
-        finish_node(session, node, Outcome(FailureKind.INTERRUPTED, failure=why))
-        return
+        return Outcome(FailureKind.INTERRUPTED, failure=f"{killed}, and no time is left")
     record_restarted(session.run.journal, node, session.clock.elapsed())
     # The limit the uninterrupted run would have given it (only the time budget applies:
     # the node is already counted in the iteration budget).
@@ -96,7 +93,7 @@ def resume_interrupted(session: Session, node: Node) -> None:
     seed = int(node.meta.get("seed", session.run.config.brain.seed))  # a re-run keeps its own seed
     outcome = session.executor.execute(node, timeout, seed=seed)
     mark_cut_short(session.clock, node, outcome, timeout)
-    finish_node(session, node, outcome)
+    return outcome
 
 
 def run_step(
