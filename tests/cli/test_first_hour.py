@@ -1,0 +1,127 @@
+"""A newcomer's first hour (issue 25): each friction a new user met, as the user types it.
+Real processes; every refused command is checked to have created nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_task, mlguild, one_line
+
+
+@pytest.fixture
+def task(tmp_path) -> Path:
+    return make_task(tmp_path / "task")
+
+
+@pytest.mark.parametrize(
+    "args, message, fix",
+    [
+        (["--time", "5"], "error: --time 5 has no unit: seconds or minutes?", "--time 5m for 5 minutes"),
+        (["--time", "0s"], "error: --time 0s is too short: it must be at least 30s", "fix: e.g. --time 5m"),
+        (["--time", "10s"], "error: --time 10s is too short: it must be at least 30s", "fix: e.g. --time 5m"),
+        (["--script-timeout", "120"], "error: --script-timeout 120 has no unit", "--script-timeout 120m"),
+    ],
+)
+def test_a_time_without_a_unit_or_too_short_is_refused_before_anything_is_created(task, tmp_path, args, message, fix):
+    proc = mlguild("run", str(task), "--brain", "recipes", *args, cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in err and fix in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.fixture
+def wide_csv(tmp_path) -> Path:
+    """33 columns, the target spelled in lower case (as the breast-cancer data spells it)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"feature_{i:02d}": rng.normal(size=120) for i in range(31)})
+    frame.insert(0, "diagnosis", ["M" if v > 0 else "B" for v in frame["feature_00"]])
+    frame.insert(0, "id", range(120))
+    frame.to_csv(tmp_path / "cancer.csv", index=False)
+    return tmp_path / "cancer.csv"
+
+
+def test_a_wrong_target_gets_a_did_you_mean_and_a_list_that_says_it_is_cut(wide_csv, tmp_path):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "Diagnosis", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2
+    assert "has no column 'Diagnosis'; did you mean 'diagnosis'? (its 33 columns: id, diagnosis, feature_00" in err
+    assert "feature_09, … (21 more))" in err and "fix: pass --target diagnosis" in err
+    assert not (tmp_path / "tasks").exists()
+
+
+@pytest.mark.parametrize(
+    "setting, message, fix",
+    [
+        (
+            "firewall.holdout_frac=0.3",
+            "error: invalid configuration: unknown setting firewall.holdout_frac; did you mean firewall.holdout_fraction?",
+            "fix: see the settings with `mlguild config firewall`",
+        ),
+        (
+            "serch.workers=2",
+            "error: invalid configuration: unknown setting serch; did you mean search?",
+            "fix: see the settings with `mlguild config search`",
+        ),
+        (
+            "search.workers=many",
+            "error: invalid configuration: search.workers: Input should be a valid integer",
+            "fix: see `mlguild config search.workers`",
+        ),
+    ],
+)
+def test_an_unknown_setting_gets_a_did_you_mean_not_pydantics_words(task, tmp_path, setting, message, fix):
+    proc = mlguild("run", str(task), "--set", setting, cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and message in err and fix in err
+    assert "Extra inputs" not in err and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("alias, metric", [("auc", "roc_auc"), ("ACC", "accuracy"), ("log-loss", "logloss")])
+def test_common_metric_names_are_accepted(wide_csv, tmp_path, alias, metric):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--metric", alias, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"metric {metric} (" in proc.stdout
+    assert f"metric: {metric}\n" in (tmp_path / "tasks" / "cancer" / "task.yaml").read_text()
+
+
+def test_mse_is_a_metric_and_an_unknown_metric_is_fixed_with_the_flag(wide_csv, tmp_path):
+    from mlguild.metrics import get_metric
+
+    assert get_metric("mse")([1.0, 2.0], [2.0, 4.0]) == pytest.approx(2.5)
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--metric", "aucc", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2
+    assert "error: unknown metric 'aucc'; did you mean 'roc_auc'?" in err and "fix: pass --metric roc_auc" in err
+    assert "task.yaml" not in err and not (tmp_path / "tasks").exists()
+
+
+def test_a_task_yaml_may_name_a_metric_by_its_alias(tmp_path):
+    import yaml
+
+    task = make_task(tmp_path / "task")
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    (task / "task.yaml").write_text(yaml.safe_dump({**spec, "metric": "auc"}))
+    from mlguild.task.folder import load_task
+
+    assert load_task(task).spec.metric == "roc_auc"
+
+
+def test_classification_as_a_task_type_suggests_binary_or_multiclass_not_ranking(wide_csv, tmp_path):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--task-type", "classification", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and "ranking" not in err
+    assert "error: --task-type 'classification' is not one of binary, multiclass, regression" in err
+    assert "fix: pass --task-type binary (two classes) or multiclass, or leave it out" in err
+
+
+def test_init_into_an_existing_folder_names_force(wide_csv, tmp_path):
+    assert mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", cwd=tmp_path).returncode == 0
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "fix: pass --force to overwrite it, choose another --out" in one_line(proc.stderr)
+    assert mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--force", cwd=tmp_path).returncode == 0
