@@ -125,3 +125,42 @@ def test_init_into_an_existing_folder_names_force(wide_csv, tmp_path):
     assert proc.returncode == 2
     assert "fix: pass --force to overwrite it, choose another --out" in one_line(proc.stderr)
     assert mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--force", cwd=tmp_path).returncode == 0
+
+
+def test_version(tmp_path):
+    from mlguild import __version__
+
+    proc = mlguild("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"mlguild {__version__}\n"
+
+
+def test_option_help_has_no_type_noise_and_keeps_the_ray_extra(tmp_path):
+    out = mlguild("run", "--help", cwd=tmp_path).stdout
+    assert "<bool>" not in out and "<list[" not in out
+    assert "--dry-run  " in out and "--model" in out and "<str>" in out  # a value's type stays
+    assert "(the [ray] extra)" in one_line(out)
+
+
+def test_config_finds_settings_by_a_part_of_their_name(tmp_path):
+    out = mlguild("config", "holdout", cwd=tmp_path).stdout
+    assert "firewall.holdout_fraction" in out and "firewall.max_holdout_rows" in out
+    assert "search." not in out
+    assert "search.mcgs.c_uct" not in mlguild("config", "firewall", cwd=tmp_path).stdout  # a section: its own
+
+
+def test_option_help_holds_no_developer_notes(tmp_path):
+    from mlguild.config import settings
+
+    assert not [name for name, _, text in settings() if "seed run" in text]
+    assert "seed run" not in mlguild("config", "llm.max_tokens", cwd=tmp_path).stdout
+
+
+def test_show_prints_the_script_only_with_code(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path).returncode == 0
+    script = tmp_path / "runs" / "r" / "nodes" / "n0001" / "solution.py"
+    first = next(line for line in script.read_text().splitlines() if line.startswith(("import", "from")))
+    short = mlguild("show", "n0001", cwd=tmp_path).stdout
+    n_lines = len(script.read_text().splitlines())
+    assert f"solution.py: {n_lines} lines, {script} (--code prints it)" in one_line(short)
+    assert first not in short and "holdout roc_auc" in short
+    assert first in mlguild("show", "n0001", "--code", cwd=tmp_path).stdout

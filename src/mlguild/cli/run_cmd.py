@@ -15,7 +15,7 @@ from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
-RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
+RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address (the \\[ray] extra)."
 QUIET_HELP = "No live board: plain lines only (as when the output is not a terminal)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (

@@ -369,3 +369,13 @@ def settings(model: type[BaseModel] = Config, prefix: str = "") -> list[tuple[st
         else:
             rows.append((f"{prefix}{name}", info.get_default(call_default_factory=True), info.description or ""))
     return rows
+
+
+def matching_settings(query: str | None) -> list[tuple[str, Any, str]]:
+    """The settings ``mlguild config QUERY`` lists: a section's or a setting's own name first
+    (``search`` is not every name with "search" in it); else every name containing ``query``."""
+    rows = settings()
+    if query is None:
+        return rows
+    exact = [r for r in rows if r[0] == query or r[0].startswith(f"{query}.")]
+    return exact or [r for r in rows if query.casefold() in r[0].casefold()]
