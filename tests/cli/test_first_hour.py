@@ -164,3 +164,41 @@ def test_show_prints_the_script_only_with_code(task, tmp_path):
     assert f"solution.py: {n_lines} lines, {script} (--code prints it)" in one_line(short)
     assert first not in short and "holdout roc_auc" in short
     assert first in mlguild("show", "n0001", "--code", cwd=tmp_path).stdout
+
+
+KNOWLEDGE = Path(__file__).parents[1] / "fixtures" / "knowledge"
+
+
+def test_a_cutoff_given_once_is_kept_for_the_task_and_an_item_can_be_removed(task, tmp_path):
+    at = ("--task", str(task))
+    first = one_line(mlguild("knowledge", "add", str(KNOWLEDGE), *at, "--cutoff", "2021-12-31", cwd=tmp_path).stdout)
+    assert "added 3 item(s)" in first and "cut-off 2021-12-31" in first
+    from mlguild.task.knowledge import list_items
+
+    items = list_items(task)
+    gone = items[0]
+    removed = mlguild("knowledge", "remove", gone.id[:6], *at, cwd=tmp_path)
+    assert removed.returncode == 0 and f"removed {gone.id}: {gone.title}" in one_line(removed.stdout)
+    assert gone.id not in {i.id for i in list_items(task)}
+
+    # No --cutoff this time: the one given before still keeps the 2022 post out.
+    again = one_line(mlguild("knowledge", "add", str(KNOWLEDGE), *at, cwd=tmp_path).stdout)
+    assert "added 1 item(s)" in again and "cut-off 2021-12-31" in again
+    assert "left out (dated 2022-06-01, after the cut-off)" in again
+    assert len(list_items(task)) == 3
+
+    missing = mlguild("knowledge", "remove", "kzzz", *at, cwd=tmp_path)
+    assert missing.returncode == 2 and "no item 'kzzz' in the task's knowledge" in one_line(missing.stderr)
+    shown = mlguild("knowledge", "show", items[1].id[:5], *at, cwd=tmp_path)
+    assert shown.returncode == 0 and items[1].title in shown.stdout
+
+
+def test_memory_search_says_when_nothing_matched(tmp_path):
+    from mlguild.memory import MemoryStore
+
+    MemoryStore(tmp_path / "memory.sqlite").close()
+    proc = mlguild("memory", "search", "target encoding", "--store", str(tmp_path / "memory.sqlite"), cwd=tmp_path)
+    assert proc.returncode == 0
+    assert one_line(proc.stdout) == (
+        "no record matches 'target encoding'; `mlguild memory list` shows what the store holds"
+    )
