@@ -44,9 +44,11 @@ def add(
 
     with user_errors():
         root = folder_task(task, None, None).root
-        when = parse_date(cutoff, "--cutoff") if cutoff else task_cutoff(root)
         if cutoff:
-            remember_cutoff(root, when)
+            when: date | None = parse_date(cutoff, "--cutoff")
+            remember_cutoff(root, parse_date(cutoff, "--cutoff"))
+        else:
+            when = task_cutoff(root)
         slugs = [slug for slug in map(competition_slug, sources) if slug]
         local = [Path(s) for s in sources if not competition_slug(s)]
         if local:
