@@ -202,3 +202,30 @@ def test_memory_search_says_when_nothing_matched(tmp_path):
     assert one_line(proc.stdout) == (
         "no record matches 'target encoding'; `mlguild memory list` shows what the store holds"
     )
+
+
+def test_resume_of_a_finished_run_says_it_is_finished_and_how_to_extend_it(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "2", "--run-id", "r", cwd=tmp_path).returncode == 0
+    journal = (tmp_path / "runs" / "r" / "journal.jsonl").read_text()
+    proc = mlguild("resume", "r", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "error: run r is finished: its budget is spent (2 of 2 nodes); its final submission is" in err
+    assert "fix: give it a larger total budget: `mlguild resume" in err and "--iterations 12`" in err
+    assert (tmp_path / "runs" / "r" / "journal.jsonl").read_text() == journal  # no session replayed
+    more = mlguild("resume", "r", "--iterations", "3", cwd=tmp_path)
+    assert more.returncode == 0 and "3 nodes" in more.stdout
+
+
+def test_grade_exits_1_on_an_invalid_submission_and_knows_a_runs_own_file(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path).returncode == 0
+    best = tmp_path / "runs" / "r" / "best" / "submission.csv"
+    graded = mlguild("grade", str(best), cwd=tmp_path)  # no --task: the file is the run's
+    assert graded.returncode == 0, graded.stderr
+    bad = tmp_path / "runs" / "r" / "bad.csv"
+    bad.write_text("id,y\nnope,0.5\n")
+    invalid = mlguild("grade", str(bad), cwd=tmp_path)
+    assert invalid.returncode == 1, invalid.stdout + invalid.stderr
+    assert "none (invalid)" in invalid.stdout and "invalid submission:" in invalid.stdout
+    as_json = mlguild("grade", str(bad), "--json", cwd=tmp_path)
+    assert as_json.returncode == 1 and '"error"' in as_json.stdout

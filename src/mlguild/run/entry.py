@@ -44,7 +44,7 @@ from ..search import get_policy
 from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task
-from .budget import Stop
+from .budget import Stop, spent_budget
 from .folder import RunDir, create_run, open_run
 from .loop import Agent
 from .session import EventHandler, Session
@@ -168,12 +168,32 @@ def resume(
     again); ``overrides`` (``section.field=value``) change its saved configuration first."""
     run = open_run(path)
     try:
+        config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
+        _check_not_finished(run, config)
         if overrides:
-            run.config = load_config(None, overrides, base=run.config.model_dump())
+            run.config = config
             save_config(run.config, run.path / "config.yaml")
         return drive(run, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
+
+
+def _check_not_finished(run: RunDir, config: Config) -> None:
+    """Refuse to resume a run whose budget is spent, before its banner: say so, and how to
+    give it more (a new total budget)."""
+    from ..metrics import get_metric
+    from .replay import replay
+
+    state = replay(run.journal.records, get_metric(run.spec.metric).direction)
+    spent = spent_budget(config, state)
+    if spent is not None:
+        searched = sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA))
+        more = f"--iterations {searched + 10}" if config.budget.iterations is not None else "--time 30m"
+        raise RunError(
+            f"run {run.path.name} is finished: its budget is spent ({spent}); "
+            f"its final submission is {run.path / 'final' / 'submission.csv'}",
+            f"give it a larger total budget: `mlguild resume {run.path} {more}`",
+        )
 
 
 def drive(
