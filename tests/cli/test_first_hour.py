@@ -229,3 +229,35 @@ def test_grade_exits_1_on_an_invalid_submission_and_knows_a_runs_own_file(task, 
     assert "none (invalid)" in invalid.stdout and "invalid submission:" in invalid.stdout
     as_json = mlguild("grade", str(bad), "--json", cwd=tmp_path)
     assert as_json.returncode == 1 and '"error"' in as_json.stdout
+
+
+def _frame(n: int = 200):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"id": range(n), "a": rng.normal(size=n), "b": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+
+
+def test_a_test_file_missing_a_training_column_is_said_at_creation_and_in_the_brief(tmp_path):
+    frame = _frame()
+    frame.iloc[:150].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[150:].drop(columns=["y", "b"]).to_csv(tmp_path / "test.csv", index=False)
+    warning = "warning: test.csv lacks 1 column(s) of train.csv: b; no model can use them as inputs (the brief says so)"
+    made = mlguild("init", f"csv:{tmp_path / 'train.csv'}", "--target", "y", "--test", "test.csv", cwd=tmp_path)
+    assert made.returncode == 0 and warning in one_line(made.stdout)
+    run = mlguild("run", "tasks/train", "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path)
+    assert run.returncode == 0 and warning in one_line(run.stdout)
+    brief = (tmp_path / "runs" / "r" / "brief.md").read_text()
+    assert "- Not in test.csv: b; a model must not use them as inputs" in brief
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_a_semicolon_or_tab_separated_csv_is_read(tmp_path, sep):
+    _frame().to_csv(tmp_path / "data.csv", index=False, sep=sep)
+    made = mlguild("init", f"csv:{tmp_path / 'data.csv'}", "--target", "y", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "Warning" not in made.stderr and "target y" in made.stdout
+    task = tmp_path / "tasks" / "data"
+    assert (task / "public" / "train.csv").read_text().startswith("id,a,b,y\n")
+    assert f"`data.csv` was separated by {sep!r}; the task's copy uses commas." in (task / "description.md").read_text()

@@ -43,7 +43,7 @@ from ..scoring.floors import check_learned, floors
 from ..search import get_policy
 from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
-from ..task.folder import Task
+from ..task.folder import Task, test_gap
 from .budget import Stop, spent_budget
 from .folder import RunDir, create_run, open_run
 from .loop import Agent
@@ -145,6 +145,8 @@ def start(
             "--submit needs a task made from a Kaggle competition",
             "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
         )
+    if (gap := test_gap(loaded)) is not None:
+        say(gap, True)
     run = create_run(loaded, config, Path(runs_dir), run_id)
     try:
         if not launch:

@@ -23,10 +23,23 @@ _MAX_CLASSES_AS_CLASSIFICATION = 30
 _TEXT_MEAN_LENGTH = 30
 
 
+SEPARATORS = (",", ";", "\t", "|")
+
+
+def sniff_separator(path: Path) -> str:
+    """The field separator of a CSV: the one its header row holds most of (a ';'-separated
+    export from a spreadsheet in a locale with decimal commas is common)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        header = fh.readline()
+    counts = {sep: header.count(sep) for sep in SEPARATORS}
+    best = max(SEPARATORS, key=lambda sep: counts[sep])
+    return best if counts[best] > counts[","] else ","
+
+
 def _read(path: Path, what: str) -> pd.DataFrame:
     if not path.exists():
         raise TaskError(f"{what} file {path} does not exist", "check the path")
-    frame = read_csv_exact(path)
+    frame = read_csv_exact(path, sniff_separator(path))  # the task's own files are written with commas
     if frame.empty:
         raise TaskError(f"{what} file {path} has no data rows", "use a CSV with a header and data rows")
     if len(frame.columns) < 2:
@@ -189,4 +202,7 @@ def build_from_csv(
         f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
         f"Metric: {metric}.\n"
     )
+    for path in [Path(train_path), *([Path(test)] if test else [])]:
+        if (sep := sniff_separator(path)) != ",":
+            description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
     return write_task(dest, spec, description, train, test_frame, answers)
