@@ -198,7 +198,7 @@ def test_two_workers_never_run_the_same_code_twice(tmp_path):
     (first,) = ran
     duplicates = [n for n in nodes if n.status == FailureKind.DUPLICATE]
     assert len(duplicates) == 2
-    assert all(n.failure == f"its code is {first}'s, already run or running: not run again" for n in duplicates)
+    assert [n.failure for n in duplicates] == [f"its code is {first}'s, already run or running: not run again"] * 2
     assert not (run.node_dir(duplicates[0].id) / "stdout.txt").exists()  # never executed
 
 

@@ -14,6 +14,7 @@ it, raised before the run folder is created whenever the configuration alone sho
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -275,7 +276,11 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
     if brain_name not in LLM_CODE_BRAINS:
         return None
     if dry_run and not cfg.llm.models:
-        default = f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        numbers = itertools.count(1)
+        # Each reply a distinct script (numbered): several workers never run one script twice.
+        default = lambda messages: (
+            f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        )
         return ScriptedLLM(model="scripted/prior", default=default)
     records = [r for r in run.journal.records if r["type"] == "llm_call"]
     return build_router(

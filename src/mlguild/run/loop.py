@@ -194,7 +194,13 @@ class Agent:
         code_sha256 = sha256_text(proposal.code)
         with self.session.lock:
             twin = next(
-                (n.id for n in self.session.state.graph if n.id != node.id and n.code_sha256 == code_sha256), None
+                (
+                    n.id
+                    for n in self.session.state.graph
+                    # a recorded duplicate carries its twin's hash: name the node that ran
+                    if n.id != node.id and n.code_sha256 == code_sha256 and n.status != FailureKind.DUPLICATE
+                ),
+                None,
             )
             if twin is None:
                 node.code_sha256, node.plan, node.meta = code_sha256, proposal.plan, proposal.meta
