@@ -338,6 +338,12 @@ SLOW = GOOD.replace(
 SLOW_REPLY = f"Plan: logistic curve on x0, slowly.\n```python\n{SLOW}```\n"
 
 
+def slow_replies(n: int = 50) -> list:
+    """SLOW_REPLY for ``n`` requests, each script a distinct one (a comment numbers it): several
+    workers never run one script twice (mlguild.run.loop), so identical replies would not run."""
+    return [SLOW_REPLY.replace("```python\n", f"```python\n# variant {i}\n", 1) for i in range(n)]
+
+
 def llm_agent(tmp_path, brain, **sets):
     """An Agent on a new run of a small synthetic task with ``brain`` (an LLM brain, usually
     over the scripted LLM), the greedy policy and no exploratory node; ``sets``: config values."""

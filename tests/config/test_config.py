@@ -30,6 +30,6 @@ def test_bad_overrides_are_clear(override, message):
 
 def test_durations():
     assert parse_duration("90s") == 90 and parse_duration("5m") == 300 and parse_duration("1.5h") == 5400
-    assert parse_duration("42") == 42
-    with pytest.raises(ConfigError):
-        parse_duration("soon")
+    for refused in ("soon", "42", "0s"):  # a bare number: seconds or minutes? (issue 25)
+        with pytest.raises(ConfigError):
+            parse_duration(refused)

@@ -62,3 +62,39 @@ def test_honest_path_building_passes():
         'name = "sealed"\nmodels = {"test": 1, "sealed": 2}\nprint(f"{D}/train.csv")\n'
     )
     assert check_code(code, NODE, FORBIDDEN, data_dir=DATA).ok
+
+
+def _script(i: int) -> str:
+    """A script deep enough to keep the parser busy, reading a sealed path every third time."""
+    nested = "(" * 60 + str(i) + ")" * 60
+    body = "\n".join(f"def f{j}(x):\n    return [{nested} for _ in range(x)]" for j in range(20))
+    bad = 'open("/runs/r1/sealed/answers.csv")\n' if i % 3 == 0 else ""
+    return f"import os\n{body}\n{bad}print(f0(2))\n"
+
+
+def test_many_scripts_guarded_from_several_threads_at_once_get_the_verdicts_of_one_thread():
+    """CPython 3.11's parser is not thread-safe (issue 25: `AST constructor recursion depth
+    mismatch` from two workers guarding at once): every parse is serialised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    scripts = [_script(i) for i in range(160)]
+    alone = [verdict(code) for code in scripts]
+    assert [v.ok for v in alone] == [i % 3 != 0 for i in range(160)]
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(verdict, scripts))
+        assert together == alone
+
+
+def test_a_guard_waits_while_another_thread_parses():
+    import threading
+
+    from mlguild.util import pysource
+
+    done = threading.Event()
+    with pysource._LOCK:  # as if another worker's script were being parsed
+        worker = threading.Thread(target=lambda: (verdict("x = 1\n"), done.set()))
+        worker.start()
+        assert not done.wait(0.3)  # the guard's parse waits for the lock
+    assert done.wait(10)
+    worker.join()

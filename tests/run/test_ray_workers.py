@@ -5,7 +5,7 @@ only. Runs when the [ray] extra is installed (./scripts/test installs it)."""
 from __future__ import annotations
 
 import pytest
-from conftest import SLOW_REPLY, llm_agent, run_while_killing_one
+from conftest import llm_agent, run_while_killing_one, slow_replies
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
@@ -47,7 +47,7 @@ def _ray_task_pids() -> list[int]:
 
 def test_workers_run_their_scripts_on_ray_and_a_killed_ray_worker_fails_only_its_node(tmp_path, ray_instance):
     assert "Ray cluster with" in ray_instance
-    llm = ScriptedLLM(default=SLOW_REPLY)
+    llm = ScriptedLLM(slow_replies(), default=None)
     agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     agent.session.executor.sandbox = RaySandbox(agent.session.executor.sandbox)
     stop, killed = run_while_killing_one(agent, run, _ray_task_pids)

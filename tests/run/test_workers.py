@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import SLOW_REPLY, llm_agent, make_task, run_while_killing_one
+from conftest import SLOW_REPLY, llm_agent, make_task, run_while_killing_one, slow_replies
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.llm import ScriptedLLM
@@ -34,8 +34,9 @@ def test_two_workers_run_at_once_pinned_apart_and_read_each_others_reports(tmp_p
 
     def reply(messages):
         prompts.append((threading.current_thread().name, messages[-1].content))
-        return SLOW_REPLY
+        return varied.pop(0)
 
+    varied = slow_replies()
     llm = ScriptedLLM(default=None, replies=[reply] * 50)
     agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop = agent.run_loop(workers=2)
@@ -161,7 +162,7 @@ def _script_pids() -> list[int]:
 
 
 def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
-    llm = ScriptedLLM(default=SLOW_REPLY)
+    llm = ScriptedLLM(slow_replies(), default=None)
     agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 6})
     stop, killed = run_while_killing_one(agent, run, _script_pids)
     assert stop.finished and killed
@@ -169,3 +170,47 @@ def test_a_script_killed_under_one_worker_fails_its_node_only(tmp_path):
     failed = [n for n in nodes if not n.ok]
     assert len(nodes) == 6 and len(failed) == 1, [(n.id, n.status, n.failure) for n in nodes]
     assert "SIGKILL" in (failed[0].failure or "") or "signal 9" in (failed[0].failure or ""), failed[0].failure
+
+
+def _executed(run) -> dict[str, str]:
+    """The code hash of each node whose script ran (a duplicate is journaled, never run)."""
+    ran = {r["id"] for r in run.journal.records if r["type"] == "node_finished" and r.get("status") != "duplicate"}
+    return {
+        r["node"]["id"]: r["node"]["code_sha256"]
+        for r in run.journal.records
+        if r["type"] == "node_started" and r["node"]["id"] in ran
+    }
+
+
+def test_two_workers_never_run_the_same_code_twice(tmp_path):
+    """A brain that answers every request with one script (as a recipe brain does for two
+    workers choosing from the same graph): it runs once; each repeat is asked again, twice,
+    then recorded as a duplicate without running."""
+    from mlguild.core.vocabulary import FailureKind
+
+    llm = ScriptedLLM(default=SLOW_REPLY)
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 3})
+    assert agent.run_loop(workers=2).finished
+    nodes = list(agent.session.state.graph)
+    assert len(nodes) == 3
+    ran = _executed(run)
+    assert len(ran) == 1 and len(set(ran.values())) == 1
+    (first,) = ran
+    duplicates = [n for n in nodes if n.status == FailureKind.DUPLICATE]
+    assert len(duplicates) == 2
+    assert [n.failure for n in duplicates] == [f"its code is {first}'s, already run or running: not run again"] * 2
+    assert not (run.node_dir(duplicates[0].id) / "stdout.txt").exists()  # never executed
+
+
+def test_a_worker_whose_proposal_repeats_another_asks_the_brain_again(tmp_path):
+    """The first two requests get one script (two workers proposing at once), later ones new
+    scripts: the repeat is asked again and runs the new one; every node runs its own code."""
+    varied = slow_replies()
+    replies = [varied[0], varied[0], *varied[1:]]
+    llm = ScriptedLLM(default=None, replies=[lambda messages: replies.pop(0)] * 50)
+    agent, run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 4})
+    assert agent.run_loop(workers=2).finished
+    nodes = list(agent.session.state.graph)
+    assert len(nodes) == 4 and all(n.ok for n in nodes), [(n.id, n.status, n.failure) for n in nodes]
+    ran = _executed(run)
+    assert len(ran) == 4 and len(set(ran.values())) == 4

@@ -45,8 +45,11 @@ def test_final_grade_is_written_once_and_never_overwritten(small_task, tmp_path)
         _write_once(audit_path(run), {"node": "forged"})
 
 
-def test_perfect_and_constant_results_are_flagged(tmp_path):
-    root = make_task(tmp_path / "t")
+@pytest.mark.parametrize("rows, flagged", [(1400, True), (200, False)])  # holdouts of 210 and 30 rows
+def test_perfect_and_constant_results_are_flagged(tmp_path, rows, flagged):
+    """A perfect score is flagged on a holdout of at least MIN_PERFECT_ROWS rows, where it is
+    surprising; on a small one an easy task often scores perfectly (issue 25)."""
+    root = make_task(tmp_path / "t", n=rows)
     for name in ("train.csv",):
         frame = pd.read_csv(root / "public" / name)
         frame["y"] = (frame["x0"] > 0).astype(int)  # a task a threshold solves exactly
@@ -54,9 +57,9 @@ def test_perfect_and_constant_results_are_flagged(tmp_path):
     agent, run = _agent(root, tmp_path, [PERFECT], **{"budget.iterations": 3})
     agent.run_loop()
     perfect, prior = agent.session.state.graph["n0001"], agent.session.state.graph["n0002"]
-    assert perfect.score == 1.0 and "perfect_score" in perfect.flags
+    assert perfect.score == 1.0 and ("perfect_score" in perfect.flags) == flagged
     assert "constant_predictions" in prior.flags and "perfect_score" not in prior.flags
     report = (run.node_dir("n0001") / "report.md").read_text()
-    assert "label leak" in report
+    assert ("label leak" in report) == flagged
     finished = {r["id"]: r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_finished"}
-    assert finished["n0001"]["flags"] == ["perfect_score"]
+    assert finished["n0001"]["flags"] == (["perfect_score"] if flagged else [])

@@ -41,6 +41,14 @@ def task_of_run(run_dir: Path) -> Task:
     return load_task(root)
 
 
+def run_holding(path: Path) -> Path | None:
+    """The run folder a file lies in (``runs/r/final/submission.csv`` is in ``runs/r``), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "task.json").is_file() and (folder / "journal.jsonl").is_file():
+            return folder
+    return None
+
+
 def find_leaderboard(task: Task, given: Path | None = None) -> Path | None:
     """``given``, or a leaderboard.csv in the task folder or the competition folder above it."""
     if given is not None:

@@ -77,7 +77,8 @@ class ScriptedBrain:
         shrink = 0.5 if action.op == Op.DRAFT else max(0.0, 0.5 - 0.1 * (context.iteration % 6))
         return Proposal(
             plan=f"{action.op}: prior predictor with shrink {shrink:.2f} ({action.reason})",
-            code=PRIOR_SCRIPT.format(shrink=shrink),
+            # numbered by the node's iteration: two workers' stand-ins are distinct scripts
+            code=f"# stand-in for node {context.iteration + 1}\n" + PRIOR_SCRIPT.format(shrink=shrink),
             meta={"recipe": "prior", "shrink": shrink},
             title=f"{action.op.capitalize()}: prior predictor, shrink {shrink:.2f}",
         )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import signal
 
+import click
 import typer
+import typer.core
 
+from .. import __version__
 from .bench_cmd import bench
 from .config_cmd import config
 from .grade_cmd import grade
@@ -23,6 +26,43 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _plain_types() -> None:
+    """Option help without typer's type noise: a flag takes no value, so it shows none (not
+    ``<bool>``), and a repeatable option shows its element (``<str>``, not ``<list[str]>``)."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if option is None or shown is None:  # an older typer prints click's plain TEXT/INTEGER
+        return
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: click.Context) -> str | None:
+        if self.is_flag and self.metavar is None:
+            return None
+        label = shown(self, ctx)
+        return label.replace("<list[", "<").replace("]>", ">") if isinstance(label, str) else label
+
+    option.display_type_rich = display_type_rich
+
+
+_plain_types()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mlguild {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version of mlguild and exit."
+    ),
+) -> None:
+    """An autonomous ML engineer: improves a solution unattended, scored on labels it keeps sealed."""
+
+
 app.command()(init)
 app.command()(examples)
 app.command()(run)

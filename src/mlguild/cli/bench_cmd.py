@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..config import MIN_RUN_S, parse_duration
 from .common import console, plain, user_errors
 
 
@@ -34,6 +35,7 @@ def bench(
     from .task_cmd import resolve_task
 
     with user_errors():
+        parse_duration(time, "--time", MIN_RUN_S)  # refused here, not once per task
         args = [*(["--brain", brain] if brain else []), *[a for m in model for a in ("--model", m)]]
         args += [a for s in set_ for a in ("--set", s)]
         if not memory:

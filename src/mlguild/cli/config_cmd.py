@@ -5,17 +5,19 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ..config import settings
+from ..config import matching_settings, settings
 from ..core.errors import ConfigError
 from .common import console, plain, user_errors
 
 
 def config(
-    section: str = typer.Argument(None, help="Only the settings whose name starts with this, e.g. search.mcgs."),
+    section: str = typer.Argument(
+        None, help="A section (search.mcgs), a setting, or any part of a name (holdout): only those settings."
+    ),
 ) -> None:
     """Every setting (set with --set name=value or a --config YAML file): default and meaning."""
     with user_errors():
-        rows = [r for r in settings() if section is None or r[0] == section or r[0].startswith(f"{section}.")]
+        rows = matching_settings(section)
         if not rows:
             sections = sorted({name.split(".")[0] for name, _, _ in settings()})
             raise ConfigError(f"no setting is named {section!r}", f"use one of the sections: {', '.join(sections)}")

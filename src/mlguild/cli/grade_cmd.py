@@ -10,6 +10,8 @@ import typer
 from ..core.errors import TaskError
 from .common import console, plain, user_errors
 
+INVALID_EXIT = 1  # the submission was read and is invalid (2 stays a usage error)
+
 
 def grade(
     submission: Path = typer.Argument(..., help="A submission CSV, or a run folder (its final submission)."),
@@ -22,8 +24,10 @@ def grade(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Score a submission as MLE-bench does (5 decimals; an invalid file scores nothing) and,
-    given the leaderboard, its medal thresholds and flags. Nothing is written."""
-    from ..bench.grading import grade_submission, submission_of, task_of_run
+    given the leaderboard, its medal thresholds and flags. Nothing is written.
+
+    Exits 0 when the submission was graded, 1 when it is invalid, 2 on a usage error."""
+    from ..bench.grading import grade_submission, run_holding, submission_of, task_of_run
     from .task_cmd import folder_task
 
     with user_errors():
@@ -33,6 +37,8 @@ def grade(
             loaded = folder_task(task, None, None, write=False)
         elif submission.is_dir():
             loaded = task_of_run(submission)
+        elif (run := run_holding(submission)) is not None:  # a file of a run: the run's own task
+            loaded = task_of_run(run)
         else:
             raise TaskError(
                 "which task is this submission for?", f"pass --task DIR: mlguild grade {submission} --task DIR"
@@ -40,7 +46,13 @@ def grade(
         report = grade_submission(loaded, submission_of(submission), leaderboard)
     if as_json:
         print(json.dumps(report, indent=2))
-        return
+    else:
+        _print(report)
+    if report["error"]:
+        raise typer.Exit(INVALID_EXIT)  # a script grading many files must not read an invalid one as graded
+
+
+def _print(report: dict) -> None:
     score = report["score"]
     shown = f"{score:.5f}".rstrip("0").rstrip(".") if score is not None else "none (invalid)"
     console.print(plain(f"{report['task']}: {report['metric']} {shown}"))

@@ -140,8 +140,9 @@ def show(
     run: str | None = typer.Option(None, "--run", "-r", help="Run directory (default: the latest)."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     lines: int = typer.Option(30, help="Output lines to show."),
+    code: bool = typer.Option(False, "--code", help="Print the whole solution.py too (by default only its path)."),
 ) -> None:
-    """One node: plan, code, output tail and score."""
+    """One node: plan, output tail and score; its code with --code."""
     with user_errors():
         path, spec, state = _load(run, runs_dir)
         if node_id == "best":
@@ -157,8 +158,14 @@ def show(
         if node.title:
             console.print(plain(node.title), style="bold")
         console.print(read("plan.md").strip(), markup=False)
-        console.rule("solution.py")
-        console.print(Syntax(read("solution.py"), "python", line_numbers=True))
+        script = read("solution.py")
+        if code:
+            console.rule("solution.py")
+            console.print(Syntax(script, "python", line_numbers=True))
+        else:  # a whole script pushes the plan and the score off the first screen
+            console.print(
+                plain(f"solution.py: {len(script.splitlines())} lines, {node_dir / 'solution.py'} (--code prints it)")
+            )
         for name in ("stdout.txt", "stderr.txt"):
             tail = read(name).splitlines()[-lines:]
             if tail:

@@ -1,4 +1,4 @@
-"""`mlguild knowledge add|list|show`: a task's community material (mlguild.task.knowledge)."""
+"""`mlguild knowledge add|list|show|remove`: a task's community material (mlguild.task.knowledge)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from ..core.errors import TaskError
 from .common import console, plain, user_errors
 
 if TYPE_CHECKING:
@@ -28,21 +27,28 @@ def add(
     ),
     task: Path = _TASK,
     cutoff: str | None = typer.Option(
-        None, help="Keep nothing dated after this day, YYYY-MM-DD (default: the competition's deadline, if known)."
+        None,
+        help="Keep nothing dated after this day, YYYY-MM-DD; remembered for the task "
+        "(default: the one given before, else the competition's deadline, if known).",
     ),
     limit: int = typer.Option(
         30, min=1, help="kaggle: sources: how many notebooks, and how many discussion topics, most voted first."
     ),
 ) -> None:
-    """Ingest community material into the task's knowledge/ folder."""
+    """Ingest community material into the task's knowledge/ folder. A --cutoff given once is
+    kept for the task: later adds apply it too."""
     from ..kaggle.api import competition_slug
     from ..sources.kaggle_knowledge import ingest_competition
-    from ..task.knowledge import add_items, parse_date, task_cutoff
+    from ..task.knowledge import add_items, parse_date, remember_cutoff, task_cutoff
     from .task_cmd import folder_task
 
     with user_errors():
         root = folder_task(task, None, None).root
-        when = parse_date(cutoff, "--cutoff") if cutoff else task_cutoff(root)
+        if cutoff:
+            when: date | None = parse_date(cutoff, "--cutoff")
+            remember_cutoff(root, parse_date(cutoff, "--cutoff"))
+        else:
+            when = task_cutoff(root)
         slugs = [slug for slug in map(competition_slug, sources) if slug]
         local = [Path(s) for s in sources if not competition_slug(s)]
         if local:
@@ -85,19 +91,31 @@ def list_(task: Path = _TASK) -> None:
 
 @knowledge_app.command("show")
 def show(
-    item_id: str = typer.Argument(..., help="An item id, from `mlguild knowledge list`."), task: Path = _TASK
+    item_id: str = typer.Argument(..., help="An item id (or its unique start), from `mlguild knowledge list`."),
+    task: Path = _TASK,
 ) -> None:
     """One item: its signals and its text."""
-    from ..task.knowledge import list_items
+    from ..task.knowledge import find_item
     from .task_cmd import folder_task
 
     with user_errors():
-        found = [i for i in list_items(folder_task(task, None, None).root) if i.id == item_id]
-        if not found:
-            raise TaskError(f"no item {item_id!r} in the task's knowledge", "see `mlguild knowledge list --task DIR`")
-    item = found[0]
+        item = find_item(folder_task(task, None, None).root, item_id)
     console.print(
         plain(f"{item.title} — {item.kind} by {item.author} ({item.author_tier}), {item.votes} votes, {item.date}")
     )
     console.print(plain(f"source: {item.source}; public score: {item.public_score}"))
     console.print(item.text, markup=False)
+
+
+@knowledge_app.command("remove")
+def remove(
+    item_id: str = typer.Argument(..., help="An item id (or its unique start), from `mlguild knowledge list`."),
+    task: Path = _TASK,
+) -> None:
+    """Delete one item from the task's knowledge (a later run no longer reads it)."""
+    from ..task.knowledge import remove_item
+    from .task_cmd import folder_task
+
+    with user_errors():
+        item = remove_item(folder_task(task, None, None).root, item_id)
+    console.print(plain(f"removed {item.id}: {item.title} ({item.source})"))

@@ -59,7 +59,12 @@ def search(
 ) -> None:
     """The records that best match QUERY (BM25)."""
     with user_errors():
-        console.print(_records_table(_open(store).search(query, limit, task_type=task_type)))
+        found = _open(store).search(query, limit, task_type=task_type)
+    if not found:
+        within = f" among {task_type} tasks" if task_type else ""
+        console.print(plain(f"no record matches {query!r}{within}; `mlguild memory list` shows what the store holds"))
+        return
+    console.print(_records_table(found))
 
 
 @memory_app.command()

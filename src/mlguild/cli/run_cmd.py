@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ..config import load_config, parse_duration
+from ..config import MIN_RUN_S, load_config, parse_duration
 from ..core.errors import ConfigError
 from ..run.entry import Finished, start
 from ..run.entry import resume as resume_run
@@ -15,7 +15,7 @@ from .common import console, default_runs_dir, plain, resolve_run, user_errors
 from .progress import Progress
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
-RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address ([ray] extra)."
+RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address (the \\[ray] extra)."
 QUIET_HELP = "No live board: plain lines only (as when the output is not a terminal)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
@@ -39,7 +39,7 @@ def _overrides(
     if models:
         out.append(f"llm.models={json.dumps(models)}")
     if time:
-        out.append(f"budget.time_s={parse_duration(time)}")
+        out.append(f"budget.time_s={parse_duration(time, '--time', MIN_RUN_S)}")
     if iterations is not None:
         if iterations < 1:  # 0 must not read as "no limit given"
             raise ConfigError(
@@ -52,7 +52,7 @@ def _overrides(
     if brain:
         out.append(f"brain.name={brain}")
     if script_timeout:
-        out.append(f"sandbox.script_timeout_s={parse_duration(script_timeout)}")
+        out.append(f"sandbox.script_timeout_s={parse_duration(script_timeout, '--script-timeout')}")
     if seed is not None:
         out += [f"brain.seed={seed}", f"search.seed={seed}", f"firewall.seed={seed}"]
     return out

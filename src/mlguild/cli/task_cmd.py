@@ -12,7 +12,7 @@ from ..kaggle.api import competition_slug
 from ..sources.resolve import folder_task as _folder_task
 from ..sources.resolve import path_exists, task_name
 from ..sources.resolve import resolve_task as _resolve_task
-from ..task.folder import Task, load_task
+from ..task.folder import Task, load_task, test_gap
 from .common import console, plain, user_errors
 
 
@@ -86,6 +86,8 @@ def init(
                 f"id {s.id_column}; target {', '.join(s.target_columns)}"
             )
         )
+        if (gap := test_gap(task)) is not None:
+            console.print(f"[yellow]warning:[/] {plain(gap)}")
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
 
 

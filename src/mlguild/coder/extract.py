@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.vocabulary import FailureKind
+from ..util import pysource
 from .failures import Failure, clip
 
 _LENGTH_STOPS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length", "max_tokens_reached"})
@@ -128,7 +129,7 @@ def _lang(info: str) -> str:
 def compiles(code: str) -> bool:
     """True when ``code`` compiles as a Python module."""
     try:
-        compile(code, "<reply>", "exec", dont_inherit=True)
+        pysource.compile_module(code, "<reply>")
     except (SyntaxError, ValueError):
         return False
     return True
@@ -138,7 +139,7 @@ def _does_something(code: str) -> bool:
     """True when the module has a statement beyond a bare literal or name: prose like "Done"
     and a JSON object compile, yet are not scripts."""
     try:
-        body = ast.parse(code).body
+        body = pysource.parse(code).body
     except (SyntaxError, ValueError):
         return False
     return any(not isinstance(stmt, ast.Expr) or isinstance(stmt.value, ast.Call) for stmt in body)

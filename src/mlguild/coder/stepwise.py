@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import re
 
+from ..util import pysource
+
 STEP_ORDER = ("data", "features", "model", "train", "predict")
 _HEADER = "# " + "=" * 20 + " {name} " + "=" * 20
 _IMPORT_LINE = re.compile(r"^(?:import [\w., ]+|from [\w.]+ import [\w., *]+)(?:\s+as \w+)?\s*(?:#.*)?$")
@@ -19,7 +21,7 @@ _IMPORT_LINE = re.compile(r"^(?:import [\w., ]+|from [\w.]+ import [\w., *]+)(?:
 def _split_imports(code: str) -> tuple[list[str], str]:
     """(the part's top-level import statements, normalised to one line each; the rest)."""
     try:
-        tree = ast.parse(code)
+        tree = pysource.parse(code)
     except SyntaxError:
         # Keep going with single-line imports only: the assembled script will fail to compile
         # anyway, and the guard names the line; hoisting must not hide which part broke.
@@ -32,7 +34,7 @@ def _split_imports(code: str) -> tuple[list[str], str]:
     imports = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            imports.append(ast.unparse(stmt))
+            imports.append(pysource.unparse(stmt))
             drop.update(range(stmt.lineno - 1, (stmt.end_lineno or stmt.lineno)))
     rest = [line for i, line in enumerate(lines) if i not in drop]
     return imports, "\n".join(rest)

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from ..core.errors import ConfigError
+from ..core.suggest import closest
 from ..sandbox.base import (
     DEFAULT_DISK_MB,
     DEFAULT_FSIZE_MB,
@@ -302,21 +303,60 @@ def load_config(
     try:
         return Config.model_validate(tree)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid configuration: {problems}", "check the names with `mlguild config`") from exc
+        raise _config_error(exc) from exc
+
+
+def _config_error(exc: ValidationError) -> ConfigError:
+    """pydantic's complaint as a user reads it: an unknown name gets its did-you-mean (not
+    "Extra inputs are not permitted"), a bad value its setting's description."""
+    names = [name for name, _, _ in settings()]
+    known = {name: description for name, _, description in settings()}
+    problems, fixes = [], []
+    for error in exc.errors():
+        dotted = ".".join(map(str, error["loc"]))
+        if error["type"] == "extra_forbidden":
+            section = dotted.rpartition(".")[0]
+            candidates = [n for n in names if n.startswith(f"{section}.")] if section else names
+            # a whole section's name is offered for an unknown section (bogus.x -> search)
+            candidates += sorted({n.split(".")[0] for n in names}) if not section else []
+            guess = closest(dotted, candidates)
+            problems.append(f"unknown setting {dotted}" + (f"; did you mean {guess}?" if guess else ""))
+            where = section or (guess.split(".")[0] if guess else "")
+            fixes.append(f"see the settings with `mlguild config {where}`" if where else "see `mlguild config`")
+        else:
+            problems.append(f"{dotted}: {error['msg']}" + (f" ({known[dotted]})" if dotted in known else ""))
+            fixes.append(f"see `mlguild config {dotted}`" if dotted in known else "see `mlguild config`")
+    return ConfigError(f"invalid configuration: {'; '.join(problems)}", "; ".join(dict.fromkeys(fixes)))
 
 
 def save_config(config: Config, path: Path) -> None:
     path.write_text(yaml.safe_dump(config.model_dump(), sort_keys=False))
 
 
-def parse_duration(text: str) -> float:
-    """'90s', '5m', '1.5h', '2d' or a plain number of seconds -> seconds."""
+# The shortest --time a run can use: creating it, one node and the final refit take this much
+# on a small data set; below it a run ends with no node at all.
+MIN_RUN_S = 30.0
+
+
+def parse_duration(text: str, flag: str = "--time", minimum_s: float = 0.0) -> float:
+    """'90s', '5m', '1.5h' or '2d' -> seconds, for the option ``flag``. A bare number is refused:
+    `--time 5` meant as five minutes would run five seconds and end with nothing."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
     if not match:
-        raise ConfigError(f"cannot read duration {text!r}", "use e.g. --time 90s, 5m, 2h")
-    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-    return float(match.group(1)) * scale
+        raise ConfigError(
+            f"cannot read {flag} {text!r} as a duration", f"use a number and a unit, e.g. {flag} 90s, 5m, 2h"
+        )
+    number, unit = match.groups()
+    if not unit:
+        raise ConfigError(
+            f"{flag} {number} has no unit: seconds or minutes?",
+            f"add the unit, e.g. {flag} {number}m for {number} minutes ({flag} {number}s for seconds)",
+        )
+    seconds = float(number) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+    if seconds <= 0 or seconds < minimum_s:
+        least = f"at least {minimum_s:g}s" if minimum_s else "more than 0s"
+        raise ConfigError(f"{flag} {text.strip()} is too short: it must be {least}", f"e.g. {flag} 5m")
+    return seconds
 
 
 def settings(model: type[BaseModel] = Config, prefix: str = "") -> list[tuple[str, Any, str]]:
@@ -329,3 +369,13 @@ def settings(model: type[BaseModel] = Config, prefix: str = "") -> list[tuple[st
         else:
             rows.append((f"{prefix}{name}", info.get_default(call_default_factory=True), info.description or ""))
     return rows
+
+
+def matching_settings(query: str | None) -> list[tuple[str, Any, str]]:
+    """The settings ``mlguild config QUERY`` lists: a section's or a setting's own name first
+    (``search`` is not every name with "search" in it); else every name containing ``query``."""
+    rows = settings()
+    if query is None:
+        return rows
+    exact = [r for r in rows if r[0] == query or r[0].startswith(f"{query}.")]
+    return exact or [r for r in rows if query.casefold() in r[0].casefold()]

@@ -17,9 +17,8 @@ class LLMConfig(BaseModel):
     models: list[str] = Field(
         default_factory=list, description="Fallback chain of provider/model strings, tried in order."
     )
-    max_tokens: int = Field(
-        16384, gt=0, description="Output cap of one reply (an 8k cap truncated whole scripts in the seed run)."
-    )
+    # 16k, not 8k: an 8k cap truncated whole scripts in the seed run.
+    max_tokens: int = Field(16384, gt=0, description="Output cap of one reply, in tokens (room for a whole script).")
     temperature: float = Field(
         0.2, ge=0, le=2, description="Sampling temperature (not sent to OpenAI reasoning models or Anthropic)."
     )

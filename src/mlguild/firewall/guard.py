@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.vocabulary import FailureKind
+from ..util import pysource
 
 _JOIN_FUNCS = {"join", "Path", "PurePath", "PosixPath"}
 
@@ -98,8 +99,8 @@ def check_code(code: str, node_dir: Path, forbidden: list[Path], data_dir: Path 
     against both too, since that is where an unknown base points in practice.
     """
     try:
-        tree = ast.parse(code, filename="solution.py")
-        compile(tree, "solution.py", "exec")
+        tree = pysource.parse(code, filename="solution.py")
+        pysource.compile_module(tree, "solution.py")
     except SyntaxError as exc:
         where = f"line {exc.lineno}" if exc.lineno else "unknown line"
         return GuardVerdict(False, FailureKind.SYNTAX_ERROR, f"SyntaxError at {where}: {exc.msg}")

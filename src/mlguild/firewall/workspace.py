@@ -30,10 +30,10 @@ HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
 
 
-def read_csv_exact(path: Path) -> pd.DataFrame:
+def read_csv_exact(path: Path, sep: str = ",") -> pd.DataFrame:
     """Read a CSV keeping every value as the exact string written ("001" stays "001", "NA" stays "NA")."""
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False, sep=sep)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise TaskError(
             f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row"

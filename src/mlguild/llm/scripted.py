@@ -22,7 +22,7 @@ class ScriptedLLM:
     Text replies report ``finish_reason="stop"`` and token counts of about len/4.
     """
 
-    def __init__(self, replies: Iterable[Reply] = (), *, model: str = "scripted/fake", default: str | None = "ok"):
+    def __init__(self, replies: Iterable[Reply] = (), *, model: str = "scripted/fake", default: Reply | None = "ok"):
         self.model = model
         self.replies: deque[Reply] = deque(replies)
         self.default = default

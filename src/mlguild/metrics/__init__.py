@@ -25,6 +25,7 @@ import numpy as np
 
 from mlguild.core.errors import ConfigError
 from mlguild.core.score import Direction, Score
+from mlguild.core.suggest import closest
 from mlguild.metrics.ranking import check_len, factorize, map_at_k, ndcg_at_k
 
 __all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric"]
@@ -223,6 +224,11 @@ def _rmse_1d(y_true: Any, y_pred: Any) -> float:
     return float(np.sqrt(np.mean((t - p) ** 2)))
 
 
+def _mse_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.mean((t - p) ** 2))
+
+
 def _rmsle_1d(y_true: Any, y_pred: Any) -> float:
     t, p = _as_floats(y_true, y_pred)
     if (t <= -1).any() or (p <= -1).any():
@@ -282,6 +288,7 @@ METRICS: dict[str, Metric] = {
         _m("f1", "maximize", "label", f1, "binary F1 of the positive label", params=("positive_label",)),
         _m("f1_macro", "maximize", "label", f1_macro, "unweighted mean of per-class F1"),
         _m("rmse", "minimize", "value", _columnwise(_rmse_1d), "root mean squared error (column-wise mean)"),
+        _m("mse", "minimize", "value", _columnwise(_mse_1d), "mean squared error (column-wise mean)"),
         _m("rmsle", "minimize", "value", _columnwise(_rmsle_1d), "root mean squared log error, values > -1"),
         _m("mae", "minimize", "value", _columnwise(_mae_1d), "mean absolute error (column-wise mean)"),
         _m("r2", "maximize", "value", _columnwise(_r2_1d), "coefficient of determination (column-wise mean)"),
@@ -308,12 +315,48 @@ METRICS: dict[str, Metric] = {
 }
 
 
+# Names users type for a registered metric (scikit-learn's, Kaggle's, the short ones), after
+# _fold: lower case, spaces and dashes as underscores.
+ALIASES: dict[str, str] = {
+    "auc": "roc_auc", "rocauc": "roc_auc", "roc_auc_score": "roc_auc", "auroc": "roc_auc",
+    "acc": "accuracy", "accuracy_score": "accuracy",
+    "log_loss": "logloss", "mlogloss": "logloss", "multi_logloss": "logloss", "cross_entropy": "logloss",
+    "bce": "binary_logloss", "binary_crossentropy": "binary_logloss", "binary_log_loss": "binary_logloss",
+    "f1_score": "f1", "macro_f1": "f1_macro", "f1macro": "f1_macro",
+    "mean_squared_error": "mse", "l2": "mse",
+    "root_mean_squared_error": "rmse",
+    "root_mean_squared_log_error": "rmsle",
+    "mean_absolute_error": "mae", "l1": "mae",
+    "r2_score": "r2", "r_squared": "r2",
+    "kappa": "qwk", "quadratic_weighted_kappa": "qwk",
+    "map@k": "map_at_k", "mapk": "map_at_k", "map": "map_at_k",
+    "ndcg": "ndcg_at_k", "ndcg@k": "ndcg_at_k",
+}  # fmt: skip
+
+
+def _fold(name: str) -> str:
+    return name.strip().casefold().replace("-", "_").replace(" ", "_")
+
+
+def metric_name(name: str, where: str = "task.yaml's 'metric'") -> str:
+    """The registered name of the metric a user called ``name`` (``auc`` is ``roc_auc``). An
+    unknown name is a ``ConfigError`` with a did-you-mean whose fix names ``where`` it was given."""
+    folded = _fold(name)
+    if folded in METRICS:
+        return folded
+    if folded in ALIASES:
+        return ALIASES[folded]
+    guess = closest(folded, [*METRICS, *ALIASES])
+    guess = ALIASES.get(guess, guess) if guess is not None else None
+    hint = f"; did you mean {guess!r}?" if guess is not None else ""
+    if where.startswith("--"):
+        fix = f"pass {where} {guess or 'NAME'}" if guess is not None else f"pass {where} with one of the known metrics"
+    else:
+        fix = f"set {where} to {guess}" if guess is not None else f"set {where} to one of the known metrics"
+    raise ConfigError(f"unknown metric {name!r}{hint} (known: {', '.join(sorted(METRICS))})", fix)
+
+
 def get_metric(name: str) -> Metric:
-    """The registered metric called ``name``; ``ConfigError`` listing the known names otherwise."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}",
-            fix="set 'metric' in task.yaml to one of the known metrics",
-        ) from None
+    """The registered metric called ``name`` or one of its ``ALIASES``; ``ConfigError`` with a
+    did-you-mean otherwise."""
+    return METRICS[metric_name(name)]

@@ -103,3 +103,20 @@ def mark_cut_short(clock: BudgetClock, node: Node, outcome: Outcome, timeout: fl
     memory count it as the change failing."""
     if outcome.status == FailureKind.TIMEOUT and node.op != Op.EDA and timeout < clock.full_limit_s():
         outcome.timing["cut_short"] = True
+
+
+def spent_budget(config: Config, state: RunState) -> str | None:
+    """What of a finished run's budget is spent, when a new session would stop before its
+    first node (the last session ended by its budget and ``config`` gives no more); None when
+    a session can still run. Resuming such a run would only replay its banner."""
+    reason = state.finished_reason or ""
+    if not reason.startswith("budget: "):
+        return None  # interrupted, killed or still running: there is work left
+    budget = config.budget
+    searched = sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA))
+    spent = []
+    if budget.iterations is not None and searched >= budget.iterations:
+        spent.append(f"{searched} of {budget.iterations} nodes")
+    if budget.time_s is not None and budget.time_s - state.spent_s < MIN_SCRIPT_S:
+        spent.append(f"{state.spent_s:.0f} s of {budget.time_s:g} s")
+    return "; ".join(spent) or None

@@ -14,6 +14,7 @@ it, raised before the run folder is created whenever the configuration alone sho
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -43,8 +44,8 @@ from ..scoring.floors import check_learned, floors
 from ..search import get_policy
 from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
-from ..task.folder import Task
-from .budget import Stop
+from ..task.folder import Task, test_gap
+from .budget import Stop, spent_budget
 from .folder import RunDir, create_run, open_run
 from .loop import Agent
 from .session import EventHandler, Session
@@ -145,6 +146,8 @@ def start(
             "--submit needs a task made from a Kaggle competition",
             "make one with `mlguild init https://www.kaggle.com/competitions/NAME`, or drop --submit",
         )
+    if (gap := test_gap(loaded)) is not None:
+        say(gap, True)
     run = create_run(loaded, config, Path(runs_dir), run_id)
     try:
         if not launch:
@@ -168,12 +171,32 @@ def resume(
     again); ``overrides`` (``section.field=value``) change its saved configuration first."""
     run = open_run(path)
     try:
+        config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
+        _check_not_finished(run, config)
         if overrides:
-            run.config = load_config(None, overrides, base=run.config.model_dump())
+            run.config = config
             save_config(run.config, run.path / "config.yaml")
         return drive(run, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
+
+
+def _check_not_finished(run: RunDir, config: Config) -> None:
+    """Refuse to resume a run whose budget is spent, before its banner: say so, and how to
+    give it more (a new total budget)."""
+    from ..metrics import get_metric
+    from .replay import replay
+
+    state = replay(run.journal.records, get_metric(run.spec.metric).direction)
+    spent = spent_budget(config, state)
+    if spent is not None:
+        searched = sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA))
+        more = f"--iterations {searched + 10}" if config.budget.iterations is not None else "--time 30m"
+        raise RunError(
+            f"run {run.path.name} is finished: its budget is spent ({spent}); "
+            f"its final submission is {run.path / 'final' / 'submission.csv'}",
+            f"give it a larger total budget: `mlguild resume {run.path} {more}`",
+        )
 
 
 def drive(
@@ -253,7 +276,11 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
     if brain_name not in LLM_CODE_BRAINS:
         return None
     if dry_run and not cfg.llm.models:
-        default = f"A prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        numbers = itertools.count(1)
+        # Each reply a distinct script (numbered): several workers never run one script twice.
+        default = lambda messages: (
+            f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        )
         return ScriptedLLM(model="scripted/prior", default=default)
     records = [r for r in run.journal.records if r["type"] == "llm_call"]
     return build_router(

@@ -13,6 +13,7 @@ from ..core.graph import Node
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
+from ..util.fs import sha256_text
 from .budget import INTERRUPTED, Stop, mark_cut_short
 from .fix_loop import fix_loop
 from .folder import RunDir
@@ -24,6 +25,11 @@ from .workers import run_workers
 
 __all__ = ["INTERRUPTED", "Agent", "Stop"]
 
+# How often the brain is asked again for a node whose proposal repeats a node's code; then
+# the node is recorded as a duplicate, its script not run (a deterministic brain given the
+# same graph can only repeat itself).
+DUPLICATE_RETRIES = 2
+
 
 class Agent:
     """The search loop over one session (``self.session``)."""
@@ -32,6 +38,7 @@ class Agent:
         self, run: RunDir, brain: Brain, policy: Policy, sandbox: Sandbox, on_event: EventHandler | None = None
     ):
         self.session = Session(run, brain, policy, sandbox, on_event)
+        self.workers = 1  # run_loop's: several workers never run one script twice (_claim)
 
     def run_loop(self, workers: int | None = None) -> Stop:
         """Run nodes until a budget ends or the user interrupts; return why. Any other StopRun
@@ -44,6 +51,7 @@ class Agent:
         s.state.sessions += 1
         stop: Stop | None = None
         count = workers or s.run.config.search.workers
+        self.workers = count
         try:
             sync_best(s)
             for node in s.state.unfinished():  # killed mid-node last time
@@ -111,7 +119,7 @@ class Agent:
     ) -> Node:
         s = self.session
         started = s.clock.elapsed()
-        proposal, failure, seed = self._propose(node, action, context)
+        proposal, failure, seed = self._propose(node, action, context, timeout)
         brain_s = s.clock.elapsed() - started
         timeout = s.clock.within_remaining(timeout)  # the brain's own time comes out of the script's
         refine = None
@@ -131,10 +139,13 @@ class Agent:
             finish_node(s, node, outcome)
         return node
 
-    def _propose(self, node: Node, action: Action, context: Context | None) -> tuple[Proposal, Outcome | None, int]:
+    def _propose(
+        self, node: Node, action: Action, context: Context | None, timeout: float
+    ) -> tuple[Proposal, Outcome | None, int]:
         """(the proposal, the outcome when the proposal itself failed, the script's seed). A
         StopRun takes the reserved node out of the graph and is raised; any other failure
-        of the brain becomes the node's outcome, named for the next prompt."""
+        of the brain becomes the node's outcome, named for the next prompt. With several
+        workers, a proposal repeating a node's code is sent back (``_claim``)."""
         s = self.session
         seed = s.run.config.brain.seed
         try:
@@ -143,10 +154,20 @@ class Agent:
                     seed += 1 + len(s.state.graph.rerun_groups().get(action.parents[0], []))
                     return self._rerun_proposal(action.parents[0], seed), None, seed
             assert context is not None
-            with s.brain_lock:
-                if action.op == Op.EDA and isinstance(s.brain, Explorer):
-                    return s.brain.explore(context), None, seed
-                return s.brain.propose(action, context), None, seed
+            proposal = self._ask(action, context)
+            twin = self._claim(node, proposal)
+            for _ in range(DUPLICATE_RETRIES):  # asked again, now seeing the twin in its history
+                if twin is None:
+                    break
+                with s.lock:
+                    context = s.contexts.build(s.state.graph, action, node.iteration, timeout)
+                proposal = self._ask(action, context)
+                twin = self._claim(node, proposal)
+            if twin is None:
+                return proposal, None, seed
+            failure = Outcome(
+                FailureKind.DUPLICATE, failure=f"its code is {twin}'s, already run or running: not run again"
+            )
         except StopRun:  # a spent budget or an unusable setup stops the run, said clearly
             with s.lock:
                 s.state.graph.nodes.pop(node.id, None)  # never started: as if never chosen
@@ -159,6 +180,38 @@ class Agent:
             failure = Outcome(FailureKind.BRAIN_ERROR, failure=f"{type(exc).__name__}: {exc}")
         failure.timing = {"exec_s": 0.0, "harness_s": 0.0}
         return proposal, failure, seed
+
+    def _ask(self, action: Action, context: Context) -> Proposal:
+        """The brain's proposal for ``action`` (its exploration, for an exploratory node)."""
+        s = self.session
+        with s.brain_lock:
+            if action.op == Op.EDA and isinstance(s.brain, Explorer):
+                return s.brain.explore(context)
+            return s.brain.propose(action, context)
+
+    def _claim(self, node: Node, proposal: Proposal) -> str | None:
+        """With several workers: the node whose script is ``proposal``'s code (finished or in
+        flight), or None, and then the code is ``node``'s at once: a second worker proposing
+        it meanwhile finds this node. Two workers choosing alike from the same graph must not
+        buy the same node twice."""
+        if self.workers <= 1 or not proposal.code.strip():
+            # One worker keeps its old behaviour: its repeats are a brain's own choice, made
+            # knowing the graph (and what tests replay); no code: the outcome is a failure.
+            return None
+        code_sha256 = sha256_text(proposal.code)
+        with self.session.lock:
+            twin = next(
+                (
+                    n.id
+                    for n in self.session.state.graph
+                    # a recorded duplicate carries its twin's hash: name the node that ran
+                    if n.id != node.id and n.code_sha256 == code_sha256 and n.status != FailureKind.DUPLICATE
+                ),
+                None,
+            )
+            if twin is None:
+                node.code_sha256, node.plan, node.meta = code_sha256, proposal.plan, proposal.meta
+        return twin
 
     def _rerun_proposal(self, candidate: str, seed: int) -> Proposal:
         plan = (

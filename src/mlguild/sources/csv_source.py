@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import TaskError
+from ..core.suggest import closest, did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
+from ..metrics import metric_name
 from ..task.folder import TaskSpec
 from .layout import prepare_dest, split_test, write_task
 
@@ -21,10 +23,23 @@ _MAX_CLASSES_AS_CLASSIFICATION = 30
 _TEXT_MEAN_LENGTH = 30
 
 
+SEPARATORS = (",", ";", "\t", "|")
+
+
+def sniff_separator(path: Path) -> str:
+    """The field separator of a CSV: the one its header row holds most of (a ';'-separated
+    export from a spreadsheet in a locale with decimal commas is common)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        header = fh.readline()
+    counts = {sep: header.count(sep) for sep in SEPARATORS}
+    best = max(SEPARATORS, key=lambda sep: counts[sep])
+    return best if counts[best] > counts[","] else ","
+
+
 def _read(path: Path, what: str) -> pd.DataFrame:
     if not path.exists():
         raise TaskError(f"{what} file {path} does not exist", "check the path")
-    frame = read_csv_exact(path)
+    frame = read_csv_exact(path, sniff_separator(path))  # the task's own files are written with commas
     if frame.empty:
         raise TaskError(f"{what} file {path} has no data rows", "use a CSV with a header and data rows")
     if len(frame.columns) < 2:
@@ -64,6 +79,19 @@ def infer_task_type(target: pd.Series) -> str:
     )
 
 
+TASK_TYPES = ("binary", "multiclass", "regression")
+
+
+def _task_type_fix(task_type: str) -> str:
+    """The fix for an unknown --task-type: ranking only for what looks like ranking."""
+    if "rank" in task_type.casefold():
+        return "for ranking data write task.yaml by hand (see README, 'task.yaml')"
+    if "class" in task_type.casefold():
+        return "pass --task-type binary (two classes) or multiclass, or leave it out: it is inferred from the target"
+    guess = closest(task_type, TASK_TYPES)
+    return f"pass --task-type {guess}" if guess else "leave --task-type out: it is inferred from the target"
+
+
 def default_metric(task_type: str) -> str:
     return {"binary": "roc_auc", "multiclass": "logloss", "regression": "rmse"}[task_type]
 
@@ -93,8 +121,12 @@ def build_from_csv(
         raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
     train = _read(Path(train_path), "train")
     if target not in train.columns:
+        columns = [str(c) for c in train.columns]
+        guess = closest(target, columns)
         raise TaskError(
-            f"{train_path} has no column {target!r}; it has {list(train.columns)[:20]}", "pass the right --target"
+            f"{train_path} has no column {target!r}{did_you_mean(target, columns)} "
+            f"(its {len(columns)} columns: {listing(columns)})",
+            f"pass --target {guess}" if guess is not None else "pass --target with one of its columns",
         )
     if (train[target] == "").all():
         raise TaskError(f"target column {target!r} is empty", "pass the right --target")
@@ -115,11 +147,12 @@ def build_from_csv(
     elif id_column not in train.columns:
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
-    if task_type is not None and task_type not in ("binary", "multiclass", "regression"):
+    if task_type is not None and task_type not in TASK_TYPES:
         raise TaskError(
-            f"--task-type {task_type!r} is not one of binary, multiclass, regression",
-            "for ranking data write task.yaml by hand (see README, 'task.yaml')",
+            f"--task-type {task_type!r} is not one of {', '.join(TASK_TYPES)}{did_you_mean(task_type, TASK_TYPES)}",
+            _task_type_fix(task_type),
         )
+    metric = metric_name(metric, "--metric") if metric is not None else None
     task_type = task_type or infer_task_type(train[target])
     metric = metric or default_metric(task_type)
     classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
@@ -169,4 +202,7 @@ def build_from_csv(
         f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
         f"Metric: {metric}.\n"
     )
+    for path in [Path(train_path), *([Path(test)] if test else [])]:
+        if (sep := sniff_separator(path)) != ",":
+            description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
     return write_task(dest, spec, description, train, test_frame, answers)

@@ -19,8 +19,9 @@ import pandas as pd
 import yaml
 
 from ..core.errors import TaskError
+from ..core.suggest import did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
-from ..metrics import METRICS, get_metric
+from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from .csv_source import _positive_label, infer_task_type
 
@@ -146,7 +147,10 @@ def infer_task(
     classes: list[str] | None = None
     if target:
         if target not in train_header:
-            raise TaskError(f"{train_path.name} has no column {target!r}", f"choose one of {only_in_train[:10]}")
+            raise TaskError(
+                f"{train_path.name} has no column {target!r}{did_you_mean(target, train_header)}",
+                f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
+            )
         targets = [target]
     elif all(c in train_header for c in predicted):
         targets = predicted
@@ -185,10 +189,8 @@ def infer_task(
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
     params: dict = {}
-    if metric is not None and metric not in METRICS:
-        raise TaskError(
-            f"--metric {metric!r} is not a metric mlguild knows", f"use one of: {', '.join(sorted(METRICS))}"
-        )
+    if metric is not None:
+        metric = metric_name(metric, "--metric")
     if metric is None:
         if named is None:
             raise TaskError(

@@ -18,7 +18,10 @@ def prepare_dest(dest: Path, overwrite: bool = False) -> Path:
     dest = Path(dest).expanduser().resolve()
     if dest.exists() and any(dest.iterdir()):
         if not overwrite:
-            raise TaskError(f"{dest} already exists and is not empty", f"choose another --out, or remove {dest}")
+            raise TaskError(
+                f"{dest} already exists and is not empty",
+                f"pass --force to overwrite it, choose another --out, or remove {dest}",
+            )
         shutil.rmtree(dest)
     (dest / "public").mkdir(parents=True, exist_ok=True)
     (dest / "private").mkdir(parents=True, exist_ok=True)

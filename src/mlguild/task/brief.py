@@ -123,6 +123,11 @@ def _data_notes(spec: TaskSpec, profile: DataProfile) -> list[str]:
     for kind in ("id", "constant", "empty"):
         if kind in kinds:
             notes.append(f"- No signal ({kind}): {', '.join(kinds[kind][:8])}")
+    if profile.train_only:
+        notes.append(
+            f"- Not in {spec.test_file}: {', '.join(profile.train_only[:8])}; a model must not use them as inputs "
+            "(the test rows have no value for them)"
+        )
     missing = [c for c in profile.columns if c.missing_fraction >= 0.2]
     if missing:
         shown = ", ".join(f"{c.name} ({c.missing_fraction:.0%})" for c in missing[:8])

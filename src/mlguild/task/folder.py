@@ -78,6 +78,23 @@ class Task:
         return path if path.exists() else None
 
 
+def test_gap(task: Task) -> str | None:
+    """A warning when the test file lacks input columns of the train file (a model trained on
+    them cannot predict the test rows; scripts must leave them out), else None."""
+    if not (task.train_path.is_file() and task.test_path.is_file()):
+        return None
+    test = set(read_header(task.test_path))
+    skip = {task.spec.id_column, *task.spec.target_columns}
+    lacking = [c for c in read_header(task.train_path) if c not in test and c not in skip]
+    if not lacking:
+        return None
+    shown = ", ".join(lacking[:10]) + (f", … ({len(lacking) - 10} more)" if len(lacking) > 10 else "")
+    return (
+        f"{task.spec.test_file} lacks {len(lacking)} column(s) of {task.spec.train_file}: {shown}; "
+        "no model can use them as inputs (the brief says so)"
+    )
+
+
 def read_header(path: Path) -> list[str]:
     """The first CSV row of ``path``, as written (a BOM is dropped). Raises TaskError if unreadable."""
     try:

@@ -238,11 +238,46 @@ def list_items(task_root: Path) -> list[Item]:
     return sorted(items, key=lambda i: (-i.votes, i.date, i.id))
 
 
+CUTOFF_FILE = "cutoff.txt"  # in knowledge/: the cut-off a user gave once, kept for every later add
+
+
+def remember_cutoff(task_root: Path, when: date) -> None:
+    """Keep ``when`` as the task's cut-off: a later ``knowledge add`` without ``--cutoff`` applies it
+    too, so material posted after the competition cannot slip in by a forgotten flag."""
+    knowledge_dir(task_root).mkdir(exist_ok=True)
+    atomic_write(knowledge_dir(task_root) / CUTOFF_FILE, when.isoformat() + "\n")
+
+
 def task_cutoff(task_root: Path) -> date | None:
-    """The competition's deadline, when the task knows it (competition.json of a Kaggle task)."""
+    """The task's cut-off: the one a user gave (``remember_cutoff``), else the competition's
+    deadline, when the task knows it (competition.json of a Kaggle task)."""
+    remembered = knowledge_dir(task_root) / CUTOFF_FILE
+    if remembered.is_file():
+        return parse_date(remembered.read_text().strip(), str(remembered))
     meta = task_root / "competition.json"
     if meta.is_file():
         deadline = json.loads(meta.read_text()).get("deadline")
         if deadline:
             return parse_date(deadline, str(meta))
     return None
+
+
+def find_item(task_root: Path, item_id: str) -> Item:
+    """The item whose id is ``item_id`` or starts with it (a unique prefix is enough)."""
+    items = list_items(task_root)
+    found = [i for i in items if i.id == item_id] or [i for i in items if item_id and i.id.startswith(item_id)]
+    if len(found) > 1:
+        raise TaskError(
+            f"{item_id!r} is the start of {len(found)} items' ids ({', '.join(i.id for i in found[:5])})",
+            "give more of the id (see `mlguild knowledge list --task DIR`)",
+        )
+    if not found:
+        raise TaskError(f"no item {item_id!r} in the task's knowledge", "see `mlguild knowledge list --task DIR`")
+    return found[0]
+
+
+def remove_item(task_root: Path, item_id: str) -> Item:
+    """Delete one item (by id or unique prefix) from the task's knowledge; the item it was."""
+    item = find_item(task_root, item_id)
+    (knowledge_dir(task_root) / f"{item.id}.md").unlink()
+    return item

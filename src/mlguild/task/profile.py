@@ -35,6 +35,7 @@ class DataProfile:
     n_test: int
     columns: list[ColumnProfile]
     target: dict[str, Any]
+    train_only: list[str] = field(default_factory=list)  # inputs of the train file the test file lacks
 
     def columns_of(self, kind: ColumnKind) -> list[str]:
         return [c.name for c in self.columns if c.kind == kind]
@@ -45,7 +46,7 @@ class DataProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataProfile:
         cols = [ColumnProfile(**c) for c in data["columns"]]
-        return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"])
+        return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"], data.get("train_only", []))
 
 
 def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +88,10 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
                 examples=[str(v)[:60] for v in series.dropna().head(_MAX_EXAMPLES)],
             )
         )
-    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec))
+    test_path = data_dir / spec["test_file"]
+    in_test = set(pd.read_csv(test_path, nrows=0).columns) if test_path.is_file() else set(train.columns)
+    train_only = [c.name for c in columns if c.name not in in_test]
+    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec), train_only)
 
 
 def _count_rows(path: Path) -> int:
@@ -112,6 +116,8 @@ def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
         )
     if len(profile.columns) > max_columns:
         lines.append(f"- ... and {len(profile.columns) - max_columns} more columns")
+    if profile.train_only:
+        lines.append(f"not in the test file (unusable as inputs): {', '.join(profile.train_only[:20])}")
     lines.append(f"target: {profile.target}")
     return "\n".join(lines)
 

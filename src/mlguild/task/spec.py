@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ..metrics import get_metric
+from ..metrics import get_metric, metric_name
 
 TaskType = Literal["binary", "multiclass", "regression", "ranking"]
 Modality = Literal["tabular", "text", "image_array", "image_files"]
@@ -100,6 +100,11 @@ class TaskSpec(BaseModel):
         if value is None:
             return None
         return plain_relative_name(value, "private" if info.field_name == "answers_file" else "public")
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        return metric_name(value)  # 'auc' is stored as 'roc_auc': every reader sees one name
 
     @field_validator("train_files", "test_files")
     @classmethod

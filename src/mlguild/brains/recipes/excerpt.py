@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
+from ...util import pysource
+
 
 @lru_cache(maxsize=32)
 def excerpt(source: str, wanted: frozenset[str]) -> str:
     """The top-level statements of ``source`` that define ``wanted`` names or names those
     use (transitively), plus the imports they use; the module docstring is left out."""
-    tree = ast.parse(source)
+    tree = pysource.parse(source)
     lines = source.splitlines()
     body = [node for node in tree.body if not _is_docstring(node)]
     defines = {node: _defined(node) for node in body}

@@ -159,6 +159,7 @@ _CV = {
     ),
     "f1_macro": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, average='macro')"),
     "rmse": ("from sklearn.metrics import root_mean_squared_error", "root_mean_squared_error(truth, prediction)"),
+    "mse": ("from sklearn.metrics import mean_squared_error", "mean_squared_error(truth, prediction)"),
     "rmsle": (
         "from sklearn.metrics import root_mean_squared_log_error",
         "root_mean_squared_log_error(truth, prediction)",

@@ -1,0 +1,263 @@
+"""A newcomer's first hour (issue 25): each friction a new user met, as the user types it.
+Real processes; every refused command is checked to have created nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_task, mlguild, one_line
+
+
+@pytest.fixture
+def task(tmp_path) -> Path:
+    return make_task(tmp_path / "task")
+
+
+@pytest.mark.parametrize(
+    "args, message, fix",
+    [
+        (["--time", "5"], "error: --time 5 has no unit: seconds or minutes?", "--time 5m for 5 minutes"),
+        (["--time", "0s"], "error: --time 0s is too short: it must be at least 30s", "fix: e.g. --time 5m"),
+        (["--time", "10s"], "error: --time 10s is too short: it must be at least 30s", "fix: e.g. --time 5m"),
+        (["--script-timeout", "120"], "error: --script-timeout 120 has no unit", "--script-timeout 120m"),
+    ],
+)
+def test_a_time_without_a_unit_or_too_short_is_refused_before_anything_is_created(task, tmp_path, args, message, fix):
+    proc = mlguild("run", str(task), "--brain", "recipes", *args, cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in err and fix in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.fixture
+def wide_csv(tmp_path) -> Path:
+    """33 columns, the target spelled in lower case (as the breast-cancer data spells it)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"feature_{i:02d}": rng.normal(size=120) for i in range(31)})
+    frame.insert(0, "diagnosis", ["M" if v > 0 else "B" for v in frame["feature_00"]])
+    frame.insert(0, "id", range(120))
+    frame.to_csv(tmp_path / "cancer.csv", index=False)
+    return tmp_path / "cancer.csv"
+
+
+def test_a_wrong_target_gets_a_did_you_mean_and_a_list_that_says_it_is_cut(wide_csv, tmp_path):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "Diagnosis", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2
+    assert "has no column 'Diagnosis'; did you mean 'diagnosis'? (its 33 columns: id, diagnosis, feature_00" in err
+    assert "feature_09, … (21 more))" in err and "fix: pass --target diagnosis" in err
+    assert not (tmp_path / "tasks").exists()
+
+
+@pytest.mark.parametrize(
+    "setting, message, fix",
+    [
+        (
+            "firewall.holdout_frac=0.3",
+            "error: invalid configuration: unknown setting firewall.holdout_frac; did you mean firewall.holdout_fraction?",
+            "fix: see the settings with `mlguild config firewall`",
+        ),
+        (
+            "serch.workers=2",
+            "error: invalid configuration: unknown setting serch; did you mean search?",
+            "fix: see the settings with `mlguild config search`",
+        ),
+        (
+            "search.workers=many",
+            "error: invalid configuration: search.workers: Input should be a valid integer",
+            "fix: see `mlguild config search.workers`",
+        ),
+    ],
+)
+def test_an_unknown_setting_gets_a_did_you_mean_not_pydantics_words(task, tmp_path, setting, message, fix):
+    proc = mlguild("run", str(task), "--set", setting, cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and message in err and fix in err
+    assert "Extra inputs" not in err and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("alias, metric", [("auc", "roc_auc"), ("ACC", "accuracy"), ("log-loss", "logloss")])
+def test_common_metric_names_are_accepted(wide_csv, tmp_path, alias, metric):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--metric", alias, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"metric {metric} (" in proc.stdout
+    assert f"metric: {metric}\n" in (tmp_path / "tasks" / "cancer" / "task.yaml").read_text()
+
+
+def test_mse_is_a_metric_and_an_unknown_metric_is_fixed_with_the_flag(wide_csv, tmp_path):
+    from mlguild.metrics import get_metric
+
+    assert get_metric("mse")([1.0, 2.0], [2.0, 4.0]) == pytest.approx(2.5)
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--metric", "aucc", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2
+    assert "error: unknown metric 'aucc'; did you mean 'roc_auc'?" in err and "fix: pass --metric roc_auc" in err
+    assert "task.yaml" not in err and not (tmp_path / "tasks").exists()
+
+
+def test_a_task_yaml_may_name_a_metric_by_its_alias(tmp_path):
+    import yaml
+
+    task = make_task(tmp_path / "task")
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    (task / "task.yaml").write_text(yaml.safe_dump({**spec, "metric": "auc"}))
+    from mlguild.task.folder import load_task
+
+    assert load_task(task).spec.metric == "roc_auc"
+
+
+def test_classification_as_a_task_type_suggests_binary_or_multiclass_not_ranking(wide_csv, tmp_path):
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--task-type", "classification", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and "ranking" not in err
+    assert "error: --task-type 'classification' is not one of binary, multiclass, regression" in err
+    assert "fix: pass --task-type binary (two classes) or multiclass, or leave it out" in err
+
+
+def test_init_into_an_existing_folder_names_force(wide_csv, tmp_path):
+    assert mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", cwd=tmp_path).returncode == 0
+    proc = mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "fix: pass --force to overwrite it, choose another --out" in one_line(proc.stderr)
+    assert mlguild("init", f"csv:{wide_csv}", "--target", "diagnosis", "--force", cwd=tmp_path).returncode == 0
+
+
+def test_version(tmp_path):
+    from mlguild import __version__
+
+    proc = mlguild("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"mlguild {__version__}\n"
+
+
+def test_option_help_has_no_type_noise_and_keeps_the_ray_extra(tmp_path):
+    out = mlguild("run", "--help", cwd=tmp_path).stdout
+    assert "<bool>" not in out and "<list[" not in out
+    assert "--dry-run  " in out and "--model" in out and "<str>" in out  # a value's type stays
+    assert "(the [ray] extra)" in one_line(out)
+
+
+def test_config_finds_settings_by_a_part_of_their_name(tmp_path):
+    out = mlguild("config", "holdout", cwd=tmp_path).stdout
+    assert "firewall.holdout_fraction" in out and "firewall.max_holdout_rows" in out
+    assert "search." not in out
+    assert "search.mcgs.c_uct" not in mlguild("config", "firewall", cwd=tmp_path).stdout  # a section: its own
+
+
+def test_option_help_holds_no_developer_notes(tmp_path):
+    from mlguild.config import settings
+
+    assert not [name for name, _, text in settings() if "seed run" in text]
+    assert "seed run" not in mlguild("config", "llm.max_tokens", cwd=tmp_path).stdout
+
+
+def test_show_prints_the_script_only_with_code(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path).returncode == 0
+    script = tmp_path / "runs" / "r" / "nodes" / "n0001" / "solution.py"
+    first = next(line for line in script.read_text().splitlines() if line.startswith(("import", "from")))
+    short = mlguild("show", "n0001", cwd=tmp_path).stdout
+    n_lines = len(script.read_text().splitlines())
+    assert f"solution.py: {n_lines} lines, {script} (--code prints it)" in one_line(short)
+    assert first not in short and "holdout roc_auc" in short
+    assert first in mlguild("show", "n0001", "--code", cwd=tmp_path).stdout
+
+
+KNOWLEDGE = Path(__file__).parents[1] / "fixtures" / "knowledge"
+
+
+def test_a_cutoff_given_once_is_kept_for_the_task_and_an_item_can_be_removed(task, tmp_path):
+    at = ("--task", str(task))
+    first = one_line(mlguild("knowledge", "add", str(KNOWLEDGE), *at, "--cutoff", "2021-12-31", cwd=tmp_path).stdout)
+    assert "added 3 item(s)" in first and "cut-off 2021-12-31" in first
+    from mlguild.task.knowledge import list_items
+
+    items = list_items(task)
+    gone = items[0]
+    removed = mlguild("knowledge", "remove", gone.id[:6], *at, cwd=tmp_path)
+    assert removed.returncode == 0 and f"removed {gone.id}: {gone.title}" in one_line(removed.stdout)
+    assert gone.id not in {i.id for i in list_items(task)}
+
+    # No --cutoff this time: the one given before still keeps the 2022 post out.
+    again = one_line(mlguild("knowledge", "add", str(KNOWLEDGE), *at, cwd=tmp_path).stdout)
+    assert "added 1 item(s)" in again and "cut-off 2021-12-31" in again
+    assert "left out (dated 2022-06-01, after the cut-off)" in again
+    assert len(list_items(task)) == 3
+
+    missing = mlguild("knowledge", "remove", "kzzz", *at, cwd=tmp_path)
+    assert missing.returncode == 2 and "no item 'kzzz' in the task's knowledge" in one_line(missing.stderr)
+    shown = mlguild("knowledge", "show", items[1].id[:5], *at, cwd=tmp_path)
+    assert shown.returncode == 0 and items[1].title in shown.stdout
+
+
+def test_memory_search_says_when_nothing_matched(tmp_path):
+    from mlguild.memory import MemoryStore
+
+    MemoryStore(tmp_path / "memory.sqlite").close()
+    proc = mlguild("memory", "search", "target encoding", "--store", str(tmp_path / "memory.sqlite"), cwd=tmp_path)
+    assert proc.returncode == 0
+    assert one_line(proc.stdout) == (
+        "no record matches 'target encoding'; `mlguild memory list` shows what the store holds"
+    )
+
+
+def test_resume_of_a_finished_run_says_it_is_finished_and_how_to_extend_it(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "2", "--run-id", "r", cwd=tmp_path).returncode == 0
+    journal = (tmp_path / "runs" / "r" / "journal.jsonl").read_text()
+    proc = mlguild("resume", "r", cwd=tmp_path)
+    err = one_line(proc.stderr)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "error: run r is finished: its budget is spent (2 of 2 nodes); its final submission is" in err
+    assert "fix: give it a larger total budget: `mlguild resume" in err and "--iterations 12`" in err
+    assert (tmp_path / "runs" / "r" / "journal.jsonl").read_text() == journal  # no session replayed
+    more = mlguild("resume", "r", "--iterations", "3", cwd=tmp_path)
+    assert more.returncode == 0 and "3 nodes" in more.stdout
+
+
+def test_grade_exits_1_on_an_invalid_submission_and_knows_a_runs_own_file(task, tmp_path):
+    assert mlguild("run", str(task), "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path).returncode == 0
+    best = tmp_path / "runs" / "r" / "best" / "submission.csv"
+    graded = mlguild("grade", str(best), cwd=tmp_path)  # no --task: the file is the run's
+    assert graded.returncode == 0, graded.stderr
+    bad = tmp_path / "runs" / "r" / "bad.csv"
+    bad.write_text("id,y\nnope,0.5\n")
+    invalid = mlguild("grade", str(bad), cwd=tmp_path)
+    assert invalid.returncode == 1, invalid.stdout + invalid.stderr
+    assert "none (invalid)" in invalid.stdout and "invalid submission:" in invalid.stdout
+    as_json = mlguild("grade", str(bad), "--json", cwd=tmp_path)
+    assert as_json.returncode == 1 and '"error"' in as_json.stdout
+
+
+def _frame(n: int = 200):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"id": range(n), "a": rng.normal(size=n), "b": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+
+
+def test_a_test_file_missing_a_training_column_is_said_at_creation_and_in_the_brief(tmp_path):
+    frame = _frame()
+    frame.iloc[:150].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[150:].drop(columns=["y", "b"]).to_csv(tmp_path / "test.csv", index=False)
+    warning = "warning: test.csv lacks 1 column(s) of train.csv: b; no model can use them as inputs (the brief says so)"
+    made = mlguild("init", f"csv:{tmp_path / 'train.csv'}", "--target", "y", "--test", "test.csv", cwd=tmp_path)
+    assert made.returncode == 0 and warning in one_line(made.stdout)
+    run = mlguild("run", "tasks/train", "--dry-run", "-n", "1", "--run-id", "r", cwd=tmp_path)
+    assert run.returncode == 0 and warning in one_line(run.stdout)
+    brief = (tmp_path / "runs" / "r" / "brief.md").read_text()
+    assert "- Not in test.csv: b; a model must not use them as inputs" in brief
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_a_semicolon_or_tab_separated_csv_is_read(tmp_path, sep):
+    _frame().to_csv(tmp_path / "data.csv", index=False, sep=sep)
+    made = mlguild("init", f"csv:{tmp_path / 'data.csv'}", "--target", "y", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "Warning" not in made.stderr and "target y" in made.stdout
+    task = tmp_path / "tasks" / "data"
+    assert (task / "public" / "train.csv").read_text().startswith("id,a,b,y\n")
+    assert f"`data.csv` was separated by {sep!r}; the task's copy uses commas." in (task / "description.md").read_text()
