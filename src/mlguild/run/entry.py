@@ -38,6 +38,7 @@ from ..llm.base import LLM
 from ..llm.registry import make_llm
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
+from ..metrics import get_metric
 from ..pools import Pools, fill_run_ideas
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..scoring.floors import check_learned, floors
@@ -88,8 +89,6 @@ class Finished:
                 f"give it more time with `mlguild resume {path} --time 30m`",
             )
         if not self.dry_run:
-            from ..metrics import get_metric
-
             direction = get_metric(self.run.spec.metric).direction
             check_learned(self.best.score, floors(self.run.journal.records), direction, self.run.spec.metric)
 
@@ -253,7 +252,7 @@ def drive(
             scored=sum(1 for n in graph if n.ok),
             dry_run=dry_run or brain.name == "scripted",
             public_scores=public,
-            common_failure=_common_failure(session),
+            common_failure="" if session.state.best_id else _common_failure(session),  # said only with no best
         )
     finally:
         session.close()
