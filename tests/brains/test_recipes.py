@@ -26,7 +26,7 @@ from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, recip
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import render_script
-from mlguild.core.errors import TaskError
+from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
 from mlguild.firewall.guard import check_code
 
@@ -237,7 +237,7 @@ def test_generated_code_passes_the_guard(churn, tmp_path):
 def test_unsupported_tasks_are_refused_clearly(churn):
     task = {**churn.task, "target_columns": ["a", "b"]}
     ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
-    with pytest.raises(TaskError, match="one target column"):
+    with pytest.raises(MoveUnavailable, match="one target column"):
         RecipeBrain().propose(Action("draft"), ctx)
 
 

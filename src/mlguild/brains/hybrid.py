@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..core.errors import ProposalFailed, StopRun
+from ..core.errors import MoveUnavailable, ProposalFailed, StopRun
 from ..core.protocols import Action, Brain, Context, Proposal
 from ..core.vocabulary import Op
 from ..llm.errors import AllModelsExhausted, LLMError
@@ -38,8 +38,13 @@ class HybridBrain:
     def propose(self, action: Action, context: Context) -> Proposal:
         if action.op == Op.EDA:
             return self.explore(context)
-        if action.op in (Op.DRAFT, Op.BLEND) or self.llm_down:  # a blend needs no LLM
+        if action.op == Op.BLEND or self.llm_down:  # a blend needs no LLM
             return self._by_recipes(action, context)
+        if action.op == Op.DRAFT:
+            try:
+                return self._by_recipes(action, context)
+            except MoveUnavailable:  # a shape the recipes do not cover: the LLM drafts
+                pass
         try:
             return self.llm_brain.propose(action, context)
         except AllModelsExhausted as exc:  # a StopRun for the LLM brain alone; here the recipes carry on

@@ -26,6 +26,17 @@ class ProposalFailed(Exception):
         return self.kind, str(self), ""
 
 
+class MoveUnavailable(Exception):
+    """A move the harness or a brain cannot make for this task (a blend when the task's rows
+    cannot be aligned, a recipe for a shape the recipes do not cover). Not a failure of the
+    run: the move is skipped with this reason in the journal (``move_skipped``) and the
+    search goes on with the moves that remain. ``fix`` says how a user gets the move."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.message, self.fix = message, fix
+
+
 class MlguildError(Exception):
     """A problem the user can fix. ``fix`` is the command or edit that fixes it."""
 

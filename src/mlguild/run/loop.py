@@ -8,8 +8,8 @@ being executed, and a resume continues from the journal without re-running finis
 
 from __future__ import annotations
 
-from ..core.errors import BudgetExhausted, ProposalFailed, StopRun
-from ..core.graph import Node
+from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
+from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
@@ -74,20 +74,19 @@ class Agent:
     def next_node(self, cpus: tuple[int, ...] | None = None) -> Node:
         """Choose, propose, run and record one node (raises BudgetExhausted when none may
         start). Safe from several workers' threads: the choice and the bookkeeping hold the
-        session's lock, the proposal and the script do not."""
+        session's lock, the proposal and the script do not. A move the task does not allow
+        (``MoveUnavailable``) is skipped, journaled, and another chosen in its place."""
         s = self.session
-        with s.lock:
-            graph = s.state.graph
-            timeout = s.clock.next_limit_s(graph)
-            if not len(graph) and s.run.config.brain.eda and isinstance(s.brain, Explorer):
-                action = Action(Op.EDA, (), reason="explore the data before the first draft")
-                timeout = min(timeout, s.run.config.brain.eda_timeout_s)
-            else:
-                action = s.policy.select(graph, len(graph))
-                if action.op == Op.BLEND:
-                    timeout = s.clock.next_limit_s(graph, action.parents)
-            node, context = self._reserve(action, timeout)
-        node = self._run_reserved(node, action, context, timeout, cpus)
+        while True:
+            with s.lock:
+                action, timeout = self._choose()
+                node, context = self._reserve(action, timeout)
+            try:
+                node = self._run_reserved(node, action, context, timeout, cpus)
+                break
+            except MoveUnavailable as exc:
+                with s.lock:
+                    self._skip(node, action, exc)
         with s.lock:
             check_brain_health(s)
             if s.run.config.search.stop_on_convergence:
@@ -96,6 +95,36 @@ class Agent:
                     s.on_event("warning", {"message": f"converged: {why}"})
                     raise BudgetExhausted("converged")
         return node
+
+    def _choose(self) -> tuple[Action, float]:
+        """The next action and its script's time limit. Called with the lock held."""
+        s = self.session
+        graph = s.state.graph
+        timeout = s.clock.next_limit_s(graph)
+        explore = s.run.config.brain.eda and isinstance(s.brain, Explorer) and Op.EDA not in s.state.unavailable
+        if not len(graph) and explore:
+            action = Action(Op.EDA, (), reason="explore the data before the first draft")
+            return action, min(timeout, s.run.config.brain.eda_timeout_s)
+        action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
+        if action.op == Op.BLEND:
+            timeout = s.clock.next_limit_s(graph, action.parents)
+        return action, timeout
+
+    def _skip(self, node: Node, action: Action, exc: MoveUnavailable) -> None:
+        """Take the reserved ``node`` out (it never started) and record that ``action``'s op
+        cannot be made for this task, so that it is not chosen again. Lock held."""
+        s = self.session
+        s.state.graph.nodes.pop(node.id, None)
+        s.state.unavailable.setdefault(action.op, exc.message)
+        elapsed = round(s.clock.elapsed(), 3)
+        s.run.journal.append(
+            "move_skipped", op=action.op, parents=list(action.parents), reason=exc.message, fix=exc.fix,
+            session_elapsed_s=elapsed,
+        )  # fmt: skip
+        fix = f" ({exc.fix})" if exc.fix else ""
+        s.on_event(
+            "warning", {"message": f"no {action.op} for this task, the search goes on without: {exc.message}{fix}"}
+        )
 
     def step(self, action: Action, timeout: float) -> Node:
         """Propose, run and record one node for ``action`` (the policy's choice bypassed)."""
@@ -168,7 +197,8 @@ class Agent:
             failure = Outcome(
                 FailureKind.DUPLICATE, failure=f"its code is {twin}'s, already run or running: not run again"
             )
-        except StopRun:  # a spent budget or an unusable setup stops the run, said clearly
+        except (StopRun, MoveUnavailable):  # a spent budget or an unusable setup stops the run, said
+            # clearly; a move the task does not allow is skipped by next_node
             with s.lock:
                 s.state.graph.nodes.pop(node.id, None)  # never started: as if never chosen
             raise
@@ -220,3 +250,22 @@ class Agent:
         )
         code = self.session.code(self.session.state.graph[candidate])
         return Proposal(plan, code, {"rerun_of": candidate, "seed": seed}, title=f"Re-run of {candidate}, seed {seed}")
+
+
+def instead_of(action: Action, graph: SearchGraph, unavailable: dict[str, str]) -> Action:
+    """``action``, or when its op cannot be made for this task the nearest move that can: an
+    improvement of its first parent (the best member of a blend), else a fresh draft. A
+    TaskError when not even a draft can be made: nothing is left to search with."""
+    if action.op not in unavailable:
+        return action
+    why = f"no {action.op} for this task ({unavailable[action.op]})"
+    parent = graph.nodes.get(action.parents[0]) if action.parents else None
+    if parent is not None and parent.score is not None and not parent.is_blend and Op.IMPROVE not in unavailable:
+        return Action(Op.IMPROVE, (parent.id,), f"{why}: improve {parent.id} instead")
+    if Op.DRAFT not in unavailable:
+        return Action(Op.DRAFT, (), f"{why}: a fresh draft instead")
+    reasons = "; ".join(f"{op}: {reason}" for op, reason in unavailable.items())
+    raise TaskError(
+        f"the brain can make no move for this task ({reasons})",
+        "use a brain that writes its own code (--brain llm or --brain hybrid, with an LLM configured)",
+    )

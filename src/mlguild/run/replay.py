@@ -25,6 +25,8 @@ class RunState:
     final_choice: dict[str, Any] | None = None  # which node's submission is final (mlguild.run.refit)
     scorer_fingerprint: str | None = None  # taken when the run was created
     finished_reason: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Ops the harness found it cannot make for this task (``move_skipped``), with the reason."""
     _session_elapsed: float = field(default=0.0, repr=False)
 
     @property
@@ -64,6 +66,8 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
             }
         elif kind == "final_graded":
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
+        elif kind == "move_skipped":
+            state.unavailable.setdefault(rec["op"], rec["reason"])
         elif kind == "session_ended":
             state.finished_reason = rec.get("reason")
         if "session_elapsed_s" in rec:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ...coder.diagnose import diagnose
-from ...core.errors import TaskError
+from ...core.errors import MoveUnavailable
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import FailureKind, Op
@@ -280,13 +280,15 @@ class RecipeBrain:
 def _check_supported(task: dict[str, Any]) -> None:
     fix = "use a brain that writes its own code for this task (not --brain recipes)"
     if task["task_type"] == "ranking" or prediction_kind(task) == "ranked_list":
-        raise TaskError("the recipe brain has no recipes for ranking tasks", fix)
+        raise MoveUnavailable("the recipe brain has no recipes for ranking tasks", fix)
     if len(task["target_columns"]) != 1:
-        raise TaskError(f"the recipe brain handles one target column; this task has {task['target_columns']}", fix)
+        raise MoveUnavailable(
+            f"the recipe brain handles one target column; this task has {task['target_columns']}", fix
+        )
     kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1
     n_classes = len(task.get("classes") or task["submission_columns"][1:])
     if n_pred != (n_classes if kind == "class_probabilities" else 1):
-        raise TaskError(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
+        raise MoveUnavailable(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
 
 
 def _parent(action: Action, context: Context) -> ParentView | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.errors import TaskError
+from ...core.errors import MoveUnavailable
 from ...core.protocols import Context, Proposal
 from ...metrics import get_metric
 from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
@@ -20,11 +20,11 @@ def fuse_proposal(context: Context) -> Proposal:
     """A blend of ``context.parents`` (the Action's parents, best first)."""
     task = context.task
     if not task.get("ids_unique", True):
-        raise TaskError(
+        raise MoveUnavailable(
             "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
         )
     if len(task["target_columns"]) != 1:
-        raise TaskError(
+        raise MoveUnavailable(
             f"a blend fits one target column; this task has {task['target_columns']}",
             "set search.fuse_every=0 for this task",
         )
