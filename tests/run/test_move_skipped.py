@@ -47,7 +47,9 @@ class NoBlendBrain(ScriptedBrain):
     def propose(self, action: Action, context: Context) -> Proposal:
         self.calls.append(action)
         if action.op == Op.BLEND:
-            raise MoveUnavailable("a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0")
+            raise MoveUnavailable(
+                "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0"
+            )
         slope = 1 + context.iteration
         code = f"SLOPE = {slope}\n{SLOPED}"
         return Proposal(f"{action.op}: slope {slope}", code, {"recipe": "curve"}, title=f"Curve, slope {slope}")

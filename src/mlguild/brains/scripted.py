@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterable
 from ..core.protocols import Action, Context, Proposal
 from ..core.vocabulary import Op
 
-# Predicts from the training labels alone: the majority class, the class frequencies, or the
-# mean. `shrink` blends toward a neutral value so improve steps produce different scores.
+# Predicts from the training labels alone, for every task shape: it fills the harness's
+# templates (which hold the ids and any key columns, such as the item of a ranked row) with
+# the majority class, the class frequencies, the positive share, the mean, or the most
+# frequent tokens of a ranked list. `shrink` blends toward a neutral value so improve steps
+# produce different scores.
 PRIOR_SCRIPT = '''\
 """Prior predictor: ignores the features, predicts from the training labels alone."""
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -25,34 +29,48 @@ import pandas as pd
 SHRINK = {shrink}
 data = Path(os.environ["MLGUILD_DATA"])
 task = json.loads((data / "task.json").read_text())
-idc, target, kind = task["id_column"], task["target_columns"][0], task["prediction_kind"]
-train = pd.read_csv(data / task["train_file"], dtype={{idc: str}})
+idc, targets, kind = task["id_column"], task["target_columns"], task["prediction_kind"]
+train = pd.read_csv(data / task["train_file"], dtype=str, keep_default_na=False)
+predicted = [c for c in task["submission_columns"][1:] if c in targets]
+if not predicted:  # e.g. a ranking's score column for a relevance target: the last column
+    predicted = task["submission_columns"][-1:]
 
 
-def predict(ids):
-    out = pd.DataFrame({{idc: ids}})
-    labels = train[target].astype(str)
+def labels(column):
+    values = train[column if column in train.columns else targets[0]]
+    return values[values != ""]
+
+
+def prior(column):
+    values = labels(column)
     if kind == "probability":
         positive = task.get("positive_label") or "1"
-        p = (labels == positive).mean()
-        out[task["submission_columns"][1]] = (1 - SHRINK) * p + SHRINK * 0.5
-    elif kind == "class_probabilities":
-        freq = labels.value_counts(normalize=True)
+        return (1 - SHRINK) * (values == positive).mean() + SHRINK * 0.5
+    if kind == "value":
+        return pd.to_numeric(values, errors="coerce").mean() * (1 - SHRINK)
+    if kind == "ranked_list":
+        k = int(task.get("metric_params", {{}}).get("k", 5))
+        counts = Counter(token for text in values for token in text.split())
+        return " ".join(token for token, _ in counts.most_common(k))
+    return values.mode().iloc[0]
+
+
+def fill(template):
+    out = template.copy()
+    if kind == "class_probabilities":
+        freq = labels(targets[0]).value_counts(normalize=True)
         for cls in task["classes"]:
             out[cls] = (1 - SHRINK) * freq.get(cls, 0.0) + SHRINK / len(task["classes"])
-    elif kind == "value":
-        for col in task["submission_columns"][1:]:
-            out[col] = pd.to_numeric(train[col]).mean() * (1 - SHRINK)
     else:
-        out[task["submission_columns"][1]] = labels.mode().iloc[0]
+        for column in predicted:
+            out[column] = prior(column)
     return out
 
 
 os.makedirs("output", exist_ok=True)
-holdout = pd.read_csv(data / task["holdout_file"], dtype={{idc: str}})
-test = pd.read_csv(data / task["test_file"], dtype={{idc: str}})
-predict(holdout[idc]).to_csv("output/holdout.csv", index=False)
-predict(test[idc]).to_csv("output/submission.csv", index=False)
+read = lambda name: pd.read_csv(data / name, dtype=str, keep_default_na=False)
+fill(read(task["holdout_sample_submission"])).to_csv("output/holdout.csv", index=False)
+fill(read(task["sample_submission"])).to_csv("output/submission.csv", index=False)
 print("cv_score: 0.5")
 '''
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Proposal
 from ..core.vocabulary import Op, Status
@@ -73,7 +74,14 @@ def finish(session: Session, stop: Stop) -> Finish:
         if config.final.refit:
             remaining = session.clock.remaining_s()
             timeout = config.sandbox.script_timeout_s
-            choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
+            try:
+                choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
+            except StopRun:
+                raise
+            except Exception as exc:  # a shape the refit cannot handle must not cost the run its final stage
+                why = f"the refit could not be made for this task ({type(exc).__name__}: {str(exc)[:200]})"
+                session.on_event("warning", {"message": f"{why}; the final submission is the base node's"})
+                choice = stage.choose_without_refit(why)
         else:
             choice = stage.choose_without_refit("the final refit is off (final.refit=false)")
     grade = grade_once(session.run, state, session.scorers.grade) if config.final.grade_test else None

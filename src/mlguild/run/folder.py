@@ -127,7 +127,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
             raise _exists(path, task)
         lock_fd = _claim(partial)
         try:
-            floor, prior_floor, checked = _build(task, config, partial)
+            floor, prior_floor, prior_skipped, checked = _build(task, config, partial)
             with Journal(partial / "journal.jsonl") as journal:
                 journal.append(
                     "run_started",
@@ -137,6 +137,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
                     verified_files=checked,
                     floor_score=floor,
                     prior_floor_score=prior_floor,
+                    **({"prior_floor_skipped": prior_skipped} if prior_skipped else {}),
                     scorer_sha256=fingerprint(),
                 )
             os.rename(partial, path)  # the run appears whole, or not at all
@@ -150,9 +151,9 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
     return RunDir(path, config, task.spec, task.description, journal, lock_fd)
 
 
-def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float | None, int]:
+def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float | None, str | None, int]:
     """Everything of a run but its journal; returns (the sample submission's floor score, the
-    training prior's floor score, files verified)."""
+    training prior's floor score, why there is none when it could not be made, files verified)."""
     save_config(config, path / "config.yaml")
     snapshot = {"spec": task.spec.model_dump(), "root": str(task.root), "description": task.description}
     (path / "task.json").write_text(json.dumps(snapshot, indent=2))
@@ -164,17 +165,23 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
         )
     floor = floor_score(task.spec, ws.data_dir / HOLDOUT_SAMPLE, ws.holdout_answers, "holdout labels")
     prior = path / "prior_holdout.csv"  # the best constant, scored, then not kept
-    prior_floor = None
-    if write_prior_submission(task.spec, ws.data_dir / task.spec.train_file, ws.data_dir / HOLDOUT_SAMPLE, prior):
-        prior_floor = floor_score(task.spec, prior, ws.holdout_answers, "holdout labels")
-        prior.unlink()
+    prior_floor, prior_skipped = None, None
+    try:
+        if write_prior_submission(task.spec, ws.data_dir / task.spec.train_file, ws.data_dir / HOLDOUT_SAMPLE, prior):
+            prior_floor = floor_score(task.spec, prior, ws.holdout_answers, "holdout labels")
+    except (TaskError, ValueError, KeyError) as exc:
+        # The prior is a second, stronger floor: a shape it cannot be made for keeps the
+        # sample submission's floor, and the reason stays in the run folder.
+        prior_skipped = f"no training-prior floor for this task: {exc}"
+    finally:
+        prior.unlink(missing_ok=True)
     if ws.test_answers is not None:
         floor_score(task.spec, ws.data_dir / task.spec.sample_submission, ws.test_answers, "test answers")
     profile = profile_workspace(ws.data_dir, {**task.spec.public_dict()})
     (path / "profile.json").write_text(json.dumps(profile.to_dict(), indent=2))
     (path / "nodes").mkdir()
     (path / "best").mkdir()
-    return floor, prior_floor, report.checked_files
+    return floor, prior_floor, prior_skipped, report.checked_files
 
 
 def _not_among_the_data(runs_dir: Path, task: Task) -> None:
