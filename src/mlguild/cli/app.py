@@ -11,6 +11,7 @@ import typer.core
 from .. import __version__
 from .bench_cmd import bench
 from .config_cmd import config
+from .export_cmd import export, predict
 from .grade_cmd import grade
 from .inspect_cmd import show, status
 from .knowledge_cmd import knowledge_app
@@ -71,6 +72,8 @@ app.command()(status)
 app.command()(show)
 app.command()(config)
 app.command()(grade)
+app.command()(export)
+app.command()(predict)
 app.command()(bench)
 app.command()(serve)
 app.command()(report)

@@ -22,6 +22,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..core.errors import ConfigError
 from ..core.vocabulary import Op
 from ..metrics import get_metric
 from .experience import CUT_SHORT, FAILED, Experience, TaskTraits
@@ -215,7 +216,11 @@ def _family_ranks(run_records: list[Experience]) -> dict[str, tuple[float, float
     family whose every node failed ranks below the run's worst scored family by
     ``FAILED_GAIN``'s half spread (it cost time and gave nothing). A run that scored fewer
     than two families says nothing about their order: empty."""
-    sign = 1.0 if get_metric(run_records[0].traits.metric).direction == "maximize" else -1.0
+    try:
+        direction = get_metric(run_records[0].traits.metric).direction
+    except ConfigError:  # a metric this version does not know (the store is shared across versions)
+        return {}
+    sign = 1.0 if direction == "maximize" else -1.0
     best: dict[str, float] = {}
     times: dict[str, list[float]] = defaultdict(list)
     for exp in run_records:

@@ -25,8 +25,8 @@ import pandas as pd
 
 from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
-from ..firewall.workspace import read_csv_exact
-from ..task.spec import HOLDOUT_FILES
+from ..firewall.workspace import Workspace, read_csv_exact
+from ..task.spec import HOLDOUT_FILES, TaskSpec
 from ..util.fs import read_no_follow
 from .folder import RunDir
 
@@ -120,8 +120,12 @@ def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None, planned: I
 
 def build_full_data(run: RunDir) -> Path:
     """A copy of the workspace data whose training file also holds the holdout rows and labels."""
-    spec, ws = run.spec, run.workspace
-    dest = full_data_dir(run.path)
+    return write_full_data(run.spec, run.workspace, full_data_dir(run.path))
+
+
+def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
+    """Write to ``dest`` a copy of ``ws``'s data whose training file also holds the holdout
+    rows and their labels (what a refit trains on, and what an export hands over)."""
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(ws.data_dir, dest)

