@@ -23,7 +23,7 @@ from mlguild.task.folder import load_task
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("name", ["churn", "ames", "reviews"])
+@pytest.mark.parametrize("name", ["churn", "ames", "reviews", "titanic"])
 def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name):
     cfg = load_config(None, ["budget.iterations=6", "budget.time_s=240", "sandbox.script_timeout_s=120"])
     run = create_run(load_task(example_tasks[name]), cfg, tmp_path / "runs")
@@ -33,6 +33,9 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
     assert sum(n.ok for n in graph) >= 5, failures
+    # honest recipe validation raises no leak alarm, and every out-of-fold file was scored
+    assert not [n.id for n in graph if "leaky_cv" in n.flags], [(n.id, n.score, n.oof_score) for n in graph]
+    assert all(n.oof_score is not None for n in graph if "oof" in n.outputs and n.op != "refit")
 
     floor = read_journal(run.path / "journal.jsonl")[0]["floor_score"]
     best = graph[agent.session.state.best_id]

@@ -169,6 +169,11 @@ class ScorerConfig(_Section):
         gt=0,
         description="Largest submission file (holdout or test predictions) the scorer reads, in MiB; a larger one is refused unread.",
     )
+    leaky_cv_z: float = Field(
+        4.0,
+        ge=0,
+        description="A node whose out-of-fold score beats its holdout score by more than this many standard errors is flagged leaky_cv and kept out of blends (0: off).",
+    )
 
     @property
     def max_submission_bytes(self) -> int:

@@ -28,6 +28,7 @@ class Node:
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
+    oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
     flags: list[str] = field(default_factory=list)  # leak-check flags (mlguild.scoring.flags)
     debug_depth: int = 0  # consecutive debug steps along this lineage
     branch: str = ""  # id of the draft this lineage started from

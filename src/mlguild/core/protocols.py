@@ -54,6 +54,8 @@ class ParentView:
     exec_s: float | None = None  # how long its script ran
     budget_s: float | None = None  # the time limit it ran under
     tried: tuple[str, ...] = ()  # one line per node already built on it, oldest first, with its result
+    warnings: tuple[str, ...] = ()  # what its leak-check flags mean (mlguild.scoring.flags), with its scores
+    oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
 from ..core.vocabulary import Op
 from ..memory import Memory, Recall
+from ..metrics import get_metric
 from ..pools import Pools
+from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
 from .executor import OUTPUT_TAIL
@@ -141,6 +143,10 @@ class ContextBuilder:
             exec_s=node.timing.get("exec_s"),
             budget_s=node.timing.get("budget_s"),
             tried=tuple(outcome_line(c, node) for c in graph.children(node.id)[-_TRIED_SHOWN:]),
+            warnings=tuple(
+                describe(f, get_metric(self.run.spec.metric), node.score, node.oof_score) for f in node.flags
+            ),
+            oof_score=node.oof_score,
         )
 
 

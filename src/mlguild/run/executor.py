@@ -23,7 +23,8 @@ from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
 from ..sandbox import ExecStatus, safe_env
-from ..scoring.flags import describe, result_flags
+from ..scoring.flags import LEAKY_CV, describe, result_flags
+from ..scoring.oof import OofScorer, leaky_cv
 from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
 from ..util.fs import atomic_write, read_no_follow
 from .folder import RunDir
@@ -59,6 +60,7 @@ class Executor:
         self.scorer_fingerprint = scorers.fingerprint
         self.metric = scorers.holdout.metric
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
+        self.oof_scorer = OofScorer(run.spec, run.workspace.data_dir / run.spec.train_file)
 
     def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
         node_dir = self.run.node_dir(node.id)
@@ -134,7 +136,7 @@ class Executor:
         elif node.op == Op.EDA:  # its findings are what it printed: nothing to score
             outcome = self._judge_failure(result) or Outcome(Status.EXPLORED)
         else:
-            outcome = self._judge(result, output)
+            outcome = self._judge(result, output, blend=node.is_blend)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
@@ -172,7 +174,7 @@ class Executor:
         what = result.reason or f"the script ended with status {result.status.value}"
         return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
 
-    def _judge(self, result, output: Path) -> Outcome:
+    def _judge(self, result, output: Path, blend: bool = False) -> Outcome:
         failed = self._judge_failure(result)
         if failed is not None:
             return failed
@@ -205,12 +207,31 @@ class Executor:
             return Outcome(
                 "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
             )
-        return Outcome(
+        outcome = Outcome(
             Status.SCORED,
             score=value,
             flags=result_flags(value, self.metric, holdout, spec.id_column),
             outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
         )
+        if "oof" in outcome.outputs and value is not None:
+            self._check_oof(outcome, value, holdout, output / "oof.csv", blend)
+        return outcome
+
+    def _check_oof(self, outcome: Outcome, value: float, holdout: Path, oof_path: Path, blend: bool) -> None:
+        """Score the node's out-of-fold predictions on the training labels, and flag a
+        validation that leaks (``leaky_cv``). A blend's out-of-fold predictions fitted its
+        own weights, so they are optimistic by design: scored, never flagged."""
+        oof = self.oof_scorer.score(oof_path)
+        if oof is None:
+            return
+        outcome.oof_score = oof.score
+        z = self.run.config.scorer.leaky_cv_z
+        better = oof.score > value if self.metric.direction == "maximize" else oof.score < value
+        if blend or not z or not better:  # the holdout's noise is measured only when it could matter
+            return
+        rows = len(self.scorers.holdout.expected_ids)
+        if leaky_cv(value, self.scorers.holdout.spread(holdout), rows, oof, self.metric.direction, z):
+            outcome.flags.append(LEAKY_CV)
 
     def _judge_refit(self, result, output: Path) -> Outcome:
         """A refit's holdout is in its training data, so it has no score: it passes when it
@@ -260,6 +281,7 @@ class Executor:
             "metric": self.metric.name,
             "direction": self.metric.direction,
             "printed_score_untrusted": outcome.printed_score,
+            "oof_score": outcome.oof_score,
             "timing": outcome.timing,
         }
         atomic_write(node_dir / "score.json", json.dumps(score, indent=2))
@@ -271,10 +293,17 @@ class Executor:
             f"- status: {outcome.status}",
             f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
             f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
+            *(
+                [
+                    f"- out-of-fold {self.metric.name}: {outcome.oof_score:.6g} (scored by the harness on the training labels)"
+                ]
+                if outcome.oof_score is not None
+                else []
+            ),
             f"- run time: {outcome.timing.get('exec_s', 0):.1f} s",
         ]
         for flag in outcome.flags:
-            lines.append(f"- ⚠ {describe(flag, self.metric)}")
+            lines.append(f"- ⚠ {describe(flag, self.metric, outcome.score, outcome.oof_score)}")
         if graph is not None:
             lines += ["", "## Result", *result_lines(node, graph, self.metric.name, node_dir)]
         lines += sections or []

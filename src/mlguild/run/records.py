@@ -30,6 +30,7 @@ class Outcome:
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
+    oof_score: float | None = None  # the harness's score of output/oof.csv on the training labels
     flags: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     exec: dict = field(default_factory=dict)
@@ -89,7 +90,7 @@ def apply_outcome(node: Node, outcome: Outcome) -> None:
     """Set ``node``'s outcome fields from ``outcome`` (``record_finished`` does it too)."""
     node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
     node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
-    node.outputs = outcome.outputs
+    node.outputs, node.oof_score = outcome.outputs, outcome.oof_score
 
 
 def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: float | None = None) -> None:
@@ -102,6 +103,7 @@ def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: f
         score=node.score,
         failure=(node.failure or "")[-FAILURE_KEPT:] or None,
         printed_score=node.printed_score,
+        **({"oof_score": node.oof_score} if node.oof_score is not None else {}),
         flags=node.flags,
         outputs=node.outputs,
         timing=outcome.timing,
@@ -132,6 +134,7 @@ def apply_finished(node: Node, record: dict[str, Any]) -> None:
     node.score = record.get("score")
     node.failure = record.get("failure")
     node.printed_score = record.get("printed_score")
+    node.oof_score = record.get("oof_score")
     node.flags = record.get("flags", [])
     node.timing = record.get("timing", {})
     node.outputs = record.get("outputs", [])

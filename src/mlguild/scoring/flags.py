@@ -15,6 +15,7 @@ from .strict_csv import read_table
 
 PERFECT_SCORE = "perfect_score"
 CONSTANT_PREDICTIONS = "constant_predictions"
+LEAKY_CV = "leaky_cv"  # set by the executor (mlguild.scoring.oof): out-of-fold far better than holdout
 _TOLERANCE = 1e-9
 # Below this many holdout rows a perfect score is what an easy task often gets (a perfect AUC
 # on the 91-row holdout of the breast-cancer data): flagging it as a possible leak alarms for nothing.
@@ -35,8 +36,14 @@ def result_flags(score: float | None, metric: Metric, predictions: Path, id_colu
     return flags
 
 
-def describe(flag: str, metric: Metric) -> str:
+def describe(flag: str, metric: Metric, score: float | None = None, oof_score: float | None = None) -> str:
+    """What ``flag`` means for a person or a prompt; ``score`` and ``oof_score`` are the
+    node's holdout and out-of-fold scores, which the leaky_cv warning names."""
+    scores = "" if score is None or oof_score is None else f" ({oof_score:.5g} against {score:.5g})"
     return {
         PERFECT_SCORE: f"the holdout {metric.name} is perfect ({metric.perfect}); check the code for a label leak",
         CONSTANT_PREDICTIONS: "every holdout prediction is the same value: the model learned nothing from the features",
+        LEAKY_CV: f"its out-of-fold {metric.name} is far better than its holdout {metric.name}{scores}, beyond "
+        "the noise of both: its validation leaks (a target-derived feature, a preprocessor fitted on all rows, "
+        "groups or duplicates split between folds); its out-of-fold predictions are kept out of blends",
     }.get(flag, flag)

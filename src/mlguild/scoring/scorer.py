@@ -104,6 +104,16 @@ class Scorer:
             spec.positive_label, spec.classes, seed=seed, labels=self.labels,
         )  # fmt: skip
 
+    def spread(self, path: str | os.PathLike, seed: int = 0) -> float | None:
+        """The standard deviation of the submission's score over bootstrap resamples of the
+        rows: its noise (see the module function ``bootstrap_spread``)."""
+        self._check_integrity()
+        spec = self.spec
+        return bootstrap_spread(
+            path, self._answers(), self.format, self.metric, spec.target_columns, spec.metric_params,
+            spec.positive_label, spec.classes, seed=seed, labels=self.labels,
+        )  # fmt: skip
+
     def _answers(self) -> pd.DataFrame:
         if self.answers is None:
             raise ValueError("this Scorer has no sealed answers: it can only validate")
@@ -237,6 +247,41 @@ def bootstrap_wins(
         scored += 1
         wins += a.better_than(b)
     return wins / scored if scored else None
+
+
+def bootstrap_spread(
+    path: str | os.PathLike,
+    answers: pd.DataFrame,
+    fmt: SubmissionFormat,
+    metric: Metric,
+    target_columns: list[str],
+    metric_params: dict | None = None,
+    positive_label: str | None = None,
+    classes: list[str] | None = None,
+    n_resamples: int = 100,
+    seed: int = 0,
+    labels: Collection[str] | None = None,
+) -> float | None:
+    """The standard deviation of the submission's score over bootstrap resamples of its rows.
+    None where rows cannot be resampled one by one (grouped metrics, ranked lists) or fewer
+    than half the resamples could be scored. Same validation as ``score_submission``."""
+    if metric.grouped or metric.prediction == "ranked_list":
+        return None
+    truth, pred, params, _ = _prepared(
+        path, answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels
+    )
+    truth, pred = np.asarray(truth), np.asarray(pred)
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_resamples):
+        rows = rng.integers(0, len(truth), size=len(truth))
+        try:
+            value = metric(truth[rows], pred[rows], **params)
+        except ValueError:  # e.g. a resample with one class only, for AUC
+            continue
+        if np.isfinite(value):
+            values.append(value)
+    return float(np.std(values, ddof=1)) if len(values) >= max(2, n_resamples // 2) else None
 
 
 def _prepared(
