@@ -22,6 +22,7 @@ from ..core.protocols import Proposal
 from ..core.vocabulary import FailureKind, Op, Status
 from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
+from . import results
 from .budget import MIN_SCRIPT_S, mark_cut_short
 from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from .session import Session
@@ -130,6 +131,7 @@ def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
     session.executor.write_report(node, outcome, graph, report.markdown() if report else [])
     outcome.timing["harness_s"] = round(outcome.timing.get("harness_s", 0.0) + time.monotonic() - started, 4)
     record_finished(session.run.journal, node, outcome, session.clock.elapsed())
+    results.append(session.run.path, node, session.run.journal.records)
     if node.op == Op.REFIT:  # the final stage's: nothing for the search to learn or promote
         return
     if node.op == Op.EDA and node.status == Status.EXPLORED:

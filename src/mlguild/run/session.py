@@ -26,6 +26,7 @@ from ..pools import Pools
 from ..sandbox.runner import stop_running_scripts
 from ..scoring.scorer import fingerprint
 from ..util.fs import read_text_no_follow
+from . import results
 from .budget import BudgetClock
 from .context import ContextBuilder
 from .executor import Executor
@@ -59,6 +60,7 @@ class Session:
         self.memory.replay(self.state.graph, self.code, self.columns)
         self.pools = Pools.open(run.path)
         self.pools.reports.sync(self.state.graph)  # a resume: the nodes a kill left unreported
+        results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)
         self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction, self.pools)
 
     def code(self, node: Node) -> str:
