@@ -28,7 +28,7 @@ from ..brains.scripted import PRIOR_SCRIPT
 from ..coder.diagnose import diagnose
 from ..config import Config, load_config, save_config
 from ..core.errors import ConfigError, KaggleError, RunError
-from ..core.graph import Node
+from ..core.graph import Node, SearchGraph
 from ..core.protocols import Brain, Sandbox
 from ..core.vocabulary import Op
 from ..final.stage import Finish, finish
@@ -48,6 +48,7 @@ from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task, test_gap
 from .budget import Stop, spent_budget
 from .folder import RunDir, create_run, open_run
+from .interventions import mark_seen, on_resume
 from .loop import Agent
 from .session import EventHandler, Session
 
@@ -171,7 +172,8 @@ def resume(
     run = open_run(path)
     try:
         config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
-        _check_not_finished(run, config)
+        graph = _check_not_finished(run, config)
+        on_resume(run, graph, overrides or [])  # journaled before anything changes
         if overrides:
             run.config = config
             save_config(run.config, run.path / "config.yaml")
@@ -180,9 +182,9 @@ def resume(
         run.close()
 
 
-def _check_not_finished(run: RunDir, config: Config) -> None:
+def _check_not_finished(run: RunDir, config: Config) -> SearchGraph:
     """Refuse to resume a run whose budget is spent, before its banner: say so, and how to
-    give it more (a new total budget)."""
+    give it more (a new total budget). Returns the run's graph, replayed."""
     from ..metrics import get_metric
     from .replay import replay
 
@@ -196,6 +198,7 @@ def _check_not_finished(run: RunDir, config: Config) -> None:
             f"its final submission is {run.path / 'final' / 'submission.csv'}",
             f"give it a larger total budget: `mlguild resume {run.path} {more}`",
         )
+    return state.graph
 
 
 def drive(
@@ -357,6 +360,7 @@ def _write_brief(run: RunDir, llm: LLM | None, say: Say) -> None:
     """brief.md before the first node: by the run's LLM when it has one (not a dry run's
     stand-in), by heuristics otherwise; an existing one (the user's edit) is kept."""
     _, author = ensure_brief(run.path, run.spec, run.profile, run.description, llm)
+    mark_seen(run)  # as the harness leaves it: a later edit is a person's (an intervention)
     say(f"brief {brief_path(run.path)} ({'kept as found' if author == 'existing' else 'by ' + author})", False)
 
 

@@ -18,6 +18,7 @@ from .budget import INTERRUPTED, Stop, mark_cut_short
 from .fix_loop import fix_loop
 from .folder import RunDir
 from .health import check_brain_health
+from .interventions import fingerprint, interrupted
 from .node import finish_node, resume_interrupted, run_node, sync_best
 from .records import Outcome
 from .session import EventHandler, Session
@@ -46,7 +47,9 @@ class Agent:
         session is in the journal. ``workers`` (default ``search.workers``): how many nodes
         are proposed and run at once (mlguild.run.workers), each script pinned to its own CPUs."""
         s = self.session
-        s.run.journal.append("session_started", resumed=s.state.sessions > 0, session_elapsed_s=0.0)
+        s.run.journal.append(
+            "session_started", resumed=s.state.sessions > 0, fingerprint=fingerprint(s.run.path), session_elapsed_s=0.0
+        )
         s.report_warnings()
         s.state.sessions += 1
         stop: Stop | None = None
@@ -65,9 +68,13 @@ class Agent:
             stop = Stop("budget", exc.which)
         except KeyboardInterrupt:
             stop = INTERRUPTED
+            interrupted(s.run, round(s.clock.elapsed(), 3))
         finally:
             reason = str(stop) if stop is not None else "error"
-            s.run.journal.append("session_ended", reason=reason, session_elapsed_s=round(s.clock.elapsed(), 3))
+            s.run.journal.append(
+                "session_ended", reason=reason, fingerprint=fingerprint(s.run.path),
+                session_elapsed_s=round(s.clock.elapsed(), 3),
+            )  # fmt: skip
             s.on_event("session_ended", {"reason": reason})
         return stop  # the loop ends only by an exception, and each one caught sets stop
 

@@ -24,6 +24,7 @@ from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from . import results
 from .budget import MIN_SCRIPT_S, mark_cut_short
+from .interventions import mark_seen
 from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from .session import Session
 from .workers import current_worker
@@ -136,7 +137,8 @@ def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
         return
     if node.op == Op.EDA and node.status == Status.EXPLORED:
         stdout = read_text_no_follow(session.run.node_dir(node.id) / "stdout.txt")
-        add_findings(session.run.path, node.id, stdout)
+        if add_findings(session.run.path, node.id, stdout):
+            mark_seen(session.run)  # the harness's own edit of the brief, not a person's
         session.contexts.brief = None  # the next proposal reads the brief with the findings
     if node.op not in (Op.RERUN, Op.EDA):  # a re-run repeats its node: nothing new to remember
         session.memory.record(node, graph, "" if node.ok else session.code(node), session.columns)
