@@ -83,7 +83,7 @@ class RecipeBrain:
             lines += [f"**Learned on this task:** {'; '.join(inherited)}.", ""]
         lines += [
             f"**What:** {recipe.title}; {_data_line(task, profile)}; "
-            f"{meta['run']['n_folds']}-fold cross-validation, test predictions averaged over the fold models.",
+            f"{meta['run']['n_folds']}-fold {_fold_kind(task)}cross-validation, test predictions averaged over the fold models.",
             f"**Why:** {recipe.why}.",
         ]
         summary = f"Why this recipe: {recipe.why}."
@@ -338,6 +338,12 @@ def _data_line(task: dict[str, Any], profile: dict[str, Any]) -> str:
     kinds = Counter(c["kind"] for c in profile.get("columns", []))
     cols = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return f"{task['task_type']} task, {profile.get('n_train', '?')} training rows, columns: {cols or 'none profiled'}"
+
+
+def _fold_kind(task: dict[str, Any]) -> str:
+    """How the folds are cut, in the plan's words: in time order when the task has a time column."""
+    column = task.get("time_column")
+    return f"time-ordered (expanding-window, by {column!r}) " if column else ""
 
 
 def _score(parent: ParentView, context: Context) -> str:
