@@ -63,3 +63,16 @@ def test_without_a_time_column_the_folds_stay_shuffled(tmp_path):
     ws = Workspace(tmp_path, dated_frame().drop(columns=["label"]), **spec("regression", None))
     code = draft_of(ws, "lightgbm").code
     assert "time_folds" not in code and "KFold(N_FOLDS, shuffle=True" in code
+
+
+def test_the_llm_prompts_say_the_data_are_ordered_in_time():
+    from mlguild.prompts import render
+    from mlguild.task.spec import TaskSpec
+
+    rows = {"train": 240, "holdout": 60, "test": 75}
+    timed = TaskSpec(**spec("regression", "day")).public_dict()
+    contract = " ".join(render("contract", task=timed, rows=rows, prediction_help="a number").split())
+    assert "ordered in time by `day`: the holdout is the latest labelled rows" in contract
+    assert "never train on rows later than the rows you validate on" in contract
+    plain = TaskSpec(**spec("regression", None)).public_dict()
+    assert "ordered in time" not in render("contract", task=plain, rows=rows, prediction_help="a number")
