@@ -161,3 +161,12 @@ def test_plain_data_keeps_a_random_holdout_without_a_warning(tmp_path):
     ws = _build(make_task(tmp_path / "plain"), tmp_path)
     assert ws.manifest()["split"] == {**ws.manifest()["split"], "kind": "random"}
     assert "warning" not in ws.manifest()["split"]
+
+
+def test_the_verifier_rereads_the_files_to_check_a_time_split(tmp_path):
+    ws = _build(dated_task(tmp_path / "t", time_column=None), tmp_path)  # a random split
+    manifest = ws.manifest()
+    manifest["split"].update(kind="time", time_column="day")  # a builder that claims otherwise
+    ws.manifest_path.write_text(json.dumps(manifest))
+    report = verify_workspace(ws.run_dir, "id", ["y"])
+    assert not report.ok and any("later than a holdout row" in p for p in report.problems)
