@@ -10,10 +10,13 @@ import pytest
 from conftest import Workspace, draft_of, script_head
 
 
-def dated_frame(n: int = 400) -> pd.DataFrame:
+def dated_frame(n: int = 400, zoned: bool = False) -> pd.DataFrame:
     rng = np.random.default_rng(3)
     days = pd.date_range("2019-01-01", periods=n // 2, freq="D").repeat(2)  # two rows a day: ties
-    frame = pd.DataFrame({"id": [f"r{i}" for i in range(n)], "day": days.strftime("%Y-%m-%d"), "x": rng.normal(size=n)})
+    text = days.strftime("%Y-%m-%d")
+    if zoned:  # timestamps in two zones: only in UTC do they sort as the days do
+        text = [f"{d}T{'06:00:00+12:00' if i % 2 else '00:30:00Z'}" for i, d in enumerate(text)]
+    frame = pd.DataFrame({"id": [f"r{i}" for i in range(n)], "day": text, "x": rng.normal(size=n)})
     frame["y"] = (frame["x"] + np.arange(n) / 100).round(3)
     frame["label"] = np.where(frame["x"] + rng.normal(scale=0.5, size=n) > 0, "yes", "no")
     return frame
@@ -34,15 +37,18 @@ def spec(task_type: str, time_column: str | None) -> dict:
     )
 
 
-@pytest.mark.parametrize(("task_type", "recipe"), [("regression", "lightgbm"), ("binary", "linear")])
-def test_no_fold_trains_on_rows_later_than_its_validation_rows(tmp_path, monkeypatch, task_type, recipe):
-    frame = dated_frame()
+@pytest.mark.parametrize(
+    ("task_type", "recipe", "zoned"),
+    [("regression", "lightgbm", False), ("binary", "linear", False), ("regression", "lightgbm", True)],
+)
+def test_no_fold_trains_on_rows_later_than_its_validation_rows(tmp_path, monkeypatch, task_type, recipe, zoned):
+    frame = dated_frame(zoned=zoned)
     other = "label" if task_type == "regression" else "y"
     ws = Workspace(tmp_path, frame.drop(columns=[other]), **spec(task_type, "day"))
     code = draft_of(ws, recipe).code
     assert "time-ordered" in draft_of(ws, recipe).plan
     ns = script_head(ws, code, monkeypatch, until="write")
-    when = pd.to_datetime(ns["train"]["day"])
+    when = pd.to_datetime(ns["train"]["day"], utc=True)
     folds = ns["folds"]
     assert len(folds) == 5
     validated = np.concatenate([valid for _, valid in folds])
@@ -56,7 +62,7 @@ def test_no_fold_trains_on_rows_later_than_its_validation_rows(tmp_path, monkeyp
     # Out-of-fold predictions exist for the validated rows only: the first block has none.
     done = ns["done"]
     assert done.sum() == len(validated) and not done[when <= when.iloc[validated].min() - pd.Timedelta(days=1)].any()
-    ws.run(code, f"{task_type}-time")  # the whole script still meets the contract
+    ws.run(code, f"{task_type}-{recipe}-{zoned}")  # the whole script still meets the contract
 
 
 def test_without_a_time_column_the_folds_stay_shuffled(tmp_path):
