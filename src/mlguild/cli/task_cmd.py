@@ -93,6 +93,8 @@ def init(
                 f"id {s.id_column}; target {', '.join(s.target_columns)}"
             )
         )
+        if s.time_column and kind != "csv":  # a csv: source said it with its decision
+            console.print(plain(f"  ordered in time by {s.time_column!r}: the holdout is the latest labelled rows"))
         if (gap := test_gap(task)) is not None:
             console.print(f"[yellow]warning:[/] {plain(gap)}")
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))
