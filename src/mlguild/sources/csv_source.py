@@ -215,6 +215,8 @@ def build_from_csv(
         f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
         f"Metric: {metric}.\n"
     )
+    if time_column is not None:
+        description += f"\nThe rows are ordered in time by `{time_column}`: the test rows come after the train rows.\n"
     for path in [Path(train_path), *([Path(test)] if test else [])]:
         if (sep := sniff_separator(path)) != ",":
             description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
