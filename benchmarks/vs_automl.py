@@ -1,6 +1,6 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
-What it measures: for each bundled example (churn, ames, reviews, titanic, digits), the test
+What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits), the test
 score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
@@ -15,6 +15,9 @@ score of
   submission format. The raw train frame goes in as pandas reads it (id column dropped);
   text columns stay raw strings and each peer does with them what it does by default (see
   the docstrings of the runners); image arrays are already one numeric column per pixel.
+  On ridership (ordered in time: its test days come after all its labelled days) the date
+  column goes in as its text, and each peer validates as it does by default (randomly),
+  while mlguild's holdout is its latest labelled days and its recipes' folds are ordered in time.
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is
 scored by mlguild's own scorer (``mlguild.scoring.scorer.Scorer``) against the same test

@@ -42,6 +42,11 @@ def init(
     id_column: str | None = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
     task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
     metric: str | None = typer.Option(None, help="Metric name (a sensible default per task type)."),
+    time_column: str | None = typer.Option(
+        None,
+        "--time-column",
+        help="Column of dates ordering the rows in time (csv: sources): the holdout (and without --test, the test set) is then the latest rows; inferred when the test rows come after the train rows.",
+    ),
     force: bool = typer.Option(False, help="Overwrite an existing task folder."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", help="mlebench: sources: MLE-bench's data folder (with COMPETITION-ID/prepared/)."
@@ -69,12 +74,14 @@ def init(
             _init_mlebench(rest, data_dir, target, metric)
             return
         dest = out or Path("tasks") / task_name(kind, rest)
-        options: dict[str, bool | str | Path | None] = {"overwrite": force}
+        options: dict[str, object] = {"overwrite": force}
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
-        elif any([target, test, id_column, task_type, metric]):
+            options.update(time_column=time_column, say=_say)
+        elif any([target, test, id_column, task_type, metric, time_column]):
             raise TaskError(
-                "--target/--test/--id/--task-type/--metric apply to csv: sources only", f"run `mlguild init {source}`"
+                "--target/--test/--id/--task-type/--metric/--time-column apply to csv: sources only",
+                f"run `mlguild init {source}`",
             )
         path = init_task(source, dest, **options)
         task = load_task(path)
@@ -86,6 +93,8 @@ def init(
                 f"id {s.id_column}; target {', '.join(s.target_columns)}"
             )
         )
+        if s.time_column and kind != "csv":  # a csv: source said it with its decision
+            console.print(plain(f"  ordered in time by {s.time_column!r}: the holdout is the latest labelled rows"))
         if (gap := test_gap(task)) is not None:
             console.print(f"[yellow]warning:[/] {plain(gap)}")
         console.print(plain(f"  edit {path / 'task.yaml'} to change any of these, then: mlguild run {path} --time 10m"))

@@ -40,6 +40,10 @@ class FirewallConfig(_Section):
     holdout_fraction: float = Field(0.2, gt=0.0, lt=0.9, description="Share of labelled rows sealed as the holdout.")
     max_holdout_rows: int = Field(50_000, gt=0, description="Cap on holdout rows, so huge tasks score fast.")
     seed: int = Field(0, description="Seed of the stratified holdout split.")
+    holdout: Literal["auto", "random"] = Field(
+        "auto",
+        description="auto: the latest labelled rows when the task names a time_column, else a seeded random split; random: always a random split (a warning says so on time-ordered data).",
+    )
 
 
 class SandboxConfig(_Section):

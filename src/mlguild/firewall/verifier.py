@@ -7,11 +7,14 @@ computed, only the files, the manifest and the sealed answers.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from ..task.column_parsers import parse_datetime
+from ..task.spec import HOLDOUT_INPUTS
 from ..util.fs import sha256_file
 from .workspace import Workspace, comparable, read_csv_exact
 
@@ -28,7 +31,7 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
 
     Checks: every file matches the manifest (no file added, removed or changed); no CSV column
     named like a target agrees with the sealed labels on sealed ids beyond chance; and no file
-    is byte-identical to a sealed file.
+    is byte-identical to a sealed file; and a split by time has no training row later than the holdout.
     """
     ws = Workspace(run_dir)
     problems: list[str] = []
@@ -58,6 +61,7 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
             problems.append(f"{rel} is byte-identical to a sealed file")
         if path.suffix.lower() == ".csv":
             problems.extend(_check_csv(rel, path, id_column, target_columns, sealed))
+    problems.extend(_check_time_order(ws, manifest, id_column))
     return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
 
 
@@ -108,6 +112,28 @@ def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[s
             if col not in (id_column, _POS) and col not in targets and (comparable(on_sealed[col]) == truth).all():
                 problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
     return problems
+
+
+def _check_time_order(ws: Workspace, manifest: dict, id_column: str) -> list[str]:
+    """A split the manifest says is by time: every training row of the workspace is as old as,
+    or older than, every holdout group's latest row (a group is a row when ids are unique),
+    re-read from the files rather than taken from the builder's word."""
+    split = manifest.get("split", {})
+    if split.get("kind") != "time":
+        return []
+    column = split["time_column"]
+    train_file = json.loads((ws.data_dir / "task.json").read_text())["train_file"]
+    train, holdout = read_csv_exact(ws.data_dir / train_file), read_csv_exact(ws.data_dir / HOLDOUT_INPUTS)
+    if column not in train.columns or column not in holdout.columns:
+        return [f"the time column {column!r} is missing from the workspace's train or holdout file"]
+    train_times, holdout_times = parse_datetime(train[column]), parse_datetime(holdout[column])
+    if train.empty or holdout.empty:
+        return []
+    latest_fit = train_times.max()
+    earliest_group = holdout_times.groupby(holdout[id_column].to_numpy()).max().min()
+    if latest_fit > earliest_group:
+        return [f"a training row ({latest_fit}) is later than a holdout row ({earliest_group}) in {column!r}"]
+    return []
 
 
 _POS = "__position_in_group"

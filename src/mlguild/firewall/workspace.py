@@ -1,7 +1,8 @@
 """Firewall: materialise what scripts may read, seal what they must not, and prove it.
 
 ``build_workspace`` writes ``run/workspace/data`` (train rows minus a seeded, stratified
-holdout; holdout inputs without labels; test inputs; sample submissions) and
+holdout, or minus the latest rows when the task names a ``time_column``, see
+``firewall.time_split``; holdout inputs without labels; test inputs; sample submissions) and
 ``run/sealed`` (holdout labels and test answers). Sealed data is *never* inside the
 workspace — the guarantee is that the files do not exist there, not a prompt telling
 scripts to keep away. ``mlguild.firewall.verifier`` is independent of the builder: it re-reads every
@@ -25,6 +26,7 @@ from ..scoring.submission import KNOWN_LABELS
 from ..task.folder import Task
 from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
 from ..util.fs import sha256_file
+from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
@@ -143,7 +145,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     _no_copy_of_the_target(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
-    if spec.ids_unique:
+    split_words = _split_words(train, test, task, cfg)
+    if split_words["kind"] == "time":
+        mask = split_words.pop("mask")
+    elif spec.ids_unique:
         mask = split_holdout(
             train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify
         )
@@ -219,10 +224,11 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         "split": {
             "seed": cfg.seed,
             "fraction": cfg.holdout_fraction,
-            "stratified": stratify,
+            "stratified": stratify and split_words["kind"] != "time",
             "train_rows": len(fit_rows),
             "holdout_rows": len(holdout_rows),
             "test_rows": len(test),
+            **split_words,
         },
         "workspace": files,
         "sealed": sealed,
@@ -230,6 +236,27 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     ws.manifest_path.write_text(json.dumps(manifest, indent=2))
     _make_read_only(ws.data_dir)
     return ws
+
+
+def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: FirewallConfig) -> dict:
+    """How the holdout is cut, for the manifest: by time (with the holdout ``mask``) when the
+    task names a time_column and the config does not force a random split; otherwise
+    random, with a warning when the test rows come after the train rows in a date column."""
+    spec = task.spec
+    skip = [spec.id_column, *spec.target_columns]
+    if spec.time_column is not None and cfg.holdout == "auto":
+        times = task_times(train, spec.time_column, str(task.train_path))
+        n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
+        groups = None if spec.ids_unique else train[spec.id_column]
+        mask = time_holdout(times, n_holdout, groups)
+        if not mask.any():
+            raise TaskError(
+                f"every labelled row of {task.train_path} has the same {spec.time_column!r}: no row is later than another",
+                "set time_column: null in task.yaml for a random holdout",
+            )
+        return {"mask": mask, **time_split_record(times, mask, spec.time_column, not spec.ids_unique)}
+    warning = random_holdout_warning(train, test, skip, forced=spec.time_column is not None)
+    return {"kind": "random", **({"warning": warning} if warning else {})}
 
 
 def _copy_row_files(

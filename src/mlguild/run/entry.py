@@ -32,6 +32,7 @@ from ..core.graph import Node, SearchGraph
 from ..core.protocols import Brain, Sandbox
 from ..core.vocabulary import Op
 from ..final.stage import Finish, finish
+from ..firewall.time_split import split_line
 from ..kaggle.api import competition_slug
 from ..kaggle.submitter import Submitter, kaggle_slug
 from ..llm.base import LLM
@@ -149,6 +150,8 @@ def start(
     if (gap := test_gap(loaded)) is not None:
         say(gap, True)
     run = create_run(loaded, config, Path(runs_dir), run_id)
+    if (split := split_line(run.workspace.manifest()["split"])) is not None:
+        say(*split)  # a holdout of the latest rows, or the warning for a random one on time-ordered data
     try:
         if not launch:
             llm = _llm_for(run, brain_name, dry_run)

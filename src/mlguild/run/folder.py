@@ -139,6 +139,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
                     prior_floor_score=prior_floor,
                     **({"prior_floor_skipped": prior_skipped} if prior_skipped else {}),
                     scorer_sha256=fingerprint(),
+                    holdout_split=_split_summary(partial),
                 )
             os.rename(partial, path)  # the run appears whole, or not at all
             _fsync_dir(runs)
@@ -182,6 +183,14 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
     (path / "nodes").mkdir()
     (path / "best").mkdir()
     return floor, prior_floor, prior_skipped, report.checked_files
+
+
+def _split_summary(path: Path) -> dict:
+    """How the holdout was cut (random, or the latest rows by the time column, and any warning),
+    from the manifest: journaled so that the run's record says it."""
+    split = Workspace(path).manifest()["split"]
+    keep = ("kind", "time_column", "train_last", "holdout_first", "holdout_last", "groups", "warning")
+    return {key: split[key] for key in keep if key in split}
 
 
 def _not_among_the_data(runs_dir: Path, task: Task) -> None:

@@ -7,6 +7,7 @@ metric are guessed from the data and written into task.yaml, where they are easy
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,8 @@ from ..core.suggest import closest, did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
 from ..metrics import metric_name
 from ..task.folder import TaskSpec
-from .layout import prepare_dest, split_test, write_task
+from ..task.time_order import date_columns, infer_time_column
+from .layout import prepare_dest, split_test, split_test_by_time, write_task
 
 _ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
 _MAX_CLASSES_AS_CLASSIFICATION = 30
@@ -115,8 +117,13 @@ def build_from_csv(
     metric: str | None = None,
     name: str | None = None,
     overwrite: bool = False,
+    time_column: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Path:
-    """Build a task folder from CSV files. Without a test file, 20% of the rows become the test set."""
+    """Build a task folder from CSV files. Without a test file, 20% of the rows become the test
+    set: the latest 20% when the rows are ordered in time by ``time_column``, else a seeded
+    random share. With a test file, the time column is inferred when none is named (see
+    ``mlguild.task.time_order``); ``say`` hears each decision about time."""
     if not target:
         raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
     train = _read(Path(train_path), "train")
@@ -156,7 +163,11 @@ def build_from_csv(
     task_type = task_type or infer_task_type(train[target])
     metric = metric or default_metric(task_type)
     classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
+    time_column, time_notes = _time_column(train, test_frame, time_column, [target, id_column])
+    for note in time_notes:
+        (say or _quiet)(note)
     spec_kwargs = dict(
+        time_column=time_column,
         name=name or Path(train_path).stem,
         task_type=task_type,
         metric=metric,
@@ -190,7 +201,9 @@ def build_from_csv(
             f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
         ) from exc
 
-    if test_frame is None:
+    if test_frame is None and time_column is not None:
+        train, test_frame = split_test_by_time(train, 0.2, time_column)
+    elif test_frame is None:
         stratify = target if task_type in ("binary", "multiclass") else None
         train, test_frame = split_test(train, 0.2, 0, stratify)
     answers = None
@@ -202,7 +215,46 @@ def build_from_csv(
         f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
         f"Metric: {metric}.\n"
     )
+    if time_column is not None:
+        description += f"\nThe rows are ordered in time by `{time_column}`: the test rows come after the train rows.\n"
     for path in [Path(train_path), *([Path(test)] if test else [])]:
         if (sep := sniff_separator(path)) != ",":
             description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
     return write_task(dest, spec, description, train, test_frame, answers)
+
+
+def _quiet(line: str) -> None:
+    """Say nothing (the default for library callers)."""
+
+
+def _time_column(
+    train: pd.DataFrame, test: pd.DataFrame | None, named: str | None, skip: list[str]
+) -> tuple[str | None, list[str]]:
+    """(the task's time column or None, the notes that say why). A named one must be a column
+    of dates in every row; otherwise one is inferred when a test file comes after the train
+    file in a date column. A single file gives no such evidence: a date column is pointed out,
+    and used only when named."""
+    if named is not None:
+        if named not in train.columns:
+            columns = [str(c) for c in train.columns]
+            raise TaskError(
+                f"--time-column {named!r} is not a column of the train file{did_you_mean(named, columns)}",
+                f"pass --time-column with one of its columns ({listing(columns)})",
+            )
+        if named in skip:
+            raise TaskError(f"--time-column {named!r} is the target or the id column", "name a column of dates")
+        split_test_by_time(train, 0.2, named)  # its values must all be dates (TaskError naming the fix)
+        how = "the test set is the latest 20% of the rows" if test is None else "the test file's rows"
+        return named, [
+            f"time column {named!r} (--time-column): {how}; the holdout is the latest labelled rows "
+            "and validation folds are ordered in time"
+        ]
+    if test is not None:
+        return infer_time_column(train, test, skip)
+    dates = date_columns(train, skip)
+    if not dates:
+        return None, []
+    return None, [
+        f"column {dates[0]!r} holds dates: if the rows are ordered in time by it, pass --time-column {dates[0]} "
+        "(the test set is then the latest 20% of the rows, not a random 20%)"
+    ]

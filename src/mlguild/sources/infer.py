@@ -23,6 +23,7 @@ from ..core.suggest import did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
+from ..task.time_order import infer_time_column_of_files
 from .csv_source import _positive_label, infer_task_type
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
@@ -231,7 +232,10 @@ def infer_task(
                 "set positive_label in task.yaml if it is the other)"
             )
     answers = _answers_file(root, [id_column, *targets], notes)
+    time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
+    notes += time_notes
     spec = TaskSpec(
+        time_column=time_column,
         name=_name(folder),
         task_type=task_type,
         metric=metric,

@@ -10,6 +10,7 @@ import pandas as pd
 import yaml
 
 from ..core.errors import TaskError
+from ..firewall.time_split import task_times, time_holdout
 from ..firewall.workspace import split_holdout
 from ..task.folder import TaskSpec, load_task
 
@@ -34,6 +35,18 @@ def split_test(
     """Seeded (optionally stratified) split of labelled rows into train and a test set with answers."""
     labels = frame[stratify_on] if stratify_on else pd.Series(np.zeros(len(frame)))
     mask = split_holdout(labels, fraction, len(frame), seed, stratify=stratify_on is not None)
+    return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+
+
+def split_test_by_time(frame: pd.DataFrame, fraction: float, column: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split labelled rows ordered in time: the test set is the latest ``fraction`` of them (rows
+    sharing the time at the cut all on one side), as a competition on such data would split it."""
+    times = task_times(frame, column, "the labelled rows")
+    mask = time_holdout(times, int(round(len(frame) * fraction)))
+    if not mask.any():
+        raise TaskError(
+            f"every row has the same {column!r}: no row is later than another", "pass another --time-column, or none"
+        )
     return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
 
 

@@ -35,7 +35,9 @@ def resolve_task(
     dest = mlguild_home() / "tasks" / task_name(kind, rest)
     if dest.exists() and (dest / "task.yaml").exists() and not fresh and kind == "example":
         return load_task(dest)
-    options = {"metric": metric} if kind == "csv" and metric else {}
+    options: dict[str, object] = {"metric": metric} if kind == "csv" and metric else {}
+    if kind == "csv":
+        options["say"] = say  # what was decided about time order
     if metric and kind != "csv":
         raise TaskError(f"--metric does not apply to {kind}: sources", f"run {source} without it")
     return load_task(init_task(source, dest, target=target, overwrite=True, **options))

@@ -9,6 +9,7 @@ run is heard, because an existing brief is read, never rewritten.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..llm.base import LLM, Message
@@ -17,6 +18,7 @@ from ..prompts import prediction_help, render
 from ..util.fs import atomic_write
 from .folder import TaskSpec
 from .profile import DataProfile, summary_text
+from .time_order import time_lines
 
 BRIEF = "brief.md"
 _MAX_CHARS = 8000  # a brief is read by every prompt: an LLM's overlong one is cut
@@ -48,8 +50,23 @@ def ensure_brief(
             text, author = llm_brief(llm, spec, profile, description), "llm"
         except Exception as exc:  # any failure of the model: the heuristic brief still serves
             text += f"\n(The LLM could not write this brief: {type(exc).__name__}; these are heuristics.)\n"
+    text += time_section(spec, run_dir)
     atomic_write(brief_path(run_dir), text)
     return text, author
+
+
+TIME_HEADING = "## Time order"
+
+
+def time_section(spec: TaskSpec, run_dir: Path) -> str:
+    """The brief's section on time order, from the split the firewall made (the run's
+    manifest): the time column and the holdout's span, or the warning for a random holdout
+    on time-ordered data. Added by the harness whoever wrote the rest, so that no LLM's
+    brief leaves it out; empty when time plays no part."""
+    manifest = run_dir / "manifest.json"
+    split = json.loads(manifest.read_text()).get("split", {}) if manifest.is_file() else {}
+    lines = time_lines(spec.public_dict(), split)
+    return f"\n{TIME_HEADING}\n\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 FINDINGS_HEADING = "## Findings of the exploratory node"

@@ -76,6 +76,11 @@ class TaskSpec(BaseModel):
         None, description="Class labels, in submission column order for probability submissions."
     )
     text_columns: list[str] = Field(default_factory=list, description="Free-text input columns.")
+    time_column: str | None = Field(
+        None,
+        description="Column of dates or timestamps that orders the rows in time: the holdout is then the latest "
+        "labelled rows and validation folds are ordered by it (inferred when the test rows come after the train rows).",
+    )
     train_file: str = Field("train.csv", description="Labelled rows, in public/.")
     test_file: str = Field("test.csv", description="Test inputs, in public/.")
     sample_submission: str = Field(
@@ -137,6 +142,8 @@ class TaskSpec(BaseModel):
             )
         if self.id_column in self.target_columns:
             raise ValueError("the id column cannot also be a target column")
+        if self.time_column is not None and self.time_column in self.target_columns:
+            raise ValueError(f"time_column {self.time_column!r} is a target column: name an input column of dates")
         public = {
             "train_file": self.train_file,
             "test_file": self.test_file,

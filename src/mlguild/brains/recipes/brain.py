@@ -83,7 +83,7 @@ class RecipeBrain:
             lines += [f"**Learned on this task:** {'; '.join(inherited)}.", ""]
         lines += [
             f"**What:** {recipe.title}; {_data_line(task, profile)}; "
-            f"{meta['run']['n_folds']}-fold cross-validation, test predictions averaged over the fold models.",
+            f"{meta['run']['n_folds']}-fold {_folds_line(task)}.",
             f"**Why:** {recipe.why}.",
         ]
         summary = f"Why this recipe: {recipe.why}."
@@ -340,6 +340,17 @@ def _data_line(task: dict[str, Any], profile: dict[str, Any]) -> str:
     kinds = Counter(c["kind"] for c in profile.get("columns", []))
     cols = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return f"{task['task_type']} task, {profile.get('n_train', '?')} training rows, columns: {cols or 'none profiled'}"
+
+
+def _folds_line(task: dict[str, Any]) -> str:
+    """How the script validates and predicts, in the plan's words (after "5-fold")."""
+    column = task.get("time_column")
+    if column:
+        return (
+            f"time-ordered (expanding-window, by {column!r}) cross-validation, holdout and test predicted "
+            "by the latest fold's model"
+        )
+    return "cross-validation, test predictions averaged over the fold models"
 
 
 def _score(parent: ParentView, context: Context) -> str:

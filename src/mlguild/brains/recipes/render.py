@@ -257,6 +257,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,
         "cv": _cv_metric(task["metric"]),
+        # Folds ordered in time (templates/folds_time.py.j2) when the task names a time column.
+        "time_column": task.get("time_column"),
     }
     code = _environment().get_template("script.py.j2").render(**context)
     return _hoist_imports(code)
