@@ -32,10 +32,11 @@ train = pd.read_csv(data / task["train_file"], dtype={{idc: str}})
 def predict(ids):
     out = pd.DataFrame({{idc: ids}})
     labels = train[target].astype(str)
-    if kind == "probability":
+    if kind == "probability":  # each column from its own target (several targets: one per column)
         positive = task.get("positive_label") or "1"
-        p = (labels == positive).mean()
-        out[task["submission_columns"][1]] = (1 - SHRINK) * p + SHRINK * 0.5
+        for col in task["submission_columns"][1:]:
+            p = (train[col if col in train else target].astype(str) == positive).mean()
+            out[col] = (1 - SHRINK) * p + SHRINK * 0.5
     elif kind == "class_probabilities":
         freq = labels.value_counts(normalize=True)
         for cls in task["classes"]:
@@ -44,7 +45,8 @@ def predict(ids):
         for col in task["submission_columns"][1:]:
             out[col] = pd.to_numeric(train[col]).mean() * (1 - SHRINK)
     else:
-        out[task["submission_columns"][1]] = labels.mode().iloc[0]
+        for col in task["submission_columns"][1:]:
+            out[col] = train[col if col in train else target].astype(str).mode().iloc[0]
     return out
 
 

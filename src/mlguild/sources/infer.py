@@ -68,8 +68,11 @@ def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], 
 # mentions (in its evaluation section when it has one) is the task's metric.
 _METRIC_PATTERNS: list[tuple[str, str]] = [
     # several columns scored together, before the one-column names they contain
-    ("mcrmse", r"\bmcrmse\b|mean[- ]column[- ]?wise[- ]root[- ]mean[- ]squared?[- ]error"),
-    ("mean_columnwise_rmsle", r"mean[- ]column[- ]?wise[- ]root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error"),
+    ("mcrmse", r"\bmcrmse\b|mean[- ]column[- ]?wise[- ](rmse\b|root[- ]mean[- ]squared?[- ]error)"),
+    (
+        "mean_columnwise_rmsle",
+        r"\bmcrmsle\b|mean[- ]column[- ]?wise[- ](rmsle\b|root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error)",
+    ),
     ("mean_columnwise_roc_auc", r"mean[- ]column[- ]?wise[- ](roc[- ])?auc|column[- ]?wise[- ]mean[- ](roc[- ])?auc"),
     ("mean_columnwise_logloss", r"mean[- ]column[- ]?wise[- ]log[- ]?loss|column[- ]?wise[- ]mean[- ]log[- ]?loss"),
     ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
