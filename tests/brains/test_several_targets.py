@@ -159,3 +159,39 @@ def test_every_tabular_recipe_renders_for_several_targets(schools, roles):
     for ws in (schools, roles):
         for recipe in DRAFT_ORDER["tabular"]:
             _guarded(_draft(ws, recipe).code, ws)
+
+
+@pytest.fixture(scope="module")
+def comments(tmp_path_factory):
+    """Text with labels as in jigsaw-toxic: one column per label, one of them very rare."""
+    frame = _rdata("modeldata", "training_data", 400)
+    frame.insert(0, "id", range(len(frame)))
+    frame["great"] = (frame.pop("score") == "great").astype(int)
+    frame["long"] = (frame["review"].str.len() > frame["review"].str.len().median()).astype(int)
+    frame["rare"] = 0
+    frame.loc[:3, "rare"] = 1  # four rows: some folds' fit rows hold two or three
+    return Workspace(
+        tmp_path_factory.mktemp("comments"),
+        frame,
+        name="comments",
+        task_type="binary",
+        modality="text",
+        metric="mean_columnwise_roc_auc",
+        id_column="id",
+        target_columns=["great", "long", "rare"],
+        submission_columns=["id", "great", "long", "rare"],
+        positive_label="1",
+        text_columns=["review"],
+    )
+
+
+@pytest.mark.slow
+def test_text_multi_label_with_a_rare_label(comments):
+    """A label too rare to fit (a calibrated SVM needs several rows of each) is predicted by its
+    share instead of failing the script; the other labels are learned from the text."""
+    comments.run(_draft(comments, "tfidf_svm").code, "draft-tfidf_svm")
+    out = _outputs(comments, "draft-tfidf_svm")
+    truth = pd.read_csv(comments.data / "train.csv", dtype={"id": str}).set_index("id").loc[out["oof"]["id"]]
+    auc = get_metric("roc_auc")
+    assert auc(truth["long"].to_numpy(), out["oof"]["long"].to_numpy()) > 0.6
+    assert out["holdout"]["rare"].between(0, 0.05).all()
