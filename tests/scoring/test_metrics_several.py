@@ -64,3 +64,15 @@ def test_the_scorer_scores_a_multi_label_submission_cell_by_cell(tmp_path):
         )  # fmt: skip
         scorer = Scorer(spec, answers=load_answers(tmp_path / "a.csv", "id"))
         assert scorer.score(tmp_path / "sub.csv").value == pytest.approx(f1_score(TRUTH, guessed, average=average))
+
+
+def test_a_label_column_with_one_class_is_left_out_of_the_mean_column_wise_auc():
+    # a rare label with no positive among these rows (a small holdout): its AUC is undefined
+    truth, proba = TRUTH.copy(), PROBA.copy()
+    truth[:, 2] = 0
+    expected = roc_auc_score(truth[:, :2], proba[:, :2])
+    assert get_metric("mean_columnwise_roc_auc")(truth, proba) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="undefined on every column"):
+        get_metric("mean_columnwise_roc_auc")(np.zeros_like(truth), proba)
+    with pytest.raises(ValueError, match="one class"):  # roc_auc keeps its own rule
+        get_metric("roc_auc")(truth, proba)

@@ -110,6 +110,30 @@ def _columnwise(fn: Callable[..., float]) -> Callable[..., float]:
     return functools.wraps(fn)(wrapped)
 
 
+def _columnwise_defined(fn: Callable[..., float]) -> Callable[..., float]:
+    """Like ``_columnwise``, but a column on which ``fn`` is undefined (ValueError: a label
+    column whose truth holds one class, as a rare label does on a small holdout) is left out
+    of the mean; ValueError only when every column is."""
+
+    def wrapped(y_true: Any, y_pred: Any, **params: Any) -> float:
+        t, p = np.asarray(y_true), np.asarray(y_pred)
+        if t.shape != p.shape:
+            raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+        if t.ndim != 2:
+            return fn(t, p, **params)
+        scores = []
+        for j in range(t.shape[1]):
+            try:
+                scores.append(fn(t[:, j], p[:, j], **params))
+            except ValueError:
+                continue
+        if not scores:
+            raise ValueError(f"{fn.__name__.strip('_')} is undefined on every column (each holds one class only)")
+        return float(np.mean(scores))
+
+    return functools.wraps(fn)(wrapped)
+
+
 def _grouped_auc(y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-group ROC AUC via the Mann-Whitney U statistic, ties getting average ranks.
 
@@ -334,8 +358,8 @@ METRICS: dict[str, Metric] = {
             "mean_columnwise_roc_auc",
             "maximize",
             "probability",
-            _columnwise(_roc_auc_1d),
-            "mean column-wise ROC AUC (ties averaged)",
+            _columnwise_defined(_roc_auc_1d),
+            "mean column-wise ROC AUC (ties averaged; a column whose truth holds one class is left out)",
         ),
         _m(
             "mean_columnwise_logloss",
