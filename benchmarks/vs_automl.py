@@ -1,7 +1,7 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
-What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits), the test
-score of
+What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits,
+and the several-target schools and devroles), the test score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
   fresh $MLGUILD_HOME; its score is the once-per-run grade of its final submission on the
@@ -12,7 +12,9 @@ score of
   ALL labelled rows with the same wall-clock budget (FLAML ``time_budget``, AutoGluon
   ``time_limit`` with ``presets="medium_quality"``), the task metric or the closest one the
   peer has, all cores, nothing else tuned; then predict the test rows in the task's
-  submission format. The raw train frame goes in as pandas reads it (id column dropped);
+  submission format. Tasks with several targets, which FLAML and AutoGluon do not fit as they
+  come, get a plain LightGBM default per column instead (``run_lightgbm_columns.py``, in
+  mlguild's venv); a peer that does not apply to a task shows ``n/a``. The raw train frame goes in as pandas reads it (id column dropped);
   text columns stay raw strings and each peer does with them what it does by default (see
   the docstrings of the runners); image arrays are already one numeric column per pixel.
   On ridership (ordered in time: its test days come after all its labelled days) the date
@@ -74,7 +76,20 @@ PEERS_DIR = ROOT / "benchmarks" / "peers"
 PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
+    # tasks with several targets, which FLAML and AutoGluon do not fit as they come: a plain
+    # LightGBM default per column, in mlguild's own venv (no setup)
+    "lightgbm": ("run_lightgbm_columns.py", "lightgbm"),
 }
+OWN_VENV = ("lightgbm",)
+
+
+def peer_applies(peer: str, spec) -> bool:
+    """Whether the peer fits this task: FLAML and AutoGluon one target, the LightGBM default
+    per column several."""
+    several = len(spec.target_columns) > 1
+    return several if peer == "lightgbm" else not several
+
+
 RATIO_NOTE = "ratio > 1 means mlguild is better: mlguild/peer when the metric is maximised, peer/mlguild when minimised"
 
 
@@ -129,7 +144,7 @@ def log_tail(log: Path, lines: int = 3, width: int = 400) -> str:
 
 
 def peer_python(bench_dir: Path, peer: str) -> Path:
-    return bench_dir / peer / "bin" / "python"
+    return Path(sys.executable) if peer in OWN_VENV else bench_dir / peer / "bin" / "python"
 
 
 def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
@@ -443,6 +458,10 @@ def main() -> int:
             }
             results["tasks"].append(row)
             for system in systems:
+                if system != "mlguild" and not peer_applies(system, spec):
+                    why = "several targets" if len(spec.target_columns) > 1 else "one target"
+                    row["results"][system] = {"status": "n/a", "score": None, "wall_s": None, "reason": why}
+                    continue
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} ...", flush=True)
                 try:
                     if system == "mlguild":
@@ -473,7 +492,10 @@ def main() -> int:
     )
     print(table(results["tasks"], systems, available))
     problems = [
-        (row["task"], s, r) for row in results["tasks"] for s, r in row["results"].items() if r["status"] != "ok"
+        (row["task"], s, r)
+        for row in results["tasks"]
+        for s, r in row["results"].items()
+        if r["status"] not in ("ok", "n/a")
     ]
     notes = [
         (row["task"], r["rescore_note"])

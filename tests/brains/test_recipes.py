@@ -237,7 +237,7 @@ def test_generated_code_passes_the_guard(churn, tmp_path):
 def test_unsupported_tasks_are_refused_clearly(churn):
     task = {**churn.task, "target_columns": ["a", "b"]}
     ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
-    with pytest.raises(MoveUnavailable, match="one target column"):
+    with pytest.raises(MoveUnavailable, match="one submission column per target"):
         RecipeBrain().propose(Action("draft"), ctx)
 
 

@@ -37,7 +37,7 @@ def init(
         "(https://www.kaggle.com/competitions/NAME, kaggle:NAME or NAME)",
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Task folder to create (default: ./tasks/NAME)."),
-    target: str | None = typer.Option(None, help="Target column (csv: sources)."),
+    target: str | None = typer.Option(None, help="Target column (csv: sources); several as a,b,c."),
     test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
     id_column: str | None = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
     task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),

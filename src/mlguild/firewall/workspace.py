@@ -308,6 +308,12 @@ def _check_labels(train: pd.DataFrame, task: Task) -> None:
             )
     if spec.task_type not in ("binary", "multiclass"):
         return
+    for col in spec.target_columns[1:]:  # several label columns (multi-label): each needs both labels
+        if train[col].nunique() < 2:
+            raise TaskError(
+                f"the label column {col!r} has a single value ({train[col].iloc[0]!r}): nothing to learn",
+                f"remove {col!r} from target_columns and submission_columns in {task.root}/task.yaml",
+            )
     labels = sorted(train[spec.target_columns[0]].unique())
     shown = ", ".join(repr(x) for x in labels[:10])
     if len(labels) < 2:

@@ -28,7 +28,7 @@ from mlguild.core.score import Direction, Score
 from mlguild.core.suggest import closest
 from mlguild.metrics.ranking import check_len, factorize, map_at_k, ndcg_at_k
 
-__all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric"]
+__all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric", "per_column"]
 
 Prediction = Literal["label", "probability", "class_probabilities", "value", "ranked_list"]
 # How the Scorer converts the truth column(s) before calling ``fn``:
@@ -106,6 +106,30 @@ def _columnwise(fn: Callable[..., float]) -> Callable[..., float]:
         if t.ndim == 2:
             return float(np.mean([fn(t[:, j], p[:, j], **params) for j in range(t.shape[1])]))
         return fn(t, p, **params)
+
+    return functools.wraps(fn)(wrapped)
+
+
+def _columnwise_defined(fn: Callable[..., float]) -> Callable[..., float]:
+    """Like ``_columnwise``, but a column on which ``fn`` is undefined (ValueError: a label
+    column whose truth holds one class, as a rare label does on a small holdout) is left out
+    of the mean; ValueError only when every column is."""
+
+    def wrapped(y_true: Any, y_pred: Any, **params: Any) -> float:
+        t, p = np.asarray(y_true), np.asarray(y_pred)
+        if t.shape != p.shape:
+            raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+        if t.ndim != 2:
+            return fn(t, p, **params)
+        scores = []
+        for j in range(t.shape[1]):
+            try:
+                scores.append(fn(t[:, j], p[:, j], **params))
+            except ValueError:
+                continue
+        if not scores:
+            raise ValueError(f"{fn.__name__.strip('_')} is undefined on every column (each holds one class only)")
+        return float(np.mean(scores))
 
     return functools.wraps(fn)(wrapped)
 
@@ -206,6 +230,23 @@ def f1(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
     return float(2 * tp / denom) if denom else 0.0
 
 
+def multilabel_f1_micro(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Micro F1 over label columns (one 0/1 cell per row and label): every cell pooled, so a
+    frequent label weighs more; 0.0 when no cell holds ``positive_label`` in either."""
+    t, p = np.asarray(y_true) == positive_label, np.asarray(y_pred) == positive_label
+    if t.shape != p.shape:
+        raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+    tp = np.sum(t & p)
+    denom = 2 * tp + np.sum(~t & p) + np.sum(t & ~p)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def multilabel_f1_macro(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Macro F1 over label columns: the binary F1 of ``positive_label`` in each column, averaged
+    (a column with no positive cell in truth or prediction counts 0, as scikit-learn's default)."""
+    return _columnwise(lambda t, p: f1(t, p, positive_label=positive_label))(y_true, y_pred)
+
+
 def f1_macro(y_true: Any, y_pred: Any) -> float:
     """Unweighted mean of per-class F1 over every label seen in y_true or y_pred."""
     ti, pi, k = _shared_codes(y_true, y_pred)
@@ -287,6 +328,46 @@ METRICS: dict[str, Metric] = {
         ),
         _m("f1", "maximize", "label", f1, "binary F1 of the positive label", params=("positive_label",)),
         _m("f1_macro", "maximize", "label", f1_macro, "unweighted mean of per-class F1"),
+        _m(
+            "multilabel_f1_micro",
+            "maximize",
+            "label",
+            multilabel_f1_micro,
+            "micro F1 over label columns (0/1 per cell, every cell pooled)",
+            params=("positive_label",),
+        ),
+        _m(
+            "multilabel_f1_macro",
+            "maximize",
+            "label",
+            multilabel_f1_macro,
+            "macro F1 over label columns (binary F1 per column, averaged)",
+            params=("positive_label",),
+        ),
+        # Several columns scored together, named as the competitions' graders name them; each
+        # is its one-column metric averaged over the columns (see PER_COLUMN).
+        _m("mcrmse", "minimize", "value", _columnwise(_rmse_1d), "mean column-wise root mean squared error"),
+        _m(
+            "mean_columnwise_rmsle",
+            "minimize",
+            "value",
+            _columnwise(_rmsle_1d),
+            "mean column-wise root mean squared log error, values > -1",
+        ),
+        _m(
+            "mean_columnwise_roc_auc",
+            "maximize",
+            "probability",
+            _columnwise_defined(_roc_auc_1d),
+            "mean column-wise ROC AUC (ties averaged; a column whose truth holds one class is left out)",
+        ),
+        _m(
+            "mean_columnwise_logloss",
+            "minimize",
+            "probability",
+            _columnwise(_binary_logloss_1d),
+            "mean column-wise binary log loss, clipped to [1e-15, 1-1e-15]",
+        ),
         _m("rmse", "minimize", "value", _columnwise(_rmse_1d), "root mean squared error (column-wise mean)"),
         _m("mse", "minimize", "value", _columnwise(_mse_1d), "mean squared error (column-wise mean)"),
         _m("rmsle", "minimize", "value", _columnwise(_rmsle_1d), "root mean squared log error, values > -1"),
@@ -331,7 +412,33 @@ ALIASES: dict[str, str] = {
     "kappa": "qwk", "quadratic_weighted_kappa": "qwk",
     "map@k": "map_at_k", "mapk": "map_at_k", "map": "map_at_k",
     "ndcg": "ndcg_at_k", "ndcg@k": "ndcg_at_k",
+    "mean_columnwise_rmse": "mcrmse", "mean_column_wise_rmse": "mcrmse", "columnwise_rmse": "mcrmse",
+    "mcrmsle": "mean_columnwise_rmsle", "mean_column_wise_rmsle": "mean_columnwise_rmsle",
+    "columnwise_rmsle": "mean_columnwise_rmsle",
+    "mean_columnwise_auc": "mean_columnwise_roc_auc", "mean_column_wise_roc_auc": "mean_columnwise_roc_auc",
+    "mean_column_wise_auc": "mean_columnwise_roc_auc", "columnwise_auc": "mean_columnwise_roc_auc",
+    "mean_auc": "mean_columnwise_roc_auc",
+    "mean_columnwise_log_loss": "mean_columnwise_logloss", "mean_column_wise_log_loss": "mean_columnwise_logloss",
+    "columnwise_logloss": "mean_columnwise_logloss", "columnwise_log_loss": "mean_columnwise_logloss",
+    "micro_f1": "multilabel_f1_micro", "f1_micro": "multilabel_f1_micro", "multilabel_f1": "multilabel_f1_micro",
+    "multilabel_micro_f1": "multilabel_f1_micro", "multilabel_macro_f1": "multilabel_f1_macro",
 }  # fmt: skip
+
+# The one-column metric each several-column metric averages (what a script can compute per
+# target column, and what draft choices such as a log-scale target key on).
+PER_COLUMN: dict[str, str] = {
+    "mcrmse": "rmse",
+    "mean_columnwise_rmsle": "rmsle",
+    "mean_columnwise_roc_auc": "roc_auc",
+    "mean_columnwise_logloss": "binary_logloss",
+    "multilabel_f1_micro": "f1",
+    "multilabel_f1_macro": "f1",
+}
+
+
+def per_column(name: str) -> str:
+    """The one-column metric that ``name`` averages over columns (``name`` itself for the others)."""
+    return PER_COLUMN.get(name, name)
 
 
 def _fold(name: str) -> str:

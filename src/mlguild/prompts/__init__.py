@@ -23,6 +23,14 @@ PREDICTION_HELP = {
 }
 
 
+# What each column holds when a task has several targets (multi-target regression, multi-label).
+_EACH_TARGET = {
+    "probability": "the probability of the positive class{positive} for that column (a float in [0, 1])",
+    "label": "that column's label{positive} or the other one, spelled exactly as in the training file",
+    "value": "the numeric prediction of that target",
+}
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
@@ -45,6 +53,10 @@ def prediction_help(task: dict) -> str:
     kind = task.get("prediction_kind", "value")
     positive = f" ({task['positive_label']!r})" if task.get("positive_label") else ""
     classes = ", ".join(task.get("classes") or [])
+    targets = task.get("target_columns") or []
+    if len(targets) > 1 and kind in _EACH_TARGET:  # several targets: a column of the submission each
+        each = _EACH_TARGET[kind].format(positive=positive)
+        return f"one column per target ({', '.join(targets)}), each holding {each}; the metric scores each column and averages"
     return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
         positive=positive, classes=classes
     )

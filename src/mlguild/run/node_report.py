@@ -78,6 +78,8 @@ def _blend_lines(path: Path) -> list[str]:
         return []
     try:
         report = json.loads(path.read_text())
+        if "column_weights" in report:  # a blend of several target columns: weights per column
+            return _column_blend_lines(report)
         weights = ", ".join(f"{m} {w:.2f}" for m, w in report["weights"].items())
         members = report["member_oof_scores"]
         return [
@@ -88,6 +90,24 @@ def _blend_lines(path: Path) -> list[str]:
         ]
     except (ValueError, KeyError, TypeError, AttributeError):
         return ["- fuse_weights.json is not in the expected format"]
+
+
+def _column_blend_lines(report: dict) -> list[str]:
+    def listed(values: dict) -> str:
+        return ", ".join(f"{m} {v:.2f}" for m, v in values.items())
+
+    blend = report["blend_oof_scores"]
+    return [
+        "- blend weights per target (fitted on out-of-fold predictions): "
+        + "; ".join(f"{t}: {listed(w)}" for t, w in report["column_weights"].items()),
+        f"- out-of-fold {report['oof_metric']} per target, blend then members: "
+        + "; ".join(
+            f"{t}: {blend[t]:.6g} ({', '.join(f'{m} {s:.6g}' for m, s in members.items())})"
+            for t, members in report["member_oof_scores"].items()
+            if t in blend
+        )
+        + " (printed by the script: a guide only)",
+    ]
 
 
 __all__ = ["result_lines"]

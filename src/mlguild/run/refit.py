@@ -155,11 +155,12 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
 def agreement(kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column: str) -> float:
     """How much two submissions for the same rows agree: Spearman correlation of the values
     (probabilities, regression values; per column, the lowest), or the share of rows with
-    the same label (labels; the most probable class for probability matrices)."""
+    the same label (labels, cell by cell for several label columns; the most probable class
+    for probability matrices)."""
     a = reference.set_index(id_column)
     b = refit.set_index(id_column).loc[a.index]
-    if kind == "label":
-        return float((a.iloc[:, 0].astype(str) == b.iloc[:, 0].astype(str)).mean())
+    if kind == "label":  # several label columns (multi-label): the share of equal cells
+        return float((a.astype(str).to_numpy() == b[a.columns].astype(str).to_numpy()).mean())
     a, b = a.apply(pd.to_numeric, errors="coerce"), b.apply(pd.to_numeric, errors="coerce")
     if kind == "class_probabilities":
         return float((a.to_numpy().argmax(axis=1) == b.to_numpy().argmax(axis=1)).mean())

@@ -24,8 +24,10 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
     median for MAE): a stronger floor than a template's stand-in values. False when the metric has
     no such constant (ranked lists)."""
     kind = get_metric(spec.metric).prediction
-    if kind == "ranked_list" or len(spec.target_columns) != 1:
+    if kind == "ranked_list":
         return False
+    if len(spec.target_columns) != 1:
+        return _write_prior_per_column(spec, train, sample, dest, kind)
     target = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=[spec.target_columns[0]]).iloc[:, 0]
     target = target[target != ""]
     frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
@@ -45,6 +47,33 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
         if values.empty:
             return False
         frame[columns[0]] = float(values.median() if spec.metric == "mae" else values.mean())
+    frame.to_csv(dest, index=False)
+    return True
+
+
+def _write_prior_per_column(spec: TaskSpec, train: Path, sample: Path, dest: Path, kind: str) -> bool:
+    """The prior of each target column in its own submission column (several targets): the
+    positive share, the most common label, the mean (the median for MAE). False when a
+    target is not a submission column or has no usable label."""
+    if kind not in ("value", "probability", "label") or any(
+        c not in spec.prediction_columns for c in spec.target_columns
+    ):
+        return False
+    labels = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=spec.target_columns)
+    frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
+    median = get_metric(spec.metric).name == "mae"
+    for column in spec.target_columns:
+        target = labels[column][labels[column] != ""]
+        if kind == "probability":
+            value: object = float((target == (spec.positive_label or "1")).mean()) if len(target) else None
+        elif kind == "label":
+            value = target.mode().iloc[0] if len(target) else None
+        else:
+            values = pd.to_numeric(target, errors="coerce").dropna()
+            value = (float(values.median() if median else values.mean())) if len(values) else None
+        if value is None:
+            return False
+        frame[column] = value
     frame.to_csv(dest, index=False)
     return True
 

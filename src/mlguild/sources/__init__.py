@@ -31,6 +31,10 @@ def _init_task(source: str, dest: Path, **options) -> Path:
         if options.get("target"):
             raise TaskError("--target does not apply to bundled examples", f"run `mlguild init {source}` without it")
         return build_example(rest, dest)
+    if kind == "csv" and rest and "," in str(options.get("target") or ""):
+        from .csv_several import build_several_from_csv  # --target a,b,c
+
+        return build_several_from_csv(Path(rest), dest, **options)
     if kind == "csv" and rest:
         from .csv_source import build_from_csv
 

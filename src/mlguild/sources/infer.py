@@ -68,6 +68,15 @@ def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], 
 # Metric names as competition texts write them, most specific first: the first one the text
 # mentions (in its evaluation section when it has one) is the task's metric.
 _METRIC_PATTERNS: list[tuple[str, str]] = [
+    # several columns scored together, before the one-column names they contain
+    ("mcrmse", r"\bmcrmse\b|mean[- ]column[- ]?wise[- ](rmse\b|root[- ]mean[- ]squared?[- ]error)"),
+    (
+        "mean_columnwise_rmsle",
+        r"\bmcrmsle\b|mean[- ]column[- ]?wise[- ](rmsle\b|root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error)",
+    ),
+    ("mean_columnwise_roc_auc", r"mean[- ]column[- ]?wise[- ](roc[- ])?auc|column[- ]?wise[- ]mean[- ](roc[- ])?auc"),
+    ("mean_columnwise_logloss", r"mean[- ]column[- ]?wise[- ]log[- ]?loss|column[- ]?wise[- ]mean[- ]log[- ]?loss"),
+    ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
     ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),
     ("rmse", r"root[- ]mean[- ]squared?[- ]error|\brmse\b"),
     ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
@@ -80,6 +89,24 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),
     ("accuracy", r"\baccuracy\b|classification rate"),
 ]
+
+
+# A one-column metric named by a description of a task with several target columns is the
+# competition's column-wise form of it (the graders average it over the columns).
+_SEVERAL = {
+    "rmse": "mcrmse",
+    "rmsle": "mean_columnwise_rmsle",
+    "roc_auc": "mean_columnwise_roc_auc",
+    "logloss": "mean_columnwise_logloss",
+    "binary_logloss": "mean_columnwise_logloss",
+    "f1": "multilabel_f1_micro",
+    "f1_macro": "multilabel_f1_macro",
+}
+
+
+def several_targets_metric(name: str) -> str:
+    """The column-wise metric a task with several target columns means by ``name``."""
+    return _SEVERAL.get(name, name)
 
 
 def metric_from_description(text: str) -> tuple[str, str, dict] | None:
@@ -147,12 +174,13 @@ def infer_task(
 
     classes: list[str] | None = None
     if target:
-        if target not in train_header:
-            raise TaskError(
-                f"{train_path.name} has no column {target!r}{did_you_mean(target, train_header)}",
-                f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
-            )
-        targets = [target]
+        targets = [t.strip() for t in target.split(",") if t.strip()]  # --target a,b: several targets
+        for name in targets:
+            if name not in train_header:
+                raise TaskError(
+                    f"{train_path.name} has no column {name!r}{did_you_mean(name, train_header)}",
+                    f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
+                )
     elif all(c in train_header for c in predicted):
         targets = predicted
         notes.append(f"target(s) {targets[:6]}: the prediction columns, found in {train_path.name}")
@@ -181,7 +209,7 @@ def infer_task(
         if classes is not None:
             task_type = "multiclass"  # probability columns per class, however many
         elif len(targets) > 1:
-            task_type = "regression"  # several columns scored together: column-wise metrics
+            task_type = _several_task_type(train, targets)
         else:
             task_type = infer_task_type(train[targets[0]])
         notes.append(f"task type {task_type}")
@@ -192,6 +220,12 @@ def infer_task(
     params: dict = {}
     if metric is not None:
         metric = metric_name(metric, "--metric")
+    if metric is None and named is None and len(targets) > 1:
+        metric = _several_default(task_type, sample, targets)
+        notes.append(
+            f"metric {metric}: the description names none, and it is the usual column-wise metric for "
+            f"{len(targets)} {task_type} target columns (pass --metric to choose another)"
+        )
     if metric is None:
         if named is None:
             raise TaskError(
@@ -201,6 +235,8 @@ def infer_task(
         metric, phrase, params = named
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
+        if len(targets) > 1:
+            metric = several_targets_metric(metric)
         notes.append(f"metric {metric}: the description says {phrase!r}")
     kind = get_metric(metric).prediction
     if kind == "class_probabilities" and classes is None:
@@ -220,7 +256,9 @@ def infer_task(
         )
 
     positive = None
-    if task_type == "binary" and classes is None and kind in ("probability", "label"):
+    if task_type == "binary" and len(targets) > 1:
+        positive = _several_positive(train, targets, notes)
+    elif task_type == "binary" and classes is None and kind in ("probability", "label"):
         labels = sorted(set(train[targets[0]]) - {""})
         positive = _label_after_probability(description, labels)
         if positive is not None:
@@ -255,6 +293,43 @@ def infer_task(
         source=f"folder:{folder.resolve()}",
     )
     return Inferred(root=root, spec=spec, notes=notes)
+
+
+def _several_task_type(train: pd.DataFrame, targets: list[str]) -> str:
+    """binary (multi-label: every target column holds the same two labels) or regression
+    (every target column numeric); anything else is a TaskError naming the fix."""
+    labels = [frozenset(train[t][train[t] != ""]) for t in targets if t in train]
+    if labels and all(len(found) <= 2 for found in labels) and len(frozenset().union(*labels)) == 2:
+        return "binary"
+    numeric = all(_numeric_share(train[t]).notna().all() for t in targets if t in train)
+    if numeric:
+        return "regression"
+    raise TaskError(
+        f"the target columns {targets[:6]} are neither all numeric nor all the same two labels",
+        "write task.yaml by hand (see README, 'task.yaml'), or pass --task-type",
+    )
+
+
+def _several_default(task_type: str, sample: pd.DataFrame, targets: list[str]) -> str:
+    """The column-wise metric for several targets when the description names none: MCRMSE for
+    values; for labels, mean column-wise AUC when the sample holds probabilities, else micro F1."""
+    if task_type != "binary":
+        return "mcrmse"
+    if any(_sample_is_probability(sample, t) for t in targets):
+        return "mean_columnwise_roc_auc"
+    return "multilabel_f1_micro"
+
+
+def _several_positive(train: pd.DataFrame, targets: list[str], notes: list[str]) -> str:
+    """The positive label shared by every label column (1 of 0/1, True of False/True)."""
+    labels = sorted(set().union(*(set(train[t]) for t in targets if t in train)) - {""})
+    for neg, pos in (("0", "1"), ("False", "True"), ("false", "true"), ("no", "yes")):
+        if set(labels) == {neg, pos}:
+            notes.append(f"positive label {pos!r} in each of the {len(targets)} label columns")
+            return pos
+    positive = labels[-1]
+    notes.append(f"positive label {positive!r} in each label column (set positive_label in task.yaml if not)")
+    return positive
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:

@@ -63,7 +63,8 @@ def default_prediction(spec: TaskSpec, train: pd.DataFrame) -> dict[str, object]
         return {c: share for c in spec.prediction_columns}
     if kind == "value":
         return {c: float(pd.to_numeric(train[c], errors="coerce").median()) for c in spec.prediction_columns}
-    return {c: train[target].astype(str).mode().iloc[0] for c in spec.prediction_columns}
+    # a label column per target (multi-label) takes its own most common label
+    return {c: train[c if c in train else target].astype(str).mode().iloc[0] for c in spec.prediction_columns}
 
 
 def write_task(

@@ -74,7 +74,9 @@ def folder_task(
         ("--target", target, task.spec.target_columns),
         ("--metric", metric, [task.spec.metric]),
     ):
-        if given is not None and [given] != known:
+        # --target a,b names several targets
+        wanted = [g.strip() for g in given.split(",")] if given is not None and option == "--target" else [given]
+        if given is not None and wanted != known:
             raise TaskError(
                 f"{option} {given} disagrees with {task.root / 'task.yaml'} ({', '.join(known)})",
                 f"edit {task.root / 'task.yaml'}, or delete it to have it inferred again",

@@ -282,13 +282,32 @@ def _check_supported(task: dict[str, Any]) -> None:
     if task["task_type"] == "ranking" or prediction_kind(task) == "ranked_list":
         raise MoveUnavailable("the recipe brain has no recipes for ranking tasks", fix)
     if len(task["target_columns"]) != 1:
-        raise MoveUnavailable(
-            f"the recipe brain handles one target column; this task has {task['target_columns']}", fix
-        )
+        _check_several_targets(task, fix)
+        return
     kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1
     n_classes = len(task.get("classes") or task["submission_columns"][1:])
     if n_pred != (n_classes if kind == "class_probabilities" else 1):
         raise MoveUnavailable(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
+
+
+def _check_several_targets(task: dict[str, Any], fix: str) -> None:
+    """Several targets: one submission column per target (values, or a probability or a label
+    per binary label column); the multi-target template fills exactly those."""
+    targets, kind = task["target_columns"], prediction_kind(task)
+    if sorted(targets) != sorted(task["submission_columns"][1:]):
+        raise MoveUnavailable(
+            f"the recipe brain fills one submission column per target; this task's submission has "
+            f"{task['submission_columns'][1:]} for the targets {targets}",
+            fix,
+        )
+    wanted = {"regression": ("value",), "binary": ("probability", "label")}.get(task["task_type"], ())
+    if kind not in wanted:
+        raise MoveUnavailable(
+            f"the recipe brain handles several targets of a regression task (values) or a binary one "
+            f"(multi-label: probabilities or labels per column); this is a {task['task_type']} task "
+            f"with a {kind!r} metric",
+            fix,
+        )
 
 
 def _parent(action: Action, context: Context) -> ParentView | None:

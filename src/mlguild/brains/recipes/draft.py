@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...metrics import per_column
 from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES, Params, Recipe, RecipeMeta
 
@@ -12,7 +13,9 @@ from .catalog import RECIPES, Params, Recipe, RecipeMeta
 def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     target = profile.get("target", {})
     # Fitting log1p(target) is what RMSLE rewards; only for a target that is never negative.
-    log_target = task["metric"] == "rmsle" and target.get("min", 0) >= 0
+    # (Several targets: the mean column-wise RMSLE too; the script takes logs only of the
+    # targets that are never negative.)
+    log_target = per_column(task["metric"]) == "rmsle" and target.get("min", 0) >= 0
     if recipe.features == "pixels":
         return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
     if recipe.features == "images":

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core.errors import MoveUnavailable
 from ...core.protocols import Context, Proposal
-from ...metrics import get_metric
+from ...metrics import get_metric, per_column
 from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
 
 
@@ -23,9 +23,14 @@ def fuse_proposal(context: Context) -> Proposal:
         raise MoveUnavailable(
             "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
         )
-    if len(task["target_columns"]) != 1:
+    several = len(task["target_columns"]) > 1
+    if several and (
+        prediction_kind(task) not in ("value", "probability", "label")
+        or sorted(task["target_columns"]) != sorted(task["submission_columns"][1:])
+    ):
         raise MoveUnavailable(
-            f"a blend fits one target column; this task has {task['target_columns']}",
+            f"a blend of several targets blends one submission column per target; this task has the targets "
+            f"{task['target_columns']} and the columns {task['submission_columns'][1:]}",
             "set search.fuse_every=0 for this task",
         )
     members = [p.node_id for p in context.parents]
@@ -42,7 +47,8 @@ def fuse_proposal(context: Context) -> Proposal:
     )
     lines += [
         "",
-        "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions.",
+        "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions"
+        + (", for each target column on its own." if several else "."),
         f"**Why:** {why}.",
     ]
     summary = f"A weighted blend of {', '.join(members)}: {why}."
@@ -52,6 +58,8 @@ def fuse_proposal(context: Context) -> Proposal:
 
 
 def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
+    if len(task["target_columns"]) > 1:
+        return _render_fuse_several(task, members, summary)
     kind = prediction_kind(task)
     cv = _cv_metric(task["metric"])
     metric_positive = None
@@ -70,6 +78,30 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
             positive=str(task.get("positive_label") or "1"),
             classes=[str(c) for c in (task.get("classes") or [])],
             metric_positive=metric_positive,
+            greater_is_better=get_metric(cv["name"]).direction == "maximize",
+        )
+    )
+    return _hoist_imports(code)
+
+
+def _render_fuse_several(task: dict[str, Any], members: list[str], summary: str) -> str:
+    """The blend of several target columns: weights per column, fitted on that column's
+    out-of-fold predictions with the task's per-column metric."""
+    kind, column_metric = prediction_kind(task), per_column(task["metric"])
+    cv = _cv_metric(column_metric)
+    code = (
+        _environment()
+        .get_template("fuse_multi.py.j2")
+        .render(
+            task=task,
+            members=members,
+            summary=summary,
+            kind=kind,
+            cv=cv,
+            targets=list(task["target_columns"]),
+            positive=str(task.get("positive_label") or "1"),
+            tune_threshold=kind == "label" and column_metric == "f1",
+            threshold_scope="micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
         )
     )

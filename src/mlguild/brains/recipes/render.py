@@ -17,7 +17,7 @@ from typing import Any
 
 import jinja2
 
-from ...metrics import get_metric
+from ...metrics import get_metric, per_column
 from ...task import column_parsers
 from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES
@@ -237,7 +237,7 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "positive": str(task.get("positive_label") or "1"),
         "classes": [str(c) for c in (task.get("classes") or [])],
         "metric_positive": metric_positive,
-        "clip_at_zero": task["metric"] == "rmsle",
+        "clip_at_zero": per_column(task["metric"]) == "rmsle",
         "cols": cols,
         "parsers": _parsers_source(cols["kinds"]),
         "encoding": recipe.encoding,
@@ -260,5 +260,36 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         # Folds ordered in time (templates/folds_time.py.j2) when the task names a time column.
         "time_column": task.get("time_column"),
     }
-    code = _environment().get_template("script.py.j2").render(**context)
+    template = "script.py.j2"
+    if len(task["target_columns"]) > 1:
+        context.update(_several_targets(task, recipe.model, context))
+        template = "multi.py.j2"
+    code = _environment().get_template(template).render(**context)
     return _hoist_imports(code)
+
+
+# Model templates whose regressor takes a matrix of targets and fits them at once: one fit
+# instead of one per target, at no loss (Ridge solves each column independently; a forest
+# splits on the mean decrease over the targets, which is how a multi-output forest works).
+_JOINT_MODELS = ("linear", "forest")
+
+
+def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) -> dict[str, Any]:
+    """What the several-target template needs beyond the one-target context: the targets,
+    whether one model fits them all, and the per-column metric its guide score and label
+    thresholds use."""
+    column_metric = per_column(task["metric"])
+    joint = (
+        not context["classification"]
+        and model in _JOINT_MODELS
+        and not context["target_encoding"]
+        and not context["screen"]
+    )
+    return {
+        "targets": list(task["target_columns"]),
+        "joint": joint,
+        "cv": _cv_metric(column_metric),
+        "clip_at_zero": column_metric == "rmsle",
+        "tune_threshold": context["kind"] == "label" and column_metric == "f1",
+        "threshold_scope": "micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
+    }
