@@ -261,3 +261,31 @@ def test_a_semicolon_or_tab_separated_csv_is_read(tmp_path, sep):
     task = tmp_path / "tasks" / "data"
     assert (task / "public" / "train.csv").read_text().startswith("id,a,b,y\n")
     assert f"`data.csv` was separated by {sep!r}; the task's copy uses commas." in (task / "description.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_one_minute_run_refits_and_no_script_started_eats_the_refits_time(tmp_path):
+    # Issue 25, item 3: a draft started at 0:54 of a 1-minute run became the best node, and its
+    # refit was skipped ("needs about 4 s, 2 s left"). Whatever the machine's speed, no search
+    # script may start with a limit that leaves less than its own refit would need.
+    import json
+
+    proc = mlguild(
+        "run", "example:churn", "--time", "1m", "--brain", "recipes", "--no-memory", "--run-id", "r", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = tmp_path / "runs" / "r"
+    final = json.loads((run / "final" / "final.json").read_text())
+    assert final["refit"] is True, final["reason"]
+    split = json.loads((run / "manifest.json").read_text())["split"]
+    grow = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    records = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    started = {r["node"]["id"]: r["session_elapsed_s"] for r in records if r["type"] == "node_started"}
+    limits = {
+        r["id"]: r["timing"]["budget_s"]
+        for r in records
+        if r["type"] == "node_finished" and r["status"] != "final" and "budget_s" in r.get("timing", {})
+    }
+    assert len(limits) >= 3
+    for node, limit in limits.items():  # 0.5 s: the writes between the limit's choice and the start
+        assert started[node] + limit * (1 + grow) <= 60.0 + 0.5, (node, started[node], limit)
