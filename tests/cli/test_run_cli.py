@@ -17,8 +17,19 @@ from conftest import make_task, mlguild, one_line
 
 
 def layer_lines(stdout: str) -> list[str]:
-    """The lines that say which sandbox layer runs the scripts."""
-    return [line for line in stdout.splitlines() if line.startswith(("sandbox ", "warning: sandbox "))]
+    """The lines that say which sandbox layer runs the scripts, each with the lines it is
+    wrapped over (to 80 columns, under an indent of 8) joined to it."""
+    found: list[str] = []
+    inside = False  # in a layer's line and the lines it is wrapped over
+    for line in stdout.splitlines():
+        if line.startswith(("sandbox ", "warning: sandbox ")):
+            found.append(line)
+            inside = True
+        elif inside and line.startswith(" " * 8):
+            found[-1] += " " + line.strip()
+        else:
+            inside = False
+    return found
 
 
 @pytest.fixture

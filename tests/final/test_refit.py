@@ -160,8 +160,9 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     )  # under the 60 s script limit after the reserve
     run.config.budget.iterations = None
     run.config.budget.script_share = 1.0
+    # The reserve for the best node's refit, and no longer than leaves the script's own refit time.
     assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(
-        70 - 10.0 * growth * 1.25, abs=1.0
+        min(70 - 10.0 * growth * 1.25, 70 / (1 + growth)), abs=1.0
     )
     run.config.budget.script_share = 0.1  # one script may use at most a tenth of the run's budget
     assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(0.1 * run.config.budget.time_s)
@@ -192,6 +193,48 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     agent.session.clock.next_limit_s(agent.session.state.graph)  # time enough while no blend is planned
     with pytest.raises(BudgetExhausted):  # but not for the blend and its refit
         agent.session.clock.next_limit_s(agent.session.state.graph, ("n0001", *members))
+
+
+def _ends_in(agent, seconds: float) -> None:
+    """The run's time budget ends ``seconds`` from now, with no iteration budget."""
+    run = agent.session.run
+    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + seconds
+    run.config.budget.iterations = None
+    run.config.budget.script_share = 1.0
+
+
+def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
+    # Issue 25: a 1-minute run started a draft at 0:54, the draft became the best node, and
+    # its refit then had 2 s of the 4 s it needed. Every script's limit leaves its own refit time.
+    run, agent, split = _searched(tmp_path)
+    graph, clock = agent.session.state.graph, agent.session.clock
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    graph["n0001"].timing.update(exec_s=0.5, budget_s=60.0)  # the best so far refits in a second
+    _ends_in(agent, 30.0)
+    limit = clock.next_limit_s(graph)
+    assert limit == pytest.approx(30.0 / (1 + growth), abs=0.5)  # not 30 s less the best's second
+    # The script uses all of it (so it is paced) and becomes the best: its refit still fits.
+    draft = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.99)
+    draft.timing.update(exec_s=limit, budget_s=limit)
+    graph.add(draft)
+    assert graph.best().id == "n0002"
+    assert refit_seconds(run, graph, draft) <= 30.0 - limit + 1e-6
+    _ends_in(agent, 10.0)  # too little left for a script and its refit: the search stops
+    with pytest.raises(BudgetExhausted):
+        clock.next_limit_s(graph)
+
+
+def test_the_scripts_other_workers_run_keep_back_their_refits_too(tmp_path):
+    run, agent, split = _searched(tmp_path)
+    graph, clock = agent.session.state.graph, agent.session.clock
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    graph["n0001"].timing.update(exec_s=0.5, budget_s=60.0)
+    _ends_in(agent, 60.0)
+    run.config.final.max_refit_share = 1.0
+    clock.in_flight["n0002"] = 40.0  # another worker's script, allowed 40 s: it may become the best
+    assert clock.next_limit_s(graph) == pytest.approx(60.0 - 40.0 * growth, abs=0.5)
+    clock.in_flight.clear()
+    assert clock.next_limit_s(graph) == pytest.approx(60.0 / (1 + growth), abs=0.5)
 
 
 def test_agreement_measures():

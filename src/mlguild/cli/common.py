@@ -5,14 +5,18 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import textwrap
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import typer
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape, render
+from rich.table import Table
 
 from ..core.errors import MlguildError
 
@@ -68,6 +72,49 @@ def _print_error(message: str, fix: str | None) -> None:
         err_console.print(f"[bold]fix:[/] {plain(fix)}")
 
 
+def fitted_table(headers: list[str], rows: list[list[str]], width: int, right: tuple[str, ...] = ()) -> Table:
+    """A table whose columns (rows of escaped text, ``plain``'s) show every value whole on one
+    line, but the last one's, which is cut with ``…`` to what is left of ``width``: ids and
+    scores are what a user copies, a title can give way. The rows are the caller's to add."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    shown = lambda text: cell_len(render(text).plain)
+    fixed = [max([shown(h), *(shown(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
+    for header, w in zip(headers, fixed, strict=False):
+        table.add_column(header, no_wrap=True, min_width=w, justify="right" if header in right else "left")
+    left = width - sum(fixed) - 2 * (len(headers) - 1)  # between two columns: the rule's space and one of padding
+    table.add_column(headers[-1], no_wrap=True, overflow="ellipsis", max_width=max(8, left))
+    return table
+
+
+def print_wrapped(text: str, indent: str = "", markup: str = "") -> None:
+    """Plain ``text`` (from data: escaped) wrapped to the console's width, every line but the
+    first under ``indent`` (which starts the first too): a long reason stays readable on 80 columns."""
+    parts = textwrap.wrap(str(text), console.width, initial_indent=indent, subsequent_indent=indent)
+    for part in parts or [indent]:
+        console.print(f"[{markup}]{plain(part)}[/]" if markup else plain(part))
+
+
+def unique_match(given: str, names: list[str], what: str, fix: str) -> str:
+    """The one of ``names`` that is ``given`` or starts with it (ids are long: a unique start
+    is enough); a one-line error naming the candidates otherwise."""
+    if given in names:
+        return given
+    found = [n for n in names if given and n.startswith(given)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise MlguildError(f"{given!r} is the start of {len(found)} {what}s ({shown})", "give more of it")
+    raise MlguildError(f"no {what} {given!r}", fix)
+
+
+def short_parents(parents: tuple[str, ...] | list[str]) -> str:
+    """A node's parents in one short cell: the first and how many more (a blend of 4: ``n0002+3``)."""
+    if not parents:
+        return "—"
+    return parents[0] + (f"+{len(parents) - 1}" if len(parents) > 1 else "")
+
+
 def latest_run(runs_dir: Path) -> Path:
     # Hidden folders are runs still being created (or whose creation was killed).
     candidates = sorted(
@@ -86,6 +133,10 @@ def resolve_run(run: str | None, runs_dir: Path) -> Path:
     in_runs = runs_dir / run
     if not _exists(path) and (_exists(in_runs) or _exists(runs_dir / f".{run}.partial")):
         path = in_runs
+    elif not _exists(path) and "/" not in run and _exists(runs_dir):  # a run id's unique start
+        names = sorted(p.parent.name for p in runs_dir.glob("*/journal.jsonl") if not p.parent.name.startswith("."))
+        if any(n.startswith(run) for n in names):
+            path = runs_dir / unique_match(run, names, "run", f"see the runs in {runs_dir}")
     return path
 
 

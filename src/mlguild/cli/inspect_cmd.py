@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 from rich.syntax import Syntax
-from rich.table import Table
 
-from ..core.errors import RunError
+from ..core.errors import ConfigError, RunError
 from ..core.graph import SearchGraph
+from ..core.score import format_score
 from ..core.vocabulary import Status
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
@@ -18,7 +18,16 @@ from ..run.folder import check_run_dir
 from ..run.journal import read_journal
 from ..run.replay import replay
 from ..task.folder import TaskSpec
-from .common import console, default_runs_dir, plain, resolve_run, user_errors
+from .common import (
+    console,
+    default_runs_dir,
+    fitted_table,
+    plain,
+    print_wrapped,
+    resolve_run,
+    short_parents,
+    user_errors,
+)
 
 
 def _load(run: str | None, runs_dir: Path | None):
@@ -45,13 +54,9 @@ def status(
         records = read_journal(path / "journal.jsonl")
         # Kaggle's public leaderboard scores of submitted nodes: shown, never used by the search.
         public = {r["node"]: r.get("public_score") for r in records if r["type"] == "kaggle_scored"}
-        headers = ["node", "op", "parent", "status", f"holdout {spec.metric}", "printed (untrusted)"]
-        headers += ["public LB"] if public else []
-        table = Table(*headers, "run s", "what")
+        rows, styles = [], []
         for node in state.graph:
-            score = f"{node.score:.6g}" if node.score is not None else "—"
-            printed = f"{node.printed_score:.6g}" if node.printed_score is not None else ""
-            style = (
+            styles.append(
                 "bold green"
                 if node.id == best
                 else ("red" if node.status not in (Status.SCORED, Status.PENDING, Status.FINAL_OK) else None)
@@ -62,21 +67,27 @@ def status(
                 or node.meta.get("summary")
                 or (f"refit of {node.meta['refit_of']}" if node.meta.get("refit_of") else "")
             )
-            table.add_row(
-                plain(node.id) + (" ★" if node.id == best else ""),
-                plain(node.op),
-                plain(",".join(node.parents) or "—"),
-                plain(node.status),
-                score,
-                printed,
-                *([_public(public, node.id)] if public else []),
-                f"{node.timing.get('exec_s', 0):.1f}",
-                plain(str(what)[:40] + "".join(f" ⚠{f}" for f in node.flags)),
-                style=style,
+            rows.append(
+                [
+                    plain(node.id) + (" ★" if node.id == best else ""),
+                    plain(node.op),
+                    plain(short_parents(node.parents)),
+                    plain(node.status),
+                    format_score(node.score),
+                    *([_public(public, node.id)] if public else []),
+                    f"{node.timing.get('exec_s', 0):.1f}",
+                    plain(str(what) + "".join(f" ⚠{f}" for f in node.flags)),
+                ]
             )
+        # The script's printed score is `show`'s: the table keeps its columns for what the
+        # search trusts, and every value but the title whole on 80 columns.
+        headers = ["node", "op", "parent", "status", "holdout", *(["public LB"] if public else []), "run s", "what"]
+        table = fitted_table(headers, rows, console.width, right=("holdout", "public LB", "run s"))
+        for row, style in zip(rows, styles, strict=True):
+            table.add_row(*row, style=style)
         console.print(f"run {plain(path)}")
         console.print(
-            f"task {plain(spec.name)}: {spec.task_type}, metric {spec.metric}; sessions {state.sessions}; "
+            f"task {plain(spec.name)}: {spec.task_type}, holdout metric {spec.metric}\nsessions {state.sessions}; "
             f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}"
         )
         console.print(table)
@@ -95,13 +106,13 @@ def status(
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_choice:
             c = state.final_choice
-            console.print(
-                f"final submission: node {plain(c['node'])} ({plain(c['reason'])}) → {plain(path / 'final' / 'submission.csv')}"
-            )
+            console.print(f"final submission: node {plain(c['node'])} → {plain(path / 'final' / 'submission.csv')}")
+            print_wrapped(f"({c['reason']})", "  ")
         if state.final_grade:
             g = state.final_grade
             console.print(
-                f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): {g.get('test_score')}"
+                f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): "
+                f"{format_score(g.get('test_score'))}"
             )
 
 
@@ -123,8 +134,8 @@ def _pools_line(path: Path, graph: SearchGraph) -> None:
         pools.close()
     share = f"{used}/{reported} ({100 * used / reported:.0f}%)" if reported else "—"
     console.print(
-        f"pools: {reports} reports; {len(ideas)} ideas ({community} from the community, {len(ideas) - community} from reports); "
-        f"attempts that used a community idea: {share}, the rest new"
+        f"pools: {reports} reports; {len(ideas)} ideas ({community} from the community, {len(ideas) - community} from reports)\n"
+        f"  attempts that used a community idea: {share}, the rest new"
     )
 
 
@@ -132,18 +143,34 @@ def _public(public: dict, node_id: str) -> str:
     if node_id not in public:
         return ""
     score = public[node_id]
-    return f"{score:.6g}" if score is not None else "error"
+    return format_score(score) if score is not None else "error"
+
+
+def _node_and_run(names: list[str], run: str | None) -> tuple[str, str | None]:
+    """(node, run) from `show`'s arguments: NODE, or RUN NODE (the run first, as `status RUN`
+    and `resume RUN` take it); --run RUN NODE is the older spelling, still taken."""
+    if len(names) == 1:
+        return names[0], run
+    if len(names) == 2 and run is None:
+        return names[1], names[0]
+    raise ConfigError(
+        f"show takes a node, or a run and a node; got {' '.join(names)}" + (f" and --run {run}" if run else ""),
+        "e.g. `mlguild show best` or `mlguild show RUN n0003`",
+    )
 
 
 def show(
-    node_id: str = typer.Argument(..., help="Node id, e.g. n0003 (or 'best')."),
-    run: str | None = typer.Option(None, "--run", "-r", help="Run directory (default: the latest)."),
+    names: list[str] = typer.Argument(
+        ..., help="NODE, or RUN NODE as `status RUN` names a run: a node id, e.g. n0003 (or 'best')."
+    ),
+    run: str | None = typer.Option(None, "--run", "-r", help="Run directory (default: the latest); or name it first."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     lines: int = typer.Option(30, help="Output lines to show."),
     code: bool = typer.Option(False, "--code", help="Print the whole solution.py too (by default only its path)."),
 ) -> None:
     """One node: plan, output tail and score; its code with --code."""
     with user_errors():
+        node_id, run = _node_and_run(names, run)
         path, spec, state = _load(run, runs_dir)
         if node_id == "best":
             if not state.best_id:
@@ -173,11 +200,11 @@ def show(
                 console.print("\n".join(tail), markup=False)
         console.rule("score")
         console.print(
-            f"holdout {spec.metric}: {node.score if node.score is not None else '—'} (harness, sealed labels)",
+            f"holdout {spec.metric}: {format_score(node.score)} (harness, sealed labels)",
             markup=False,
         )
         console.print(
-            f"printed by the script: {node.printed_score if node.printed_score is not None else '—'} (not trusted)",
+            f"printed by the script: {format_score(node.printed_score)} (not trusted)",
             markup=False,
         )
         if node.failure:

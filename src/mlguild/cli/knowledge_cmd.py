@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from .common import console, plain, user_errors
+from .common import console, fitted_table, plain, user_errors
 
 if TYPE_CHECKING:
     from ..task.knowledge import Ingested
@@ -73,19 +72,25 @@ def _report(root: Path, result: Ingested, cutoff: date | None) -> None:
 
 @knowledge_app.command("list")
 def list_(task: Path = _TASK) -> None:
-    """The task's items, most voted first, with their quality signals."""
+    """The task's items, most voted first, with their quality signals (the author's tier; `show` names the author)."""
     from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():
         items = list_items(folder_task(task, None, None).root)
-    table = Table("id", "kind", "title", "author (tier)", "votes", "public score", "date")
+    rows = []
     for item in items:
         score = f"{item.public_score:g}" if item.public_score is not None else ""
-        table.add_row(
-            item.id, item.kind, plain(item.title[:60]), plain(f"{item.author} ({item.author_tier})"),
-            str(item.votes), score, item.date,
-        )  # fmt: skip
+        tier = item.author_tier if len(item.author_tier) <= 12 else item.author_tier[:11] + "…"
+        rows.append(
+            [plain(item.id), plain(item.kind), str(item.votes), score, plain(item.date), plain(tier), plain(item.title)]
+        )
+    # The id whole (what `show` and `remove` take), the title last: it gives way on 80
+    # columns; the author's name is `show`'s.
+    headers = ["id", "kind", "votes", "score", "date", "tier", "title"]
+    table = fitted_table(headers, rows, console.width, right=("votes", "score"))
+    for row in rows:
+        table.add_row(*row)
     console.print(table if items else "no community material yet: `mlguild knowledge add PATH|kaggle:NAME --task DIR`")
 
 

@@ -12,7 +12,7 @@ from ..config import MemoryConfig, mlguild_home
 from ..core.errors import ConfigError
 from ..memory import MemoryStore
 from ..memory.priors import transfer_by_type
-from .common import console, plain, user_errors
+from .common import console, fitted_table, plain, unique_match, user_errors
 
 memory_app = typer.Typer(
     help="The experience records runs keep for later runs (SQLite, $MLGUILD_HOME/memory.sqlite).",
@@ -42,12 +42,22 @@ def list_(
     with user_errors():
         memory = _open(store)
         if run is None and task is None:
-            table = Table("run", "task", "type", "metric", "records")
-            for row in memory.runs()[:limit]:
-                table.add_row(*(plain(row[k]) for k in ("run", "task", "task_type", "metric", "records")))
+            keys = ("run", "records", "task_type", "metric", "task")
+            rows = [[plain(row[k]) for k in keys] for row in memory.runs()[:limit]]
+            table = fitted_table(["run", "records", "type", "metric", "task"], rows, console.width, right=("records",))
+            for cells in rows:
+                table.add_row(*cells)
         else:
-            table = _records_table(memory.recent(limit, run=run, task=task))
+            table = _records_table(memory.recent(limit, run=_run_named(memory, run), task=task))
         console.print(table)
+
+
+def _run_named(memory: MemoryStore, run: str | None) -> str | None:
+    """The run id ``run`` names in the store: the id or its unique start."""
+    if run is None:
+        return None
+    names = [str(r["run"]) for r in memory.runs()]
+    return unique_match(run, names, "run in the memory store", "see the runs with `mlguild memory list`")
 
 
 @memory_app.command()
@@ -91,7 +101,8 @@ def forget(
     with user_errors():
         if not records and run is None and task is None:
             raise ConfigError("nothing to forget was named", "give record ids, --run RUN or --task TASK")
-        removed = _open(store).forget(run=run, task=task, ids=list(records) if records else None)
+        memory = _open(store)
+        removed = memory.forget(run=_run_named(memory, run), task=task, ids=list(records) if records else None)
         console.print(f"forgot {removed} record{'s' if removed != 1 else ''}")
 
 
@@ -116,9 +127,12 @@ def transfer(
 
 
 def _records_table(rows) -> Table:
-    table = Table("id", "run", "node", "op", "outcome", "record")
-    for record_id, exp in rows:
-        table.add_row(
-            str(record_id), plain(exp.run), plain(exp.node), plain(exp.op), plain(exp.outcome), plain(exp.line())
-        )
+    """Ids whole, the record's line last (it gives way on 80 columns; `memory show ID` has it all)."""
+    cells = [
+        [str(record_id), plain(exp.run), plain(exp.node), plain(exp.op), plain(exp.outcome), plain(exp.line())]
+        for record_id, exp in rows
+    ]
+    table = fitted_table(["id", "run", "node", "op", "outcome", "record"], cells, console.width, right=("id",))
+    for row in cells:
+        table.add_row(*row)
     return table

@@ -7,15 +7,19 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from rich.cells import cell_len
 from rich.live import Live
+from rich.markup import render
 
+from ..core.graph import Node
+from ..core.score import Score, format_score
 from ..core.vocabulary import Op, Status
 from ..llm.ledger import RECORD_TYPE
 from ..run.session import Session
 from ..run.workers import current_worker
 from ..scoring.floors import floors
 from ..view.terminal import Snapshot, board, lines
-from .common import console, plain
+from .common import console, plain, short_parents
 
 _OK = frozenset(Status)  # every other status is a failure class
 
@@ -31,6 +35,8 @@ class Progress:
         self.scores = [n.score for n in session.state.graph if n.ok and n.score is not None]  # a resumed run's too
         self.floor = next(iter(floors(session.run.journal.records)), None)
         self._seen, self.tokens, self.cost = 0, 0, 0.0  # LLM calls read so far from the journal
+        best = session.state.best_id
+        self.best_score = session.state.graph[best].score if best else None  # the score last announced best
 
     def snapshot(self) -> Snapshot:
         a = self.session
@@ -83,14 +89,39 @@ class Progress:
             node = data["node"]
             if node.ok and node.score is not None:
                 self.scores.append(node.score)
-            score = f"{node.score:.5g}" if node.score is not None else "—"
-            mark = "  [bold green]★ new best[/]" if data["is_best"] else ""
-            mark += "".join(f"  [yellow]⚠ {plain(flag)}[/]" for flag in node.flags)
-            parent = f" of {','.join(node.parents)}" if node.parents else ""
-            what = node.title or node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
-            line = f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7}{parent:<9} {node.status:<14} {score:>10} "
-            console.print(f"{plain(line)}{node.timing.get('exec_s', 0):6.1f}s  {plain(what)}{mark}")
+            console.print(self._node_line(node, data["best"] if data["is_best"] else None))
             if not self.live_view:  # logs, CI and --quiet: the board as plain lines now and then
-                for text in lines(self.snapshot()):
+                for text in lines(self.snapshot(), console.width):
                     console.print(plain(text))
             self.workers[current_worker()] = ""
+
+    def _node_line(self, node: Node, new_best: str | None) -> str:
+        """One finished node in a line that fits the console (80 columns: the title gives way).
+        ``new_best``: the best node, when this node's finish changed it. Only a node that is
+        itself the best with a strictly better score is a ``★ new best``; a re-run that
+        promotes (or a failed one that demotes) another node by its mean over seeds says so."""
+        mark = ""
+        if new_best is not None:
+            best = self.session.state.graph[new_best]
+            direction = self.session.scorers.holdout.metric.direction
+            before = Score(self.best_score, direction)
+            if new_best == node.id and Score(best.score, direction).better_than(before):
+                mark = " [bold green]★ new best[/]"
+            else:
+                mark = f" [green]→ best {plain(best.id)}[/]"  # promoted (or demoted) by seed means
+            self.best_score = best.score
+        flags = "".join(f" [yellow]⚠ {plain(flag)}[/]" for flag in node.flags)
+        parent = short_parents(node.parents) if node.parents else ""
+        head = (
+            f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7} {parent:<7} {node.status:<8} "
+            f"{format_score(node.score):>8} {node.timing.get('exec_s', 0):5.1f}s "
+        )
+        what = node.title or node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
+        shown = lambda markup: cell_len(render(markup).plain)
+        below = ""  # flags that do not fit go on a line of their own, under the node's id
+        if shown(head) + shown(mark) + shown(flags) > console.width:
+            below, flags = "\n" + " " * 8 + flags, ""
+        room = console.width - shown(head) - shown(mark + flags)
+        if cell_len(what) > room:
+            what = what[: room - 1] + "…" if room > 4 else ""
+        return f"{plain(head)}{plain(what)}{mark}{flags}{below}"

@@ -9,9 +9,10 @@ import typer
 
 from ..config import MIN_RUN_S, load_config, parse_duration
 from ..core.errors import ConfigError
+from ..core.score import format_score
 from ..run.entry import Finished, start
 from ..run.entry import resume as resume_run
-from .common import console, default_runs_dir, plain, resolve_run, user_errors
+from .common import console, default_runs_dir, plain, print_wrapped, resolve_run, user_errors
 from .progress import Progress
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
@@ -78,13 +79,18 @@ def _report(done: Finished) -> None:
         done.check()  # a finished run with no valid submission is an error
         console.print("[yellow]no node produced a valid submission yet[/]; see `mlguild status " + str(run.path) + "`")
         return
-    console.print(f"best  {best.id}: holdout {run.spec.metric} {best.score:.6g}  →  {run.best_dir / 'submission.csv'}")
+    console.print(
+        f"best  {best.id}: holdout {run.spec.metric} {format_score(best.score)}  →  {run.best_dir / 'submission.csv'}"
+    )
     choice, grade = done.finish.choice, done.finish.grade
     if choice is not None:
-        console.print(f"final {choice['node']}: {choice['reason']}  →  {run.path / 'final' / 'submission.csv'}")
+        console.print(f"final {choice['node']}  →  {run.path / 'final' / 'submission.csv'}")
+        print_wrapped(f"({choice['reason']})", " " * 6)
     if grade is not None:
         shown = (
-            f"{grade['test_score']:.6g}" if grade.get("test_score") is not None else f"invalid ({grade.get('error')})"
+            format_score(grade["test_score"])
+            if grade.get("test_score") is not None
+            else f"invalid ({grade.get('error')})"
         )
         console.print(f"test  {run.spec.metric} {shown} (graded once on sealed test answers, node {grade['node']})")
     done.check()

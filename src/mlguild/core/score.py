@@ -65,3 +65,17 @@ class Score:
             return "worst"
         v = self.value
         return f"{v:.4f}" if v == 0 or 1e-3 <= abs(v) < 1e9 else f"{v:.4e}"
+
+
+SIGNIFICANT = 5  # digits a score is shown with: a holdout cannot tell apart the sixth
+
+
+def format_score(value: float | None) -> str:
+    """A score as every view prints it (the CLI, the live board, the report): 5 significant
+    digits, trailing zeros kept so that a column of scores lines up (``1.0000``, ``0.99897``),
+    a large value whole (``123457``); ``—`` for none."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if 1e5 <= abs(value) < 1e15:
+        return f"{value:.0f}"
+    return f"{value:#.{SIGNIFICANT}g}".rstrip(".")

@@ -4,8 +4,9 @@ left, and the time limit the next script may have.
 A run's time budget spans every session (the journal keeps what earlier ones spent); its
 iteration budget counts search nodes only (refits are the final stage, an exploration the
 preparation). Near the end a script gets only the time left, less the time the final refit
-of the current best node will need (mlguild.run.refit), so a run that ends its budget can
-still be refitted.
+of the current best node will need (mlguild.run.refit), and no more than leaves time to refit
+the script itself should it become the best, so a run that ends its budget can still be
+refitted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import FailureKind, Op
 from .folder import RunDir
 from .records import Outcome
-from .refit import refit_reserve
+from .refit import in_flight_reserve, own_refit_limit, refit_reserve
 from .replay import RunState
 
 MIN_SCRIPT_S = 5.0  # below this much time left, a script (a node, a fix step) cannot do useful work
@@ -31,6 +32,9 @@ class BudgetClock:
     def __init__(self, run: RunDir, state: RunState):
         self.run, self.state = run, state
         self._session_start = time.monotonic()
+        # The limits of the scripts running now (several workers): each may become the best,
+        # and its refit is kept back too. Changed under the session's lock, as the graph is.
+        self.in_flight: dict[str, float] = {}
 
     @property
     def config(self) -> Config:
@@ -64,17 +68,29 @@ class BudgetClock:
         timeout = self.full_limit_s()
         remaining = self.remaining_s()
         if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
-            remaining -= refit_reserve(self.run, graph, graph.best(), planned_blend)
-            if remaining < MIN_SCRIPT_S:
+            best = graph.best()
+            reserve = max(
+                refit_reserve(self.run, graph, best, planned_blend),
+                in_flight_reserve(self.run, self.in_flight.values()),
+            )
+            limit = remaining - reserve
+            if best is not None:  # before the first scored node, a submission matters more than its refit
+                limit = min(limit, own_refit_limit(self.run, graph, remaining, planned_blend))
+            if limit < MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
-            timeout = min(timeout, remaining)
+            timeout = min(timeout, limit)
         return timeout
 
-    def within_remaining(self, timeout: float) -> float:
+    def within_remaining(self, timeout: float, brain_s: float = 0.0) -> float:
         """``timeout`` cut to the time left (at least a second): the brain's own time comes
-        out of the script's."""
+        out of the script's. A limit the run's end shortened loses ``brain_s`` (the time
+        the brain took since the limit was set) too, or the brain would eat the refit's time."""
         remaining = self.remaining_s()
-        return timeout if remaining is None else max(1.0, min(timeout, remaining))
+        if remaining is None:
+            return timeout
+        if timeout < self.full_limit_s():
+            timeout -= brain_s
+        return max(1.0, min(timeout, remaining))
 
 
 @dataclass(frozen=True)

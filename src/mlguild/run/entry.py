@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -238,7 +239,10 @@ def drive(
             False,
         )
         say(f"brain {_brain_line(cfg, name, dry_run)}", False)
-        say(sandbox_line, weak)
+        # Its clauses are wrapped to 80 columns (under the word after "sandbox "), not by the terminal.
+        width = 80 - (len("warning: ") if weak else 0)
+        for i, part in enumerate(textwrap.wrap(sandbox_line, width, subsequent_indent=" " * 8, break_on_hyphens=False)):
+            say(part, weak and i == 0)
         with _watching(session, watch, on_event) as handler:
             session.on_event = _with_submitter(handler, submitter)
             stop = agent.run_loop()

@@ -147,17 +147,27 @@ class Agent:
         node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
         context = None if action.op == Op.RERUN else s.contexts.build(graph, action, node.iteration, timeout)
         graph.add(node)
+        s.clock.in_flight[node.id] = timeout  # its refit is kept back while it runs (_run_reserved)
         s.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
         return node, context
 
     def _run_reserved(
         self, node: Node, action: Action, context: Context | None, timeout: float, cpus: tuple[int, ...] | None = None
     ) -> Node:
+        try:
+            return self._run_in_flight(node, action, context, timeout, cpus)
+        finally:
+            with self.session.lock:
+                self.session.clock.in_flight.pop(node.id, None)
+
+    def _run_in_flight(
+        self, node: Node, action: Action, context: Context | None, timeout: float, cpus: tuple[int, ...] | None
+    ) -> Node:
         s = self.session
         started = s.clock.elapsed()
         proposal, failure, seed = self._propose(node, action, context, timeout)
         brain_s = s.clock.elapsed() - started
-        timeout = s.clock.within_remaining(timeout)  # the brain's own time comes out of the script's
+        timeout = s.clock.within_remaining(timeout, brain_s)  # the brain's own time comes out of the script's
         refine = None
         if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's fix loop
             deadline = started + brain_s + timeout

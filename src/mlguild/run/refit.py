@@ -118,6 +118,30 @@ def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None, planned: I
     return needed if budget is None or needed <= run.config.final.max_refit_share * budget else 0.0
 
 
+def own_refit_limit(run: RunDir, graph: SearchGraph, remaining: float, planned: Iterable[str] = ()) -> float:
+    """The longest a script starting now may run and still leave the time its own refit
+    needs, should it become the best node (for a blend about to be made, after the refits of
+    its ``planned`` members): a script that uses its whole limit ``t`` is paced, and its refit
+    needs ``growth * t``, so ``t + growth * t`` must fit in ``remaining``. Without this, a node
+    started near the end could become the best and leave its refit no time (issue 25)."""
+    if not run.config.final.refit:
+        return math.inf
+    grow = growth(run)
+    members = sum(node_refit_seconds(graph[m], grow) for m in planned if m in graph.nodes)
+    return (remaining - members) / (1 + grow)
+
+
+def in_flight_reserve(run: RunDir, limits: Iterable[float]) -> float:
+    """Time kept back for the refits of nodes running now (other workers' scripts, each as
+    long as its limit, the most a refit of it may need): any of them may become the best."""
+    if not run.config.final.refit:
+        return 0.0
+    grow = growth(run)
+    needed = max((grow * t for t in limits), default=0.0)
+    budget = run.config.budget.time_s
+    return needed if budget is None or needed <= run.config.final.max_refit_share * budget else 0.0
+
+
 def build_full_data(run: RunDir) -> Path:
     """A copy of the workspace data whose training file also holds the holdout rows and labels."""
     return write_full_data(run.spec, run.workspace, full_data_dir(run.path))

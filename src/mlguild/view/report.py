@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.score import format_score
 from ..util.fs import atomic_write
 from .runs import RunView, load_run
 
@@ -114,12 +115,12 @@ def _summary_rows(view: RunView, facts: dict[str, Any]) -> list[tuple[str, str]]
         ("time used", f"{_clock(b['spent_s'])} of {_clock(b['time_s'])}"),
         ("nodes", f"{b['nodes']}" + (f" of {b['iterations']}" if b["iterations"] else "")),
         ("LLM", f"{len(view.calls)} calls, {b['tokens']:,} tokens, ${b['cost_usd']:.4f}"),
-        ("floor (constant prediction, holdout)", _fmt(view.floor)),
-        ("best (holdout)", f"{best.id} {_fmt(best.score)}: {best.title}" if best else "—"),
+        ("floor (constant prediction, holdout)", format_score(view.floor)),
+        ("best (holdout)", f"{best.id} {format_score(best.score)}: {best.title}" if best else "—"),
         ("final submission", f"{final.get('node')}: {final.get('reason')}" if final else "—"),
         (
             "test grade (once, sealed answers)",
-            _fmt(grade.get("test_score")) if grade else "— (no test answers, or not finished)",
+            format_score(grade.get("test_score")) if grade else "— (no test answers, or not finished)",
         ),
         ("last stop", view.state.finished_reason or "running or killed"),
     ]
@@ -151,7 +152,7 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     lines += (
         _md_table(
             ["node", "op", "parents", "holdout", "title"],
-            [[n.id, n.op, ",".join(n.parents) or "—", _fmt(n.score), n.title] for n in facts["lineage"]],
+            [[n.id, n.op, ",".join(n.parents) or "—", format_score(n.score), n.title] for n in facts["lineage"]],
         )
         if facts["lineage"]
         else ["No node was scored."]
@@ -162,7 +163,7 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     lines += _md_table(
         ["node", "op", "worker", "holdout", "run s", "title"],
         [
-            [n.id, n.op, view.worker.get(n.id, 1), _fmt(n.score), _fmt(n.timing.get("exec_s")), n.title]
+            [n.id, n.op, view.worker.get(n.id, 1), format_score(n.score), _fmt(n.timing.get("exec_s")), n.title]
             for n in facts["top"]
         ],
     )
@@ -307,7 +308,7 @@ def _html(view: RunView, facts: dict[str, Any], plots: list[tuple[str, str]], no
     parts.append(
         _table(
             ["node", "op", "parents", "holdout", "title"],
-            [[n.id, n.op, ",".join(n.parents) or "—", _fmt(n.score), n.title] for n in facts["lineage"]],
+            [[n.id, n.op, ",".join(n.parents) or "—", format_score(n.score), n.title] for n in facts["lineage"]],
             "lineage",
         )
         if facts["lineage"]
@@ -320,7 +321,7 @@ def _html(view: RunView, facts: dict[str, Any], plots: list[tuple[str, str]], no
         _table(
             ["node", "op", "worker", "holdout", "run s", "title"],
             [
-                [n.id, n.op, view.worker.get(n.id, 1), _fmt(n.score), _fmt(n.timing.get("exec_s")), n.title]
+                [n.id, n.op, view.worker.get(n.id, 1), format_score(n.score), _fmt(n.timing.get("exec_s")), n.title]
                 for n in facts["top"]
             ],
             "top",

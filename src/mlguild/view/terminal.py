@@ -15,6 +15,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..core.score import format_score
+
 SPARKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 48  # the newest scores a sparkline shows
 BAR_WIDTH = 24
@@ -84,11 +86,15 @@ def _budget_rows(s: Snapshot) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _best_text(s: Snapshot) -> str:
+def _best_text(s: Snapshot, room: int | None = None) -> str:
+    """The best node's score and id whole, and its title in what is left of ``room``."""
     if s.best is None:
         return "—"
     node, score, title = s.best
-    return f"{s.metric} {score:.5g} ({node}: {title})"
+    head = f"{s.metric} {format_score(score)} ({node}: "
+    if room is not None and len(head) + len(title) + 1 > room:
+        title = title[: max(0, room - len(head) - 2)] + "…"
+    return f"{head}{title})"
 
 
 def board(s: Snapshot) -> Group:
@@ -100,7 +106,7 @@ def board(s: Snapshot) -> Group:
         doing = s.workers[worker]
         table.add_row(f"worker {worker}", Text(doing or "idle", style="cyan" if doing else "dim"))
     table.add_row("best", Text(_best_text(s), style="green"))
-    floor = f"  floor {s.floor:.5g}" if s.floor is not None else ""
+    floor = f"  floor {format_score(s.floor)}" if s.floor is not None else ""
     spark = Text(sparkline(s.scores, s.direction), style="green")
     table.add_row("scores", spark + Text(f"  {len(s.scores)} scored{floor}", style="dim"))
     for name, used, drawn in _budget_rows(s):
@@ -110,9 +116,11 @@ def board(s: Snapshot) -> Group:
     return Group(table)
 
 
-def lines(s: Snapshot) -> list[str]:
-    """The same view as plain lines, for a log."""
-    out = [f"best {_best_text(s)}; {len(s.scores)} scored"]
+def lines(s: Snapshot, width: int | None = None) -> list[str]:
+    """The same view as plain lines, for a log; the best node's title cut to fit ``width``."""
+    scored = f"; {len(s.scores)} scored"
+    room = None if width is None else width - len("best ") - len(scored)
+    out = [f"best {_best_text(s, room)}{scored}"]
     out.append("; ".join(f"{name} {used}" for name, used, _ in _budget_rows(s)))
     if s.failures:
         out.append("failures: " + ", ".join(f"{k} {v}" for k, v in s.failures.most_common()))
