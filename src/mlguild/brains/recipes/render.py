@@ -20,7 +20,7 @@ import jinja2
 from ...metrics import get_metric
 from ...task import column_parsers
 from ...task.column_kinds import UNUSABLE
-from .catalog import RECIPES
+from .catalog import RECIPES, SCRIPT_TEMPLATES
 from .excerpt import excerpt
 from .moves import MANY_LEVELS
 
@@ -258,5 +258,26 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "many_levels": MANY_LEVELS,
         "cv": _cv_metric(task["metric"]),
     }
-    code = _environment().get_template("script.py.j2").render(**context)
+    template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
+    if template == "rank.py.j2":
+        context.update(_ranking_context(task))
+    code = _environment().get_template(template).render(**context)
     return _hoist_imports(code)
+
+
+def _ranking_context(task: dict[str, Any]) -> dict[str, Any]:
+    """What the grouped-ranking template needs beyond the common context: the score column,
+    the metric's cut-off and gain, the relevant label of a text target. Fold hooks (target
+    encoding, screening) are not part of it."""
+    params = task.get("metric_params") or {}
+    keys = set(task.get("key_columns") or [])
+    score_columns = [c for c in task["submission_columns"][1:] if c not in keys]
+    labels = task.get("positive_label")
+    return {
+        "score_column": score_columns[0],
+        "rank_k": int(params.get("k", 10)),
+        "gain": str(params.get("gain", "linear")),
+        "positive": None if labels is None else str(labels),
+        "target_encoding": False,
+        "screen": 0,
+    }
