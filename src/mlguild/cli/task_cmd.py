@@ -40,7 +40,12 @@ def init(
     target: str | None = typer.Option(None, help="Target column (csv: sources)."),
     test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
     id_column: str | None = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
-    task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
+    task_type: str | None = typer.Option(
+        None, help="binary, multiclass, regression or ranking (inferred when omitted)."
+    ),
+    group: str | None = typer.Option(
+        None, help="Ranking (csv: sources): the column whose rows are ranked against each other (a query, a user)."
+    ),
     metric: str | None = typer.Option(None, help="Metric name (a sensible default per task type)."),
     force: bool = typer.Option(False, help="Overwrite an existing task folder."),
     data_dir: Path | None = typer.Option(
@@ -72,7 +77,9 @@ def init(
         options: dict[str, bool | str | Path | None] = {"overwrite": force}
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
-        elif any([target, test, id_column, task_type, metric]):
+            if group is not None:
+                options["group"] = group
+        elif any([target, test, id_column, task_type, metric, group]):
             raise TaskError(
                 "--target/--test/--id/--task-type/--metric apply to csv: sources only", f"run `mlguild init {source}`"
             )
