@@ -120,7 +120,9 @@ def _ranking_metric(metric: str | None, target: pd.Series) -> tuple[str, dict, s
             )
         positive = _positive_label(target)
         if name and name != "gauc":
-            raise TaskError(f"metric {name} needs numeric relevance; {target.name!r} holds labels", "pass --metric gauc")
+            raise TaskError(
+                f"metric {name} needs numeric relevance; {target.name!r} holds labels", "pass --metric gauc"
+            )
         return "gauc", {}, positive
     name = name or "ndcg_at_k"
     if name == "ndcg_at_k":
@@ -288,7 +290,9 @@ def _build_ranking(
             )
         metric_name_, params = _with_cutoff(metric or "map@k")
         if get_metric(metric_name_).prediction != "ranked_list":
-            raise TaskError(f"{target!r} holds lists; metric {metric_name_} does not score lists", "pass --metric map@K")
+            raise TaskError(
+                f"{target!r} holds lists; metric {metric_name_} does not score lists", "pass --metric map@K"
+            )
         params.setdefault("k", 10)
         return _write(
             train, test_frame, train_path, dest, test, overwrite,
@@ -339,7 +343,9 @@ def _write(
     try:
         spec = TaskSpec(**spec_kwargs)
     except ValueError as exc:
-        raise TaskError(f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly") from exc
+        raise TaskError(
+            f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
+        ) from exc
     target = spec.target_columns[0]
     if test_frame is None:
         if spec.ids_unique:
