@@ -14,7 +14,7 @@ from ...core.errors import TaskError
 from ...core.protocols import Context, Proposal
 from ...metrics import get_metric
 from .catalog import recipe_modality
-from .render import _cv_metric, _environment, _hoist_imports, _ranking_context, prediction_kind
+from .render import _cv_metric, _environment, _hoist_imports, _list_k, _map_cv, _ranking_context, prediction_kind
 
 
 def fuse_proposal(context: Context) -> Proposal:
@@ -58,7 +58,10 @@ def fuse_proposal(context: Context) -> Proposal:
 
 def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
     kind = prediction_kind(task)
-    cv = _cv_metric(task["metric"])
+    list_k = 0
+    if kind == "ranked_list":  # a single label scored by MAP@k: blend the class probabilities, then rank
+        kind, list_k = "label", _list_k(task)
+    cv = _map_cv(list_k) if list_k else _cv_metric(task["metric"])
     metric_positive = None
     if task["metric"] == "f1":
         metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
@@ -76,6 +79,7 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
             classes=[str(c) for c in (task.get("classes") or [])],
             metric_positive=metric_positive,
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
+            list_k=list_k,
         )
     )
     return _hoist_imports(code)

@@ -175,6 +175,32 @@ _CV = {
 _FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
 
 
+def _map_cv(k: int) -> dict[str, str]:
+    """MAP@k has no scikit-learn twin: the script defines it (Kaggle's mapk, as the harness's)."""
+    helper = f"""
+
+def mean_average_precision(truth, prediction, k={k}):
+    \"\"\"MAP@k of ranked lists (space-separated text) against the relevant items.\"\"\"
+    scores = []
+    for actual, ranked in zip(truth, np.ravel(prediction), strict=True):
+        relevant, seen, hits, total = set(str(actual).split()), set(), 0, 0.0
+        for i, item in enumerate(str(ranked).split()[:k]):
+            if item in relevant and item not in seen:
+                hits += 1
+                total += hits / (i + 1)
+            seen.add(item)
+        scores.append(total / min(len(relevant), k) if relevant else 0.0)
+    return float(np.mean(scores))
+
+"""
+    return {
+        "name": "map_at_k",
+        "import_line": helper,
+        "expression": "mean_average_precision(truth, prediction)",
+        "note": "",
+    }
+
+
 def _cv_metric(metric: str) -> dict[str, str]:
     kind = get_metric(metric).prediction
     name = metric if metric in _CV else _FALLBACK[kind]
@@ -212,6 +238,11 @@ def _columns(task: dict[str, Any], profile: dict[str, Any], features: dict[str, 
         if c["name"] not in drop and kind != "numeric":
             kinds.setdefault(kind, []).append(c["name"])
     return {"drop": drop, "kinds": kinds, "repaired": repaired}
+
+
+def _list_k(task: dict[str, Any]) -> int:
+    """How many items a ranked list holds: the metric's k (MAP@k), 5 by default as its own."""
+    return int((task.get("metric_params") or {}).get("k", 5))
 
 
 def prediction_kind(task: dict[str, Any]) -> str:
@@ -256,7 +287,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "safe": bool(meta["features"].get("safe")),
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,
-        "cv": _cv_metric(task["metric"]),
+        "cv": _map_cv(_list_k(task)) if kind == "ranked_list" else _cv_metric(task["metric"]),
+        "list_k": _list_k(task),
     }
     template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
     if template == "rank.py.j2":
