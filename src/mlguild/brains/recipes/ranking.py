@@ -15,5 +15,5 @@ def ranking_supported(task: dict[str, Any]) -> bool:
         return False
     metric = get_metric(task["metric"])
     if metric.prediction == "ranked_list":
-        return False  # list-valued targets are served by the candidate generator (added below)
+        return bool(task.get("ids_unique", True))  # a row per query: the candidate generator
     return metric.grouped and not task.get("ids_unique", True)

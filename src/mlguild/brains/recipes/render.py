@@ -293,6 +293,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
     template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
     if template == "rank.py.j2":
         context.update(_ranking_context(task))
+    elif template == "lists.py.j2":
+        context["learned"] = recipe.model == "lists_lightgbm"
     code = _environment().get_template(template).render(**context)
     return _hoist_imports(code)
 
