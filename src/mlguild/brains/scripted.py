@@ -29,8 +29,9 @@ idc, target, kind = task["id_column"], task["target_columns"][0], task["predicti
 train = pd.read_csv(data / task["train_file"], dtype={{idc: str}})
 
 
-def predict(ids):
-    out = pd.DataFrame({{idc: ids}})
+def predict(rows):
+    keys = task.get("key_columns", [])  # a ranking's item columns: copied, never predicted
+    out = rows[[idc, *keys]].copy()
     labels = train[target].astype(str)
     if kind == "probability":
         positive = task.get("positive_label") or "1"
@@ -41,18 +42,19 @@ def predict(ids):
         for cls in task["classes"]:
             out[cls] = (1 - SHRINK) * freq.get(cls, 0.0) + SHRINK / len(task["classes"])
     elif kind == "value":
-        for col in task["submission_columns"][1:]:
-            out[col] = pd.to_numeric(train[col]).mean() * (1 - SHRINK)
+        for col in [c for c in task["submission_columns"][1:] if c not in keys]:
+            out[col] = pd.to_numeric(train[col] if col in train else train[target]).mean() * (1 - SHRINK)
     else:
         out[task["submission_columns"][1]] = labels.mode().iloc[0]
-    return out
+    return out[task["submission_columns"]]
 
 
 os.makedirs("output", exist_ok=True)
-holdout = pd.read_csv(data / task["holdout_file"], dtype={{idc: str}})
-test = pd.read_csv(data / task["test_file"], dtype={{idc: str}})
-predict(holdout[idc]).to_csv("output/holdout.csv", index=False)
-predict(test[idc]).to_csv("output/submission.csv", index=False)
+text = {{c: str for c in [idc, *task.get("key_columns", [])]}}
+holdout = pd.read_csv(data / task["holdout_file"], dtype=text)
+test = pd.read_csv(data / task["test_file"], dtype=text)
+predict(holdout).to_csv("output/holdout.csv", index=False)
+predict(test).to_csv("output/submission.csv", index=False)
 print("cv_score: 0.5")
 '''
 

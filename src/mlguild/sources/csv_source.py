@@ -79,7 +79,7 @@ def infer_task_type(target: pd.Series) -> str:
     )
 
 
-TASK_TYPES = ("binary", "multiclass", "regression", "ranking")
+TASK_TYPES = ("binary", "multiclass", "regression")  # what --task-type suggests; "ranking" needs --group or lists
 
 
 def _task_type_fix(task_type: str) -> str:
@@ -182,6 +182,11 @@ def build_from_csv(
     train = train[train[target] != ""].reset_index(drop=True)
 
     test_frame = _read(Path(test), "test") if test else None
+    if group is not None and task_type not in (None, "ranking"):
+        raise TaskError(
+            f"--group names the groups of a ranking task, not of a {task_type} one",
+            "pass --task-type ranking, or leave --group out",
+        )
     if group is not None or task_type == "ranking":
         return _build_ranking(
             train, test_frame, Path(train_path), dest, target, test, group, metric, name, overwrite, id_column
@@ -200,7 +205,7 @@ def build_from_csv(
     elif id_column not in train.columns:
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
-    if task_type is not None and task_type not in TASK_TYPES:
+    if task_type is not None and task_type not in (*TASK_TYPES, "ranking"):
         raise TaskError(
             f"--task-type {task_type!r} is not one of {', '.join(TASK_TYPES)}{did_you_mean(task_type, TASK_TYPES)}",
             _task_type_fix(task_type),
