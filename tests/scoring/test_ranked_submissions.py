@@ -78,7 +78,9 @@ def test_grouped_rows_keep_the_sample_order_and_their_items(tmp_path):
 
 
 def test_the_floor_of_a_ranked_list_is_its_most_popular_items(tmp_path):
-    train = _write(tmp_path / "train.csv", [("query", "relevant"), ("a", "x y"), ("b", "y z"), ("c", "y x w"), ("d", "v")])
+    train = _write(
+        tmp_path / "train.csv", [("query", "relevant"), ("a", "x y"), ("b", "y z"), ("c", "y x w"), ("d", "v")]
+    )
     sample = _write(tmp_path / "sample.csv", [("query", "predicted"), ("e", ""), ("f", "")])
     assert write_prior_submission(LISTS, train, sample, tmp_path / "prior.csv")
     prior = read_csv_exact(tmp_path / "prior.csv")

@@ -140,11 +140,22 @@ def test_init_csv_ranking_of_labels_is_gauc_and_of_lists_is_map(tmp_path):
     assert (spec.metric, spec.positive_label) == ("gauc", "yes")
 
     baskets = pd.DataFrame(
-        {"id": range(100), "before": ["1 2 3"] * 100, "after": [" ".join(map(str, range(i % 7, i % 7 + 3))) for i in range(100)]}
+        {
+            "id": range(100),
+            "before": ["1 2 3"] * 100,
+            "after": [" ".join(map(str, range(i % 7, i % 7 + 3))) for i in range(100)],
+        }
     )
     baskets.to_csv(tmp_path / "baskets.csv", index=False)
-    lists = load_task(build_from_csv(tmp_path / "baskets.csv", tmp_path / "b", target="after", task_type="ranking", metric="map@3")).spec
-    assert (lists.task_type, lists.metric, lists.metric_params, lists.ids_unique) == ("ranking", "map_at_k", {"k": 3}, True)
+    lists = load_task(
+        build_from_csv(tmp_path / "baskets.csv", tmp_path / "b", target="after", task_type="ranking", metric="map@3")
+    ).spec
+    assert (lists.task_type, lists.metric, lists.metric_params, lists.ids_unique) == (
+        "ranking",
+        "map_at_k",
+        {"k": 3},
+        True,
+    )
 
 
 def test_init_csv_ranking_without_a_group_or_lists_says_what_to_pass(tmp_path):

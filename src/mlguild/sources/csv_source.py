@@ -92,6 +92,12 @@ def _task_type_fix(task_type: str) -> str:
     return f"pass --task-type {guess}" if guess else "leave --task-type out: it is inferred from the target"
 
 
+def holds_lists(values: pd.Series) -> bool:
+    """Whether a column holds space-separated lists (most of its non-empty values have a space)."""
+    filled = values[values != ""].astype(str)
+    return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
+
+
 def infer_item_column(frame: pd.DataFrame, group: str, target: str) -> str | None:
     """The column naming the item of a (group, item) row: unique within every group and
     repeating across groups; of several, the one with the fewest distinct values. None if none is."""
@@ -283,8 +289,6 @@ def _build_ranking(
 ) -> Path:
     """A ranking task: grouped (``group`` given; the group is the id column, ids repeat, the item
     within a group is a key column) or a list per row (a target of space-separated items, MAP@k)."""
-    from .infer import holds_lists
-
     source = f"csv:{train_path.resolve()}"
     if group is None:
         if not holds_lists(train[target]):

@@ -23,7 +23,7 @@ from ..core.suggest import did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
-from .csv_source import _positive_label, infer_task_type
+from .csv_source import _positive_label, holds_lists, infer_task_type
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 _FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
@@ -294,12 +294,6 @@ def ranking_shape(
             "write task.yaml by hand with ids_unique: false and key_columns (see README, 'Ranking tasks')",
         )
     return keys, scores[0]
-
-
-def holds_lists(values: pd.Series) -> bool:
-    """Whether a column holds space-separated lists (most of its non-empty values have a space)."""
-    filled = values[values != ""].astype(str)
-    return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
