@@ -1,7 +1,7 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
-What it measures: for each bundled example (churn, ames, reviews, titanic, digits), the test
-score of
+What it measures: for each bundled example (churn, ames, reviews, titanic, digits, and the
+rankings fishing and movies), the test score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
   fresh $MLGUILD_HOME; its score is the once-per-run grade of its final submission on the
@@ -15,6 +15,11 @@ score of
   submission format. The raw train frame goes in as pandas reads it (id column dropped);
   text columns stay raw strings and each peer does with them what it does by default (see
   the docstrings of the runners); image arrays are already one numeric column per pixel.
+
+* on rankings, which FLAML and AutoGluon do not serve (they are skipped there, and say so),
+  plain LightGBM with its defaults (``benchmarks/peers/run_lightgbm.py``, mlguild's own venv):
+  LambdaRank for a grouped ranking, a classifier's top-k classes for a single label scored by
+  MAP@k; a list-valued target has no plain baseline (its floor, the most listed items, is one).
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is
 scored by mlguild's own scorer (``mlguild.scoring.scorer.Scorer``) against the same test
@@ -71,7 +76,11 @@ PEERS_DIR = ROOT / "benchmarks" / "peers"
 PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
+    # Rankings, which the AutoML peers do not serve: plain LightGBM (LambdaRank for a grouped
+    # ranking), run with mlguild's own venv (see benchmarks/peers/run_lightgbm.py).
+    "lightgbm": ("run_lightgbm.py", "lightgbm"),
 }
+OWN_VENV = {"lightgbm"}  # peers that run with this interpreter, not a venv under .bench/
 RATIO_NOTE = "ratio > 1 means mlguild is better: mlguild/peer when the metric is maximised, peer/mlguild when minimised"
 
 
@@ -126,7 +135,18 @@ def log_tail(log: Path, lines: int = 3, width: int = 400) -> str:
 
 
 def peer_python(bench_dir: Path, peer: str) -> Path:
-    return bench_dir / peer / "bin" / "python"
+    return Path(sys.executable) if peer in OWN_VENV else bench_dir / peer / "bin" / "python"
+
+
+def peer_serves(peer: str, task: Task) -> str | None:
+    """Why ``peer`` is not run on ``task`` (None when it is): the AutoML peers have no ranking
+    task; plain LightGBM is there for rankings only (the AutoML peers run LightGBM themselves)."""
+    ranking = task.spec.task_type == "ranking" or task.spec.metric == "map_at_k"
+    if ranking and peer not in OWN_VENV:
+        return f"{peer} has no ranking task (grouped scores or ranked lists)"
+    if not ranking and peer in OWN_VENV:
+        return "plain LightGBM is the peer of rankings only"
+    return None
 
 
 def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
@@ -441,6 +461,11 @@ def main() -> int:
             results["tasks"].append(row)
             for system in systems:
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} ...", flush=True)
+                why_not = None if system == "mlguild" else peer_serves(system, task)
+                if why_not is not None:
+                    row["results"][system] = {"status": "skipped", "score": None, "wall_s": None, "reason": why_not}
+                    print(f"    skipped: {why_not}", flush=True)
+                    continue
                 try:
                     if system == "mlguild":
                         r = run_mlguild(task, name, budget_s, work, timeout_s)
@@ -470,7 +495,10 @@ def main() -> int:
     )
     print(table(results["tasks"], systems, available))
     problems = [
-        (row["task"], s, r) for row in results["tasks"] for s, r in row["results"].items() if r["status"] != "ok"
+        (row["task"], s, r)
+        for row in results["tasks"]
+        for s, r in row["results"].items()
+        if r["status"] not in ("ok", "skipped")
     ]
     notes = [
         (row["task"], r["rescore_note"])
