@@ -36,7 +36,9 @@ def features(frame: pd.DataFrame, drop: list[str], categories: dict[str, list]) 
         if c not in categories and numbers.notna().mean() >= 0.99:
             out[c] = numbers
         else:
-            out[c] = pd.Categorical(out[c].astype(str), categories=categories.setdefault(c, sorted(set(out[c].astype(str)))))
+            out[c] = pd.Categorical(
+                out[c].astype(str), categories=categories.setdefault(c, sorted(set(out[c].astype(str))))
+            )
     return out
 
 
@@ -72,7 +74,7 @@ def main() -> int:
         sizes = train[idc].iloc[order].groupby(train[idc].iloc[order], sort=False).size().to_numpy()
         model = lgb.LGBMRanker(objective="lambdarank", n_jobs=args.threads, verbose=-1)
         model.fit(X.iloc[order], y.iloc[order], group=sizes)
-        score_column = [c for c in spec["submission_columns"][1:] if c not in keys][0]
+        score_column = next(c for c in spec["submission_columns"][1:] if c not in keys)
         sub = test[[idc, *keys]].copy()
         sub[score_column] = model.predict(X_test)
         info["best_model"] = "LGBMRanker(lambdarank), defaults"
