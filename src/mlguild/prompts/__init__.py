@@ -19,7 +19,7 @@ PREDICTION_HELP = {
     "label": "the predicted class label, spelled exactly as in the training target",
     "class_probabilities": "one column per class ({classes}), each row a probability distribution summing to 1",
     "value": "numeric predictions of the target",
-    "ranked_list": "space-separated predicted items, best first",
+    "ranked_list": "space-separated predicted items, best first, each item at most once",
 }
 
 
@@ -45,6 +45,9 @@ def prediction_help(task: dict) -> str:
     kind = task.get("prediction_kind", "value")
     positive = f" ({task['positive_label']!r})" if task.get("positive_label") else ""
     classes = ", ".join(task.get("classes") or [])
-    return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
+    text = PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
         positive=positive, classes=classes
     )
+    if task.get("key_columns"):  # a grouped ranking: the score column is what is predicted
+        text += f"; one score per row, higher ranks first (the key columns {task['key_columns']} are copied)"
+    return text
