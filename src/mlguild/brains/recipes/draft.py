@@ -89,7 +89,7 @@ def _ranking_features(recipe: Recipe, features: dict[str, Any]) -> dict[str, Any
     those switches are off for good (None), so no move turns them on to no effect; a list
     recipe's (templates/lists.py.j2) has its own few."""
     if recipe.modality == "grouped_ranking":
-        features.update(log_target=None, target_encoding=None, screen=0)
+        features.update(log_target=None, target_encoding=None, screen=0, group_relative=True)
     if recipe.features == "lists":  # candidates per source, and how many recent items they start from
         return {"candidates": 50, "recent": 30}
     return features
