@@ -146,6 +146,8 @@ def peer_serves(peer: str, task: Task) -> str | None:
         return f"{peer} has no ranking task (grouped scores or ranked lists)"
     if not ranking and peer in OWN_VENV:
         return "plain LightGBM is the peer of rankings only"
+    if peer in OWN_VENV and task.spec.task_type == "ranking" and task.spec.metric == "map_at_k":
+        return "a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)"
     return None
 
 
