@@ -1,7 +1,7 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
 What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits,
-and the several-target schools and devroles), the test score of
+the several-target schools and devroles, and the rankings fishing and movies), the test score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
   fresh $MLGUILD_HOME; its score is the once-per-run grade of its final submission on the
@@ -20,6 +20,11 @@ and the several-target schools and devroles), the test score of
   On ridership (ordered in time: its test days come after all its labelled days) the date
   column goes in as its text, and each peer validates as it does by default (randomly),
   while mlguild's holdout is its latest labelled days and its recipes' folds are ordered in time.
+
+* on rankings, which FLAML and AutoGluon do not serve (they are skipped there, and say so),
+  plain LightGBM with its defaults (``benchmarks/peers/run_lightgbm.py``, mlguild's own venv):
+  LambdaRank for a grouped ranking, a classifier's top-k classes for a single label scored by
+  MAP@k; a list-valued target has no plain baseline (its floor, the most listed items, is one).
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is
 scored by mlguild's own scorer (``mlguild.scoring.scorer.Scorer``) against the same test
@@ -76,20 +81,11 @@ PEERS_DIR = ROOT / "benchmarks" / "peers"
 PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
-    # tasks with several targets, which FLAML and AutoGluon do not fit as they come: a plain
-    # LightGBM default per column, in mlguild's own venv (no setup)
-    "lightgbm": ("run_lightgbm_columns.py", "lightgbm"),
+    # Rankings, which the AutoML peers do not serve: plain LightGBM (LambdaRank for a grouped
+    # ranking), run with mlguild's own venv (see benchmarks/peers/run_lightgbm.py).
+    "lightgbm": ("run_lightgbm.py", "lightgbm"),
 }
-OWN_VENV = ("lightgbm",)
-
-
-def peer_applies(peer: str, spec) -> bool:
-    """Whether the peer fits this task: FLAML and AutoGluon one target, the LightGBM default
-    per column several."""
-    several = len(spec.target_columns) > 1
-    return several if peer == "lightgbm" else not several
-
-
+OWN_VENV = {"lightgbm"}  # peers that run with this interpreter, not a venv under .bench/
 RATIO_NOTE = "ratio > 1 means mlguild is better: mlguild/peer when the metric is maximised, peer/mlguild when minimised"
 
 
@@ -145,6 +141,26 @@ def log_tail(log: Path, lines: int = 3, width: int = 400) -> str:
 
 def peer_python(bench_dir: Path, peer: str) -> Path:
     return Path(sys.executable) if peer in OWN_VENV else bench_dir / peer / "bin" / "python"
+
+
+def peer_applies(peer: str, spec) -> bool:
+    """Whether the peer fits a task's shape: every peer here fits one target column (the
+    per-column LightGBM peer of the several-target branch was not merged with the ranking
+    peer yet: several-target tasks show n/a)."""
+    return len(spec.target_columns) == 1
+
+
+def peer_serves(peer: str, task: Task) -> str | None:
+    """Why ``peer`` is not run on ``task`` (None when it is): the AutoML peers have no ranking
+    task; plain LightGBM is there for rankings only (the AutoML peers run LightGBM themselves)."""
+    ranking = task.spec.task_type == "ranking" or task.spec.metric == "map_at_k"
+    if ranking and peer not in OWN_VENV:
+        return f"{peer} has no ranking task (grouped scores or ranked lists)"
+    if not ranking and peer in OWN_VENV:
+        return "plain LightGBM is the peer of rankings only"
+    if peer in OWN_VENV and task.spec.task_type == "ranking" and task.spec.metric == "map_at_k":
+        return "a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)"
+    return None
 
 
 def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
@@ -463,6 +479,11 @@ def main() -> int:
                     row["results"][system] = {"status": "n/a", "score": None, "wall_s": None, "reason": why}
                     continue
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} ...", flush=True)
+                why_not = None if system == "mlguild" else peer_serves(system, task)
+                if why_not is not None:
+                    row["results"][system] = {"status": "skipped", "score": None, "wall_s": None, "reason": why_not}
+                    print(f"    skipped: {why_not}", flush=True)
+                    continue
                 try:
                     if system == "mlguild":
                         r = run_mlguild(task, name, budget_s, work, timeout_s)

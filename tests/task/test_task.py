@@ -153,4 +153,6 @@ def test_csv_source_rejects_unknown_task_types_and_constant_targets(tmp_path):
     with pytest.raises(TaskError, match="single value"):
         init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t", target="y")
     with pytest.raises(TaskError, match="not one of"):
-        init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t2", target="y", task_type="ranking")
+        init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t2", target="y", task_type="rnking")
+    with pytest.raises(TaskError, match="--group"):  # ranking needs the group column (or lists)
+        init_task(f"csv:{tmp_path / 'd.csv'}", tmp_path / "t3", target="y", task_type="ranking")

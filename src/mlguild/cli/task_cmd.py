@@ -40,7 +40,12 @@ def init(
     target: str | None = typer.Option(None, help="Target column (csv: sources); several as a,b,c."),
     test: Path | None = typer.Option(None, help="Test CSV (csv: sources); without it 20% of rows become the test set."),
     id_column: str | None = typer.Option(None, "--id", help="Id column (csv: sources); inferred when omitted."),
-    task_type: str | None = typer.Option(None, help="binary, multiclass or regression (inferred when omitted)."),
+    task_type: str | None = typer.Option(
+        None, help="binary, multiclass, regression or ranking (inferred when omitted)."
+    ),
+    group: str | None = typer.Option(
+        None, help="Ranking (csv: sources): the column whose rows are ranked against each other (a query, a user)."
+    ),
     metric: str | None = typer.Option(None, help="Metric name (a sensible default per task type)."),
     time_column: str | None = typer.Option(
         None,
@@ -78,7 +83,9 @@ def init(
         if kind == "csv":
             options.update(target=target, test=test, id_column=id_column, task_type=task_type, metric=metric)
             options.update(time_column=time_column, say=_say)
-        elif any([target, test, id_column, task_type, metric, time_column]):
+            if group is not None:
+                options["group"] = group
+        elif any([target, test, id_column, task_type, metric, time_column, group]):
             raise TaskError(
                 "--target/--test/--id/--task-type/--metric/--time-column apply to csv: sources only",
                 f"run `mlguild init {source}`",

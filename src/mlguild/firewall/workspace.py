@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -173,7 +174,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     sample = read_csv_exact(task.sample_submission_path)
     shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
     files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
-    _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column), out / HOLDOUT_SAMPLE)
+    _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column, spec.key_columns), out / HOLDOUT_SAMPLE)
     files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
 
     (out / "description.md").write_text(task.description)
@@ -200,7 +201,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             shutil.copyfile(src, dest)
             files[rel] = _file_entry(dest, None)
 
-    keep = [spec.id_column, *spec.target_columns]
+    keep = [spec.id_column, *spec.key_columns, *spec.target_columns]  # the scorer checks key columns row by row
     _write_csv(holdout_rows[keep], ws.holdout_answers)
     sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, len(holdout_rows))}
     if task.answers_path is not None:
@@ -333,12 +334,17 @@ def _check_labels(train: pd.DataFrame, task: Task) -> None:
         )
 
 
-def _holdout_sample(sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str) -> pd.DataFrame:
-    """A sample submission for the holdout rows: the holdout ids with the template's first-row values."""
+def _holdout_sample(
+    sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str, key_columns: Sequence[str] = ()
+) -> pd.DataFrame:
+    """A sample submission for the holdout rows: the holdout ids (and key columns, such as the
+    item of a (query, item) row) with the template's first-row values."""
     frame = pd.DataFrame({id_column: holdout_rows[id_column].to_numpy()})
+    for col in key_columns:
+        frame[col] = holdout_rows[col].to_numpy()
     first = sample.iloc[0] if len(sample) else None
     for col in sample.columns:
-        if col != id_column:
+        if col != id_column and col not in key_columns:
             frame[col] = first[col] if first is not None else ""
     return frame[list(sample.columns)]
 

@@ -19,7 +19,7 @@ PREDICTION_HELP = {
     "label": "the predicted class label, spelled exactly as in the training target",
     "class_probabilities": "one column per class ({classes}), each row a probability distribution summing to 1",
     "value": "numeric predictions of the target",
-    "ranked_list": "space-separated predicted items, best first",
+    "ranked_list": "space-separated predicted items, best first, each item at most once",
 }
 
 
@@ -57,6 +57,9 @@ def prediction_help(task: dict) -> str:
     if len(targets) > 1 and kind in _EACH_TARGET:  # several targets: a column of the submission each
         each = _EACH_TARGET[kind].format(positive=positive)
         return f"one column per target ({', '.join(targets)}), each holding {each}; the metric scores each column and averages"
-    return PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
+    text = PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
         positive=positive, classes=classes
     )
+    if task.get("key_columns"):  # a grouped ranking: the score column is what is predicted
+        text += f"; one score per row, higher ranks first (the key columns {task['key_columns']} are copied)"
+    return text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -176,13 +176,23 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
     return dest
 
 
-def agreement(kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column: str) -> float:
+def agreement(
+    kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column: str, key_columns: Sequence[str] = ()
+) -> float:
     """How much two submissions for the same rows agree: Spearman correlation of the values
-    (probabilities, regression values; per column, the lowest), or the share of rows with
-    the same label (labels, cell by cell for several label columns; the most probable class
-    for probability matrices)."""
-    a = reference.set_index(id_column)
-    b = refit.set_index(id_column).loc[a.index]
+    (probabilities, regression values, ranking scores; per column, the lowest), the share of
+    rows with the same label (labels, cell by cell for several label columns; the most probable
+    class for probability matrices), or for ranked lists the mean share of items two lists have
+    in common. Where ids repeat (rows align by position), ``key_columns`` are the item columns,
+    which are not predictions."""
+    if not reference[id_column].is_unique:  # a ranking's (group, item) rows: both in the sample's order
+        a, b = reference.drop(columns=list(key_columns)), refit.drop(columns=list(key_columns))
+        a, b = a.set_index(id_column), b.set_index(id_column)
+    else:
+        a = reference.set_index(id_column)
+        b = refit.set_index(id_column).loc[a.index]
+    if kind == "ranked_list":
+        return _list_overlap(a.iloc[:, 0], b.iloc[:, 0])
     if kind == "label":  # several label columns (multi-label): the share of equal cells
         return float((a.astype(str).to_numpy() == b[a.columns].astype(str).to_numpy()).mean())
     a, b = a.apply(pd.to_numeric, errors="coerce"), b.apply(pd.to_numeric, errors="coerce")
@@ -193,3 +203,12 @@ def agreement(kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column
         a[c].corr(b[c], method="spearman") if a[c].nunique() > 1 and b[c].nunique() > 1 else 0.0 for c in a.columns
     ]
     return min((0.0 if math.isnan(c) else float(c)) for c in correlations)
+
+
+def _list_overlap(a: pd.Series, b: pd.Series) -> float:
+    """Mean over rows of |A ∩ B| / max(|A|, |B|) for two columns of space-separated lists."""
+    shares = []
+    for x, y in zip(a.astype(str), b.astype(str), strict=True):
+        left, right = set(x.split()), set(y.split())
+        shares.append(len(left & right) / max(len(left), len(right)) if left or right else 1.0)
+    return float(sum(shares) / len(shares)) if shares else 0.0

@@ -21,11 +21,9 @@ from ..task.folder import TaskSpec
 def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
     """Write to ``dest`` the template ``sample`` filled with the best constant the training
     labels give (the majority class, the class shares, the positive share, the mean, or the
-    median for MAE): a stronger floor than a template's stand-in values. False when the metric has
-    no such constant (ranked lists)."""
+    median for MAE, the most popular items for a ranked list): a stronger floor than a template's
+    stand-in values. False when the task has no such constant (several targets)."""
     kind = get_metric(spec.metric).prediction
-    if kind == "ranked_list":
-        return False
     if len(spec.target_columns) != 1:
         return _write_prior_per_column(spec, train, sample, dest, kind)
     target = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=[spec.target_columns[0]]).iloc[:, 0]
@@ -34,7 +32,13 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
     columns = spec.prediction_columns
     if target.empty:
         return False
-    if kind == "label":
+    if kind == "ranked_list":
+        # The k items the most training rows list (a single label counts as a list of one):
+        # the popularity floor of a recommender.
+        k = int(spec.metric_params.get("k", 5))
+        counts = target.str.split().explode().value_counts()
+        frame[columns[0]] = " ".join(counts.index[:k].astype(str))
+    elif kind == "label":
         frame[columns[0]] = target.mode().iloc[0]
     elif kind == "probability":
         frame[columns[0]] = float((target == (spec.positive_label or "1")).mean())

@@ -63,7 +63,10 @@ class Scorer:
             raise ValueError("a Scorer needs sealed answers or the expected ids")
         self.spec = spec
         self.metric = get_metric(spec.metric)
-        self.format = SubmissionFormat(spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=max_bytes)
+        self.format = SubmissionFormat(
+            spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=max_bytes,
+            key_columns=tuple(spec.key_columns),
+        )  # fmt: skip
         self.answers = answers
         self.expected_ids = ids
         self.fingerprint = fingerprint
@@ -333,6 +336,11 @@ def _prepared(
         y_pred = aligned(np.column_stack(predictions(sub, names, metric, idc)))
     else:
         absent = [c for c in target_columns if c not in fmt.value_columns]
+        if absent and len(target_columns) == 1 and len(fmt.value_columns) == 1:
+            # One prediction column scores the one target whatever it is called (a ranking's
+            # "score" column for a "chosen" label, a "predicted" list for the "relevant" items).
+            answers = answers.rename(columns={target_columns[0]: fmt.value_columns[0]})
+            target_columns, absent = fmt.value_columns, []
         if absent or (metric.prediction == "ranked_list" and len(target_columns) != 1):
             raise ValueError(
                 f"target columns {target_columns} must be value columns of the "

@@ -14,6 +14,8 @@ message names the row, column and text (cut to a preview). Choices worth knowing
   those from ``labels.json`` beside the answers, written by the firewall). ``"1.0"`` for
   ``"1"``, ``"True"`` for ``"1"`` or ``" 1"`` is refused (``unknown_label``), not scored wrong.
 * A file with more rows than expected is read only until that is certain (see strict_csv).
+* A ranked list (MAP@k) that names an item twice is refused (``duplicate_item``); a query
+  with no row is ``missing_ids`` like any other missing id.
 """
 
 from __future__ import annotations
@@ -304,11 +306,28 @@ def predictions(
     ``known``: the labels a label metric's predictions must be among (None: not checked)."""
     kind = metric.prediction
     if kind == "ranked_list":  # space-separated tokens; an empty list is allowed (scores 0)
-        return [[s.split() for s in sub[c].tolist()] for c in columns]
+        return [_ranked_lists(sub, c, id_column) for c in columns]
     if kind == "label":
         return [_labels(sub, c, id_column, metric.truth == "integer", known) for c in columns]
     unit = kind in ("probability", "class_probabilities")
     return [_floats(sub, c, id_column, unit) for c in columns]
+
+
+def _ranked_lists(sub: pd.DataFrame, column: str, id_column: str) -> list[list[str]]:
+    """A column of space-separated ranked lists; a list that names an item twice is refused
+    (``duplicate_item``): the metric would score the repeat as nothing, which hides the bug
+    (a join that multiplied rows, an unfinished dedup) behind a merely lower score."""
+    lists = [s.split() for s in sub[column].tolist()]
+    for i, items in enumerate(lists):
+        if len(set(items)) == len(items):
+            continue
+        item = next(x for j, x in enumerate(items) if x in items[:j])
+        raise fail(
+            "duplicate_item",
+            f"{_where(sub, i, column, id_column)}: the ranked list names {preview(item)} more than once; "
+            "list each item once, best first",
+        )
+    return lists
 
 
 def known_labels(

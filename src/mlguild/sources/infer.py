@@ -24,7 +24,7 @@ from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
-from .csv_source import _positive_label, infer_task_type
+from .csv_source import _positive_label, holds_lists, infer_task_type
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 _FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
@@ -83,6 +83,8 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
     ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),
     ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
+    ("ndcg_at_k", r"\bndcg\s*@\s*\d+|normali[sz]ed discounted cumulative gain(\s*@\s*\d+)?|\bndcg\b"),
+    ("gauc", r"\bgauc\b|\bgroup(ed)?[- ]auc\b|\bauc (averaged )?(per|within each|over) (user|group|query|session)s?\b"),
     ("roc_auc", r"area under (the )?(roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
     ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
     ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
@@ -121,7 +123,7 @@ def metric_from_description(text: str) -> tuple[str, str, dict] | None:
         if hits:
             _, name, phrase = min(hits)
             params: dict = {}
-            if name == "map_at_k":
+            if name == "map_at_k" or (name == "ndcg_at_k" and re.search(r"\d", phrase)):
                 params["k"] = int(re.findall(r"\d+", phrase)[-1])
             return name, phrase, params
     return None
@@ -172,6 +174,19 @@ def infer_task(
     sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
+    description = _description_text(root, data_dir)
+    named = metric_from_description(description)
+    wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
+    lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
+    grouped = ranking_shape(sample, id_column, predicted, test_header)
+    if grouped is not None:
+        keys, score = grouped
+        notes.append(
+            f"ids repeat in {sample_path.name}: a grouped ranking, groups {id_column!r}, "
+            f"items {keys}, scores in {score!r}"
+        )
+        predicted = [score]
+
     classes: list[str] | None = None
     if target:
         targets = [t.strip() for t in target.split(",") if t.strip()]  # --target a,b: several targets
@@ -193,7 +208,10 @@ def infer_task(
             f"{train_path.name} has {len(only_in_train)} columns that {test_path.name} lacks ({only_in_train[:6]})",
             f"name it: mlguild run {folder} --target COLUMN",
         )
-    if len(targets) == 1 and targets[0] not in predicted:
+    if len(targets) == 1 and targets[0] not in predicted and (grouped is not None or lists) and len(predicted) == 1:
+        # One prediction column scores the one target, whatever it is called (as the scorer does).
+        notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r}")
+    elif len(targets) == 1 and targets[0] not in predicted:
         labels = sorted(set(train[targets[0]]) - {""}) if targets[0] in train else []
         if labels and set(labels) <= set(predicted):
             classes = predicted  # one probability column per class, in the submission's order
@@ -205,6 +223,12 @@ def infer_task(
                 "write task.yaml by hand (see README, 'task.yaml')",
             )
 
+    if task_type is None and grouped is not None:
+        task_type = "ranking"
+        notes.append("task type ranking (a score per group and item)")
+    elif task_type is None and lists and holds_lists(train[targets[0]]):
+        task_type = "ranking"
+        notes.append(f"task type ranking: {targets[0]!r} holds space-separated lists of items")
     if task_type is None:
         if classes is not None:
             task_type = "multiclass"  # probability columns per class, however many
@@ -215,8 +239,6 @@ def infer_task(
         notes.append(f"task type {task_type}")
     probabilities = classes is None and len(targets) == 1 and _sample_is_probability(sample, targets[0])
 
-    description = _description_text(root, data_dir)
-    named = metric_from_description(description)
     params: dict = {}
     if metric is not None:
         metric = metric_name(metric, "--metric")
@@ -269,7 +291,7 @@ def infer_task(
                 f"positive label {positive!r} (the description does not say which class is predicted; "
                 "set positive_label in task.yaml if it is the other)"
             )
-    answers = _answers_file(root, [id_column, *targets], notes)
+    answers = _answers_file(root, [id_column, *(grouped[0] if grouped else []), *targets], notes)
     time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
     notes += time_notes
     spec = TaskSpec(
@@ -281,6 +303,8 @@ def infer_task(
         id_column=id_column,
         target_columns=targets,
         submission_columns=sample_header,
+        ids_unique=grouped is None,
+        key_columns=grouped[0] if grouped is not None else [],
         positive_label=positive,
         classes=classes,
         train_file=train_path.relative_to(data_dir).as_posix(),
@@ -330,6 +354,25 @@ def _several_positive(train: pd.DataFrame, targets: list[str], notes: list[str])
     positive = labels[-1]
     notes.append(f"positive label {positive!r} in each label column (set positive_label in task.yaml if not)")
     return positive
+
+
+def ranking_shape(
+    sample: pd.DataFrame, id_column: str, predicted: list[str], test_header: list[str]
+) -> tuple[list[str], str] | None:
+    """(key columns, score column) when the sample submission's ids repeat: a grouped ranking,
+    whose prediction columns found in the test file name the item and the one other holds the
+    score; None when ids do not repeat. A repeat with no single score column is an error."""
+    if not sample[id_column].duplicated().any():
+        return None
+    keys = [c for c in predicted if c in test_header]
+    scores = [c for c in predicted if c not in keys]
+    if len(scores) != 1:
+        raise TaskError(
+            f"ids repeat in the sample submission (a ranking), but its columns {predicted[:6]} hold "
+            f"{len(scores)} score columns besides the item columns {keys[:6]} found in the test file",
+            "write task.yaml by hand with ids_unique: false and key_columns (see README, 'Ranking tasks')",
+        )
+    return keys, scores[0]
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:

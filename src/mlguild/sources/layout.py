@@ -50,6 +50,17 @@ def split_test_by_time(frame: pd.DataFrame, fraction: float, column: str) -> tup
     return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
 
 
+def split_test_groups(
+    frame: pd.DataFrame, group_column: str, fraction: float, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded split of labelled rows into train and a test set by whole groups (ranking data: a
+    group's rows are ranked against each other, so a group split across the two would leak)."""
+    groups = pd.Series(frame[group_column].unique())
+    chosen = split_holdout(groups, fraction, len(groups), seed, stratify=False)
+    mask = frame[group_column].isin(set(groups[chosen])).to_numpy()
+    return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+
+
 def default_prediction(spec: TaskSpec, train: pd.DataFrame) -> dict[str, object]:
     """A neutral value per prediction column for the sample submission."""
     from ..metrics import get_metric
@@ -62,7 +73,8 @@ def default_prediction(spec: TaskSpec, train: pd.DataFrame) -> dict[str, object]
         share = round(1.0 / len(spec.classes or [1]), 6)
         return {c: share for c in spec.prediction_columns}
     if kind == "value":
-        return {c: float(pd.to_numeric(train[c], errors="coerce").median()) for c in spec.prediction_columns}
+        values = {c: train[c] if c in train else train[target] for c in spec.prediction_columns}
+        return {c: float(pd.to_numeric(v, errors="coerce").median()) for c, v in values.items()}
     # a label column per target (multi-label) takes its own most common label
     return {c: train[c if c in train else target].astype(str).mode().iloc[0] for c in spec.prediction_columns}
 
@@ -79,6 +91,8 @@ def write_task(
     train.to_csv(dest / "public" / spec.train_file, index=False)
     test_inputs.to_csv(dest / "public" / spec.test_file, index=False)
     sample = pd.DataFrame({spec.id_column: test_inputs[spec.id_column]})
+    for key in spec.key_columns:
+        sample[key] = test_inputs[key]
     for col, value in default_prediction(spec, train).items():
         sample[col] = value
     sample[spec.submission_columns].to_csv(dest / "public" / spec.sample_submission, index=False)

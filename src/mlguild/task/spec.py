@@ -71,6 +71,11 @@ class TaskSpec(BaseModel):
     target_columns: list[str] = Field(description="Label columns in the train file.")
     submission_columns: list[str] = Field(description="Exact header of a submission, id column first.")
     ids_unique: bool = Field(True, description="False when keys repeat (ranking): rows align by position.")
+    key_columns: list[str] = Field(
+        default_factory=list,
+        description="Submission columns that name a row within its id's group (the item of a (query, item) row): "
+        "copied from the test file, never predictions.",
+    )
     positive_label: str | None = Field(None, description="Label of the positive class for binary probability metrics.")
     classes: list[str] | None = Field(
         None, description="Class labels, in submission column order for probability submissions."
@@ -144,6 +149,12 @@ class TaskSpec(BaseModel):
             raise ValueError("the id column cannot also be a target column")
         if self.time_column is not None and self.time_column in self.target_columns:
             raise ValueError(f"time_column {self.time_column!r} is a target column: name an input column of dates")
+        keys = [c for c in self.key_columns if c not in self.submission_columns[1:] or c in self.target_columns]
+        if keys:
+            raise ValueError(
+                f"key_columns {keys} must be submission columns other than the id and the targets "
+                f"(submission_columns: {self.submission_columns})"
+            )
         public = {
             "train_file": self.train_file,
             "test_file": self.test_file,
@@ -170,8 +181,8 @@ class TaskSpec(BaseModel):
 
     @property
     def prediction_columns(self) -> list[str]:
-        """Submission columns other than the id."""
-        return self.submission_columns[1:]
+        """Submission columns other than the id and the key columns."""
+        return [c for c in self.submission_columns[1:] if c not in self.key_columns]
 
     @property
     def metric_direction(self) -> str:

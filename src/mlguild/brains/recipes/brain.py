@@ -27,6 +27,7 @@ from .choice import choose, family_order, family_reason
 from .draft import draft_meta
 from .fuse import fuse_proposal
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
+from .ranking import ranking_supported
 from .render import prediction_kind, render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 
@@ -279,12 +280,12 @@ class RecipeBrain:
 
 def _check_supported(task: dict[str, Any]) -> None:
     fix = "use a brain that writes its own code for this task (not --brain recipes)"
-    if task["task_type"] == "ranking" or prediction_kind(task) == "ranked_list":
-        raise MoveUnavailable("the recipe brain has no recipes for ranking tasks", fix)
+    if task["task_type"] == "ranking" and not ranking_supported(task):
+        raise MoveUnavailable("the recipe brain has no recipes for this ranking task", fix)
     if len(task["target_columns"]) != 1:
         _check_several_targets(task, fix)
         return
-    kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1
+    kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1 - len(task.get("key_columns") or [])
     n_classes = len(task.get("classes") or task["submission_columns"][1:])
     if n_pred != (n_classes if kind == "class_probabilities" else 1):
         raise MoveUnavailable(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
+from ...metrics import get_metric
+
 Params = dict[str, Any]
 
 
@@ -326,6 +328,98 @@ _RECIPE_LIST = [
     ),
 ]
 
+# ---- grouped ranking (a score per (group, item) row; templates/rank.py.j2), in draft order
+_RANKING_RECIPES = [
+    Recipe(
+        "lambdarank",
+        "grouped_ranking",
+        "LightGBM LambdaRank within groups",
+        "LambdaRank optimises nDCG within each group directly: the usual strongest learner-to-rank",
+        "lambdarank",
+        "columns",
+        "native",
+        _lightgbm(500, 0.05, 15, 0.8, 50),
+        _GBDT_KNOBS,
+        stochastic=True,
+    ),
+    Recipe(
+        "xgb_rank",
+        "grouped_ranking",
+        "XGBoost rank:ndcg within groups",
+        "LambdaMART on depth-wise trees: a second ranker whose errors differ from LightGBM's",
+        "xgb_rank",
+        "columns",
+        "native",
+        lambda c: dict(
+            n_estimators=500,
+            learning_rate=0.05,
+            max_depth=4,
+            min_child_weight=1.0,
+            subsample=0.8,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+            early_stopping_rounds=50,
+        ),
+        dict(
+            rounds="n_estimators",
+            lr="learning_rate",
+            size="max_depth",
+            l2="reg_lambda",
+            colsample="colsample_bytree",
+            min_leaf="min_child_weight",
+        ),
+        stochastic=True,
+    ),
+    Recipe(
+        "pointwise",
+        "grouped_ranking",
+        "Pointwise LightGBM (each row's relevance on its own)",
+        "a pointwise classifier is robust on small groups and ranks by a calibrated relevance",
+        "pointwise",
+        "columns",
+        "native",
+        _lightgbm(1000, 0.05, 15, 0.8, 50),
+        _GBDT_KNOBS,
+        stochastic=True,
+    ),
+]
+# ---- ranked lists (a list of items per query row; templates/lists.py.j2)
+_LIST_RECIPES = [
+    Recipe(
+        "candidates_lgbm",
+        "ranked_lists",
+        "Popularity, association and co-occurrence candidates re-ranked by LightGBM",
+        "a candidate generator with a learned re-ranker is how recommendation competitions are won",
+        "lists_lightgbm",
+        "lists",
+        "none",
+        lambda c: dict(
+            n_estimators=300,
+            learning_rate=0.05,
+            num_leaves=15,
+            min_child_samples=20,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+        ),
+        {k: v for k, v in _GBDT_KNOBS.items() if k != "rounds"},
+    ),
+    Recipe(
+        "candidates_mix",
+        "ranked_lists",
+        "Popularity, association and co-occurrence candidates in a fixed mix",
+        "a fixed mix of the candidate scores needs no training: a strong, fast baseline",
+        "lists_mix",
+        "lists",
+        "none",
+        lambda c: dict(popularity=1.0, association=2.0, cooccurrence=0.5),
+    ),
+]
+_RECIPE_LIST += _RANKING_RECIPES + _LIST_RECIPES
+# The script template of each modality that has its own (the others: script.py.j2).
+SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2"}
+
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
 # Draft order per modality; the safest family per modality is what debug falls back to.
 DRAFT_ORDER: dict[str, list[str]] = {}
@@ -338,10 +432,20 @@ FALLBACK = {
     "text": "tfidf_linear",
     "image_array": "pixels_linear",
     "image_files": "pixels_linear",
+    "grouped_ranking": "pointwise",
+    "ranked_lists": "candidates_mix",
 }
+
+
+def recipe_modality(task: dict[str, Any]) -> str:
+    """Which family of recipes serves ``task``: its modality, or for a ranking task
+    ``grouped_ranking`` (scored per (group, item) row) or ``ranked_lists`` (a list per row)."""
+    if task.get("task_type") == "ranking":
+        return "ranked_lists" if get_metric(task["metric"]).prediction == "ranked_list" else "grouped_ranking"
+    return str(task.get("modality", "tabular"))
 
 
 def recipes_for(task: dict[str, Any]) -> list[str]:
     """Recipe names that serve this task and can run in this environment, in draft order."""
-    names = DRAFT_ORDER.get(task.get("modality", "tabular"), DRAFT_ORDER["tabular"])
+    names = DRAFT_ORDER.get(recipe_modality(task), DRAFT_ORDER["tabular"])
     return [name for name in names if RECIPES[name].available()]

@@ -87,6 +87,17 @@ def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metri
     return params
 
 
+def _ranking_features(recipe: Recipe, features: dict[str, Any]) -> dict[str, Any]:
+    """A grouped ranker's script (templates/rank.py.j2) has no log target and no fold hooks:
+    those switches are off for good (None), so no move turns them on to no effect; a list
+    recipe's (templates/lists.py.j2) has its own few."""
+    if recipe.modality == "grouped_ranking":
+        features.update(log_target=None, target_encoding=None, screen=0, group_relative=True)
+    if recipe.features == "lists":  # candidates per source, and how many recent items they start from
+        return {"candidates": 50, "recent": 30}
+    return features
+
+
 def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> RecipeMeta:
     """The meta of a fresh draft of recipe ``name`` with its default parameters."""
     recipe = RECIPES[name]
@@ -96,7 +107,7 @@ def draft_meta(name: str, task: dict[str, Any], profile: dict[str, Any]) -> Reci
         "recipe": name,
         "modality": recipe.modality,
         "params": _params(recipe, classification, profile, task["metric"]),
-        "features": _feature_defaults(recipe, task, profile),
+        "features": _ranking_features(recipe, _feature_defaults(recipe, task, profile)),
         "run": _run_defaults(recipe, profile),
         "moves": [],
         "move": None,

@@ -13,13 +13,15 @@ from typing import Any
 from ...core.errors import MoveUnavailable
 from ...core.protocols import Context, Proposal
 from ...metrics import get_metric, per_column
-from .render import _cv_metric, _environment, _hoist_imports, prediction_kind
+from .catalog import recipe_modality
+from .render import _cv_metric, _environment, _hoist_imports, _list_k, _map_cv, _ranking_context, prediction_kind
 
 
 def fuse_proposal(context: Context) -> Proposal:
     """A blend of ``context.parents`` (the Action's parents, best first)."""
     task = context.task
-    if not task.get("ids_unique", True):
+    ranked = recipe_modality(task) == "grouped_ranking"  # ids repeat: rows match by (group, keys)
+    if not task.get("ids_unique", True) and not ranked:
         raise MoveUnavailable(
             "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
         )
@@ -45,14 +47,27 @@ def fuse_proposal(context: Context) -> Proposal:
         "better than its best member; the weights are fitted on out-of-fold predictions, so the "
         "holdout still measures the blend honestly"
     )
+    what = "weights by greedy ensemble selection on the members' out-of-fold predictions"
+    if ranked:
+        what += ", blending each member's scores as ranks within their group"
+    elif recipe_modality(task) == "ranked_lists":
+        what += ", fusing the members' lists by weighted reciprocal ranks"
     lines += [
         "",
-        "**What:** weights by greedy ensemble selection on the members' out-of-fold predictions"
-        + (", for each target column on its own." if several else "."),
+        f"**What:** {what}" + (", for each target column on its own." if several else "."),
         f"**Why:** {why}.",
     ]
     summary = f"A weighted blend of {', '.join(members)}: {why}."
-    code = render_fuse(task, members, summary)
+    if ranked:
+        code = render_rank_fuse(task, members, summary)
+    elif recipe_modality(task) == "ranked_lists":  # lists by weighted reciprocal-rank fusion
+        template = _environment().get_template("fuse_lists.py.j2")
+        target = task["target_columns"][0]
+        code = _hoist_imports(
+            template.render(task=task, members=members, summary=summary, target=target, list_k=_list_k(task))
+        )
+    else:
+        code = render_fuse(task, members, summary)
     meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
     return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 
@@ -61,7 +76,10 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
     if len(task["target_columns"]) > 1:
         return _render_fuse_several(task, members, summary)
     kind = prediction_kind(task)
-    cv = _cv_metric(task["metric"])
+    list_k = 0
+    if kind == "ranked_list":  # a single label scored by MAP@k: blend the class probabilities, then rank
+        kind, list_k = "label", _list_k(task)
+    cv = _map_cv(list_k) if list_k else _cv_metric(task["metric"])
     metric_positive = None
     if task["metric"] == "f1":
         metric_positive = str(task.get("metric_params", {}).get("positive_label") or task.get("positive_label") or "1")
@@ -79,6 +97,7 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
             classes=[str(c) for c in (task.get("classes") or [])],
             metric_positive=metric_positive,
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
+            list_k=list_k,
         )
     )
     return _hoist_imports(code)
@@ -105,6 +124,14 @@ def _render_fuse_several(task: dict[str, Any], members: list[str], summary: str)
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
         )
     )
+    return _hoist_imports(code)
+
+
+def render_rank_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
+    """The blend of a grouped-ranking task: a weighted mean of within-group ranks."""
+    template = _environment().get_template("fuse_rank.py.j2")
+    context = _ranking_context(task)
+    code = template.render(task=task, members=members, summary=summary, target=task["target_columns"][0], **context)
     return _hoist_imports(code)
 
 

@@ -20,7 +20,7 @@ import jinja2
 from ...metrics import get_metric, per_column
 from ...task import column_parsers
 from ...task.column_kinds import UNUSABLE
-from .catalog import RECIPES
+from .catalog import RECIPES, SCRIPT_TEMPLATES
 from .excerpt import excerpt
 from .moves import MANY_LEVELS
 
@@ -175,6 +175,32 @@ _CV = {
 _FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
 
 
+def _map_cv(k: int) -> dict[str, str]:
+    """MAP@k has no scikit-learn twin: the script defines it (Kaggle's mapk, as the harness's)."""
+    helper = f"""
+
+def mean_average_precision(truth, prediction, k={k}):
+    \"\"\"MAP@k of ranked lists (space-separated text) against the relevant items.\"\"\"
+    scores = []
+    for actual, ranked in zip(truth, np.ravel(prediction), strict=True):
+        relevant, seen, hits, total = set(str(actual).split()), set(), 0, 0.0
+        for i, item in enumerate(str(ranked).split()[:k]):
+            if item in relevant and item not in seen:
+                hits += 1
+                total += hits / (i + 1)
+            seen.add(item)
+        scores.append(total / min(len(relevant), k) if relevant else 0.0)
+    return float(np.mean(scores))
+
+"""
+    return {
+        "name": "map_at_k",
+        "import_line": helper,
+        "expression": "mean_average_precision(truth, prediction)",
+        "note": "",
+    }
+
+
 def _cv_metric(metric: str) -> dict[str, str]:
     kind = get_metric(metric).prediction
     name = metric if metric in _CV else _FALLBACK[kind]
@@ -212,6 +238,11 @@ def _columns(task: dict[str, Any], profile: dict[str, Any], features: dict[str, 
         if c["name"] not in drop and kind != "numeric":
             kinds.setdefault(kind, []).append(c["name"])
     return {"drop": drop, "kinds": kinds, "repaired": repaired}
+
+
+def _list_k(task: dict[str, Any]) -> int:
+    """How many items a ranked list holds: the metric's k (MAP@k), 5 by default as its own."""
+    return int((task.get("metric_params") or {}).get("k", 5))
 
 
 def prediction_kind(task: dict[str, Any]) -> str:
@@ -256,12 +287,17 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "safe": bool(meta["features"].get("safe")),
         "n_seeds": int(meta["run"].get("seeds") or 1),
         "many_levels": MANY_LEVELS,
-        "cv": _cv_metric(task["metric"]),
+        "cv": _map_cv(_list_k(task)) if kind == "ranked_list" else _cv_metric(task["metric"]),
+        "list_k": _list_k(task),
         # Folds ordered in time (templates/folds_time.py.j2) when the task names a time column.
         "time_column": task.get("time_column"),
     }
-    template = "script.py.j2"
-    if len(task["target_columns"]) > 1:
+    template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
+    if template == "rank.py.j2":
+        context.update(_ranking_context(task))
+    elif template == "lists.py.j2":
+        context["learned"] = recipe.model == "lists_lightgbm"
+    elif len(task["target_columns"]) > 1:
         context.update(_several_targets(task, recipe.model, context))
         template = "multi.py.j2"
     code = _environment().get_template(template).render(**context)
@@ -292,4 +328,22 @@ def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) 
         "clip_at_zero": column_metric == "rmsle",
         "tune_threshold": context["kind"] == "label" and column_metric == "f1",
         "threshold_scope": "micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
+    }
+
+
+def _ranking_context(task: dict[str, Any]) -> dict[str, Any]:
+    """What the grouped-ranking template needs beyond the common context: the score column,
+    the metric's cut-off and gain, the relevant label of a text target. Fold hooks (target
+    encoding, screening) are not part of it."""
+    params = task.get("metric_params") or {}
+    keys = set(task.get("key_columns") or [])
+    score_columns = [c for c in task["submission_columns"][1:] if c not in keys]
+    labels = task.get("positive_label")
+    return {
+        "score_column": score_columns[0],
+        "rank_k": int(params.get("k", 10)),
+        "gain": str(params.get("gain", "linear")),
+        "positive": None if labels is None else str(labels),
+        "target_encoding": False,
+        "screen": 0,
     }

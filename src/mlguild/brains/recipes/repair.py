@@ -16,7 +16,7 @@ from ...coder.diagnose import Diagnosis
 from ...core.protocols import Context
 from ...core.vocabulary import Status
 from ...task.column_kinds import UNUSABLE
-from .catalog import FALLBACK, RecipeMeta
+from .catalog import FALLBACK, RecipeMeta, recipe_modality
 from .draft import draft_meta
 
 Meta = RecipeMeta
@@ -105,7 +105,7 @@ def safest_meta(context: Context) -> Meta:
     with every optional feature group off and a column that fails to parse left out
     instead of failing the script (``features.safe``); a model that accepts missing values."""
     task, profile = context.task, context.profile
-    meta = draft_meta(FALLBACK.get(task.get("modality", "tabular"), "hist_gb"), task, profile)
+    meta = draft_meta(FALLBACK.get(recipe_modality(task), "hist_gb"), task, profile)
     meta["features"]["safe"] = True
     apply_learned(meta, learned(context.history))
     meta["last_resort"] = True  # LAST_RESORT

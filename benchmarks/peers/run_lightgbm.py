@@ -1,0 +1,100 @@
+"""Plain LightGBM as a peer of mlguild on rankings, which FLAML and AutoGluon do not serve.
+
+Run with mlguild's own venv (LightGBM is one of its dependencies; no setup needed):
+
+    .venv/bin/python benchmarks/peers/run_lightgbm.py --spec task.json --train train.csv --test test.csv --out sub.csv
+
+What it fits, on all labelled rows, with LightGBM's defaults (nothing tuned, no early stopping):
+
+* a grouped ranking (ids repeat: the id is the group): ``LGBMRanker(objective="lambdarank")``,
+  its groups the id column's runs, relevance the target (a binary label as 0/1); each test
+  row's score is written beside its group and item keys;
+* a single label scored by MAP@k: ``LGBMClassifier()``; each row's k most probable classes;
+* a list-valued target (a list of items per query) has no plain LightGBM baseline (a model
+  needs candidates to rank first): the runner exits saying so.
+
+Features: numeric columns as numbers, every other column as a pandas category (LightGBM's
+native categorical splits); the id column and the target are dropped, item key columns kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def features(frame: pd.DataFrame, drop: list[str], categories: dict[str, list]) -> pd.DataFrame:
+    out = frame.drop(columns=[c for c in drop if c in frame.columns]).copy()
+    for c in out.columns:
+        numbers = pd.to_numeric(out[c], errors="coerce")
+        if c not in categories and numbers.notna().mean() >= 0.99:
+            out[c] = numbers
+        else:
+            out[c] = pd.Categorical(
+                out[c].astype(str), categories=categories.setdefault(c, sorted(set(out[c].astype(str))))
+            )
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--spec", type=Path, required=True)
+    p.add_argument("--train", type=Path, required=True)
+    p.add_argument("--test", type=Path, required=True)
+    p.add_argument("--budget", type=float, default=0)  # unused: defaults train in seconds
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--info", type=Path)
+    args = p.parse_args()
+    import lightgbm as lgb
+
+    spec = json.loads(args.spec.read_text())
+    spec = spec.get("spec", spec)
+    idc, target, keys = spec["id_column"], spec["target_columns"][0], list(spec.get("key_columns") or [])
+    kind = spec.get("prediction_kind")
+    text = {idc: str, target: str, **{k: str for k in keys}}
+    train = pd.read_csv(args.train, dtype=text, keep_default_na=False)
+    test = pd.read_csv(args.test, dtype={idc: str, **{k: str for k in keys}}, keep_default_na=False)
+    start = time.monotonic()
+    categories: dict[str, list] = {}
+    X = features(train, [idc, target], categories)
+    X_test = features(test, [idc, target], categories)
+    info = {"version": lgb.__version__, "metric": spec["metric"]}
+    if spec["task_type"] == "ranking" and kind != "ranked_list":
+        order = np.argsort(pd.factorize(train[idc])[0], kind="stable")  # a group's rows together
+        positive = spec.get("positive_label")
+        y = (train[target] == positive).astype(int) if positive else pd.to_numeric(train[target]).round().astype(int)
+        sizes = train[idc].iloc[order].groupby(train[idc].iloc[order], sort=False).size().to_numpy()
+        model = lgb.LGBMRanker(objective="lambdarank", n_jobs=args.threads, verbose=-1)
+        model.fit(X.iloc[order], y.iloc[order], group=sizes)
+        score_column = next(c for c in spec["submission_columns"][1:] if c not in keys)
+        sub = test[[idc, *keys]].copy()
+        sub[score_column] = model.predict(X_test)
+        info["best_model"] = "LGBMRanker(lambdarank), defaults"
+    elif kind == "ranked_list" and spec["task_type"] != "ranking":
+        k = int((spec.get("metric_params") or {}).get("k", 5))
+        model = lgb.LGBMClassifier(n_jobs=args.threads, verbose=-1).fit(X, train[target])
+        proba = model.predict_proba(X_test)
+        top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
+        sub = pd.DataFrame({idc: test[idc], spec["submission_columns"][1]: [" ".join(r) for r in model.classes_[top]]})
+        info["best_model"] = f"LGBMClassifier, defaults; the top {k} classes"
+    else:
+        print("a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)", file=sys.stderr)
+        return 3
+    info["fit_s"] = round(time.monotonic() - start, 2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    sub[spec["submission_columns"]].to_csv(args.out, index=False)
+    if args.info:
+        args.info.write_text(json.dumps(info, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
