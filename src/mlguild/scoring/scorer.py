@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,19 +237,27 @@ def bootstrap_wins(
     args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels)
     truth, pred_a, params, _ = _prepared(path_a, *args)
     _, pred_b, _, _ = _prepared(path_b, *args)
-    truth, pred_a, pred_b = np.asarray(truth), np.asarray(pred_a), np.asarray(pred_b)
-    rng = np.random.default_rng(seed)
     wins = scored = 0
+    for a, b in _resampled(metric, params, truth, [pred_a, pred_b], n_resamples, seed):
+        scored += 1
+        wins += Score(a, metric.direction).better_than(Score(b, metric.direction))
+    return wins / scored if scored else None
+
+
+def _resampled(
+    metric: Metric, params: dict, truth: Any, predictions: list[Any], n_resamples: int, seed: int
+) -> Iterator[list[float]]:
+    """For each bootstrap resample of the rows that can be scored, the metric of every
+    prediction array on it (paired: the same rows for each)."""
+    truth = np.asarray(truth)
+    arrays = [np.asarray(p) for p in predictions]
+    rng = np.random.default_rng(seed)
     for _ in range(n_resamples):
         rows = rng.integers(0, len(truth), size=len(truth))
         try:
-            a = Score(metric(truth[rows], pred_a[rows], **params), metric.direction)
-            b = Score(metric(truth[rows], pred_b[rows], **params), metric.direction)
+            yield [metric(truth[rows], p[rows], **params) for p in arrays]
         except ValueError:  # e.g. a resample with one class only, for AUC
             continue
-        scored += 1
-        wins += a.better_than(b)
-    return wins / scored if scored else None
 
 
 def bootstrap_spread(
@@ -273,17 +281,7 @@ def bootstrap_spread(
     truth, pred, params, _ = _prepared(
         path, answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels
     )
-    truth, pred = np.asarray(truth), np.asarray(pred)
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n_resamples):
-        rows = rng.integers(0, len(truth), size=len(truth))
-        try:
-            value = metric(truth[rows], pred[rows], **params)
-        except ValueError:  # e.g. a resample with one class only, for AUC
-            continue
-        if np.isfinite(value):
-            values.append(value)
+    values = [v for (v,) in _resampled(metric, params, truth, [pred], n_resamples, seed) if np.isfinite(v)]
     return float(np.std(values, ddof=1)) if len(values) >= max(2, n_resamples // 2) else None
 
 
