@@ -17,7 +17,7 @@ from mlguild.brains import get_brain
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
 from mlguild.config import load_config
-from mlguild.core.errors import TaskError
+from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import Action, Context, HistoryItem
 from mlguild.final.stage import finish
 from mlguild.firewall.guard import check_code
@@ -86,7 +86,7 @@ def test_the_grouped_scripts_fold_by_group_and_blend_by_rank(tasks, tmp_path):
 def test_a_ranking_the_recipes_cannot_serve_is_refused_clearly(tasks, tmp_path):
     ctx = _context(tasks["fishing"], tmp_path)
     task = {**ctx.task, "ids_unique": True}  # a grouped metric over rows whose ids do not group them
-    with pytest.raises(TaskError, match="no recipes for this ranking task"):
+    with pytest.raises(MoveUnavailable, match="no recipes for this ranking task"):
         RecipeBrain().propose(Action("draft"), Context(task, "", ctx.profile, (), (), "maximize", 60, 0, 0))
 
 

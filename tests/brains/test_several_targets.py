@@ -13,7 +13,7 @@ from conftest import rdata as _rdata
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
 from mlguild.brains.recipes.moves import MOVES
-from mlguild.core.errors import TaskError
+from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import Action, Context, ParentView
 from mlguild.firewall.guard import check_code
 from mlguild.metrics import get_metric
@@ -95,10 +95,10 @@ def test_several_targets_get_their_own_template_and_pass_the_guard(schools, role
 def test_unfillable_several_target_tasks_are_refused_clearly(roles):
     task = {**roles.task, "submission_columns": ["id", "Web_developer", "other"]}
     ctx = Context(task, "", roles.profile, (), (), "maximize", 60, 0, 0)
-    with pytest.raises(TaskError, match="one submission column per target"):
+    with pytest.raises(MoveUnavailable, match="one submission column per target"):
         RecipeBrain().propose(Action("draft"), ctx)
     task = {**roles.task, "task_type": "multiclass"}
-    with pytest.raises(TaskError, match="several targets of a regression task"):
+    with pytest.raises(MoveUnavailable, match="several targets of a regression task"):
         RecipeBrain().propose(Action("draft"), Context(task, "", roles.profile, (), (), "maximize", 60, 0, 0))
 
 

@@ -37,7 +37,11 @@ def test_an_exported_blend_predicts_the_final_submissions_rows_exactly(blended_r
     assert done.returncode == 0, done.stderr
     evidence = json.loads((export / "export.json").read_text())
     assert evidence["trained_on"].startswith("train + holdout")
-    assert len(evidence["members"]) >= 2  # a blend: every member's script, under the name the blend reads it by
+    # a blend: every member it weights (a refit drops the others), under the name the blend reads it by
+    final_node = json.loads((blended_run / "final" / "final.json").read_text())["node"]
+    staged = next(r for r in (json.loads(line) for line in (blended_run / "journal.jsonl").read_text().splitlines())
+              if r["type"] == "node_started" and r["node"]["id"] == final_node)["node"]["meta"]["stage"]  # fmt: skip
+    assert [m["name"] for m in evidence["members"]] == list(staged) and staged
     for member in evidence["members"]:
         assert (export / member["folder"] / "solution.py").is_file()
     assert {row["id"] for row in evidence["lineage"]} >= {evidence["final"]["base"]}

@@ -34,7 +34,13 @@ def _init_task(source: str, dest: Path, **options) -> Path:
     if kind == "csv" and rest and "," in str(options.get("target") or ""):
         from .csv_several import build_several_from_csv  # --target a,b,c
 
-        return build_several_from_csv(Path(rest), dest, **options)
+        several = {k: v for k, v in options.items() if k not in ("time_column", "group", "say")}
+        for option, flag in (("time_column", "--time-column"), ("group", "--group")):
+            if options.get(option) is not None:
+                raise TaskError(
+                    f"{flag} takes a task of one target; --target names several", f"drop {flag}, or name one target"
+                )
+        return build_several_from_csv(Path(rest), dest, **several)
     if kind == "csv" and rest:
         from .csv_source import build_from_csv
 
