@@ -373,6 +373,7 @@ SOURCES = (
     "scoring/submission.py",
     "scoring/strict_csv.py",
     "metrics/__init__.py",
+    "metrics/functions.py",
     "metrics/ranking.py",
     "core/score.py",
 )

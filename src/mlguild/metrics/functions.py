@@ -1,0 +1,231 @@
+"""The metric functions the registry (``mlguild.metrics``) names: pure numpy on arrays the
+Scorer has already validated and converted (the conventions are in that module's docstring)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mlguild.metrics.ranking import check_len, factorize
+
+_EPS = 1e-15
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _columnwise(fn: Callable[..., float]) -> Callable[..., float]:
+    """Score 2-D inputs column by column and average (MCRMSE-style)."""
+
+    def wrapped(y_true: Any, y_pred: Any, **params: Any) -> float:
+        t, p = np.asarray(y_true), np.asarray(y_pred)
+        if t.shape != p.shape:
+            raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+        if t.ndim == 2:
+            return float(np.mean([fn(t[:, j], p[:, j], **params) for j in range(t.shape[1])]))
+        return fn(t, p, **params)
+
+    return functools.wraps(fn)(wrapped)
+
+
+def _columnwise_defined(fn: Callable[..., float]) -> Callable[..., float]:
+    """Like ``_columnwise``, but a column on which ``fn`` is undefined (ValueError: a label
+    column whose truth holds one class, as a rare label does on a small holdout) is left out
+    of the mean; ValueError only when every column is."""
+
+    def wrapped(y_true: Any, y_pred: Any, **params: Any) -> float:
+        t, p = np.asarray(y_true), np.asarray(y_pred)
+        if t.shape != p.shape:
+            raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+        if t.ndim != 2:
+            return fn(t, p, **params)
+        scores = []
+        for j in range(t.shape[1]):
+            try:
+                scores.append(fn(t[:, j], p[:, j], **params))
+            except ValueError:
+                continue
+        if not scores:
+            raise ValueError(f"{fn.__name__.strip('_')} is undefined on every column (each holds one class only)")
+        return float(np.mean(scores))
+
+    return functools.wraps(fn)(wrapped)
+
+
+def _grouped_auc(y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group ROC AUC via the Mann-Whitney U statistic, ties getting average ranks.
+
+    Returns (auc per group, mask of groups that have both classes).
+    """
+    y = np.asarray(y_true).astype(bool)
+    s = np.asarray(y_score, dtype=np.float64)
+    n_groups = int(codes.max()) + 1 if len(codes) else 0
+    # by group, then by ascending score; a plain argsort when there is one group (faster)
+    order = np.argsort(s) if n_groups <= 1 else np.lexsort((s, codes))
+    g, ss, yy = codes[order], s[order], y[order]
+    n = len(order)
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = g[1:] != g[:-1]
+    new_block = new_group.copy()
+    new_block[1:] |= ss[1:] != ss[:-1]
+    group_start = np.flatnonzero(new_group)
+    block_start = np.flatnonzero(new_block)
+    block_end = np.append(block_start[1:], n)  # exclusive
+    block_id = np.cumsum(new_block) - 1
+    # 1-based average rank of a tie block, counted from the start of its group
+    gstart_of_block = group_start[np.searchsorted(group_start, block_start, side="right") - 1]
+    avg_rank = (block_start + block_end - 1) / 2.0 - gstart_of_block + 1.0
+    rank_sum = np.bincount(g[yy], weights=avg_rank[block_id][yy], minlength=n_groups)
+    n_pos = np.bincount(g, weights=yy, minlength=n_groups)
+    n_neg = np.bincount(g, minlength=n_groups) - n_pos
+    ok = (n_pos > 0) & (n_neg > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = (rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    return auc, ok
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def accuracy(y_true: Any, y_pred: Any) -> float:
+    """Fraction of rows whose predicted label equals the true label (exact match)."""
+    return float(np.mean(np.asarray(y_true) == np.asarray(y_pred)))
+
+
+def _roc_auc_1d(y_true: Any, y_score: Any) -> float:
+    codes = np.zeros(len(y_true), dtype=np.int64)
+    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), codes)
+    if not ok[0]:
+        raise ValueError("roc_auc is undefined: y_true has only one class")
+    return float(auc[0])
+
+
+def gauc(y_true: Any, y_score: Any, groups: Any) -> float:
+    """Mean of per-group ROC AUC; groups with a single class are excluded."""
+    check_len(y_true, y_score, groups)
+    auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), factorize(groups))
+    if not ok.any():
+        raise ValueError("gauc is undefined: no group has both positives and negatives")
+    return float(np.mean(auc[ok]))
+
+
+def _binary_logloss_1d(y_true: Any, y_prob: Any) -> float:
+    y, p = _as_floats(y_true, y_prob)
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def logloss(y_true: Any, y_prob: Any) -> float:
+    """Multiclass log loss: y_true are class indices, y_prob an (n, k) matrix.
+
+    Like Kaggle: clip to [1e-15, 1-1e-15], renormalise each row, then the mean negative
+    log probability of the true class.
+    """
+    y = np.asarray(y_true, dtype=np.int64)
+    p = np.clip(np.asarray(y_prob, dtype=np.float64), _EPS, 1 - _EPS)
+    if p.ndim != 2 or p.shape[0] != len(y):
+        raise ValueError(f"y_prob must have shape (n, k) with n={len(y)}, got {p.shape}")
+    if len(y) and (y.min() < 0 or y.max() >= p.shape[1]):
+        raise ValueError("a class index in y_true is outside the probability columns")
+    p = p / p.sum(axis=1, keepdims=True)
+    return float(-np.mean(np.log(p[np.arange(len(y)), y])))
+
+
+def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both label arrays as codes over the sorted union of their labels, and its size."""
+    t, p = np.asarray(y_true), np.asarray(y_pred)
+    check_len(t, p)
+    _, inv = np.unique(np.concatenate([t, p]), return_inverse=True)
+    return inv[: len(t)], inv[len(t) :], (int(inv.max()) + 1 if len(inv) else 0)
+
+
+def f1(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Binary F1 of the class ``positive_label`` (0.0 when it never occurs in either)."""
+    t, p = np.asarray(y_true) == positive_label, np.asarray(y_pred) == positive_label
+    check_len(t, p)
+    tp = np.sum(t & p)
+    denom = 2 * tp + np.sum(~t & p) + np.sum(t & ~p)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def multilabel_f1_micro(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Micro F1 over label columns (one 0/1 cell per row and label): every cell pooled, so a
+    frequent label weighs more; 0.0 when no cell holds ``positive_label`` in either."""
+    t, p = np.asarray(y_true) == positive_label, np.asarray(y_pred) == positive_label
+    if t.shape != p.shape:
+        raise ValueError(f"y_true shape {t.shape} != y_pred shape {p.shape}")
+    tp = np.sum(t & p)
+    denom = 2 * tp + np.sum(~t & p) + np.sum(t & ~p)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def multilabel_f1_macro(y_true: Any, y_pred: Any, positive_label: Any = "1") -> float:
+    """Macro F1 over label columns: the binary F1 of ``positive_label`` in each column, averaged
+    (a column with no positive cell in truth or prediction counts 0, as scikit-learn's default)."""
+    return _columnwise(lambda t, p: f1(t, p, positive_label=positive_label))(y_true, y_pred)
+
+
+def f1_macro(y_true: Any, y_pred: Any) -> float:
+    """Unweighted mean of per-class F1 over every label seen in y_true or y_pred."""
+    ti, pi, k = _shared_codes(y_true, y_pred)
+    tp = np.bincount(ti[ti == pi], minlength=k)
+    denom = np.bincount(ti, minlength=k) + np.bincount(pi, minlength=k)
+    scores = np.divide(2 * tp, denom, out=np.zeros(k, dtype=np.float64), where=denom > 0)
+    return float(np.mean(scores)) if k else 0.0
+
+
+def _as_floats(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+
+
+def _rmse_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.sqrt(np.mean((t - p) ** 2)))
+
+
+def _mse_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.mean((t - p) ** 2))
+
+
+def _rmsle_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    if (t <= -1).any() or (p <= -1).any():
+        raise ValueError("rmsle needs every truth and prediction to be > -1")
+    return float(np.sqrt(np.mean((np.log1p(p) - np.log1p(t)) ** 2)))
+
+
+def _mae_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    return float(np.mean(np.abs(t - p)))
+
+
+def _r2_1d(y_true: Any, y_pred: Any) -> float:
+    t, p = _as_floats(y_true, y_pred)
+    ss_res = np.sum((t - p) ** 2)
+    ss_tot = np.sum((t - t.mean()) ** 2)
+    if ss_tot == 0:  # constant truth: same convention as sklearn's force_finite
+        return 1.0 if ss_res == 0 else 0.0
+    return float(1 - ss_res / ss_tot)
+
+
+def qwk(y_true: Any, y_pred: Any) -> float:
+    """Quadratic weighted kappa over integer labels.
+
+    Same definition as ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``: the
+    categories are the distinct labels seen in either input, weighted by their index in
+    sorted order (identical to the min..max rating form when every rating occurs).
+    """
+    ti, pi, k = _shared_codes(y_true, y_pred)
+    observed = np.bincount(ti * k + pi, minlength=k * k).reshape(k, k).astype(np.float64)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2
+    denom = np.sum(w * expected)
+    if denom == 0:  # a single category everywhere: kappa is 0/0, as in sklearn
+        return math.nan
+    return float(1 - np.sum(w * observed) / denom)
