@@ -25,6 +25,13 @@ from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
 from .csv_source import _positive_label, holds_lists, infer_task_type
+from .shapes import (
+    ranking_shape,
+    sample_is_probability,
+    several_default,
+    several_positive,
+    several_task_type,
+)
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 _FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
@@ -129,10 +136,6 @@ def metric_from_description(text: str) -> tuple[str, str, dict] | None:
     return None
 
 
-def _numeric_share(values: pd.Series) -> pd.Series:
-    return pd.to_numeric(values[values != ""], errors="coerce")
-
-
 def infer_task(
     folder: Path,
     *,
@@ -233,17 +236,17 @@ def infer_task(
         if classes is not None:
             task_type = "multiclass"  # probability columns per class, however many
         elif len(targets) > 1:
-            task_type = _several_task_type(train, targets)
+            task_type = several_task_type(train, targets)
         else:
             task_type = infer_task_type(train[targets[0]])
         notes.append(f"task type {task_type}")
-    probabilities = classes is None and len(targets) == 1 and _sample_is_probability(sample, targets[0])
+    probabilities = classes is None and len(targets) == 1 and sample_is_probability(sample, targets[0])
 
     params: dict = {}
     if metric is not None:
         metric = metric_name(metric, "--metric")
     if metric is None and named is None and len(targets) > 1:
-        metric = _several_default(task_type, sample, targets)
+        metric = several_default(task_type, sample, targets)
         notes.append(
             f"metric {metric}: the description names none, and it is the usual column-wise metric for "
             f"{len(targets)} {task_type} target columns (pass --metric to choose another)"
@@ -279,7 +282,7 @@ def infer_task(
 
     positive = None
     if task_type == "binary" and len(targets) > 1:
-        positive = _several_positive(train, targets, notes)
+        positive = several_positive(train, targets, notes)
     elif task_type == "binary" and classes is None and kind in ("probability", "label"):
         labels = sorted(set(train[targets[0]]) - {""})
         positive = _label_after_probability(description, labels)
@@ -317,62 +320,6 @@ def infer_task(
         source=f"folder:{folder.resolve()}",
     )
     return Inferred(root=root, spec=spec, notes=notes)
-
-
-def _several_task_type(train: pd.DataFrame, targets: list[str]) -> str:
-    """binary (multi-label: every target column holds the same two labels) or regression
-    (every target column numeric); anything else is a TaskError naming the fix."""
-    labels = [frozenset(train[t][train[t] != ""]) for t in targets if t in train]
-    if labels and all(len(found) <= 2 for found in labels) and len(frozenset().union(*labels)) == 2:
-        return "binary"
-    numeric = all(_numeric_share(train[t]).notna().all() for t in targets if t in train)
-    if numeric:
-        return "regression"
-    raise TaskError(
-        f"the target columns {targets[:6]} are neither all numeric nor all the same two labels",
-        "write task.yaml by hand (see README, 'task.yaml'), or pass --task-type",
-    )
-
-
-def _several_default(task_type: str, sample: pd.DataFrame, targets: list[str]) -> str:
-    """The column-wise metric for several targets when the description names none: MCRMSE for
-    values; for labels, mean column-wise AUC when the sample holds probabilities, else micro F1."""
-    if task_type != "binary":
-        return "mcrmse"
-    if any(_sample_is_probability(sample, t) for t in targets):
-        return "mean_columnwise_roc_auc"
-    return "multilabel_f1_micro"
-
-
-def _several_positive(train: pd.DataFrame, targets: list[str], notes: list[str]) -> str:
-    """The positive label shared by every label column (1 of 0/1, True of False/True)."""
-    labels = sorted(set().union(*(set(train[t]) for t in targets if t in train)) - {""})
-    for neg, pos in (("0", "1"), ("False", "True"), ("false", "true"), ("no", "yes")):
-        if set(labels) == {neg, pos}:
-            notes.append(f"positive label {pos!r} in each of the {len(targets)} label columns")
-            return pos
-    positive = labels[-1]
-    notes.append(f"positive label {positive!r} in each label column (set positive_label in task.yaml if not)")
-    return positive
-
-
-def ranking_shape(
-    sample: pd.DataFrame, id_column: str, predicted: list[str], test_header: list[str]
-) -> tuple[list[str], str] | None:
-    """(key columns, score column) when the sample submission's ids repeat: a grouped ranking,
-    whose prediction columns found in the test file name the item and the one other holds the
-    score; None when ids do not repeat. A repeat with no single score column is an error."""
-    if not sample[id_column].duplicated().any():
-        return None
-    keys = [c for c in predicted if c in test_header]
-    scores = [c for c in predicted if c not in keys]
-    if len(scores) != 1:
-        raise TaskError(
-            f"ids repeat in the sample submission (a ranking), but its columns {predicted[:6]} hold "
-            f"{len(scores)} score columns besides the item columns {keys[:6]} found in the test file",
-            "write task.yaml by hand with ids_unique: false and key_columns (see README, 'Ranking tasks')",
-        )
-    return keys, scores[0]
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -413,11 +360,6 @@ def _file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, column
                 "modality": "image_files" if example.endswith(_IMAGES) else "tabular",
             }
     return None
-
-
-def _sample_is_probability(sample: pd.DataFrame, column: str) -> bool:
-    values = _numeric_share(sample[column]) if column in sample else pd.Series(dtype=float)
-    return bool(len(values) and values.notna().all() and values.between(0, 1).all() and (values % 1 != 0).any())
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
