@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import mlguild
 
 from mlguild.brains import get_brain
 from mlguild.brains.recipes import RecipeBrain
@@ -90,13 +89,7 @@ def test_a_ranking_the_recipes_cannot_serve_is_refused_clearly(tasks, tmp_path):
         RecipeBrain().propose(Action("draft"), Context(task, "", ctx.profile, (), (), "maximize", 60, 0, 0))
 
 
-@pytest.mark.parametrize("name", ["fishing", "movies"])
-def test_the_scripted_brain_runs_a_ranking_example_through_its_budget_and_the_final_stage(tmp_path, name):
-    done = mlguild("run", f"example:{name}", "--dry-run", "-n", "3", "--sandbox", "local", "-q", cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 nodes, 3 scored" in done.stdout and "graded once on sealed test answers" in done.stdout
-    (run,) = (tmp_path / "runs").iterdir()
-    assert (run / "final" / "submission.csv").is_file() and (run / "audit" / "final_grade.json").is_file()
+# Every brain on these shapes through the final stage: tests/run/test_every_shape.py.
 
 
 # ------------------------------------------------------------------ whole runs, real scripts

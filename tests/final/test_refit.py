@@ -244,6 +244,8 @@ def test_agreement_measures():
     same_order = pd.DataFrame({"id": ["4", "3", "2", "1"], "y": ["0.9", "0.3", "0.5", "0.2"]})
     assert agreement("probability", a, same_order, "id") == pytest.approx(1.0)
     assert agreement("probability", a, a.assign(y="0.5"), "id") == 0.0  # constant: no correlation
+    # a prior refitted on more rows: both tie every row, so they rank the rows alike
+    assert agreement("probability", a.assign(y="0.2"), a.assign(y="0.25"), "id") == 1.0
     labels = pd.DataFrame({"id": ["1", "2", "3", "4"], "y": ["a", "b", "a", "c"]})
     assert agreement("label", labels, labels.assign(y=["a", "b", "c", "c"]), "id") == 0.75
 

