@@ -81,8 +81,9 @@ PEERS_DIR = ROOT / "benchmarks" / "peers"
 PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
-    # Rankings, which the AutoML peers do not serve: plain LightGBM (LambdaRank for a grouped
-    # ranking), run with mlguild's own venv (see benchmarks/peers/run_lightgbm.py).
+    # The shapes the AutoML peers do not serve as they come: plain LightGBM, run with mlguild's
+    # own venv: LambdaRank or top-k classes for a ranking (benchmarks/peers/run_lightgbm.py), a
+    # default per column for several targets (run_lightgbm_columns.py); see runner_for.
     "lightgbm": ("run_lightgbm.py", "lightgbm"),
 }
 OWN_VENV = {"lightgbm"}  # peers that run with this interpreter, not a venv under .bench/
@@ -144,20 +145,28 @@ def peer_python(bench_dir: Path, peer: str) -> Path:
 
 
 def peer_applies(peer: str, spec) -> bool:
-    """Whether the peer fits a task's shape: every peer here fits one target column (the
-    per-column LightGBM peer of the several-target branch was not merged with the ranking
-    peer yet: several-target tasks show n/a)."""
-    return len(spec.target_columns) == 1
+    """Whether the peer fits a task's shape: FLAML and AutoGluon fit one target column; plain
+    LightGBM fits several too (a default per column)."""
+    return peer in OWN_VENV or len(spec.target_columns) == 1
+
+
+def runner_for(peer: str, spec) -> str:
+    """The runner script of ``peer`` for this task's shape."""
+    if peer in OWN_VENV and len(spec.target_columns) > 1:
+        return "run_lightgbm_columns.py"
+    return PEERS[peer][0]
 
 
 def peer_serves(peer: str, task: Task) -> str | None:
     """Why ``peer`` is not run on ``task`` (None when it is): the AutoML peers have no ranking
-    task; plain LightGBM is there for rankings only (the AutoML peers run LightGBM themselves)."""
+    task; plain LightGBM is there for rankings and several targets only (on one target the
+    AutoML peers run LightGBM themselves)."""
     ranking = task.spec.task_type == "ranking" or task.spec.metric == "map_at_k"
+    several = len(task.spec.target_columns) > 1
     if ranking and peer not in OWN_VENV:
         return f"{peer} has no ranking task (grouped scores or ranked lists)"
-    if not ranking and peer in OWN_VENV:
-        return "plain LightGBM is the peer of rankings only"
+    if not (ranking or several) and peer in OWN_VENV:
+        return "plain LightGBM is the peer of rankings and several targets only"
     if peer in OWN_VENV and task.spec.task_type == "ranking" and task.spec.metric == "map_at_k":
         return "a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)"
     return None
@@ -298,7 +307,7 @@ def run_peer(
     log = work / "logs" / f"{peer}-{name}.log"
     cmd = [
         str(peer_python(bench_dir, peer)),
-        str(PEERS_DIR / PEERS[peer][0]),
+        str(PEERS_DIR / runner_for(peer, task.spec)),
         "--spec",
         str(spec_json),
         "--train",

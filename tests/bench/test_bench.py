@@ -15,12 +15,14 @@ from mlguild.bench.suite import mean_se, read_suite, table
 def test_the_aggregate_is_the_mean_and_standard_error_over_seeds():
     rows = [
         {"task": t, "agent": "mlguild", "seed": seed, "score": 0.5, "valid_submission": True,
-         "any_medal": medal, "above_median": True, "medal": "bronze" if medal else ""}
+         "any_medal": medal, "above_median": True, "medal": "bronze" if medal else "",
+         "win_rate": 0.9 if medal else 0.6}
         for seed, medals in enumerate([(True, False), (True, True)])
         for t, medal in zip(("a", "b"), medals, strict=True)
     ]  # fmt: skip
     text = table(rows)
     assert "any medal 75.0% ± 25.0" in text and "above median 100.0% ± 0.0" in text
+    assert "win rate 82.5% ± 7.5" in text and "| 60.0% |" in text  # seeds' means 75% and 90%; a row's own
     assert mean_se([1.0, 3.0]) == (2.0, 1.0) and mean_se([4.0]) == (4.0, 0.0)
 
 

@@ -93,6 +93,19 @@ def test_grading_a_known_submission_reproduces_its_score(example_tasks, tmp_path
     medals = grade_submission(task, submission, board)
     # 5 teams: gold and silver at position 1, bronze at 2; above the median (the 3rd score)? a tie: no
     assert (medals["medal"], medals["above_median"], medals["n_teams"]) == ("", False, 5)
+    assert medals["win_rate"] == pytest.approx(2 / 5)  # beats the last two; the tie with the third counts not
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_the_win_rate_is_the_share_of_teams_strictly_beaten(lower):
+    sign = -1 if lower else 1
+    board = Leaderboard.of([sign * s for s in (0.9, 0.8, 0.8, 0.7)])  # best first, a tie at 0.8
+    assert board.win_rate(sign * 0.95) == 1.0  # better than every team
+    assert board.win_rate(sign * 0.8) == pytest.approx(1 / 4)  # ties beat no one
+    assert board.win_rate(sign * 0.75) == pytest.approx(1 / 4)
+    assert board.win_rate(sign * 0.1) == 0.0
+    assert board.win_rate(None) == 0.0  # no valid submission
+    assert medal_report(sign * 0.85, board).win_rate == pytest.approx(3 / 4)
 
 
 def test_init_mlebench_and_grade_from_the_command_line(example_tasks, tmp_path):
@@ -115,13 +128,14 @@ def test_init_mlebench_and_grade_from_the_command_line(example_tasks, tmp_path):
     assert graded.returncode == 0, graded.stderr
     report = json.loads(graded.stdout)
     assert (report["score"], report["medal"], report["above_median"]) == (1.0, "gold", True)
+    assert report["win_rate"] == pytest.approx(0.9)  # the perfect score ties the best team, beats the other nine
 
     run = mlguild("run", str(prepared), "--dry-run", "-n", "2", "--sandbox", "local", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     of_run = mlguild("grade", str(run_dir), cwd=tmp_path)
     assert of_run.returncode == 0, of_run.stderr
-    assert "titanic: accuracy" in of_run.stdout and "above median" in of_run.stdout
+    assert "titanic: accuracy" in of_run.stdout and "above median" in of_run.stdout and "win rate" in of_run.stdout
 
 
 def test_grading_a_folder_without_task_yaml_writes_nothing(example_tasks, tmp_path):

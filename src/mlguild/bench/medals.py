@@ -3,7 +3,8 @@
 The leaderboard is the final private leaderboard: one score per team, in rank order. The
 medal positions depend on how many teams there are (Kaggle's progression table); a score wins
 a medal when it is at least as good as the score at that position (a tie with the threshold
-counts). "Above median" is strict. Whether lower is better is read off the leaderboard itself
+counts). "Above median" is strict. The win rate, CoMind's headline figure, is the share of
+the leaderboard's teams a score beats (strictly: a tie beats no one). Whether lower is better is read off the leaderboard itself
 (its first score below its last), as MLE-bench does; a flat leaderboard falls back to the
 metric's own direction.
 """
@@ -69,6 +70,13 @@ class Leaderboard:
     def at_least_as_good(self, score: float, threshold: float) -> bool:
         return score <= threshold if self.lower_is_better else score >= threshold
 
+    def win_rate(self, score: float | None) -> float:
+        """The share of teams whose score ``score`` strictly beats (0 for no valid submission)."""
+        if score is None:
+            return 0.0
+        beaten = sum((score < s) if self.lower_is_better else (score > s) for s in self.scores)
+        return beaten / len(self.scores)
+
 
 @dataclass(frozen=True)
 class MedalReport:
@@ -84,6 +92,7 @@ class MedalReport:
     above_median: bool
     n_teams: int
     lower_is_better: bool
+    win_rate: float  # the share of teams beaten, 0..1
 
     @property
     def medal(self) -> str:
@@ -106,5 +115,5 @@ def medal_report(score: float | None, board: Leaderboard) -> MedalReport:
         above = score < median if board.lower_is_better else score > median
     return MedalReport(
         score, *thresholds, median, gold, silver, bronze, gold or silver or bronze, above, len(board.scores),
-        board.lower_is_better,
+        board.lower_is_better, board.win_rate(score),
     )  # fmt: skip

@@ -178,28 +178,32 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 def table(rows: list[dict]) -> str:
     """A Markdown table per task and agent, then the aggregate over seeds."""
     lines = [
-        "| task | agent | seed | metric | score | medal | above median | valid | time (s) | LLM cost ($) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| task | agent | seed | metric | score | medal | above median | win rate | valid | time (s) | LLM cost ($) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         medal = r.get("medal", "—") if "any_medal" in r else "—"
         above = ("yes" if r["above_median"] else "no") if "above_median" in r else "—"
+        wins = f"{100 * r['win_rate']:.1f}%" if "win_rate" in r else "—"
         lines.append(
             f"| {r['task']} | {r['agent']} | {'' if r.get('seed') is None else r['seed']} | {r.get('metric', '')} "
-            f"| {_cell(r) if r.get('score') is not None else 'invalid'} | {medal or 'none'} | {above} "
+            f"| {_cell(r) if r.get('score') is not None else 'invalid'} | {medal or 'none'} | {above} | {wins} "
             f"| {'yes' if r.get('valid_submission') else 'no'} | {r.get('time_s', '')} | {r.get('llm_cost_usd', '')} |"
         )
     lines.append("")
     for agent in dict.fromkeys(r["agent"] for r in rows):
         mine = [r for r in rows if r["agent"] == agent]
         seeds = sorted({r["seed"] for r in mine}, key=lambda s: -1 if s is None else s)
-        shares: dict[str, list[float]] = {"any medal": [], "above median": [], "valid": []}
+        shares: dict[str, list[float]] = {"any medal": [], "above median": [], "win rate": [], "valid": []}
         for seed in seeds:
             group = [r for r in mine if r["seed"] == seed]
             ranked = [r for r in group if "any_medal" in r]
             if ranked:
                 shares["any medal"].append(100 * sum(r["any_medal"] for r in ranked) / len(ranked))
                 shares["above median"].append(100 * sum(r["above_median"] for r in ranked) / len(ranked))
+                wins = [r["win_rate"] for r in ranked if "win_rate" in r]  # results from before it was kept lack it
+                if wins:
+                    shares["win rate"].append(100 * statistics.fmean(wins))
             shares["valid"].append(100 * sum(bool(r.get("valid_submission")) for r in group) / len(group))
         parts = []
         for name, values in shares.items():

@@ -30,7 +30,7 @@ def bench(
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Grade each sample submission too."),
 ) -> None:
     """Run the agent on every task of SUITE, SEEDS times, grade each final submission once, and
-    write the table (score, medal, above median, valid, time, LLM cost) and the aggregate."""
+    write the table (score, medal, above median, win rate, valid, time, LLM cost) and the aggregate."""
     from ..bench.suite import BenchOptions, read_suite, run_bench
     from .task_cmd import resolve_task
 

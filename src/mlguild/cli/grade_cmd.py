@@ -62,8 +62,8 @@ def _print(report: dict) -> None:
         medal = report["medal"] or "no medal"
         console.print(
             plain(
-                f"  {medal}; above median: {'yes' if report['above_median'] else 'no'} "
-                f"({report['n_teams']} teams; thresholds gold {report['gold_threshold']:g}, "
+                f"  {medal}; above median: {'yes' if report['above_median'] else 'no'}; "
+                f"win rate {100 * report['win_rate']:.1f}% ({report['n_teams']} teams; thresholds gold {report['gold_threshold']:g}, "
                 f"silver {report['silver_threshold']:g}, bronze {report['bronze_threshold']:g}, "
                 f"median {report['median_threshold']:g})"
             )
