@@ -201,9 +201,9 @@ def table(rows: list[dict]) -> str:
             if ranked:
                 shares["any medal"].append(100 * sum(r["any_medal"] for r in ranked) / len(ranked))
                 shares["above median"].append(100 * sum(r["above_median"] for r in ranked) / len(ranked))
-                wins = [r["win_rate"] for r in ranked if "win_rate" in r]  # results from before it was kept lack it
-                if wins:
-                    shares["win rate"].append(100 * statistics.fmean(wins))
+                rates = [r["win_rate"] for r in ranked if "win_rate" in r]  # results from before it was kept lack it
+                if rates:
+                    shares["win rate"].append(100 * statistics.fmean(rates))
             shares["valid"].append(100 * sum(bool(r.get("valid_submission")) for r in group) / len(group))
         parts = []
         for name, values in shares.items():

@@ -127,6 +127,7 @@ def _pools_line(path: Path, graph: SearchGraph) -> None:
     pools = Pools.open(path)
     try:
         used, reported = pools.novelty(graph)
+        largest, near_copies, measured = pools.copying()
         ideas = pools.ideas.all()
         community = sum(1 for i in ideas if i.origin == "community")
         reports = len(pools.store.keys("reports"))
@@ -137,6 +138,11 @@ def _pools_line(path: Path, graph: SearchGraph) -> None:
         f"pools: {reports} reports; {len(ideas)} ideas ({community} from the community, {len(ideas) - community} from reports)\n"
         f"  attempts that used a community idea: {share}, the rest new"
     )
+    if largest is not None and largest.overlap is not None:
+        console.print(
+            f"  code from the community: at most {largest.overlap:.0%} of a script ({largest.node}, item "
+            f"{largest.overlap_item}); near-copies {near_copies} of {measured}"
+        )
 
 
 def _public(public: dict, node_id: str) -> str:

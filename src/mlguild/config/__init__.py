@@ -237,6 +237,12 @@ class PoolsConfig(_Section):
     llm_extraction: bool = Field(
         True, description="An LLM, when the run has one, reads the knowledge for ideas (else rules do)."
     )
+    near_copy_overlap: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="A node whose script has this share of its 8-token runs in one knowledge item's code is labelled a near-copy of it.",
+    )
 
 
 class Config(_Section):

@@ -3,7 +3,8 @@
 Both live in ``<run>/pools.sqlite`` (mlguild.pools.store) so that every worker of a run reads
 what the others wrote. The idea pool is filled from the task's community corpus when the run
 starts (mlguild.pools.extract) and from the reports of nodes that gained; every node that
-says it used ideas (meta ``ideas``) is linked to them with its outcome.
+says it used ideas (meta ``ideas``) is linked to them with its outcome. Every report says how
+much of its node's script is a community item's code (mlguild.pools.novelty).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from ..llm.base import LLM, Message
 from ..prompts import render
 from ..run.folder import RunDir
 from ..task.knowledge import Item, list_items
+from ..util.fs import read_text_no_follow
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
+from .novelty import CommunityCode, Overlap
 from .reports import Report, ReportPool, is_reported, report_of
 from .store import FILE, PoolStore
 
@@ -30,9 +33,12 @@ class Pools:
     store: PoolStore
     reports: ReportPool
     ideas: IdeaPool
+    run_dir: Path | None = None  # where the nodes' scripts are (None: no overlap is measured)
+    community: CommunityCode | None = None  # the knowledge items' code, for the overlap of each script
 
     @classmethod
-    def open(cls, run_dir: Path) -> Pools:
+    def open(cls, run_dir: Path, community: CommunityCode | None = None) -> Pools:
+        """The run's pools; with ``community``, every report a node adds measures its overlap."""
         try:
             store = PoolStore.of_run(run_dir)
         except sqlite3.DatabaseError as exc:  # a damaged file: everything in it can be rebuilt
@@ -41,7 +47,7 @@ class Pools:
                 f"move it away (`mv {run_dir / FILE} {run_dir / FILE}.damaged`), then `mlguild resume {run_dir}`: "
                 "the reports are rebuilt from the nodes and the ideas from knowledge/",
             ) from exc
-        return cls(store, ReportPool(store), IdeaPool(store))
+        return cls(store, ReportPool(store), IdeaPool(store), run_dir, community)
 
     def close(self) -> None:
         self.store.close()
@@ -73,7 +79,7 @@ class Pools:
         gain taught as an idea of its own. The report, or None for a node that has none."""
         if not is_reported(node):
             return None
-        report = report_of(node, graph, worker)
+        report = report_of(node, graph, worker, self.overlap(node))
         self.reports.add(report)
         for idea_id in report.ideas:
             self.ideas.record_trial(idea_id, node.id, report.outcome)
@@ -89,6 +95,27 @@ class Pools:
             self.ideas.record_trial(idea.id, node.id, report.outcome)
         return report
 
+    def sync(self, graph: SearchGraph, worker: str = "") -> int:
+        """Add the report of every finished node the pool lacks (a resume after a kill)."""
+        return self.reports.sync(graph, worker, self.overlap)
+
+    def overlap(self, node: Node) -> Overlap | None:
+        """The largest share of the node's script found in one community item's code."""
+        if self.community is None or self.run_dir is None:
+            return None
+        try:
+            code = read_text_no_follow(self.run_dir / "nodes" / node.id / "solution.py")
+        except OSError:  # no script (a brain error): nothing to compare
+            return None
+        return self.community.closest(code)
+
+    def copying(self) -> tuple[Report | None, int, int]:
+        """(the report whose script overlaps one community item's code the most, the number of
+        near-copies, the number of reports whose overlap was measured)."""
+        measured = [r for r in self.reports.all() if r.overlap is not None]
+        largest = max(measured, key=lambda r: r.overlap or 0.0, default=None)
+        return largest, sum(r.near_copy for r in measured), len(measured)
+
     def novelty(self, graph: SearchGraph) -> tuple[int, int]:
         """(nodes that used a community idea, nodes that reported): the share of the run's
         attempts that came from the community rather than from the run itself."""
@@ -96,6 +123,11 @@ class Pools:
         reported = [n for n in graph if is_reported(n)]
         used = sum(1 for n in reported if community & set(n.meta.get("ideas", ())))
         return used, len(reported)
+
+
+def community_code(run: RunDir) -> CommunityCode:
+    """The code of the run's task's knowledge items, to measure each script's overlap with."""
+    return CommunityCode(run.config.pools.near_copy_overlap, run.task_root)
 
 
 def fill_run_ideas(run: RunDir, pools: Pools, llm: LLM | None) -> str | None:
@@ -119,4 +151,16 @@ def fill_run_ideas(run: RunDir, pools: Pools, llm: LLM | None) -> str | None:
     return f"ideas {kept} from {read} knowledge item(s), read by {who}; {len(pools.ideas.all())} in the pool"
 
 
-__all__ = ["Idea", "IdeaPool", "PoolStore", "Pools", "Report", "ReportPool", "cited_ideas", "fill_run_ideas"]
+__all__ = [
+    "CommunityCode",
+    "Idea",
+    "IdeaPool",
+    "Overlap",
+    "PoolStore",
+    "Pools",
+    "Report",
+    "ReportPool",
+    "cited_ideas",
+    "community_code",
+    "fill_run_ideas",
+]

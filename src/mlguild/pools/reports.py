@@ -12,10 +12,12 @@ included). A brain sees the few reports most relevant to what it is about to do.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import Op
+from .novelty import Overlap
 from .store import PoolStore
 
 _TIME_LIMIT_SHARE = 0.8  # a script that used more of its limit than this was close to being cut
@@ -39,6 +41,9 @@ class Report:
     ideas: tuple[str, ...]  # idea-pool ids the node says it used (mlguild.pools.ideas)
     novel: tuple[str, ...] = ()  # components its plan marks as its own, not from an idea
     steps: int = 1  # runs of its script inside the node (the community cycle's fix loop)
+    overlap: float | None = None  # the largest share of its script found in one community item's code
+    overlap_item: str = ""  # that knowledge item's id
+    near_copy: bool = False  # the overlap reached pools.near_copy_overlap (mlguild.pools.novelty)
 
     def digest(self) -> str:
         """The report as one bounded paragraph."""
@@ -50,6 +55,9 @@ class Report:
             f"limitations: {'; '.join(self.limitations)}" if self.limitations else "",
             f"ideas used: {', '.join(self.ideas)}" if self.ideas else "",
             f"new: {'; '.join(self.novel)}" if self.novel else "",
+            f"a near-copy of community item {self.overlap_item} ({self.overlap:.0%} of its code)"
+            if self.near_copy and self.overlap is not None
+            else "",
         ]
         text = " | ".join(p for p in parts if p)
         return text if len(text) <= _DIGEST_CHARS else text[: _DIGEST_CHARS - 1] + "…"
@@ -64,13 +72,19 @@ class Report:
             f"- from the community's idea pool: {', '.join(self.ideas)}" if self.ideas else "- no idea from the pool"
         ]
         lines += [f"- new: {c}" for c in self.novel] or ["- new: the plan's own (no component marked)"]
+        if self.overlap is not None:
+            lines.append(
+                f"- {'a near-copy: ' if self.near_copy else ''}{self.overlap:.0%} of its script's token runs "
+                f"are in the code of community item {self.overlap_item}, the most of any item"
+            )
         if self.steps > 1:
             lines.append(f"- its script ran {self.steps} times in the node's fix loop (steps/)")
         return lines
 
 
-def report_of(node: Node, graph: SearchGraph, worker: str = "") -> Report:
-    """The report of a finished node, from its record in the graph (harness numbers only)."""
+def report_of(node: Node, graph: SearchGraph, worker: str = "", overlap: Overlap | None = None) -> Report:
+    """The report of a finished node, from its record in the graph (harness numbers only), and
+    its script's largest overlap with the community's code when that was measured."""
     meta = node.meta
     parent = graph.nodes.get(node.parents[0]) if node.parents else None
     components = [f"{key}: {meta[key]}" for key in ("recipe", "family", "features", "move") if meta.get(key)]
@@ -103,6 +117,9 @@ def report_of(node: Node, graph: SearchGraph, worker: str = "") -> Report:
         ideas=ideas,
         novel=novel,
         steps=int(meta.get("steps", 1)),
+        overlap=overlap.share if overlap else None,
+        overlap_item=overlap.item if overlap else "",
+        near_copy=overlap.near_copy if overlap else False,
     )
 
 
@@ -142,13 +159,15 @@ class ReportPool:
         body = " ".join([report.op, report.outcome, report.method, *report.components, report.helped, report.result])
         self.store.put("reports", report.node, json.dumps(asdict(report)), body)
 
-    def sync(self, graph: SearchGraph, worker: str = "") -> int:
+    def sync(
+        self, graph: SearchGraph, worker: str = "", overlap_of: Callable[[Node], Overlap | None] = lambda n: None
+    ) -> int:
         """Add the report of every finished node the pool lacks; how many were added."""
         have = set(self.store.keys("reports"))
         added = 0
         for node in graph:
             if node.finished and node.op not in _NOT_REPORTED and node.id not in have:
-                self.add(report_of(node, graph, worker))
+                self.add(report_of(node, graph, worker, overlap_of(node)))
                 added += 1
         return added
 

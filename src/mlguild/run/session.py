@@ -22,7 +22,7 @@ from ..core.graph import Evidence, Node
 from ..core.protocols import Brain, Cancellable, Concurrent, Policy, Sandbox
 from ..memory import Memory, TaskTraits
 from ..metrics import get_metric
-from ..pools import Pools
+from ..pools import Pools, community_code
 from ..sandbox.runner import stop_running_scripts
 from ..scoring.scorer import fingerprint
 from ..util.fs import read_text_no_follow
@@ -58,8 +58,8 @@ class Session:
         traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
         self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
         self.memory.replay(self.state.graph, self.code, self.columns)
-        self.pools = Pools.open(run.path)
-        self.pools.reports.sync(self.state.graph)  # a resume: the nodes a kill left unreported
+        self.pools = Pools.open(run.path, community_code(run))
+        self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported
         results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)
         self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction, self.pools)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.score import format_score
 from ..util.fs import atomic_write
-from .runs import RunView, load_run
+from .runs import RunView, load_run, pools
 
 TOP_K = 10
 HTML_NAME, MD_NAME = "report.html", "report.md"
@@ -124,7 +124,29 @@ def _summary_rows(view: RunView, facts: dict[str, Any]) -> list[tuple[str, str]]
         ),
         ("last stop", view.state.finished_reason or "running or killed"),
     ]
+    novelty = _novelty(**pools(view))
+    if novelty:
+        rows.insert(-1, ("novelty (against the community's ideas and code)", novelty))
     return rows
+
+
+def _novelty(ideas: list[dict], reports: list[dict]) -> str:
+    """How much of the run came from the community: attempts that used a community idea, and
+    the largest share of a script found in one knowledge item's code (mlguild.pools.novelty)."""
+    if not reports:
+        return ""
+    community = {i.get("id") for i in ideas if i.get("origin") == "community"}
+    used = sum(1 for r in reports if community & set(r.get("ideas") or ()))
+    parts = [f"{used} of {len(reports)} attempts used a community idea"]
+    measured = [r for r in reports if r.get("overlap") is not None]
+    if measured:
+        top = max(measured, key=lambda r: r["overlap"])
+        copies = sum(bool(r.get("near_copy")) for r in measured)
+        parts.append(
+            f"at most {top['overlap']:.0%} of a script is one community item's code "
+            f"({top['node']}, item {top['overlap_item']}); near-copies: {copies}"
+        )
+    return "; ".join(parts)
 
 
 # ------------------------------------------------------------------ Markdown
