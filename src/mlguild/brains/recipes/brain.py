@@ -26,6 +26,7 @@ from .catalog import RECIPES, Recipe, RecipeMeta, recipe_meta, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
 from .fuse import fuse_proposal
+from .ideas import cited, idea_hints, with_ideas
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .ranking import ranking_supported
 from .render import prediction_kind, render_script
@@ -69,7 +70,8 @@ class RecipeBrain:
                 context,
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
-        names = family_order(recipes_for(task), context.family_priors)
+        hints = idea_hints(context.ideas)
+        names = family_order(recipes_for(task), with_ideas(context.family_priors, hints))
         drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
         fresh = [n for n in names if counts[n] == 0]
@@ -91,6 +93,10 @@ class RecipeBrain:
         remembered = family_reason(name, context.family_priors)
         if fresh and remembered:
             lines.append(f"**Why now:** {remembered}.")
+        ideas = cited([name], hints, context.family_priors) if fresh else []
+        if ideas:
+            lines.append(f"**From the community:** [{ideas[0]}] {hints[name][1]}")
+            meta["ideas"] = ideas
         if not fresh:
             # Every family has a draft already: vary this one so the new draft is not a copy.
             used = {str(m["move"]) for m in drafts if m.get("recipe") == name and m.get("move")}
@@ -125,11 +131,20 @@ class RecipeBrain:
             return self._draft(
                 context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead."
             )
+        hints = idea_hints(context.ideas)
         (chosen, meta), reason = choose(
-            options, parent.node_id, context, self._rng(context, Op.IMPROVE, parent.node_id)
+            options,
+            parent.node_id,
+            context,
+            self._rng(context, Op.IMPROVE, parent.node_id),
+            with_ideas({}, hints),
         )
         name = "+".join(m.name for m in chosen)
         meta.pop("last_resort", None)  # a variation of the safest pipeline is not the safest
+        ideas = cited([m.name for m in chosen], hints, context.move_priors)
+        meta.pop("ideas", None)  # the parent's ideas are the parent's
+        if ideas:
+            meta["ideas"] = ideas
         changed = diff(recipe_meta(parent.meta), meta)
         moves = [*parent.meta.get("moves", []), name]
         meta.update({"move": name, "parent": parent.node_id, "moves": moves, "changed": changed})
@@ -142,6 +157,7 @@ class RecipeBrain:
             f"**Change:** {_describe(changed)}.",
             f"**Why:** {why}.",
             f"**Why this move now:** {reason}.",
+            *(f"**From the community:** [{i}] {hints[m.name][1]}" for i, m in _citing(ideas, chosen, hints)),
         ]
         summary = f"{recipe.title}, changed from node {parent.node_id} by {name} ({_describe(changed)}): {why}."
         return self._proposal(lines, summary, meta, context)
@@ -165,9 +181,10 @@ class RecipeBrain:
                 failures[name] += 1
             else:
                 best[name] = max(best.get(name, -math.inf), sign * h.score)
+        hints = idea_hints(context.ideas)
         names = [
             n
-            for n in family_order(recipes_for(task), context.family_priors)
+            for n in family_order(recipes_for(task), with_ideas(context.family_priors, hints))
             if n != own and not (tries[n] and failures[n] == tries[n])
         ]
         trajectory = [f"- {line}" for line in context.trajectory[-6:]]
@@ -182,6 +199,9 @@ class RecipeBrain:
         recipe = RECIPES[name]
         inherited = apply_learned(meta, learned(context.history))
         meta.update({"move": "evolve", "moves": ["evolve"], "evolved_from": parent.node_id})
+        ideas = cited([name], hints, context.family_priors) if not tries[name] else []
+        if ideas:
+            meta["ideas"] = ideas
         was = RECIPES[own].title if own in RECIPES else f"node {parent.node_id}'s approach"
         why = (
             "not tried on this task yet"
@@ -199,6 +219,8 @@ class RecipeBrain:
         ]
         if inherited:
             lines.append(f"**Learned on this task:** {'; '.join(inherited)}.")
+        if ideas:
+            lines.append(f"**From the community:** [{ideas[0]}] {hints[name][1]}")
         summary = f"{recipe.title}, evolved from the stagnant branch of {parent.node_id}: {recipe.why}."
         return self._proposal(lines, summary, meta, context)
 
@@ -309,6 +331,11 @@ def _check_several_targets(task: dict[str, Any], fix: str) -> None:
             f"with a {kind!r} metric",
             fix,
         )
+
+
+def _citing(ideas: list[str], chosen: tuple, hints: Mapping[str, tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(idea id, move) for each move of ``chosen`` whose idea the node cites."""
+    return [(hints[m.name][0], m) for m in chosen if m.name in hints and hints[m.name][0] in ideas]
 
 
 def _parent(action: Action, context: Context) -> ParentView | None:

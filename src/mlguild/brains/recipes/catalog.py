@@ -42,6 +42,7 @@ class RecipeMeta(TypedDict, total=False):
     evolved_from: str  # an evolve's parent
     last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
     repairs: list[str]  # repairs learned on this task, applied to the draft
+    ideas: list[str]  # idea-pool ids this node acts on (mlguild.brains.recipes.ideas)
 
 
 def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:

@@ -101,9 +101,16 @@ def move_stats(
 Option = tuple[tuple[Any, ...], T]  # (the moves, the meta they give)
 
 
-def choose(options: list[Option[T]], parent_id: str, context: Context, rng: random.Random) -> tuple[Option[T], str]:
-    """The option (moves, meta) with the best expected gain per second, and a line saying why."""
-    stats = move_stats(context.history, context.direction, context.move_priors)
+def choose(
+    options: list[Option[T]],
+    parent_id: str,
+    context: Context,
+    rng: random.Random,
+    idea_priors: Mapping[str, MovePrior] | None = None,
+) -> tuple[Option[T], str]:
+    """The option (moves, meta) with the best expected gain per second, and a line saying why.
+    ``idea_priors``: priors from the community's ideas, for moves the memory has none for."""
+    stats = move_stats(context.history, context.direction, {**(idea_priors or {}), **context.move_priors})
     parent = next((h for h in context.history if h.node_id == parent_id), None)
     parent_s = parent.exec_s if parent is not None else None
 
@@ -129,7 +136,10 @@ def choose(options: list[Option[T]], parent_id: str, context: Context, rng: rand
         why = "not tried on this task yet, so its gain per second is unknown and worth learning"
     else:
         evidence = [f"{s.tries} earlier tr{'y' if s.tries == 1 else 'ies'} here"] if s.tries else []
-        if s.prior:
+        remembered = any(m.name in context.move_priors for m in chosen[0])
+        if s.prior and not remembered:
+            evidence.append("a community idea that names it")
+        elif s.prior:
             evidence.append("what it did on similar tasks in earlier runs")
         elif s.cost_prior:
             evidence.append("its run time on similar tasks in earlier runs")
