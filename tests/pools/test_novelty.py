@@ -1,12 +1,16 @@
-"""Novelty, measured (mlguild.pools.novelty): each finished node's script is compared with the
-code of every community item; the largest overlap and its item are in the node's report, a
-near-copy is labelled so in its report and the pools, and status and the run's report show
-the run's novelty."""
+"""Novelty, measured (mlguild.pools.novelty), and the guild of runs (mlguild.pools.guild).
+
+Each finished node's script is compared with the code of every community item; the largest
+overlap and its item are in the node's report, a near-copy is labelled so in its report and
+the pools, and status and the run's report show the run's novelty. A second run of a task
+starts with the reports and gains of the first.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import FULL, GOOD, llm_agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
@@ -95,3 +99,44 @@ def test_without_community_code_no_overlap_is_claimed(tmp_path):
     add_items(run.task_root, [FIXTURES / "forum-target-encoding.md"], None)  # a post: prose, no code
     agent.run_loop()
     assert all(r.overlap is None and not r.near_copy for r in agent.session.pools.reports.all())
+
+
+# ------------------------------------------------------------------ the guild of runs
+
+
+@pytest.mark.slow  # three short recipe runs
+def test_a_second_run_of_a_task_starts_with_the_first_runs_reports_and_gains(tmp_path):
+    from conftest import make_task, mlguild
+
+    from mlguild.pools import Pools
+
+    task = make_task(tmp_path / "t")
+    run = ("run", str(task), "--brain", "recipes", "--runs-dir", "runs", "--sandbox", "local")
+    first = mlguild(*run, "-n", "2", "--run-id", "a", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "guild:" not in first.stdout  # nothing earlier to read
+
+    listed = mlguild("knowledge", "list", "--task", str(task), cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "from earlier runs of this task (the guild" in listed.stdout
+    assert all(f"a/n000{i}" in listed.stdout for i in (1, 2)), listed.stdout
+
+    second = mlguild(*run, "-n", "1", "--run-id", "b", cwd=tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "guild: 2 report(s) of 1 earlier run(s) of this task" in second.stdout, second.stdout
+    pools = Pools.open(tmp_path / "runs" / "b")
+    try:
+        keys = set(pools.store.keys("reports"))
+        assert {"a/n0001", "a/n0002"} <= keys and "n0001" in keys  # the earlier run's, and its own
+        earlier = pools.reports.get("a/n0001")
+        assert earlier.run == "a" and "in run a" in earlier.result
+        from_runs = [i for i in pools.ideas.all() if any(s.kind == "run" for s in i.sources)]
+        assert from_runs and all(s.item.startswith("a/") for i in from_runs for s in i.sources)
+        assert "earlier run's node a/" in from_runs[0].line()
+    finally:
+        pools.close()
+
+    # a resume reads them once: nothing is added twice
+    third = mlguild("resume", str(tmp_path / "runs" / "b"), "-n", "2", cwd=tmp_path)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "guild:" not in third.stdout

@@ -72,12 +72,16 @@ def _report(root: Path, result: Ingested, cutoff: date | None) -> None:
 
 @knowledge_app.command("list")
 def list_(task: Path = _TASK) -> None:
-    """The task's items, most voted first, with their quality signals (the author's tier; `show` names the author)."""
+    """The task's items, most voted first, with their quality signals (the author's tier; `show`
+    names the author); then what earlier runs of the task learnt, which a new run's pools start
+    with (the guild: the shared memory's records of those runs)."""
     from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():
-        items = list_items(folder_task(task, None, None).root)
+        found = folder_task(task, None, None)
+        items = list_items(found.root)
+        guild = _guild_rows(found.spec.name)
     rows = []
     for item in items:
         score = f"{item.public_score:g}" if item.public_score is not None else ""
@@ -92,6 +96,37 @@ def list_(task: Path = _TASK) -> None:
     for row in rows:
         table.add_row(*row)
     console.print(table if items else "no community material yet: `mlguild knowledge add PATH|kaggle:NAME --task DIR`")
+    if guild:
+        console.print(f"from earlier runs of this task (the guild; a new run's pools start with these): {len(guild)}")
+        headers = ["run/node", "op", "outcome", "score", "title"]
+        table = fitted_table(headers, guild, console.width, right=("score",))
+        for row in guild:
+            table.add_row(*row)
+        console.print(table)
+
+
+def _guild_rows(task_name: str) -> list[list[str]]:
+    """The shared memory's records of earlier runs of the task, as `list` shows them."""
+    from ..config import load_config
+    from ..pools.guild import earlier_records, shared_store
+
+    store = shared_store(load_config(None, []))
+    if store is None:
+        return []
+    try:
+        records = earlier_records(store, task_name, this_run="")
+    finally:
+        store.close()
+    return [
+        [
+            plain(f"{r.run}/{r.node}"),
+            plain(r.op),
+            plain(r.outcome.replace("_", " ")),
+            f"{r.score:.5g}" if r.score is not None else "",
+            plain(r.title),
+        ]
+        for r in records
+    ]
 
 
 @knowledge_app.command("show")

@@ -22,6 +22,7 @@ from ..run.folder import RunDir
 from ..task.knowledge import Item, list_items
 from ..util.fs import read_text_no_follow
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
+from .guild import earlier_records, fill_guild, shared_store
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
 from .novelty import CommunityCode, Overlap
 from .reports import Report, ReportPool, is_reported, report_of
@@ -112,7 +113,7 @@ class Pools:
     def copying(self) -> tuple[Report | None, int, int]:
         """(the report whose script overlaps one community item's code the most, the number of
         near-copies, the number of reports whose overlap was measured)."""
-        measured = [r for r in self.reports.all() if r.overlap is not None]
+        measured = [r for r in self.reports.all() if r.overlap is not None and not r.run]
         largest = max(measured, key=lambda r: r.overlap or 0.0, default=None)
         return largest, sum(r.near_copy for r in measured), len(measured)
 
@@ -128,6 +129,27 @@ class Pools:
 def community_code(run: RunDir) -> CommunityCode:
     """The code of the run's task's knowledge items, to measure each script's overlap with."""
     return CommunityCode(run.config.pools.near_copy_overlap, run.task_root)
+
+
+def fill_run_guild(run: RunDir, pools: Pools) -> str | None:
+    """Put what earlier runs of this task learnt (the shared memory's records) into the pools,
+    as reports and ideas (mlguild.pools.guild); a line saying what was added, or None."""
+    store = shared_store(run.config)
+    if store is None:
+        return None
+    try:
+        records = earlier_records(store, run.spec.name, run.path.name)
+    finally:
+        store.close()
+    ideas_before = len(pools.ideas.all())
+    added = fill_guild(pools.reports, pools.ideas, records)
+    if not added:
+        return None
+    runs = len({r.run for r in records})
+    return (
+        f"guild: {added} report(s) of {runs} earlier run(s) of this task; "
+        f"{len(pools.ideas.all()) - ideas_before} new idea(s) from what gained there"
+    )
 
 
 def fill_run_ideas(run: RunDir, pools: Pools, llm: LLM | None) -> str | None:
@@ -162,5 +184,6 @@ __all__ = [
     "ReportPool",
     "cited_ideas",
     "community_code",
+    "fill_run_guild",
     "fill_run_ideas",
 ]

@@ -49,6 +49,7 @@ class Source:
     votes: int = 0
     public_score: float | None = None
     date: str = ""
+    gain: float | None = None  # an earlier run's node (kind "run"): the gain it measured, in score spreads
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,9 @@ class Idea:
         """One line for a prompt: the idea, its strongest source's signals, how it went here."""
         best = max(self.sources, key=lambda s: s.votes, default=None)
         signal = ""
-        if best is not None and self.origin == COMMUNITY:
+        if best is not None and best.kind == "run":  # an earlier run of this task (mlguild.pools.guild)
+            signal = f" (earlier run's node {best.item}: {best.gain or 0:+.2f} score spreads over its parent)"
+        elif best is not None and self.origin == COMMUNITY:
             score = f", public score {best.public_score:g}" if best.public_score is not None else ""
             more = f", +{len(self.sources) - 1} more source(s)" if len(self.sources) > 1 else ""
             signal = f" ({best.kind or 'post'} by a {best.author_tier} author, {best.votes} votes{score}{more})"
@@ -174,6 +177,9 @@ def _community_signal(ideas: list[Idea], direction: str) -> dict[str, float]:
     for idea in ideas:
         value = 0.0
         for s in idea.sources:
+            if s.kind == "run":  # measured by an earlier run of this task: its gain is the signal
+                value = max(value, min(1.25, 0.5 + 0.5 * max(0.0, s.gain or 0.0)))
+                continue
             weight = _TIER_WEIGHT.get(s.author_tier, _UNKNOWN_TIER)
             score_bonus = 0.0
             if s.public_score is not None and len(scores) > 1:

@@ -44,6 +44,7 @@ class Report:
     overlap: float | None = None  # the largest share of its script found in one community item's code
     overlap_item: str = ""  # that knowledge item's id
     near_copy: bool = False  # the overlap reached pools.near_copy_overlap (mlguild.pools.novelty)
+    run: str = ""  # the earlier run it came from (mlguild.pools.guild); "" for this run's own nodes
 
     def digest(self) -> str:
         """The report as one bounded paragraph."""

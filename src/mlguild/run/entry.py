@@ -41,7 +41,7 @@ from ..llm.registry import make_llm
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
 from ..metrics import get_metric
-from ..pools import Pools, fill_run_ideas
+from ..pools import Pools, fill_run_guild, fill_run_ideas
 from ..sandbox import describe_layer, get_sandbox, is_strong
 from ..scoring.floors import check_learned, floors
 from ..search import get_policy
@@ -372,14 +372,16 @@ def _write_brief(run: RunDir, llm: LLM | None, say: Say) -> None:
 
 
 def _fill_ideas(run: RunDir, llm: LLM | None, say: Say) -> None:
-    """The idea pool from the task's knowledge/ folder, before the first node (mlguild.pools)."""
+    """The idea pool from the task's knowledge/ folder, and what earlier runs of the task learnt
+    (the guild), before the first node (mlguild.pools)."""
     pools = Pools.open(run.path)
     try:
-        line = fill_run_ideas(run, pools, llm)
+        lines = [fill_run_ideas(run, pools, llm), fill_run_guild(run, pools)]
     finally:
         pools.close()
-    if line:
-        say(line, False)
+    for line in lines:
+        if line:
+            say(line, False)
 
 
 def _write_report(run: RunDir, say: Say) -> None:

@@ -133,6 +133,7 @@ def _summary_rows(view: RunView, facts: dict[str, Any]) -> list[tuple[str, str]]
 def _novelty(ideas: list[dict], reports: list[dict]) -> str:
     """How much of the run came from the community: attempts that used a community idea, and
     the largest share of a script found in one knowledge item's code (mlguild.pools.novelty)."""
+    reports = [r for r in reports if not r.get("run")]  # this run's own, not an earlier run's
     if not reports:
         return ""
     community = {i.get("id") for i in ideas if i.get("origin") == "community"}

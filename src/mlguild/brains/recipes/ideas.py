@@ -26,7 +26,9 @@ IDEA_PRIOR = MovePrior(weight=1.0, gain=0.5, log_cost=0.0)
 
 _LINE = re.compile(r"^\[(?P<id>[A-Za-z0-9]+)\]\s*(?P<text>.*)$")
 # What IdeaPool's line adds after the idea itself: its sources' signals and how it went here.
-_SIGNALS = re.compile(r"\s\((?:post|notebook|script) by .*$|\s\(from this run's report.*$|; tried here:.*$")
+_SIGNALS = re.compile(
+    r"\s\((?:post|notebook|script) by .*$|\s\(from this run's report.*$|\s\(earlier run's node .*$|; tried here:.*$"
+)
 
 # (pattern over the idea's text, the recipe move or family it names). The first patterns that
 # match name what the idea asks for; several may (an idea can name a family and a move).
