@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
+from ..core.score import Score
 from ..core.protocols import Proposal
 from ..core.vocabulary import Op, Status
 from ..firewall.workspace import read_csv_exact
@@ -46,6 +47,7 @@ from ..run.refit import (
 from ..run.session import Session
 from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
+from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
@@ -70,6 +72,7 @@ def finish(session: Session, stop: Stop) -> Finish:
         return Finish(state.final_choice, state.final_grade)
     choice = state.final_choice
     if choice is None or choice["best"] != state.best_id:  # again after a resume that found a better node
+        confirm_after_search(session)  # once, before any refit trains on those rows
         stage = FinalStage(session)
         if config.final.refit:
             remaining = session.clock.remaining_s()
@@ -92,19 +95,31 @@ def final_dir(run: RunDir) -> Path:
     return run.path / "final"
 
 
-def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> tuple[Node, str]:
+def final_base(
+    run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node, confirmation: dict | None = None
+) -> tuple[Node, str]:
     """The node the final submission comes from: the best on the holdout, unless the best
     blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
     that differ by less than their noise, and picking the maximum of many such scores
     favours luck; a blend of several models is the more reliable choice on such a tie.
     "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
-    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox)."""
+    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox).
+    On such a tie, when both were scored on the confirmation split (``confirmation``), the
+    one better there is chosen (the blend when equal)."""
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
     holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
     wins = holdout.bootstrap_wins(holdout_file(best), holdout_file(blend), seed=run.config.brain.seed)
     needed = run.config.final.tie_share
+    confirmed = _confirm_scores(confirmation, best.id, blend.id)
+    if wins is not None and wins < needed and confirmed is not None:
+        better = best if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction)) else blend
+        return better, (
+            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
+            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%}); on the confirmation "
+            f"split {best.id} scores {confirmed[0]:.6g} and {blend.id} {confirmed[1]:.6g}, so {better.id}"
+        )
     if wins is not None and wins < needed:
         return blend, (
             f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
@@ -112,6 +127,13 @@ def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> 
         )
     share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
     return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
+
+
+def _confirm_scores(confirmation: dict | None, a: str, b: str) -> tuple[float, float] | None:
+    """The confirmation scores of nodes ``a`` and ``b``, when both have one."""
+    scores = (confirmation or {}).get("scores", {})
+    values = [scores.get(n, {}).get("confirm") for n in (a, b)]
+    return (values[0], values[1]) if None not in values else None
 
 
 class FinalStage:
@@ -129,14 +151,16 @@ class FinalStage:
         return self.state.graph[self.state.best_id]
 
     def choose_without_refit(self, reason: str) -> dict:
-        base, why = final_base(self.run, self.state.graph, self.scorers.holdout, self._best_node())
+        base, why = final_base(
+            self.run, self.state.graph, self.scorers.holdout, self._best_node(), self.state.confirmation
+        )
         return self._choose(base, None, f"{why}; {reason}")
 
     def run_refit(self, timeout_s: float) -> dict:
         """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
         final submission: the refit if it is sound, else the base node itself."""
         graph = self.state.graph
-        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node())
+        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation)
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
@@ -225,6 +249,9 @@ class FinalStage:
             "agreement": None if agreement_score is None else round(agreement_score, 6),
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
+        # The holdout score of the choice beside its confirmation score (mlguild.final.confirm).
+        bias = selection_bias(self.state.confirmation, best.id, self.scorers.holdout.metric.direction)
+        record["confirmation"] = bias or {"skipped": skipped_reason(self.session) or "not scored"}
         atomic_write(out / "final.json", json.dumps(record, indent=2))
         elapsed = round(self.session.clock.elapsed(), 3)
         self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)

@@ -390,9 +390,9 @@ def comparable(values: pd.Series) -> pd.Series:
 
 def sealed_paths(run_dir: Path) -> list[Path]:
     """Paths a script must never reach (used by the guard): the sealed labels, the journal, the
-    final refit's data (it holds the holdout's labels), and the original task folder (so does
-    its train file)."""
-    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl", run_dir / "final"]
+    final refit's data (it holds the holdout's labels), the audit (the confirmation and test
+    scores), and the original task folder (so does its train file)."""
+    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl", run_dir / "final", run_dir / "audit"]
     snapshot = run_dir / "task.json"
     if snapshot.exists():
         root = json.loads(snapshot.read_text()).get("root")
