@@ -8,8 +8,8 @@ from conftest import make_task
 
 from mlguild.config import FirewallConfig
 from mlguild.core.errors import FirewallError, TaskError
-from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.confirm import held_answers
+from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
 from mlguild.task.folder import load_task
 

@@ -22,17 +22,19 @@ import math
 import shutil
 from pathlib import Path
 from tempfile import mkdtemp
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import SubmissionError
 from ..core.graph import Node
 from ..core.vocabulary import Op
 from ..firewall.confirm import split_predictions
 from ..run.refit import best_blend
-from ..run.session import Session
 from ..scoring.floors import write_prior_submission
 from ..task.spec import HOLDOUT_SAMPLE
 from ..util.fs import atomic_write
+
+if TYPE_CHECKING:
+    from ..run.session import Session
 
 BASELINE = "baseline"  # the constant floor's entry among the scores
 
@@ -147,7 +149,7 @@ def selection_bias(confirmation: dict | None, node_id: str, direction: str) -> d
     spreads = (entry.get("holdout_spread"), entry.get("confirm_spread"))
     interval = None
     if None not in spreads:
-        half = 1.96 * math.hypot(*spreads)  # type: ignore[arg-type]
+        half = 1.96 * math.hypot(*spreads)
         interval = [round(bias - half, 6), round(bias + half, 6)]
     return {
         "node": node_id,
@@ -167,4 +169,28 @@ def skipped_reason(session: Session) -> str | None:
     return split.get("confirm_skipped") or "the run was created before the confirmation split existed"
 
 
-__all__ = ["audit_path", "confirm_after_search", "selection_bias", "skipped_reason"]
+def confirmation_line(final_choice: dict | None) -> str | None:
+    """One line for people: the choice's holdout score beside its confirmation score and the
+    selection bias (or why there is none); None for a run with no final choice, or one made
+    before the confirmation split existed."""
+    entry = (final_choice or {}).get("confirmation")
+    if not entry:
+        return None
+    if "skipped" in entry:
+        return f"confirmation split: none ({entry['skipped']})"
+    interval = entry.get("selection_bias_interval")
+    spread = f" (95% interval {interval[0]:+.4g} to {interval[1]:+.4g})" if interval else ""
+    return (
+        f"node {entry['node']}: holdout {entry['holdout_score']:.6g}, confirmation {entry['confirm_score']:.6g} "
+        f"on {entry.get('confirm_rows')} rows scored once after the search; selection bias "
+        f"{entry['selection_bias']:+.4g}{spread} (positive: the holdout flattered the choice)"
+    )
+
+
+__all__ = [
+    "audit_path",
+    "confirm_after_search",
+    "confirmation_line",
+    "selection_bias",
+    "skipped_reason",
+]

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
-from ..core.score import Score
 from ..core.protocols import Proposal
+from ..core.score import Score
 from ..core.vocabulary import Op, Status
 from ..firewall.workspace import read_csv_exact
 from ..run.budget import Stop
@@ -114,7 +114,11 @@ def final_base(
     needed = run.config.final.tie_share
     confirmed = _confirm_scores(confirmation, best.id, blend.id)
     if wins is not None and wins < needed and confirmed is not None:
-        better = best if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction)) else blend
+        better = (
+            best
+            if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction))
+            else blend
+        )
         return better, (
             f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
             f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%}); on the confirmation "
@@ -240,7 +244,7 @@ class FinalStage:
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
-        record = {
+        record: dict[str, object] = {
             "node": chosen.id,
             "base": best.id,
             "best": self.state.best_id,

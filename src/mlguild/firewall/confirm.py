@@ -91,6 +91,7 @@ def confirm_ids(data_dir: Path, sealed_dir: Path, id_column: str) -> set[str] | 
 def held_answers(data_dir: Path, holdout_answers: Path, id_column: str) -> pd.DataFrame:
     """The sealed answers of every row of the holdout inputs file, in its order: the holdout
     answers, with the confirmation answers put back in the places their rows hold."""
+
     def read_csv_exact(path: Path) -> pd.DataFrame:
         return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
 
@@ -131,4 +132,12 @@ def split_predictions(path: Path, confirm: set[str] | None, id_column: str) -> I
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["CONFIRM_ANSWERS", "confirm_ids", "confirm_mask", "confirm_size", "held_answers", "shuffled_order", "split_predictions"]
+__all__ = [
+    "CONFIRM_ANSWERS",
+    "confirm_ids",
+    "confirm_mask",
+    "confirm_size",
+    "held_answers",
+    "shuffled_order",
+    "split_predictions",
+]

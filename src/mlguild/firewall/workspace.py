@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import numpy as np
 import pandas as pd
 
 from ..config import FirewallConfig

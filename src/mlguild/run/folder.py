@@ -28,8 +28,8 @@ import yaml
 
 from ..config import Config, save_config
 from ..core.errors import RunError, SubmissionError, TaskError
-from ..firewall.verifier import verify_workspace
 from ..firewall.confirm import confirm_ids, split_predictions
+from ..firewall.verifier import verify_workspace
 from ..firewall.workspace import HOLDOUT_SAMPLE, Workspace, build_workspace
 from ..scoring.floors import write_prior_submission
 from ..scoring.scorer import RunScorers, Scorer, fingerprint

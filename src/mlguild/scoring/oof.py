@@ -80,7 +80,9 @@ def leaky_cv(
     return gap > z * noise + 1e-12
 
 
-def pooled(holdout: float, holdout_spread: float | None, holdout_rows: int, oof: OofResult) -> tuple[float, float | None]:
+def pooled(
+    holdout: float, holdout_spread: float | None, holdout_rows: int, oof: OofResult
+) -> tuple[float, float | None]:
     """The pooled score of a node on a small holdout: its holdout and out-of-fold scores
     weighted by the rows each was scored on, and the bootstrap spread of that mean (the two
     sets of rows resampled apart; None where either could not be resampled). A mean of the
