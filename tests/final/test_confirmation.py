@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from conftest import make_task
 
 from mlguild.brains.scripted import ScriptedBrain
@@ -16,6 +17,7 @@ from mlguild.final.stage import finish
 from mlguild.firewall.confirm import CONFIRM_ANSWERS, held_answers
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace, read_csv_exact
+from mlguild.run import Finished, start
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
@@ -185,3 +187,17 @@ def test_a_task_too_small_for_a_confirmation_split_says_so(tmp_path):
     assert split["confirm_rows"] == 0 and not (ws.sealed_dir / CONFIRM_ANSWERS).exists()
     assert "too small for a confirmation split" in split["confirm_skipped"]
     assert "firewall.confirm_min_rows=150" in split["confirm_skipped"]
+
+
+@pytest.mark.parametrize("example", ["schools", "fishing", "movies"])
+def test_every_shape_gets_its_confirmation_score(tmp_path, example):
+    """Several targets, a grouped ranking (NDCG), ranked lists (MAP@k): the stand-in scripts of
+    a dry run are scored on the confirmation split at the end, like any other task's."""
+    config = load_config(
+        None, ["budget.iterations=2", "brain.name=scripted", "firewall.confirm_min_rows=30", "sandbox.kind=local"]
+    )
+    done = start(build_example(example, tmp_path / example), config, runs_dir=tmp_path / "runs", dry_run=True)
+    assert isinstance(done, Finished) and done.finish.choice is not None
+    shown = done.finish.choice["confirmation"]
+    assert shown["confirm_score"] is not None and shown["holdout_score"] is not None, shown
+    assert shown["confirm_rows"] == done.run.workspace.manifest()["split"]["confirm_rows"] > 0
