@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 from pathlib import Path
 from tempfile import mkdtemp
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,7 @@ def confirm_after_search(session: Session) -> dict | None:
     roles = candidates(session)
     wanted = [node_id for node_id in dict.fromkeys(roles.values()) if node_id not in done]
     new: dict[str, Any] = {}
+    started = time.monotonic()
     for node_id in wanted:
         new[node_id] = _score_node(session, state.graph[node_id])
     if BASELINE not in done:
@@ -83,6 +85,7 @@ def confirm_after_search(session: Session) -> dict | None:
         "roles": roles,
         "after_nodes": len(finished),
         "last_node": finished[-1].id if finished else None,
+        "seconds": round(time.monotonic() - started, 3),  # what the audit cost
     }
     session.run.journal.append("confirmation_scored", **record)
     state.confirmation = {**record, "scores": {**done, **new}}  # as mlguild.run.replay rebuilds it
