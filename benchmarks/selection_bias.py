@@ -52,7 +52,9 @@ def one_run(example: Path, seed: int, time_s: float, runs: Path) -> dict | None:
     answers = task.answers_path
     assert answers is not None
     base = shown["node"]
-    test = Scorer.from_file(task.spec, answers, max_bytes=None).score(done.run.node_dir(base) / "output" / "submission.csv")
+    test = Scorer.from_file(task.spec, answers, max_bytes=None).score(
+        done.run.node_dir(base) / "output" / "submission.csv"
+    )
     audit = next(r for r in read_journal(done.run.path / "journal.jsonl") if r["type"] == "confirmation_scored")
     direction = 1.0 if test.direction == "maximize" else -1.0
     return {
@@ -91,7 +93,11 @@ def main() -> None:
                 print(json.dumps(row))
     if not rows:
         return
-    mean = lambda key: statistics.fmean(abs(r[key]) for r in rows)  # noqa: E731
+    for name in dict.fromkeys(r["example"] for r in rows):  # per example: one metric each
+        mine = [r for r in rows if r["example"] == name]
+        gaps = [statistics.fmean(abs(r[k]) for r in mine) for k in ("holdout_minus_test", "confirm_minus_test")]
+        print(f"{name}: mean |holdout - test| {gaps[0]:.4g}, mean |confirmation - test| {gaps[1]:.4g}")
+    mean = lambda key: statistics.fmean(abs(r[key]) for r in rows)
     print(f"\nruns: {len(rows)}; nodes per run: {statistics.fmean(r['nodes'] for r in rows):.1f}")
     print(f"mean |holdout - test|      : {mean('holdout_minus_test'):.4g}")
     print(f"mean |confirmation - test| : {mean('confirm_minus_test'):.4g}")
