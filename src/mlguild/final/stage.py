@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from ..run.refit import (
     refit_seconds,
 )
 from ..run.session import Session
+from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
 from .confirm import confirm_after_search, selection_bias, skipped_reason
@@ -96,7 +98,12 @@ def final_dir(run: RunDir) -> Path:
 
 
 def final_base(
-    run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node, confirmation: dict | None = None
+    run: RunDir,
+    graph: SearchGraph,
+    holdout: Scorer,
+    best: Node,
+    confirmation: dict | None = None,
+    held: HeldRows | None = None,
 ) -> tuple[Node, str]:
     """The node the final submission comes from: the best on the holdout, unless the best
     blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
@@ -105,12 +112,17 @@ def final_base(
     "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
     paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox).
     On such a tie, when both were scored on the confirmation split (``confirmation``), the
-    one better there is chosen (the blend when equal)."""
+    one better there is chosen (the blend when equal). ``held``: the run's holdout rows, when
+    its holdout inputs hide a confirmation split (only the holdout part is compared)."""
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
     holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
-    wins = holdout.bootstrap_wins(holdout_file(best), holdout_file(blend), seed=run.config.brain.seed)
+    with ExitStack() as parts:
+        a, b = holdout_file(best), holdout_file(blend)
+        if held is not None:
+            a, b = parts.enter_context(held.parts(a))[0], parts.enter_context(held.parts(b))[0]
+        wins = holdout.bootstrap_wins(a, b, seed=run.config.brain.seed)
     needed = run.config.final.tie_share
     confirmed = _confirm_scores(confirmation, best.id, blend.id)
     if wins is not None and wins < needed and confirmed is not None:
@@ -146,6 +158,7 @@ class FinalStage:
     def __init__(self, session: Session):
         self.session = session
         self.run, self.state, self.scorers = session.run, session.state, session.scorers
+        self.held = session.executor.held
         self.base_reason = ""
 
     def _best_node(self) -> Node:
@@ -156,7 +169,7 @@ class FinalStage:
 
     def choose_without_refit(self, reason: str) -> dict:
         base, why = final_base(
-            self.run, self.state.graph, self.scorers.holdout, self._best_node(), self.state.confirmation
+            self.run, self.state.graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
         )
         return self._choose(base, None, f"{why}; {reason}")
 
@@ -164,7 +177,9 @@ class FinalStage:
         """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
         final submission: the refit if it is sound, else the base node itself."""
         graph = self.state.graph
-        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation)
+        best, why = final_base(
+            self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
+        )
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
