@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_task
+from conftest import make_task, mlguild
 
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import FirewallConfig, load_config
@@ -17,7 +17,7 @@ from mlguild.final.stage import finish
 from mlguild.firewall.confirm import CONFIRM_ANSWERS, held_answers
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace, read_csv_exact
-from mlguild.run import Finished, start
+from mlguild.run import Finished, resume, start
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
@@ -201,3 +201,26 @@ def test_every_shape_gets_its_confirmation_score(tmp_path, example):
     shown = done.finish.choice["confirmation"]
     assert shown["confirm_score"] is not None and shown["holdout_score"] is not None, shown
     assert shown["confirm_rows"] == done.run.workspace.manifest()["split"]["confirm_rows"] > 0
+
+
+def test_a_run_made_before_the_confirmation_split_opens_reports_and_resumes(tmp_path):
+    config = load_config(None, ["budget.iterations=2", "brain.name=scripted", "sandbox.kind=local"])
+    done = start(make_task(tmp_path / "task", n=400), config, runs_dir=tmp_path / "runs", dry_run=True)
+    assert isinstance(done, Finished)
+    path = done.run.path
+    # What such a run holds: no confirmation words in its manifest, final.json or journal.
+    manifest = json.loads((path / "manifest.json").read_text())
+    for key in ("confirm_rows", "confirm_skipped"):
+        manifest["split"].pop(key)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    lines = []
+    for line in (path / "journal.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        record.pop("confirmation", None)
+        lines.append(json.dumps(record))
+    (path / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    status = mlguild("status", str(path), cwd=tmp_path)
+    assert status.returncode == 0 and "final submission" in status.stdout and "confirmation" not in status.stdout
+    assert mlguild("report", str(path), cwd=tmp_path).returncode == 0
+    more = resume(path, ["budget.iterations=3"])
+    assert more.searched == 3 and more.stop.finished
