@@ -13,7 +13,7 @@ from conftest import make_task, mlguild
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import FirewallConfig, load_config
 from mlguild.core.protocols import Proposal
-from mlguild.final.stage import finish
+from mlguild.final.stage import final_base, finish
 from mlguild.firewall.confirm import CONFIRM_ANSWERS, held_answers
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace, read_csv_exact
@@ -224,3 +224,23 @@ def test_a_run_made_before_the_confirmation_split_opens_reports_and_resumes(tmp_
     assert mlguild("report", str(path), cwd=tmp_path).returncode == 0
     more = resume(path, ["budget.iterations=3"])
     assert more.searched == 3 and more.stop.finished
+
+
+def test_a_tie_between_a_blend_and_the_best_node_is_settled_on_the_confirmation_split(tmp_path):
+    run, agent = _search(tmp_path, 3)
+    agent.run_loop()
+    session = agent.session
+    graph = session.state.graph
+    best = graph[session.state.best_id]
+    blend = next(n for n in graph.ranked() if n.id != best.id)
+    blend.meta["fuse"] = [best.id]  # a blend of the best node alone: the same predictions, a tie
+    output = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
+    output(blend).chmod(0o644)
+    output(blend).write_bytes(output(best).read_bytes())
+    held = session.executor.held  # both files hold the confirmation rows too: compared on the holdout part
+    for better, worse in ((blend, best), (best, blend)):
+        confirmation = {"scores": {better.id: {"confirm": 0.9}, worse.id: {"confirm": 0.8}}}
+        base, why = final_base(run, graph, session.scorers.holdout, best, confirmation, held)
+        assert base.id == better.id and "on the confirmation split" in why
+    # With no confirmation score, the tie goes to the blend, as before the split existed.
+    assert final_base(run, graph, session.scorers.holdout, best, None, held)[0].id == blend.id
