@@ -8,6 +8,7 @@ from conftest import make_task
 
 from mlguild.config import FirewallConfig
 from mlguild.core.errors import FirewallError, TaskError
+from mlguild.firewall.confirm import held_answers
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
 from mlguild.task.folder import load_task
@@ -75,10 +76,11 @@ def test_bundled_workspaces_hold_no_sealed_label(example_tasks, tmp_path, name):
     # Row accounting: train + holdout = original train; holdout inputs carry no label column.
     m = ws.manifest()["split"]
     original = read_csv_exact(task.train_path)
-    assert m["train_rows"] + m["holdout_rows"] == len(original)
+    assert m["train_rows"] + m["holdout_rows"] + m["confirm_rows"] == len(original)
     holdout = read_csv_exact(ws.data_dir / HOLDOUT_INPUTS)
     assert not set(spec.target_columns) & set(holdout.columns)
-    answers = read_csv_exact(ws.holdout_answers)
+    # The holdout inputs hold the holdout rows and the confirmation rows, each sealed in its order.
+    answers = held_answers(ws.data_dir, ws.holdout_answers, spec.id_column)
     assert answers[spec.id_column].tolist() == holdout[spec.id_column].tolist()
 
 

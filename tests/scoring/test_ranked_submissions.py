@@ -11,6 +11,7 @@ import pytest
 
 from mlguild.config import FirewallConfig
 from mlguild.core.errors import SubmissionError
+from mlguild.firewall.confirm import confirm_ids, held_answers, split_predictions
 from mlguild.firewall.workspace import build_workspace, read_csv_exact
 from mlguild.scoring.floors import write_prior_submission
 from mlguild.scoring.scorer import Scorer
@@ -94,7 +95,8 @@ def test_the_firewall_seals_whole_groups_and_queries(tmp_path, name):
     ws = build_workspace(task, tmp_path / "run", FirewallConfig())
     train = read_csv_exact(ws.data_dir / spec.train_file)
     holdout = read_csv_exact(ws.data_dir / "holdout.csv")
-    answers = read_csv_exact(ws.holdout_answers)
+    # every row of the inputs file, the confirmation split's (hidden among them) included
+    answers = held_answers(ws.data_dir, ws.holdout_answers, spec.id_column)
     sample = read_csv_exact(ws.data_dir / "holdout_sample_submission.csv")
     assert len(holdout) and not set(train[spec.id_column]) & set(holdout[spec.id_column])
     assert spec.target_columns[0] not in holdout.columns
@@ -106,4 +108,6 @@ def test_the_firewall_seals_whole_groups_and_queries(tmp_path, name):
         sizes = full[full[spec.id_column].isin(set(holdout[spec.id_column]))].groupby(spec.id_column).size()
         assert (holdout.groupby(spec.id_column).size().sort_index() == sizes.sort_index()).all()
     # the constant template scores (the floor), so answers and keys agree row for row
-    assert Scorer.from_file(spec, ws.holdout_answers).score(ws.data_dir / "holdout_sample_submission.csv").value < 0.5
+    confirm = confirm_ids(ws.data_dir, ws.sealed_dir, spec.id_column)
+    with split_predictions(ws.data_dir / "holdout_sample_submission.csv", confirm, spec.id_column) as (part, _):
+        assert Scorer.from_file(spec, ws.holdout_answers).score(part).value < 0.5

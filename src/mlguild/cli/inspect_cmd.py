@@ -12,6 +12,7 @@ from ..core.errors import ConfigError, RunError
 from ..core.graph import SearchGraph
 from ..core.score import format_score
 from ..core.vocabulary import Status
+from ..final.confirm import confirmation_line
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
@@ -73,7 +74,7 @@ def status(
                     plain(node.op),
                     plain(short_parents(node.parents)),
                     plain(node.status),
-                    format_score(node.score),
+                    format_score(node.score) + (" p" if node.holdout_score is not None else ""),
                     *([_public(public, node.id)] if public else []),
                     f"{node.timing.get('exec_s', 0):.1f}",
                     plain(str(what) + "".join(f" ⚠{f}" for f in node.flags)),
@@ -91,6 +92,12 @@ def status(
             f"time spent {state.spent_s:.0f} s; last stop: {plain(state.finished_reason or 'running or killed')}"
         )
         console.print(table)
+        if any(n.holdout_score is not None for n in state.graph):
+            print_wrapped(
+                f"p: the pooled score, which ranks nodes on a small holdout ({spec.metric} on the holdout and "
+                "the out-of-fold rows, weighted by their rows; search.small_holdout_rows)",
+                "",
+            )
         groups = state.graph.rerun_groups()
         noise = state.graph.noise_floor(groups)
         if noise is not None:
@@ -108,6 +115,8 @@ def status(
             c = state.final_choice
             console.print(f"final submission: node {plain(c['node'])} → {plain(path / 'final' / 'submission.csv')}")
             print_wrapped(f"({c['reason']})", "  ")
+            if (confirmed := confirmation_line(c)) is not None:
+                print_wrapped(confirmed, "  ")
         if state.final_grade:
             g = state.final_grade
             console.print(

@@ -44,6 +44,17 @@ class FirewallConfig(_Section):
         "auto",
         description="auto: the latest labelled rows when the task names a time_column, else a seeded random split; random: always a random split (a warning says so on time-ordered data).",
     )
+    confirm_fraction: float = Field(
+        0.1,
+        ge=0.0,
+        lt=0.5,
+        description="Share of labelled rows sealed as the confirmation split, scored once after the search to measure the selection bias (0: off).",
+    )
+    confirm_min_rows: int = Field(
+        150,
+        ge=1,
+        description="A confirmation split smaller than this many rows is skipped (the run says so): too few rows to confirm anything.",
+    )
 
 
 class SandboxConfig(_Section):

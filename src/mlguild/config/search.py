@@ -71,6 +71,11 @@ class MCGSConfig(_Section):
 class SearchConfig(_Section):
     policy: str = Field("mcgs", description="Search policy: mcgs (Monte Carlo graph search), or greedy.")
     num_drafts: int = Field(3, ge=1, description="Independent drafts before improving starts.")
+    small_holdout_rows: int = Field(
+        200,
+        ge=0,
+        description="Below this many holdout rows, nodes are ranked by the pooled score: holdout and out-of-fold scores weighted by their rows (0: never).",
+    )
     max_debug_depth: int = Field(2, ge=0, description="Debug attempts allowed along one broken lineage.")
     debug_probability: float = Field(0.7, ge=0, le=1, description="Chance to debug a broken leaf when one is eligible.")
     draft_every: int = Field(6, ge=0, description="Every N-th iteration is a fresh draft (0 = never).")

@@ -29,6 +29,8 @@ class Node:
     failure: str | None = None
     printed_score: float | None = None
     oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
+    holdout_score: float | None = None  # the holdout alone, set when ``score`` is the pooled score (small holdouts)
+    pooled_spread: float | None = None  # the pooled score's bootstrap spread over the rows it was scored on
     flags: list[str] = field(default_factory=list)  # leak-check flags (mlguild.scoring.flags)
     debug_depth: int = 0  # consecutive debug steps along this lineage
     branch: str = ""  # id of the draft this lineage started from
@@ -184,6 +186,8 @@ class SearchGraph:
         """How much a node must beat ``best`` by to be promoted without re-runs, given the
         measured ``noise`` floor (None: not measured yet)."""
         assert self.evidence is not None
+        if noise is None and best.pooled_spread is not None:  # a pooled score: its rows' bootstrap
+            noise = best.pooled_spread
         if noise is None:
             noise = self.evidence.assumed_noise * abs(best.score or 0.0)
         return self.evidence.z * noise

@@ -23,12 +23,14 @@ import json
 import math
 import shutil
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Proposal
+from ..core.score import Score
 from ..core.vocabulary import Op, Status
 from ..firewall.workspace import read_csv_exact
 from ..run.budget import Stop
@@ -45,8 +47,10 @@ from ..run.refit import (
     refit_seconds,
 )
 from ..run.session import Session
+from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
+from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
@@ -71,6 +75,7 @@ def finish(session: Session, stop: Stop) -> Finish:
         return Finish(state.final_choice, state.final_grade)
     choice = state.final_choice
     if choice is None or choice["best"] != state.best_id:  # again after a resume that found a better node
+        confirm_after_search(session)  # once, before any refit trains on those rows
         stage = FinalStage(session)
         if config.final.refit:
             remaining = session.clock.remaining_s()
@@ -93,19 +98,45 @@ def final_dir(run: RunDir) -> Path:
     return run.path / "final"
 
 
-def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> tuple[Node, str]:
+def final_base(
+    run: RunDir,
+    graph: SearchGraph,
+    holdout: Scorer,
+    best: Node,
+    confirmation: dict | None = None,
+    held: HeldRows | None = None,
+) -> tuple[Node, str]:
     """The node the final submission comes from: the best on the holdout, unless the best
     blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
     that differ by less than their noise, and picking the maximum of many such scores
     favours luck; a blend of several models is the more reliable choice on such a tie.
     "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
-    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox)."""
+    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox).
+    On such a tie, when both were scored on the confirmation split (``confirmation``), the
+    one better there is chosen (the blend when equal). ``held``: the run's holdout rows, when
+    its holdout inputs hide a confirmation split (only the holdout part is compared)."""
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
     holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
-    wins = holdout.bootstrap_wins(holdout_file(best), holdout_file(blend), seed=run.config.brain.seed)
+    with ExitStack() as parts:
+        a, b = holdout_file(best), holdout_file(blend)
+        if held is not None:
+            a, b = parts.enter_context(held.parts(a))[0], parts.enter_context(held.parts(b))[0]
+        wins = holdout.bootstrap_wins(a, b, seed=run.config.brain.seed)
     needed = run.config.final.tie_share
+    confirmed = _confirm_scores(confirmation, best.id, blend.id)
+    if wins is not None and wins < needed and confirmed is not None:
+        better = (
+            best
+            if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction))
+            else blend
+        )
+        return better, (
+            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
+            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%}); on the confirmation "
+            f"split {best.id} scores {confirmed[0]:.6g} and {blend.id} {confirmed[1]:.6g}, so {better.id}"
+        )
     if wins is not None and wins < needed:
         return blend, (
             f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
@@ -115,12 +146,20 @@ def final_base(run: RunDir, graph: SearchGraph, holdout: Scorer, best: Node) -> 
     return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
 
 
+def _confirm_scores(confirmation: dict | None, a: str, b: str) -> tuple[float, float] | None:
+    """The confirmation scores of nodes ``a`` and ``b``, when both have one."""
+    scores = (confirmation or {}).get("scores", {})
+    values = [scores.get(n, {}).get("confirm") for n in (a, b)]
+    return (values[0], values[1]) if None not in values else None
+
+
 class FinalStage:
     """Runs the refit chain of the final base node and records the final choice."""
 
     def __init__(self, session: Session):
         self.session = session
         self.run, self.state, self.scorers = session.run, session.state, session.scorers
+        self.held = session.executor.held
         self.base_reason = ""
 
     def _best_node(self) -> Node:
@@ -130,14 +169,18 @@ class FinalStage:
         return self.state.graph[self.state.best_id]
 
     def choose_without_refit(self, reason: str) -> dict:
-        base, why = final_base(self.run, self.state.graph, self.scorers.holdout, self._best_node())
+        base, why = final_base(
+            self.run, self.state.graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
+        )
         return self._choose(base, None, f"{why}; {reason}")
 
     def run_refit(self, timeout_s: float) -> dict:
         """Refit the final base node (``final_base``) within ``timeout_s`` and choose the
         final submission: the refit if it is sound, else the base node itself."""
         graph = self.state.graph
-        best, why = final_base(self.run, graph, self.scorers.holdout, self._best_node())
+        best, why = final_base(
+            self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
+        )
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
@@ -218,7 +261,7 @@ class FinalStage:
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
-        record = {
+        record: dict[str, object] = {
             "node": chosen.id,
             "base": best.id,
             "best": self.state.best_id,
@@ -227,6 +270,9 @@ class FinalStage:
             "agreement": None if agreement_score is None else round(agreement_score, 6),
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
+        # The holdout score of the choice beside its confirmation score (mlguild.final.confirm).
+        bias = selection_bias(self.state.confirmation, best.id, self.scorers.holdout.metric.direction)
+        record["confirmation"] = bias or {"skipped": skipped_reason(self.session) or "not scored"}
         atomic_write(out / "final.json", json.dumps(record, indent=2))
         elapsed = round(self.session.clock.elapsed(), 3)
         self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import numpy as np
 import pandas as pd
 
 from ..config import FirewallConfig
@@ -27,6 +26,8 @@ from ..scoring.submission import KNOWN_LABELS
 from ..task.folder import Task
 from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
 from ..util.fs import sha256_file
+from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
+from .draws import split_holdout
 from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
@@ -41,30 +42,6 @@ def read_csv_exact(path: Path, sep: str = ",") -> pd.DataFrame:
         raise TaskError(
             f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row"
         ) from exc
-
-
-def split_holdout(labels: pd.Series, fraction: float, max_rows: int, seed: int, stratify: bool) -> np.ndarray:
-    """Boolean mask of holdout rows: seeded, stratified by label when ``stratify``.
-
-    Every class keeps at least one training row, so a rare class is never sealed away entirely.
-    """
-    n = len(labels)
-    n_holdout = min(int(round(n * fraction)), max_rows, n - 1)
-    rng = np.random.default_rng(seed)
-    mask = np.zeros(n, dtype=bool)
-    if n_holdout <= 0:
-        return mask
-    if not stratify:
-        mask[rng.choice(n, size=n_holdout, replace=False)] = True
-        return mask
-    share = n_holdout / n
-    codes, uniques = pd.factorize(labels, sort=True)
-    for code in range(len(uniques)):
-        rows = np.flatnonzero(codes == code)
-        take = min(int(round(len(rows) * share)), len(rows) - 1)
-        if take > 0:
-            mask[rng.choice(rows, size=take, replace=False)] = True
-    return mask
 
 
 @dataclass
@@ -146,20 +123,31 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     _no_copy_of_the_target(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
-    split_words = _split_words(train, test, task, cfg)
+    n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
+    n_confirm, confirm_skipped = confirm_size(len(train), n_holdout, cfg)
+    # One draw seals the holdout and the confirmation split together; the second is then cut from it.
+    fraction, cap = cfg.holdout_fraction + n_confirm / len(train), cfg.max_holdout_rows + n_confirm
+    split_words = _split_words(train, test, task, cfg, n_confirm)
+    times = split_words.pop("times", None)
     if split_words["kind"] == "time":
         mask = split_words.pop("mask")
     elif spec.ids_unique:
-        mask = split_holdout(
-            train[spec.target_columns[0]], cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify
-        )
+        mask = split_holdout(train[spec.target_columns[0]], fraction, cap, cfg.seed, stratify)
     else:
         # Repeated ids are groups (a user's impressions): a group is wholly in train or in the
         # holdout, or its rows would leak between the two.
         groups = pd.Series(train[spec.id_column].unique())
-        chosen = split_holdout(groups, cfg.holdout_fraction, cfg.max_holdout_rows, cfg.seed, stratify=False)
+        chosen = split_holdout(groups, fraction, cap, cfg.seed, stratify=False)
         mask = train[spec.id_column].isin(set(groups[chosen])).to_numpy()
+    confirm = confirm_mask(
+        train, mask, n_confirm, spec.target_columns[0], spec.id_column, grouped=not spec.ids_unique,
+        stratify=stratify, times=times, seed=cfg.seed,
+    )  # fmt: skip
     fit_rows, holdout_rows = train[~mask], train[mask]
+    in_confirm = confirm[mask]
+    if in_confirm.any():  # the confirmation rows hide among the holdout rows, in a seeded shuffle
+        order = shuffled_order(holdout_rows[spec.id_column], cfg.seed)
+        holdout_rows, in_confirm = holdout_rows.iloc[order], in_confirm[order]
     files: dict[str, dict] = {}
     out = ws.data_dir
     if spec.file_column is not None:  # a file per row: the holdout's under neutral names
@@ -202,8 +190,11 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             files[rel] = _file_entry(dest, None)
 
     keep = [spec.id_column, *spec.key_columns, *spec.target_columns]  # the scorer checks key columns row by row
-    _write_csv(holdout_rows[keep], ws.holdout_answers)
-    sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, len(holdout_rows))}
+    _write_csv(holdout_rows[~in_confirm][keep], ws.holdout_answers)
+    sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
+    if in_confirm.any():
+        _write_csv(holdout_rows[in_confirm][keep], ws.sealed_dir / CONFIRM_ANSWERS)
+        sealed[CONFIRM_ANSWERS] = _file_entry(ws.sealed_dir / CONFIRM_ANSWERS, int(in_confirm.sum()))
     if task.answers_path is not None:
         shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
         sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
@@ -227,7 +218,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             "fraction": cfg.holdout_fraction,
             "stratified": stratify and split_words["kind"] != "time",
             "train_rows": len(fit_rows),
-            "holdout_rows": len(holdout_rows),
+            "holdout_rows": int((~in_confirm).sum()),
+            "confirm_rows": int(in_confirm.sum()),
+            **({"confirm_skipped": confirm_skipped} if confirm_skipped else {}),
             "test_rows": len(test),
             **split_words,
         },
@@ -239,15 +232,18 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     return ws
 
 
-def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: FirewallConfig) -> dict:
+def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: FirewallConfig, n_confirm: int) -> dict:
     """How the holdout is cut, for the manifest: by time (with the holdout ``mask``) when the
     task names a time_column and the config does not force a random split; otherwise
-    random, with a warning when the test rows come after the train rows in a date column."""
+    random, with a warning when the test rows come after the train rows in a date column.
+    A split by time also returns the parsed ``times``; ``n_confirm`` more rows are sealed
+    for the confirmation split."""
     spec = task.spec
     skip = [spec.id_column, *spec.target_columns]
     if spec.time_column is not None and cfg.holdout == "auto":
         times = task_times(train, spec.time_column, str(task.train_path))
         n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
+        n_holdout += n_confirm
         groups = None if spec.ids_unique else train[spec.id_column]
         mask = time_holdout(times, n_holdout, groups)
         if not mask.any():
@@ -255,7 +251,7 @@ def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: Firew
                 f"every labelled row of {task.train_path} has the same {spec.time_column!r}: no row is later than another",
                 "set time_column: null in task.yaml for a random holdout",
             )
-        return {"mask": mask, **time_split_record(times, mask, spec.time_column, not spec.ids_unique)}
+        return {"mask": mask, "times": times, **time_split_record(times, mask, spec.time_column, not spec.ids_unique)}
     warning = random_holdout_warning(train, test, skip, forced=spec.time_column is not None)
     return {"kind": "random", **({"warning": warning} if warning else {})}
 
@@ -393,9 +389,9 @@ def comparable(values: pd.Series) -> pd.Series:
 
 def sealed_paths(run_dir: Path) -> list[Path]:
     """Paths a script must never reach (used by the guard): the sealed labels, the journal, the
-    final refit's data (it holds the holdout's labels), and the original task folder (so does
-    its train file)."""
-    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl", run_dir / "final"]
+    final refit's data (it holds the holdout's labels), the audit (the confirmation and test
+    scores), and the original task folder (so does its train file)."""
+    paths = [Workspace(run_dir).sealed_dir, run_dir / "journal.jsonl", run_dir / "final", run_dir / "audit"]
     snapshot = run_dir / "task.json"
     if snapshot.exists():
         root = json.loads(snapshot.read_text()).get("root")

@@ -135,7 +135,7 @@ class ContextBuilder:
             node.plan,
             read("solution.py"),
             node.status,
-            node.score,
+            node.score if node.holdout_score is None else node.holdout_score,  # shown as the holdout's
             node.failure,
             node.meta,
             read("stdout.txt")[-OUTPUT_TAIL:],

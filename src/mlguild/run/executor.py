@@ -24,7 +24,8 @@ from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
 from ..sandbox import ExecStatus, safe_env
 from ..scoring.flags import LEAKY_CV, describe, result_flags
-from ..scoring.oof import OofScorer, leaky_cv
+from ..scoring.held_rows import HeldRows
+from ..scoring.oof import OofScorer, leaky_cv, pooled
 from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
 from ..util.fs import atomic_write, read_no_follow
 from .folder import RunDir
@@ -61,6 +62,8 @@ class Executor:
         self.metric = scorers.holdout.metric
         self.forbidden = [p.resolve() for p in sealed_paths(run.path)]
         self.oof_scorer = OofScorer(run.spec, run.workspace.data_dir / run.spec.train_file)
+        ws, options = run.workspace, {"fingerprint": scorers.fingerprint, "max_bytes": scorers.holdout.format.max_bytes}
+        self.held = HeldRows(run.spec, ws.data_dir, ws.sealed_dir, scorers.holdout, **options)
 
     def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
         node_dir = self.run.node_dir(node.id)
@@ -198,7 +201,17 @@ class Executor:
                 FailureKind.INVALID_OUTPUT, failure=f"output/submission.csv is invalid ({exc.reason}): {exc.message}"
             )
         try:
-            value = self.scorers.holdout.score(holdout).value
+            # The holdout part only: the confirmation rows hidden in the file are never scored here.
+            with self.held.parts(holdout) as (scored, _):
+                value = self.scorers.holdout.score(scored).value
+                outcome = Outcome(
+                    Status.SCORED,
+                    score=value,
+                    flags=result_flags(value, self.metric, scored, spec.id_column),
+                    outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
+                )
+                if "oof" in outcome.outputs and value is not None:
+                    self._check_oof(outcome, value, scored, output / "oof.csv", blend)
         except SubmissionError as exc:
             return Outcome(
                 FailureKind.INVALID_OUTPUT, failure=f"output/holdout.csv is invalid ({exc.reason}): {exc.message}"
@@ -207,31 +220,28 @@ class Executor:
             return Outcome(
                 "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
             )
-        outcome = Outcome(
-            Status.SCORED,
-            score=value,
-            flags=result_flags(value, self.metric, holdout, spec.id_column),
-            outputs=["oof"] if _has_oof(output / "oof.csv", spec.submission_columns) else [],
-        )
-        if "oof" in outcome.outputs and value is not None:
-            self._check_oof(outcome, value, holdout, output / "oof.csv", blend)
         return outcome
 
     def _check_oof(self, outcome: Outcome, value: float, holdout: Path, oof_path: Path, blend: bool) -> None:
         """Score the node's out-of-fold predictions on the training labels, and flag a
         validation that leaks (``leaky_cv``). A blend's out-of-fold predictions fitted its
-        own weights, so they are optimistic by design: scored, never flagged."""
-        oof = self.oof_scorer.score(oof_path)
+        own weights, so they are optimistic by design: scored, never flagged. On a small
+        holdout (``search.small_holdout_rows``) the node is then ranked by the pooled score
+        (``mlguild.scoring.oof.pooled``), unless its validation leaks."""
+        rows = len(self.scorers.holdout.expected_ids)
+        small = rows < self.run.config.search.small_holdout_rows
+        oof = self.oof_scorer.score(oof_path, spread=small)
         if oof is None:
             return
         outcome.oof_score = oof.score
         z = self.run.config.scorer.leaky_cv_z
         better = oof.score > value if self.metric.direction == "maximize" else oof.score < value
-        if blend or not z or not better:  # the holdout's noise is measured only when it could matter
-            return
-        rows = len(self.scorers.holdout.expected_ids)
-        if leaky_cv(value, self.scorers.holdout.spread(holdout), rows, oof, self.metric.direction, z):
+        holdout_spread = self.scorers.holdout.spread(holdout) if small or (z and better and not blend) else None
+        if not blend and z and better and leaky_cv(value, holdout_spread, rows, oof, self.metric.direction, z):
             outcome.flags.append(LEAKY_CV)
+        if small and LEAKY_CV not in outcome.flags:
+            score, spread = pooled(value, holdout_spread, rows, oof)
+            outcome.score, outcome.holdout_score, outcome.pooled_spread = score, value, spread
 
     def _judge_refit(self, result, output: Path) -> Outcome:
         """A refit's holdout is in its training data, so it has no score: it passes when it
@@ -276,7 +286,8 @@ class Executor:
         score = {
             "node": node.id,
             "status": outcome.status,
-            "holdout_score": outcome.score,
+            "holdout_score": outcome.score if outcome.holdout_score is None else outcome.holdout_score,
+            **({"pooled_score": outcome.score} if outcome.holdout_score is not None else {}),
             "flags": outcome.flags,
             "metric": self.metric.name,
             "direction": self.metric.direction,
@@ -291,7 +302,7 @@ class Executor:
             node.plan.strip(),
             "",
             f"- status: {outcome.status}",
-            f"- holdout {self.metric.name}: {outcome.score if outcome.score is not None else '—'} (scored by the harness on sealed labels)",
+            *_score_lines(outcome, self.metric.name, len(self.scorers.holdout.expected_ids)),
             f"- score the script printed: {outcome.printed_score if outcome.printed_score is not None else '—'} (logged, not trusted)",
             *(
                 [
@@ -310,6 +321,19 @@ class Executor:
         if outcome.failure:
             lines += ["", "## Failure", "```", outcome.failure[-OUTPUT_TAIL:], "```"]
         atomic_write(node_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _score_lines(outcome: Outcome, metric: str, holdout_rows: int) -> list[str]:
+    """The report's lines for the node's score: the holdout's, and the pooled score that
+    ranks it on a small holdout, named as such."""
+    if outcome.holdout_score is None:
+        shown = outcome.score if outcome.score is not None else "—"
+        return [f"- holdout {metric}: {shown} (scored by the harness on sealed labels)"]
+    return [
+        f"- pooled {metric}: {outcome.score:.6g} (ranks this node: the holdout's {holdout_rows} rows are few, so "
+        "holdout and out-of-fold scores are weighted by their rows)",
+        f"- holdout {metric}: {outcome.holdout_score} (scored by the harness on sealed labels)",
+    ]
 
 
 def _scorer_change(expected: str) -> str:

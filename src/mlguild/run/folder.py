@@ -28,6 +28,7 @@ import yaml
 
 from ..config import Config, save_config
 from ..core.errors import RunError, SubmissionError, TaskError
+from ..firewall.confirm import confirm_ids, split_predictions
 from ..firewall.verifier import verify_workspace
 from ..firewall.workspace import HOLDOUT_SAMPLE, Workspace, build_workspace
 from ..scoring.floors import write_prior_submission
@@ -164,12 +165,15 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
         raise RunError(
             f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started"
         )
-    floor = floor_score(task.spec, ws.data_dir / HOLDOUT_SAMPLE, ws.holdout_answers, "holdout labels")
+    confirm = confirm_ids(ws.data_dir, ws.sealed_dir, task.spec.id_column)  # floors are the holdout part's
+    with split_predictions(ws.data_dir / HOLDOUT_SAMPLE, confirm, task.spec.id_column) as (sample, _):
+        floor = floor_score(task.spec, sample, ws.holdout_answers, "holdout labels")
     prior = path / "prior_holdout.csv"  # the best constant, scored, then not kept
     prior_floor, prior_skipped = None, None
     try:
         if write_prior_submission(task.spec, ws.data_dir / task.spec.train_file, ws.data_dir / HOLDOUT_SAMPLE, prior):
-            prior_floor = floor_score(task.spec, prior, ws.holdout_answers, "holdout labels")
+            with split_predictions(prior, confirm, task.spec.id_column) as (part, _):
+                prior_floor = floor_score(task.spec, part, ws.holdout_answers, "holdout labels")
     except (TaskError, ValueError, KeyError) as exc:
         # The prior is a second, stronger floor: a shape it cannot be made for keeps the
         # sample submission's floor, and the reason stays in the run folder.

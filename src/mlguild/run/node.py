@@ -175,4 +175,6 @@ def _promote(session: Session, node: Node) -> None:
         atomic_write(best / dest, read_no_follow(src / name))
     atomic_write(best / "plan.md", node.plan.strip() + "\n")
     record = {"node": node.id, "holdout_score": node.score, "metric": session.scorers.holdout.metric.name}
+    if node.holdout_score is not None:  # it ranks by its pooled score (a small holdout)
+        record.update(holdout_score=node.holdout_score, pooled_score=node.score)
     atomic_write(best / "best.json", json.dumps(record, indent=2))

@@ -31,6 +31,8 @@ class Outcome:
     failure: str | None = None
     printed_score: float | None = None
     oof_score: float | None = None  # the harness's score of output/oof.csv on the training labels
+    holdout_score: float | None = None  # the holdout alone, when ``score`` is the pooled score (small holdouts)
+    pooled_spread: float | None = None  # the pooled score's bootstrap spread over its rows
     flags: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     exec: dict = field(default_factory=dict)
@@ -91,6 +93,7 @@ def apply_outcome(node: Node, outcome: Outcome) -> None:
     node.status, node.score, node.failure = outcome.status, outcome.score, outcome.failure
     node.printed_score, node.timing, node.flags = outcome.printed_score, outcome.timing, outcome.flags
     node.outputs, node.oof_score = outcome.outputs, outcome.oof_score
+    node.holdout_score, node.pooled_spread = outcome.holdout_score, outcome.pooled_spread
 
 
 def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: float | None = None) -> None:
@@ -104,6 +107,11 @@ def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: f
         failure=(node.failure or "")[-FAILURE_KEPT:] or None,
         printed_score=node.printed_score,
         **({"oof_score": node.oof_score} if node.oof_score is not None else {}),
+        **(
+            {"holdout_score": node.holdout_score, "score_kind": "pooled", "pooled_spread": node.pooled_spread}
+            if node.holdout_score is not None
+            else {}
+        ),
         flags=node.flags,
         outputs=node.outputs,
         timing=outcome.timing,
@@ -135,6 +143,7 @@ def apply_finished(node: Node, record: dict[str, Any]) -> None:
     node.failure = record.get("failure")
     node.printed_score = record.get("printed_score")
     node.oof_score = record.get("oof_score")
+    node.holdout_score, node.pooled_spread = record.get("holdout_score"), record.get("pooled_spread")
     node.flags = record.get("flags", [])
     node.timing = record.get("timing", {})
     node.outputs = record.get("outputs", [])

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
+from ..firewall.confirm import held_answers
 from ..firewall.workspace import Workspace, read_csv_exact
 from ..task.spec import HOLDOUT_FILES, TaskSpec
 from ..util.fs import read_no_follow
@@ -62,7 +63,7 @@ def growth(run: RunDir) -> float:
     """How much larger the training file of the refit is than the search's."""
     split = run.workspace.manifest().get("split", {})
     train, holdout = split.get("train_rows") or 1, split.get("holdout_rows") or 0
-    return (train + holdout) / train
+    return (train + holdout + (split.get("confirm_rows") or 0)) / train
 
 
 def node_refit_seconds(node: Node, grow: float) -> float:
@@ -149,7 +150,8 @@ def build_full_data(run: RunDir) -> Path:
 
 def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
     """Write to ``dest`` a copy of ``ws``'s data whose training file also holds the holdout
-    rows and their labels (what a refit trains on, and what an export hands over)."""
+    rows and their labels, the confirmation split's among them (what a refit trains on, and
+    what an export hands over: both come after the confirmation split was scored)."""
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(ws.data_dir, dest)
@@ -157,7 +159,7 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
         path.chmod(0o755 if path.is_dir() else 0o644)
     train = read_csv_exact(ws.data_dir / spec.train_file)
     inputs = read_csv_exact(ws.data_dir / "holdout.csv")
-    answers = read_csv_exact(ws.holdout_answers)
+    answers = held_answers(ws.data_dir, ws.holdout_answers, spec.id_column)  # with the confirmation rows'
     # The firewall wrote the holdout inputs and their answers from the same rows in the same
     # order, so they join by position (which also holds where ids repeat).
     if inputs[spec.id_column].tolist() != answers[spec.id_column].tolist():

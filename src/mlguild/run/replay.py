@@ -23,6 +23,7 @@ class RunState:
     sessions: int = 0
     final_grade: dict[str, Any] | None = None
     final_choice: dict[str, Any] | None = None  # which node's submission is final (mlguild.run.refit)
+    confirmation: dict[str, Any] | None = None  # nodes scored once on the confirmation split (mlguild.final.confirm)
     scorer_fingerprint: str | None = None  # taken when the run was created
     finished_reason: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -64,6 +65,10 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
             state.final_choice = {
                 k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")
             }
+        elif kind == "confirmation_scored":  # each node's confirmation score, kept from its one scoring
+            scores = {**(state.confirmation or {}).get("scores", {}), **rec.get("scores", {})}
+            kept = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
+            state.confirmation = {**kept, "scores": scores}
         elif kind == "final_graded":
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
         elif kind == "move_skipped":

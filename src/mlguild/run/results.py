@@ -32,7 +32,7 @@ def line(node: Node, cost_usd: float) -> str:
         ",".join(node.parents),
         node.op,
         node.status,
-        node.score,
+        node.score if node.holdout_score is None else node.holdout_score,  # the holdout's, never pooled
         node.oof_score,
         round(float(node.timing.get("exec_s", 0.0)), 2),
         round(cost_usd, 6) if cost_usd else None,

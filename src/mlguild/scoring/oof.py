@@ -28,6 +28,7 @@ from .scorer import Scorer
 class OofResult:
     score: float
     rows: int
+    spread: float | None = None  # the bootstrap spread of the score over the rows, when asked for
 
 
 class OofScorer:
@@ -44,9 +45,10 @@ class OofScorer:
             self._labels = train.drop_duplicates(self.spec.id_column).set_index(self.spec.id_column)
         return self._labels
 
-    def score(self, path: Path) -> OofResult | None:
-        """The out-of-fold file's score and rows, or None where it cannot be scored row by row
-        against training labels (repeated ids, unknown ids, values the metric cannot take)."""
+    def score(self, path: Path, spread: bool = False) -> OofResult | None:
+        """The out-of-fold file's score and rows (and, with ``spread``, its bootstrap spread), or
+        None where it cannot be scored row by row against training labels (repeated ids,
+        unknown ids, values the metric cannot take)."""
         if not self.spec.ids_unique:
             return None
         try:
@@ -58,7 +60,7 @@ class OofScorer:
             value = scorer.score(path).value
             if value is None:  # not a finite number (Score keeps none)
                 return None
-            return OofResult(value, len(answers))
+            return OofResult(value, len(answers), scorer.spread(path) if spread else None)
         except (SubmissionError, ValueError, KeyError, OSError):
             return None
 
@@ -76,3 +78,18 @@ def leaky_cv(
     gap = (oof.score - holdout) if direction == "maximize" else (holdout - oof.score)
     noise = math.hypot(holdout_spread, oof_spread)
     return gap > z * noise + 1e-12
+
+
+def pooled(
+    holdout: float, holdout_spread: float | None, holdout_rows: int, oof: OofResult
+) -> tuple[float, float | None]:
+    """The pooled score of a node on a small holdout: its holdout and out-of-fold scores
+    weighted by the rows each was scored on, and the bootstrap spread of that mean (the two
+    sets of rows resampled apart; None where either could not be resampled). A mean of the
+    two metric values, not the metric of the pooled rows: for ranking metrics such as AUC
+    the two differ a little, and each part stays a number the harness reports on its own."""
+    total = holdout_rows + oof.rows
+    score = (holdout * holdout_rows + oof.score * oof.rows) / total
+    if holdout_spread is None or oof.spread is None:
+        return score, None
+    return score, math.hypot(holdout_spread * holdout_rows, oof.spread * oof.rows) / total

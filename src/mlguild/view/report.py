@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.graph import Node
 from ..core.score import format_score
+from ..final.confirm import confirmation_line
 from ..util.fs import atomic_write
 from .runs import RunView, load_run, pools
 
@@ -116,8 +118,12 @@ def _summary_rows(view: RunView, facts: dict[str, Any]) -> list[tuple[str, str]]
         ("nodes", f"{b['nodes']}" + (f" of {b['iterations']}" if b["iterations"] else "")),
         ("LLM", f"{len(view.calls)} calls, {b['tokens']:,} tokens, ${b['cost_usd']:.4f}"),
         ("floor (constant prediction, holdout)", format_score(view.floor)),
-        ("best (holdout)", f"{best.id} {format_score(best.score)}: {best.title}" if best else "—"),
+        (
+            "best (pooled: holdout and out-of-fold)" if best and best.holdout_score is not None else "best (holdout)",
+            f"{best.id} {format_score(best.score)}: {best.title}" if best else "—",
+        ),
         ("final submission", f"{final.get('node')}: {final.get('reason')}" if final else "—"),
+        ("holdout against confirmation (selection bias)", confirmation_line(final) or "—"),
         (
             "test grade (once, sealed answers)",
             format_score(grade.get("test_score")) if grade else "— (no test answers, or not finished)",
@@ -153,6 +159,11 @@ def _novelty(ideas: list[dict], reports: list[dict]) -> str:
 # ------------------------------------------------------------------ Markdown
 
 
+def _score(node: Node) -> str:
+    """A node's score as the search ranked it, named as pooled where it is."""
+    return format_score(node.score) + (" (pooled)" if node.holdout_score is not None else "")
+
+
 def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -175,7 +186,7 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     lines += (
         _md_table(
             ["node", "op", "parents", "holdout", "title"],
-            [[n.id, n.op, ",".join(n.parents) or "—", format_score(n.score), n.title] for n in facts["lineage"]],
+            [[n.id, n.op, ",".join(n.parents) or "—", _score(n), n.title] for n in facts["lineage"]],
         )
         if facts["lineage"]
         else ["No node was scored."]
@@ -186,7 +197,7 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     lines += _md_table(
         ["node", "op", "worker", "holdout", "run s", "title"],
         [
-            [n.id, n.op, view.worker.get(n.id, 1), format_score(n.score), _fmt(n.timing.get("exec_s")), n.title]
+            [n.id, n.op, view.worker.get(n.id, 1), _score(n), _fmt(n.timing.get("exec_s")), n.title]
             for n in facts["top"]
         ],
     )
@@ -331,7 +342,7 @@ def _html(view: RunView, facts: dict[str, Any], plots: list[tuple[str, str]], no
     parts.append(
         _table(
             ["node", "op", "parents", "holdout", "title"],
-            [[n.id, n.op, ",".join(n.parents) or "—", format_score(n.score), n.title] for n in facts["lineage"]],
+            [[n.id, n.op, ",".join(n.parents) or "—", _score(n), n.title] for n in facts["lineage"]],
             "lineage",
         )
         if facts["lineage"]
@@ -344,7 +355,7 @@ def _html(view: RunView, facts: dict[str, Any], plots: list[tuple[str, str]], no
         _table(
             ["node", "op", "worker", "holdout", "run s", "title"],
             [
-                [n.id, n.op, view.worker.get(n.id, 1), format_score(n.score), _fmt(n.timing.get("exec_s")), n.title]
+                [n.id, n.op, view.worker.get(n.id, 1), _score(n), _fmt(n.timing.get("exec_s")), n.title]
                 for n in facts["top"]
             ],
             "top",

@@ -1,0 +1,95 @@
+"""Small data judged on more than a handful of rows: on a small holdout the search ranks
+nodes by the pooled score (holdout and out-of-fold, weighted by their rows), leaky_cv nodes
+by their holdout alone, and the pooled score is named as such wherever it is shown."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import mlguild
+
+from mlguild.brains.scripted import ScriptedBrain
+from mlguild.config import load_config
+from mlguild.core.protocols import Proposal
+from mlguild.final.stage import finish
+from mlguild.run.folder import create_run
+from mlguild.run.journal import read_journal
+from mlguild.run.loop import Agent
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
+from mlguild.sources.examples import build_example
+from mlguild.task.folder import load_task
+
+# Titanic's gender rule (women survive) for the holdout inputs and the test rows; ``flip``
+# turns a seeded share of its holdout predictions over (a node that got unlucky there), and
+# the out-of-fold file is the rule itself, a constant "died", or the training labels (a leak).
+SCRIPT = """
+import os
+from pathlib import Path
+import numpy as np
+import pandas as pd
+data = Path(os.environ["MLGUILD_DATA"])
+os.makedirs("output", exist_ok=True)
+rule = lambda frame: (frame["gender"] == "female").astype(int)
+holdout = pd.read_csv(data / "holdout.csv", dtype={{"id": str}})
+guess = rule(holdout).to_numpy()
+turn = np.random.default_rng(7).random(len(guess)) < {flip}
+guess[turn] = 1 - guess[turn]
+pd.DataFrame({{"id": holdout["id"], "survived": guess}}).to_csv("output/holdout.csv", index=False)
+test = pd.read_csv(data / "test.csv", dtype={{"id": str}})
+pd.DataFrame({{"id": test["id"], "survived": rule(test)}}).to_csv("output/submission.csv", index=False)
+train = pd.read_csv(data / "train.csv", dtype={{"id": str}})
+oof = {{"rule": rule(train), "died": 0 * rule(train), "labels": train["survived"]}}["{oof}"]
+pd.DataFrame({{"id": train["id"], "survived": oof}}).to_csv("output/oof.csv", index=False)
+"""
+
+
+def test_on_a_small_holdout_the_choice_follows_the_pooled_score(tmp_path):
+    sets = [
+        "budget.iterations=3",
+        "search.num_drafts=3",
+        "search.draft_every=0",
+        "search.fuse_every=0",
+        "search.evidence_reruns=0",
+        "search.small_holdout_rows=1000",  # titanic's holdout (about 350 rows) counts as small
+        "final.refit=false",
+        "sandbox.script_timeout_s=60",
+    ]
+    cfg = load_config(None, sets)
+    run = create_run(load_task(build_example("titanic", tmp_path / "titanic")), cfg, tmp_path / "runs")
+    scripts = [
+        Proposal("lucky on the holdout", SCRIPT.format(flip=0.0, oof="died"), {}),  # n0001
+        Proposal("unlucky on the holdout", SCRIPT.format(flip=0.1, oof="rule"), {}),  # n0002
+        Proposal("leaky validation", SCRIPT.format(flip=0.1, oof="labels"), {}),  # n0003
+    ]
+    agent = Agent(run, ScriptedBrain(scripts), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    stop = agent.run_loop()
+    graph = agent.session.state.graph
+    lucky, unlucky, leaky = graph["n0001"], graph["n0002"], graph["n0003"]
+    holdout_rows = run.workspace.manifest()["split"]["holdout_rows"]
+    train_rows = run.workspace.manifest()["split"]["train_rows"]
+
+    # The holdout alone prefers the lucky node; its out-of-fold rows say otherwise.
+    assert lucky.holdout_score is not None and unlucky.holdout_score is not None
+    assert lucky.holdout_score > unlucky.holdout_score and unlucky.oof_score > lucky.oof_score
+    for node in (lucky, unlucky):
+        pooled = (node.holdout_score * holdout_rows + node.oof_score * train_rows) / (holdout_rows + train_rows)
+        assert abs(node.score - pooled) < 1e-9 and node.pooled_spread is not None and node.pooled_spread > 0
+    # A leaky validation is flagged and ranked by its holdout alone (no pooled score).
+    assert "leaky_cv" in leaky.flags and leaky.holdout_score is None
+    assert leaky.score == unlucky.holdout_score < unlucky.score  # the same holdout predictions
+    # The search, and then the final choice, follow the pooled score.
+    assert agent.session.state.best_id == unlucky.id
+    done = finish(agent.session, stop)
+    assert done.choice is not None and done.choice["base"] == unlucky.id
+
+    # Labelled as pooled wherever it is shown: the journal, score.json, the report, status.
+    finished = {r["id"]: r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_finished"}
+    assert finished[unlucky.id]["score_kind"] == "pooled" and "score_kind" not in finished[leaky.id]
+    score = json.loads((run.node_dir(unlucky.id) / "score.json").read_text())
+    assert score["holdout_score"] == unlucky.holdout_score and score["pooled_score"] == unlucky.score
+    assert "- pooled accuracy:" in (run.node_dir(unlucky.id) / "report.md").read_text()
+    best = json.loads((run.path / "best" / "best.json").read_text())
+    assert best["pooled_score"] == unlucky.score and best["holdout_score"] == unlucky.holdout_score
+    status = mlguild("status", str(run.path), cwd=tmp_path).stdout
+    assert "p: the pooled score" in status
