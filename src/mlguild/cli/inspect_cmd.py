@@ -16,6 +16,7 @@ from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
 from ..run.journal import read_journal
+from ..run.node_report import review_lines
 from ..run.replay import replay
 from ..task.folder import TaskSpec
 from .common import (
@@ -209,3 +210,6 @@ def show(
         )
         if node.failure:
             console.print(f"failure: {node.failure}", markup=False)
+        if isinstance(node.meta.get("review"), dict):  # the LLM's code review before it ran
+            console.rule("review")
+            console.print("\n".join(review_lines(node.meta["review"])), markup=False)

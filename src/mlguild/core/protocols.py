@@ -206,6 +206,15 @@ class Fixer(Protocol):
 
 
 @runtime_checkable
+class Reviewer(Protocol):
+    """A brain whose LLM reviews a script before it runs (mlguild.brains.llm.review): it
+    returns the proposal to run, revised once when a finding is serious, with the review's
+    record in ``meta["review"]`` (a proposal it does not review comes back unchanged)."""
+
+    def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal: ...
+
+
+@runtime_checkable
 class Concurrent(Protocol):
     """A brain whose ``propose`` may run in several workers' threads at once (what it caches
     is the same whoever fills it); any other brain is asked by one worker at a time."""

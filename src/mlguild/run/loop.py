@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
 from ..core.graph import Node, SearchGraph
-from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Sandbox
+from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
 from ..util.fs import sha256_text
@@ -210,7 +210,7 @@ class Agent:
                 proposal = self._ask(action, context)
                 twin = self._claim(node, proposal)
             if twin is None:
-                return proposal, None, seed
+                return self._reviewed(action, context, proposal), None, seed
             failure = Outcome(
                 FailureKind.DUPLICATE, failure=f"its code is {twin}'s, already run or running: not run again"
             )
@@ -235,6 +235,15 @@ class Agent:
             if action.op == Op.EDA and isinstance(s.brain, Explorer):
                 return s.brain.explore(context)
             return s.brain.propose(action, context)
+
+    def _reviewed(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
+        """The proposal to run: a ``Reviewer`` brain's LLM reads it first (and sends it back
+        once for a serious finding; mlguild.brains.llm.review)."""
+        s = self.session
+        if not isinstance(s.brain, Reviewer):
+            return proposal
+        with s.brain_lock:
+            return s.brain.review(action, context, proposal)
 
     def _claim(self, node: Node, proposal: Proposal) -> str | None:
         """With several workers: the node whose script is ``proposal``'s code (finished or in
