@@ -51,7 +51,7 @@ def test_a_leaky_script_is_rejected_with_a_named_finding_and_the_revision_is_wha
         ("serious", "target_leak", 6),
         ("minor", "threads_ignored", 2),
     ]
-    assert "-train[\"y_copy\"] = train[\"y\"]" in review["diff"].replace("'", '"')
+    assert '-train["y_copy"] = train["y"]' in review["diff"].replace("'", '"')
     assert review["requests"] == 2 and review["tokens"] > 0 and "cost_usd" in review
     # the revised script is what ran, and scored
     on_disk = (run.path / "nodes" / "n0001" / "solution.py").read_text()
@@ -130,7 +130,9 @@ def test_the_no_review_flag_is_the_setting(small_task, tmp_path):
 
 
 def test_parse_review_reads_findings_and_refuses_what_is_not_a_review():
-    found = parse_review("- FINDING: Serious | Preprocessor fitted on all rows | 999 | scaler before split\nVERDICT: revise", 50)
+    found = parse_review(
+        "- FINDING: Serious | Preprocessor fitted on all rows | 999 | scaler before split\nVERDICT: revise", 50
+    )
     assert found is not None and found[0].severity == "serious" and found[0].name == "preprocessor_fitted_on_all_rows"
     assert found[0].line is None  # a line the script does not have is not cited
     assert parse_review("VERDICT: pass", 10) == []

@@ -35,9 +35,9 @@ from ...sandbox.namespace import gpu_devices
 from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
 from .conversation import Conversation, RequestOptions
+from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 from .review import needs_review
 from .review import review as review_script
-from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
 _TRIED_LIMIT = 12
