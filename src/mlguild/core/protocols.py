@@ -35,6 +35,7 @@ class Action:
     op: Op
     parents: tuple[str, ...] = ()
     reason: str = ""
+    reference: str = ""  # a rung of the baseline ladder the harness runs itself (mlguild.run.references)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from ..run.session import Session
 from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
 from .grade import grade_once
+from .ladder import ladder
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 
@@ -225,6 +226,10 @@ class FinalStage:
             "agreement": None if agreement_score is None else round(agreement_score, 6),
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
+        record["ladder"] = ladder(  # where the choice stands between the floor and the ceiling
+            self.run.journal.records, self.state.graph, self.state.best_id, record,
+            self.scorers.holdout.metric.name, self.run.config.final.reference_score,
+        )  # fmt: skip
         atomic_write(out / "final.json", json.dumps(record, indent=2))
         elapsed = round(self.session.clock.elapsed(), 3)
         self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)
