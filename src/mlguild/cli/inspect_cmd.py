@@ -12,16 +12,16 @@ from ..core.errors import ConfigError, RunError
 from ..core.graph import SearchGraph
 from ..core.score import format_score
 from ..core.vocabulary import Status
+from ..final.ladder import ladder_lines
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
-from ..run.journal import read_journal
-from ..final.ladder import ladder_lines
 from ..run.interventions import autonomy
+from ..run.journal import read_journal
 from ..run.node_report import review_lines
-from ..view.status import autonomy_line, resources, resources_line, run_config, run_ladder, status_document
 from ..run.replay import replay
 from ..task.folder import TaskSpec
+from ..view.status import autonomy_line, resources, resources_line, run_config, run_ladder, status_document
 from .common import (
     console,
     default_runs_dir,
@@ -51,7 +51,9 @@ def status(
     run: str | None = typer.Argument(None, help="Run directory (default: the latest)."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
     as_json: bool = typer.Option(
-        False, "--json", help="Print the run as one JSON document for scripts (its keys: docs/guides/review-and-ladder.md)."
+        False,
+        "--json",
+        help="Print the run as one JSON document for scripts (its keys: docs/guides/review-and-ladder.md).",
     ),
 ) -> None:
     """A table of the run's nodes: op, parent, status, holdout score, time; then the baseline

@@ -52,7 +52,9 @@ def ladder(
             what = "" if node.ok else f"{node.status}" if node.finished else "running"
             rungs.append({"rung": rung, "score": node.score if node.ok else None, "node": node.id, "what": what})
         else:
-            rungs.append({"rung": rung, "score": None, "what": f"skipped: {skipped[rung]}" if rung in skipped else "not run"})
+            rungs.append(
+                {"rung": rung, "score": None, "what": f"skipped: {skipped[rung]}" if rung in skipped else "not run"}
+            )
     best = graph.nodes.get(best_id) if best_id else None
     rungs.append({"rung": "best", "score": best.score if best else None, "node": best_id, "what": ""})
     if choice is not None:
@@ -75,7 +77,7 @@ def _headroom(rungs: list[dict[str, Any]], floor: float | None, ceiling: float |
     below: float | None = None
     for rung in rungs:
         score = rung["score"]
-        share = None if gap is None or score is None else round((score - floor) / gap, 4)  # type: ignore[operator]
+        share = None if gap is None or score is None else round((score - floor) / gap, 4)
         rung["headroom"] = share
         rung["gained"] = None if share is None or below is None else round(share - below, 4)
         if share is not None:

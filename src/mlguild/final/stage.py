@@ -24,6 +24,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
@@ -217,7 +218,7 @@ class FinalStage:
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
-        record = {
+        record: dict[str, Any] = {
             "node": chosen.id,
             "base": best.id,
             "best": self.state.best_id,
