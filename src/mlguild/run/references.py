@@ -10,7 +10,7 @@ the budget like any node, a brain may build on them, and a recipe brain does not
 same family again.
 
 Their cost is bounded: each may take at most ``final.reference_time_share`` of the time
-budget, and none runs when the iteration budget is under ``MIN_ITERATIONS`` nodes (two
+budget (at least ``MIN_REFERENCE_S``, never more than any node), and none runs when the iteration budget is under ``MIN_ITERATIONS`` nodes (two
 reference nodes would be most of it). A rung a task's shape cannot have (a linear model of a
 grouped ranking, any recipe for a shape the recipes do not cover) is skipped, journaled
 ``reference_skipped`` with the reason (``core/errors.MoveUnavailable``), as is the whole
@@ -28,11 +28,11 @@ from ..brains.recipes.render import render_script
 from ..core.errors import MoveUnavailable
 from ..core.protocols import Action, Proposal
 from ..core.vocabulary import Op
-from .budget import MIN_SCRIPT_S
 from .session import Session
 
 RUNGS = ("lightgbm", "linear")  # in the order they run (a recipe brain's own first drafts)
 MIN_ITERATIONS = 6
+MIN_REFERENCE_S = 30.0  # a short run's reference models still get this long (within the search's limit)
 SKIPPED = "reference_skipped"
 # The recipe family of each rung, per modality (recipes/catalog.py): what "a LightGBM default"
 # and "a regularised linear model" are for that kind of input.
@@ -101,7 +101,7 @@ class References:
         budget = self.session.run.config.budget.time_s
         if budget is None:
             return timeout
-        return min(timeout, max(MIN_SCRIPT_S, self.session.run.config.final.reference_time_share * budget))
+        return min(timeout, max(MIN_REFERENCE_S, self.session.run.config.final.reference_time_share * budget))
 
     def proposal(self, action: Action) -> Proposal:
         """The script chosen with ``action`` (``next_action``)."""
