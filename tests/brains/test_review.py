@@ -139,3 +139,23 @@ def test_parse_review_reads_findings_and_refuses_what_is_not_a_review():
     assert parse_review("Looks good to me!", 10) is None
     many = "\n".join(f"FINDING: minor | n{i} | 1 | x" for i in range(100))
     assert len(parse_review(many, 10) or []) == 12
+
+
+def test_the_hybrid_brain_reviews_only_what_its_llm_wrote(tmp_path):
+    from mlguild.brains.hybrid import HybridBrain
+    from mlguild.brains.recipes.brain import RecipeBrain
+    from mlguild.core.protocols import Action, Proposal, Reviewer
+    from mlguild.core.vocabulary import Op
+
+    llm = ScriptedLLM([REJECT, REVISED], default=FULL)
+    brain = HybridBrain(RecipeBrain(), _reviewing(llm))
+    assert isinstance(brain, Reviewer)
+    agent, _ = llm_agent(tmp_path, brain, **{"budget.iterations": 1})
+    context = agent.session.contexts.build(agent.session.state.graph, Action(Op.DRAFT), 0, 30)
+    recipe = brain.propose(Action(Op.DRAFT), context)
+    assert brain.review(Action(Op.DRAFT), context, recipe) is recipe and llm.calls == []  # a template: not reviewed
+    written = Proposal("Plan: a leaky curve.", LEAKY, {"model": "scripted/fake"})
+    reviewed = brain.review(Action(Op.IMPROVE, ("n0001",)), context, written)
+    assert reviewed.meta["review"]["status"] == "revised" and "y_copy" not in reviewed.code
+    assert [c["purpose"] for c in llm.calls] == ["review", "revise"]
+    agent.session.close()
