@@ -353,6 +353,7 @@ def llm_agent(tmp_path, brain, **sets):
         "sandbox.script_timeout_s": 30,
         "brain.eda": False,  # the exploratory node has its own tests (tests/brains/test_eda.py)
         "search.policy": "greedy",  # the scripted replies follow its order of actions
+        "final.reference_models": False,  # the ladder's own nodes have their tests (tests/final/test_ladder.py)
         **sets,
     }
     cfg = load_config(None, [f"{k}={v}" for k, v in values.items()])

@@ -67,6 +67,7 @@ def _agent(task, tmp_path, brain, **overrides):
             "search.draft_every": 0,
             "search.fuse_every": 0,
             "final.refit": False,
+            "final.reference_models": False,  # the brain's own scripts only: they are what fails
             "sandbox.script_timeout_s": 120,
             **overrides,
         }.items()

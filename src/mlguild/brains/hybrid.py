@@ -13,6 +13,7 @@ from ..core.protocols import Action, Brain, Context, Proposal
 from ..core.vocabulary import Op
 from ..llm.errors import AllModelsExhausted, LLMError
 from .llm.brain import LLMBrain
+from .llm.review import unreviewed
 from .repair_port import port_repair
 
 
@@ -56,6 +57,17 @@ class HybridBrain:
             note = f"the LLM request failed ({type(exc).__name__}: {exc.message[:200]}); a recipe step instead"
         proposal = self._by_recipes(action, context)
         return Proposal(f"({note})\n\n{proposal.plan}", proposal.code, proposal.meta, proposal.title)
+
+    def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
+        """The LLM's review of a script it wrote (a recipe's is a template: never reviewed);
+        with every LLM parked, the script runs unreviewed (``Reviewer``)."""
+        if self.llm_down:
+            return proposal
+        try:
+            return self.llm_brain.review(action, context, proposal)
+        except AllModelsExhausted as exc:  # a StopRun for the LLM brain alone; here the run goes on
+            self.llm_down = str(exc).splitlines()[0]
+            return unreviewed(proposal, f"every LLM is parked: {self.llm_down}")
 
     def _by_recipes(self, action: Action, context: Context) -> Proposal:
         # The recipe brain improves only what it wrote (it mutates recipe meta); an LLM-written

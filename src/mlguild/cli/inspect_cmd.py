@@ -13,12 +13,16 @@ from ..core.graph import SearchGraph
 from ..core.score import format_score
 from ..core.vocabulary import Status
 from ..final.confirm import confirmation_line
+from ..final.ladder import ladder_lines
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
+from ..run.interventions import autonomy
 from ..run.journal import read_journal
+from ..run.node_report import review_lines
 from ..run.replay import replay
 from ..task.folder import TaskSpec
+from ..view.status import autonomy_line, resources, resources_line, run_config, run_ladder, status_document
 from .common import (
     console,
     default_runs_dir,
@@ -47,12 +51,21 @@ def _load(run: str | None, runs_dir: Path | None):
 def status(
     run: str | None = typer.Argument(None, help="Run directory (default: the latest)."),
     runs_dir: Path = typer.Option(None, help="Where runs are (default ./runs or $MLGUILD_RUNS)."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the run as one JSON document for scripts (its keys: docs/guides/review-and-ladder.md).",
+    ),
 ) -> None:
-    """A table of the run's nodes: op, parent, status, holdout score, time."""
+    """A table of the run's nodes: op, parent, status, holdout score, time; then the baseline
+    ladder, the autonomy count and the resources spent."""
     with user_errors():
         path, spec, state = _load(run, runs_dir)
         best = state.best_id
         records = read_journal(path / "journal.jsonl")
+        if as_json:
+            print(json.dumps(status_document(path, spec, state, records), indent=2, default=str))
+            return
         # Kaggle's public leaderboard scores of submitted nodes: shown, never used by the search.
         public = {r["node"]: r.get("public_score") for r in records if r["type"] == "kaggle_scored"}
         rows, styles = [], []
@@ -123,6 +136,16 @@ def status(
                 f"final test grade ({spec.metric}, node {plain(g['node'])}, graded once): "
                 f"{format_score(g.get('test_score'))}"
             )
+        _ladder_and_autonomy(path, spec, state, records)
+
+
+def _ladder_and_autonomy(path: Path, spec: TaskSpec, state, records: list[dict]) -> None:
+    """The baseline ladder, the autonomy count and the resources line (mlguild.view.status)."""
+    config = run_config(path)
+    for line in ladder_lines(run_ladder(records, state, spec, config)):
+        console.print(plain(line))
+    print_wrapped(autonomy_line(autonomy(records, state.graph, state.spent_s)), "")
+    print_wrapped(resources_line(resources(records, state, config)), "")
 
 
 def _pools_line(path: Path, graph: SearchGraph) -> None:
@@ -224,3 +247,6 @@ def show(
         )
         if node.failure:
             console.print(f"failure: {node.failure}", markup=False)
+        if isinstance(node.meta.get("review"), dict):  # the LLM's code review before it ran
+            console.rule("review")
+            console.print("\n".join(review_lines(node.meta["review"])), markup=False)

@@ -17,6 +17,8 @@ from .progress import Progress
 
 WORKERS_HELP = "Workers proposing and running nodes at once (default 1), each script pinned to its share of the CPUs."
 RAY_HELP = "Run the workers' scripts on a Ray cluster: auto (this machine's, else a local instance) or its address (the \\[ray] extra)."
+NO_REVIEW_HELP = "No LLM code review of a script before it runs (brain.review=false)."
+REFERENCE_HELP = "A score known to be reachable (e.g. the winning leaderboard score): the baseline ladder's ceiling (final.reference_score)."
 QUIET_HELP = "No live board: plain lines only (as when the output is not a terminal)."
 SIGINT_EXIT = 130  # the shell's status for a command ended by SIGINT
 SANDBOX_HELP = (
@@ -57,6 +59,13 @@ def _overrides(
     if seed is not None:
         out += [f"brain.seed={seed}", f"search.seed={seed}", f"firewall.seed={seed}"]
     return out
+
+
+def _ladder_and_review(no_review: bool, reference_score: float | None) -> list[str]:
+    """The settings --no-review and --reference-score stand for."""
+    return (["brain.review=false"] if no_review else []) + (
+        [f"final.reference_score={reference_score}"] if reference_score is not None else []
+    )
 
 
 def _say(line: str, warning: bool) -> None:
@@ -155,6 +164,8 @@ def run(
         help="community (LLM brain): select ideas from the idea pool, draft, implement with a run-observe-fix loop, report.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    no_review: bool = typer.Option(False, "--no-review", help=NO_REVIEW_HELP),
+    reference_score: float | None = typer.Option(None, "--reference-score", help=REFERENCE_HELP),
 ) -> None:
     """Start a run: firewall the data, then improve a solution until the budget ends.
 
@@ -178,6 +189,7 @@ def run(
             overrides.append(f"search.ray={ray}")
         if cycle is not None:
             overrides.append(f"brain.cycle={cycle}")
+        overrides += _ladder_and_review(no_review, reference_score)
         cfg = load_config(config, overrides)
         done = start(
             task,
@@ -209,6 +221,8 @@ def resume(
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help=WORKERS_HELP),
     ray: str | None = typer.Option(None, "--ray", help=RAY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    no_review: bool = typer.Option(False, "--no-review", help=NO_REVIEW_HELP),
+    reference_score: float | None = typer.Option(None, "--reference-score", help=REFERENCE_HELP),
 ) -> None:
     """Continue a run after a stop or a kill; finished nodes are never re-run.
 
@@ -219,6 +233,7 @@ def resume(
             overrides.append(f"search.workers={workers}")
         if ray is not None:
             overrides.append(f"search.ray={ray}")
+        overrides += _ladder_and_review(no_review, reference_score)
         path = resolve_run(run, runs_dir or default_runs_dir())
         done = resume_run(path, overrides, say=_say, watch=lambda session: Progress(session, quiet))
         _report(done)

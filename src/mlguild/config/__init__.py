@@ -150,6 +150,10 @@ class BrainConfig(_Section):
         le=50,
         description="Most runs of a script inside one node of the community cycle (the first included).",
     )
+    review: bool = Field(
+        True,
+        description="With an LLM brain (llm, hybrid), the LLM reviews each script it wrote before it runs (leaky validation, contract breaks, wasted time); a serious finding sends it back for one revision (--no-review: off).",
+    )
 
 
 class FinalConfig(_Section):
@@ -175,6 +179,20 @@ class FinalConfig(_Section):
         gt=0,
         le=1,
         description="Most of the run's time budget the search keeps back for the final refit; a refit that needs more is not planned.",
+    )
+    reference_models: bool = Field(
+        True,
+        description="The baseline ladder's reference models (a regularised linear model, a LightGBM default) run as the first search nodes, counted in the budget; they are skipped when the iteration budget is under 6 nodes.",
+    )
+    reference_time_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Most of the run's time budget each reference model of the baseline ladder may take.",
+    )
+    reference_score: float | None = Field(
+        None,
+        description="The ladder's ceiling (--reference-score): a score known to be reachable, e.g. the winning leaderboard score; None: the metric's best value.",
     )
 
 

@@ -35,6 +35,7 @@ class Action:
     op: Op
     parents: tuple[str, ...] = ()
     reason: str = ""
+    reference: str = ""  # a rung of the baseline ladder the harness runs itself (mlguild.run.references)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,15 @@ class Fixer(Protocol):
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """(why, the fixed script)."""
         ...
+
+
+@runtime_checkable
+class Reviewer(Protocol):
+    """A brain whose LLM reviews a script before it runs (mlguild.brains.llm.review): it
+    returns the proposal to run, revised once when a finding is serious, with the review's
+    record in ``meta["review"]`` (a proposal it does not review comes back unchanged)."""
+
+    def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal: ...
 
 
 @runtime_checkable

@@ -26,6 +26,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
@@ -52,6 +53,7 @@ from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
 from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once
+from .ladder import ladder
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 
@@ -261,7 +263,7 @@ class FinalStage:
         atomic_write(out / "submission.csv", read_no_follow(source))
         atomic_write(out / "solution.py", read_no_follow(self.run.node_dir(chosen.id) / "solution.py"))
         reason = f"{self.base_reason}; {reason}" if self.base_reason else reason
-        record: dict[str, object] = {
+        record: dict[str, Any] = {
             "node": chosen.id,
             "base": best.id,
             "best": self.state.best_id,
@@ -273,6 +275,10 @@ class FinalStage:
         # The holdout score of the choice beside its confirmation score (mlguild.final.confirm).
         bias = selection_bias(self.state.confirmation, best.id, self.scorers.holdout.metric.direction)
         record["confirmation"] = bias or {"skipped": skipped_reason(self.session) or "not scored"}
+        record["ladder"] = ladder(  # where the choice stands between the floor and the ceiling
+            self.run.journal.records, self.state.graph, self.state.best_id, record,
+            self.scorers.holdout.metric.name, self.run.config.final.reference_score,
+        )  # fmt: skip
         atomic_write(out / "final.json", json.dumps(record, indent=2))
         elapsed = round(self.session.clock.elapsed(), 3)
         self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)

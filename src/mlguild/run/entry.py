@@ -225,7 +225,7 @@ def drive(
         sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
         sandbox = RaySandbox(sandbox)
     llm = _llm_for(run, name, dry_run)
-    brain = _brain_for(cfg, name, llm)
+    brain = _brain_for(cfg, name, llm, review=not (dry_run and not cfg.llm.models))  # no stand-in reviews
     submitter = _submitter_for(run, say)
     _write_brief(run, None if dry_run else llm, say)
     _fill_ideas(run, None if dry_run else llm, say)
@@ -297,8 +297,9 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
     )
 
 
-def _brain_for(cfg: Config, name: str, llm: LLM | None) -> Brain:
+def _brain_for(cfg: Config, name: str, llm: LLM | None, review: bool = True) -> Brain:
     options = LLMBrainOptions.from_config(cfg, threads=cfg.sandbox.threads or os.cpu_count() or 1)
+    options.review = options.review and review
 
     def llm_factory() -> LLM:
         assert llm is not None, "an LLM brain's model is built before the brain"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
 from ..core.graph import Node, SearchGraph
-from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Sandbox
+from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
 from ..util.fs import sha256_text
@@ -21,6 +21,7 @@ from .health import check_brain_health
 from .interventions import fingerprint, interrupted
 from .node import finish_node, resume_interrupted, run_node, sync_best
 from .records import Outcome
+from .references import References
 from .session import EventHandler, Session
 from .workers import run_workers
 
@@ -39,6 +40,7 @@ class Agent:
         self, run: RunDir, brain: Brain, policy: Policy, sandbox: Sandbox, on_event: EventHandler | None = None
     ):
         self.session = Session(run, brain, policy, sandbox, on_event)
+        self.references = References(self.session)  # the baseline ladder's reference models
         self.workers = 1  # run_loop's: several workers never run one script twice (_claim)
 
     def run_loop(self, workers: int | None = None) -> Stop:
@@ -112,6 +114,9 @@ class Agent:
         if not len(graph) and explore:
             action = Action(Op.EDA, (), reason="explore the data before the first draft")
             return action, min(timeout, s.run.config.brain.eda_timeout_s)
+        reference = self.references.next_action()  # the harness's own models first
+        if reference is not None:
+            return reference, self.references.time_limit(timeout)
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
         if action.op == Op.BLEND:
             timeout = s.clock.next_limit_s(graph, action.parents)
@@ -199,6 +204,8 @@ class Agent:
                 with s.lock:
                     seed += 1 + len(s.state.graph.rerun_groups().get(action.parents[0], []))
                     return self._rerun_proposal(action.parents[0], seed), None, seed
+            if action.reference:  # the harness's script, not the brain's: nothing to review
+                return self.references.proposal(action), None, seed
             assert context is not None
             proposal = self._ask(action, context)
             twin = self._claim(node, proposal)
@@ -210,7 +217,7 @@ class Agent:
                 proposal = self._ask(action, context)
                 twin = self._claim(node, proposal)
             if twin is None:
-                return proposal, None, seed
+                return self._reviewed(action, context, proposal), None, seed
             failure = Outcome(
                 FailureKind.DUPLICATE, failure=f"its code is {twin}'s, already run or running: not run again"
             )
@@ -235,6 +242,15 @@ class Agent:
             if action.op == Op.EDA and isinstance(s.brain, Explorer):
                 return s.brain.explore(context)
             return s.brain.propose(action, context)
+
+    def _reviewed(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
+        """The proposal to run: a ``Reviewer`` brain's LLM reads it first (and sends it back
+        once for a serious finding; mlguild.brains.llm.review)."""
+        s = self.session
+        if not isinstance(s.brain, Reviewer):
+            return proposal
+        with s.brain_lock:
+            return s.brain.review(action, context, proposal)
 
     def _claim(self, node: Node, proposal: Proposal) -> str | None:
         """With several workers: the node whose script is ``proposal``'s code (finished or in

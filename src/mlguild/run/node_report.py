@@ -39,6 +39,8 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
             lines.append(f"- lesson: `{node.meta['move']}` on {parent.id} ended in `{node.status}`")
     if node.is_blend:
         lines += _blend_lines(node_dir / "output" / "fuse_weights.json")
+    if isinstance(node.meta.get("review"), dict):
+        lines += [f"- {line.strip()}" for line in review_lines(node.meta["review"])]
     seconds = node.timing.get("exec_s")
     if seconds is not None:
         cost = f"- run time {seconds:.1f} s"
@@ -46,6 +48,20 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
         if base:
             cost += f" (parent {base:.1f} s, ×{seconds / base:.2f})"
         lines.append(cost)
+    return lines
+
+
+def review_lines(record: dict) -> list[str]:
+    """A script's code review before it ran (mlguild.brains.llm.review), as lines: its
+    status and cost, each finding, and why it went unreviewed or unrevised."""
+    status = record.get("status", "unreviewed")
+    cost = f"{record.get('requests', 0)} request(s), {record.get('tokens', 0)} tokens, ${record.get('cost_usd', 0):.4f}"
+    lines = [f"review: {status} ({cost})"]
+    for f in record.get("findings", []):
+        where = f"line {f['line']}" if f.get("line") else "no line"
+        lines.append(f"  {f['severity']} {f['name']} ({where}): {f['why']}")
+    if record.get("note"):
+        lines.append(f"  {record['note']}")
     return lines
 
 
@@ -110,4 +126,4 @@ def _column_blend_lines(report: dict) -> list[str]:
     ]
 
 
-__all__ = ["result_lines"]
+__all__ = ["result_lines", "review_lines"]

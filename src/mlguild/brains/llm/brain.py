@@ -36,6 +36,8 @@ from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
 from .conversation import Conversation, RequestOptions
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
+from .review import needs_review
+from .review import review as review_script
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
 _TRIED_LIMIT = 12
@@ -61,6 +63,9 @@ class LLMBrainOptions:
     threads: int = 2
     gpu: bool = False  # scripts can use a GPU (the prompt says so)
     cycle: bool = False  # the community cycle (mlguild.brains.llm.cycle) for drafts, improves, evolves
+    # The LLM reviews its scripts before they run (mlguild.brains.llm.review): a run's brain
+    # follows brain.review; a brain built by hand reviews only when asked.
+    review: bool = False
 
     @classmethod
     def from_config(cls, config: Config, threads: int) -> LLMBrainOptions:
@@ -75,6 +80,7 @@ class LLMBrainOptions:
             threads,
             gpu,
             cycle=brain.cycle == "community",
+            review=brain.review,
         )
 
 
@@ -156,6 +162,14 @@ class LLMBrain:
         if used:
             meta["ideas"] = used
         return Proposal(plan=plan, code=code, meta=meta, title=title_of(plan))
+
+    def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
+        """``proposal`` reviewed before it runs (and revised once for a serious finding), when
+        reviews are on and an LLM wrote it; otherwise unchanged (``Reviewer``)."""
+        if not self.options.review or not needs_review(action, proposal):
+            return proposal
+        self._prepare(context)  # the revision talks with the system turn
+        return review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}")
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""

@@ -54,16 +54,20 @@ class Conversation:
             node=node,
         )
 
-    def full_script(self, prompt: str, purpose: str, node: str) -> tuple[str, str]:
+    def full_script(
+        self, prompt: str, purpose: str, node: str, spent: list[Completion] | None = None
+    ) -> tuple[str, str]:
         """(plan, script) for ``prompt``: a reply without code is asked once more for the
         format, a truncated one is continued up to ``MAX_CONTINUATIONS`` times. Raises
-        CoderFailure (named: no_code, truncated, syntax_error, ...) when no script came of it."""
+        CoderFailure (named: no_code, truncated, syntax_error, ...) when no script came of it.
+        ``spent``: a list the replies are added to (what the script cost)."""
         messages = self.messages(prompt)
-        reply = self.ask(messages, purpose, node)
+        ask = self.ask if spent is None else lambda m, p, n: _kept(self.ask(m, p, n), spent)
+        reply = ask(messages, purpose, node)
         extraction = extract_code(reply.text, reply.finish_reason)
         if extraction.failure and extraction.failure.kind == FailureKind.NO_CODE:
             messages = messages + [Message("assistant", reply.text), Message("user", _FORMAT_REMINDER)]
-            reply = self.ask(messages, f"{purpose}:reformat", node)
+            reply = ask(messages, f"{purpose}:reformat", node)
             extraction = extract_code(reply.text, reply.finish_reason)
         plan = extraction.plan
         for _ in range(MAX_CONTINUATIONS):
@@ -73,10 +77,13 @@ class Conversation:
             # The context is the prompt plus the code so far, not every earlier reply: it stays
             # within small context windows however many continuations it takes.
             so_far = Message("assistant", f"{plan}\n\n```python\n{partial}")
-            reply = self.ask(
-                messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node
-            )
+            reply = ask(messages + [so_far, Message("user", continue_prompt(partial))], f"{purpose}:continue", node)
             extraction = join_continuation(partial, reply.text, reply.finish_reason)
         if extraction.failure is not None:
             raise CoderFailure(extraction.failure)
         return plan or "(no plan given)", extraction.code or ""
+
+
+def _kept(reply: Completion, spent: list[Completion]) -> Completion:
+    spent.append(reply)
+    return reply

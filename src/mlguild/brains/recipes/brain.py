@@ -45,7 +45,7 @@ class RecipeBrain:
         self.seed = seed
 
     def propose(self, action: Action, context: Context) -> Proposal:
-        _check_supported(context.task)
+        check_supported(context.task)
         parent = _parent(action, context)
         if action.op in (Op.FUSE, Op.BLEND) and len(context.parents) >= 2:
             return fuse_proposal(context)  # the recipes fuse by blending the members' predictions
@@ -300,7 +300,7 @@ class RecipeBrain:
         return random.Random(":".join([str(self.seed), str(context.seed), str(context.iteration), *key]))
 
 
-def _check_supported(task: dict[str, Any]) -> None:
+def check_supported(task: dict[str, Any]) -> None:
     fix = "use a brain that writes its own code for this task (not --brain recipes)"
     if task["task_type"] == "ranking" and not ranking_supported(task):
         raise MoveUnavailable("the recipe brain has no recipes for this ranking task", fix)

@@ -1,0 +1,161 @@
+"""The LLM's code review of a script before it spends its budget, and the one revision a
+serious finding earns it.
+
+A script the LLM wrote is read against the brief and the script contract by one small
+request (``prompts/review.j2``: a compact task line, an excerpt of the brief, the contract's
+checks and the numbered script, never the run's history): leakage in its validation,
+contract breaks, wasted time. The reply is a list of findings, one line each
+(``FINDING: serious | name | line | why``) and a verdict. A serious finding sends the
+script back once (``prompts/revise.j2``, through the brain's conversation, so it sees the
+whole contract) and the revised script is what runs; it is not reviewed again.
+
+What happened is the proposal's ``meta["review"]``, journaled with the node
+(``node_started``): the findings, the status (``passed``, ``revised``, ``revision_failed``
+or ``unreviewed``), the revision's diff and the requests' tokens and cost. The requests go
+through the run's LLM like any other, so they are cached and in the ledger (purposes
+``review`` and ``revise``). A reply that cannot be read (truncated, garbage, hostile) never
+stops a run: the script runs unreviewed, and the record says why.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ...core.errors import StopRun
+from ...core.protocols import Action, Context, Proposal
+from ...core.vocabulary import Op
+from ...llm.base import Completion, Message
+from ...prompts import render
+from .conversation import Conversation
+
+SERIOUS, MINOR = "serious", "minor"
+MAX_FINDINGS = 12  # a longer list is not a review any more: the rest are dropped
+REVIEW_MAX_TOKENS = 1500  # a review is a few lines; a long reply is cut, then unreadable
+_BRIEF_CHARS = 2000  # the brief's excerpt the review sees
+_FINDING = re.compile(
+    r"^\W*FINDING\W*\s*(serious|minor)\s*\|\s*([A-Za-z][\w\- ]{0,60}?)\s*\|\s*(\d+|-|none|n/a)?\s*\|\s*(.+)$",
+    re.IGNORECASE,
+)
+_VERDICT = re.compile(r"^\W*VERDICT\W*\s*(pass|revise)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a review found: ``severity`` serious (the script goes back for a revision)
+    or minor (kept on the record), a short snake_case ``name``, the ``line`` it cites (None
+    when it cites none, or a line the script does not have) and ``why`` in one sentence."""
+
+    severity: str
+    name: str
+    line: int | None
+    why: str
+
+
+def parse_review(text: str, n_lines: int) -> list[Finding] | None:
+    """The findings of a review reply, or None when the reply is not a review (no verdict
+    and no finding line): the script then runs unreviewed. At most ``MAX_FINDINGS``; a
+    cited line outside the script's ``n_lines`` is dropped (kept as None)."""
+    findings: list[Finding] = []
+    verdict = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if (match := _FINDING.match(line)) is not None:
+            severity, name, cited, why = match.groups()
+            number = int(cited) if cited and cited.isdigit() else None
+            name = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower()).strip("_")[:40] or "unnamed"
+            findings.append(
+                Finding(severity.lower(), name, number if number and 1 <= number <= n_lines else None, why[:300])
+            )
+        elif (found := _VERDICT.match(line)) is not None:
+            verdict = found.group(1).lower()
+    if verdict is None and not findings:
+        return None
+    return findings[:MAX_FINDINGS]
+
+
+def needs_review(action: Action, proposal: Proposal) -> bool:
+    """Only scripts an LLM wrote for a scored node are reviewed: not the harness's templates
+    (a recipe, a blend, a re-run), not an exploration (it is scored by nothing)."""
+    return (
+        action.op not in (Op.EDA, Op.BLEND, Op.RERUN)
+        and bool(proposal.code.strip())
+        and bool(proposal.meta.get("model"))
+        and proposal.meta.get("brain") != "recipes"
+    )
+
+
+def numbered(code: str) -> str:
+    """The script with its line numbers, so the review can cite them."""
+    return "\n".join(f"{i:4d}| {line}" for i, line in enumerate(code.splitlines(), 1))
+
+
+def unreviewed(proposal: Proposal, why: str, spent: list[Completion] | None = None) -> Proposal:
+    """``proposal`` unchanged, with the record saying why it runs unreviewed."""
+    record: dict[str, Any] = {"status": "unreviewed", "note": why[:300], "findings": []}
+    return replace(proposal, meta={**proposal.meta, "review": {**record, **_cost(spent or [])}})
+
+
+def review(talk: Conversation, context: Context, proposal: Proposal, node: str) -> Proposal:
+    """``proposal`` reviewed (and revised once when a finding is serious), with its record
+    in ``meta["review"]``. Never raises but a StopRun (a spent budget, every model parked):
+    whatever else goes wrong, the script runs unreviewed and the record says why."""
+    spent: list[Completion] = []
+    try:
+        reply = talk.ask(_review_messages(context, proposal), "review", node)
+    except StopRun:
+        raise
+    except Exception as exc:  # a failed request must not cost the node its script
+        return unreviewed(proposal, f"the review request failed: {type(exc).__name__}: {exc}"[:300])
+    spent.append(reply)
+    if reply.truncated:
+        return unreviewed(proposal, "the review reply was cut off at its token limit", spent)
+    findings = parse_review(reply.text, len(proposal.code.splitlines()))
+    if findings is None:
+        return unreviewed(proposal, "the review reply had no FINDING or VERDICT line", spent)
+    record: dict[str, Any] = {"findings": [asdict(f) for f in findings]}
+    serious = [f for f in findings if f.severity == SERIOUS]
+    if not serious:
+        return replace(proposal, meta={**proposal.meta, "review": {"status": "passed", **record, **_cost(spent)}})
+    try:
+        prompt = render("revise", code=proposal.code, findings=serious)
+        # through the brain's conversation: its system turn holds the whole contract
+        plan, code = talk.full_script(prompt, "revise", node, spent=spent)
+    except StopRun:
+        raise
+    except Exception as exc:  # the revision failed: the script as it was, said so
+        why = f"the revision failed ({type(exc).__name__}: {str(exc)[:200]}); the script runs as first written"
+        meta = {**proposal.meta, "review": {"status": "revision_failed", **record, "note": why, **_cost(spent)}}
+        return replace(proposal, meta=meta)
+    diff = "".join(
+        difflib.unified_diff(
+            proposal.code.splitlines(keepends=True), code.splitlines(keepends=True), "first.py", "revised.py", n=1
+        )
+    )
+    record.update(status="revised", diff=diff[:20_000], **_cost(spent))
+    revised_plan = f"{proposal.plan.rstrip()}\n\n## Revised after review\n\n{plan.strip()}\n"
+    return Proposal(revised_plan, code, {**proposal.meta, "review": record}, proposal.title)
+
+
+def _review_messages(context: Context, proposal: Proposal) -> list[Message]:
+    task = context.task
+    prompt = render(
+        "review",
+        task=task,
+        brief=context.brief[:_BRIEF_CHARS],
+        time_budget_s=int(context.script_timeout_s),
+        plan=proposal.plan.strip()[:1500],
+        script=numbered(proposal.code),
+    )
+    system = "You review machine-learning training scripts before they run. You are precise and brief."
+    return [Message("system", system), Message("user", prompt)]
+
+
+def _cost(spent: list[Completion]) -> dict[str, Any]:
+    return {
+        "requests": len(spent),
+        "tokens": sum(c.input_tokens + c.output_tokens for c in spent),
+        "cost_usd": round(sum(c.cost_usd for c in spent), 6),
+    }

@@ -1,0 +1,136 @@
+"""What ``mlguild status`` says about a run beyond its table of nodes, and the whole of it as
+one JSON document for scripts (``mlguild status --json``).
+
+The document (``FORMAT`` 1; a field is only ever added, never renamed or removed, within a
+format) has these keys:
+
+- ``format``: 1; ``run``: ``{"id", "path"}``; ``task``: ``{"name", "task_type", "metric", "direction"}``
+- ``budget``: ``{"time_s", "iterations"}`` (the caps, None when unlimited), ``spent_s``,
+  ``sessions``, ``last_stop``
+- ``nodes``: one object per node in creation order: ``id``, ``parents``, ``op``, ``status``,
+  ``score`` (holdout, by the harness), ``oof_score``, ``title``, ``flags``, ``seconds``,
+  ``reference`` (the ladder rung it stands for, or null), ``review`` (the code review's
+  status, or null)
+- ``best``: ``{"id", "score"}`` or null; ``final``: the final choice (``final/final.json``'s
+  fields) or null; ``grade``: the once-only test grade or null
+- ``ladder``: the baseline ladder (mlguild.final.ladder): ``metric``, ``direction``, ``rungs``
+  (``rung``, ``score``, ``headroom``, ``gained``, ``node``, ``what``)
+- ``autonomy``: ``interventions``, ``kinds``, ``nodes_since_last``, ``hours_since_last``,
+  ``per_hour`` (mlguild.run.interventions)
+- ``resources``: ``iterations`` and ``iterations_cap``, ``wall_s`` and ``wall_cap_s``,
+  ``tokens``, ``cost_usd`` (LLM requests; 0 without an LLM), ``cost_known``
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..config import Config, load_config
+from ..core.vocabulary import Op
+from ..final.ladder import ladder
+from ..llm.ledger import Ledger
+from ..metrics import get_metric
+from ..run.interventions import autonomy
+from ..run.replay import RunState
+from ..task.folder import TaskSpec
+
+FORMAT = 1
+
+
+def run_config(path: Path) -> Config | None:
+    """The run's saved configuration, or None when it cannot be read (status still shows the rest)."""
+    try:
+        return load_config(path / "config.yaml", [])
+    except Exception:  # a hand-broken config.yaml must not hide the run's nodes
+        return None
+
+
+def resources(records: list[dict[str, Any]], state: RunState, config: Config | None) -> dict[str, Any]:
+    """Iterations and wall clock against their caps, and the LLM's tokens and cost."""
+    calls = [r for r in records if r["type"] == "llm_call"]
+    ledger = Ledger.from_records(calls)
+    return {
+        "iterations": sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA)),
+        "iterations_cap": config.budget.iterations if config else None,
+        "wall_s": round(state.spent_s, 1),
+        "wall_cap_s": config.budget.time_s if config else None,
+        "tokens": ledger.total_tokens,
+        "cost_usd": round(ledger.total_cost_usd, 6),
+        "cost_known": ledger.cost_known,
+    }
+
+
+def resources_line(found: dict[str, Any]) -> str:
+    cap = found["iterations_cap"]
+    wall = found["wall_cap_s"]
+    cost = f"${found['cost_usd']:.4f}" + ("" if found["cost_known"] else " (some unpriced)")
+    return (
+        f"resources: {found['iterations']} of {cap if cap is not None else '∞'} iterations; "
+        f"{found['wall_s']:.0f} s of {f'{wall:g} s' if wall is not None else '∞'} wall clock; "
+        f"{found['tokens']:,} tokens; {cost}"
+    )
+
+
+def autonomy_line(found: dict[str, Any]) -> str:
+    if not found["interventions"]:
+        return f"autonomy: no intervention; {found['nodes_since_last']} nodes, {found['hours_since_last']:.2f} h unattended"
+    kinds = ", ".join(f"{k}×{n}" if n > 1 else k for k, n in Counter(found["kinds"]).items())
+    per_hour = f"{found['per_hour']:g} per hour" if found["per_hour"] is not None else "— per hour"
+    return (
+        f"autonomy: {found['interventions']} interventions ({kinds}), {per_hour}; since the last: "
+        f"{found['nodes_since_last']} nodes, {found['hours_since_last']:.2f} h"
+    )
+
+
+def run_ladder(records: list[dict[str, Any]], state: RunState, spec: TaskSpec, config: Config | None) -> dict[str, Any]:
+    reference = config.final.reference_score if config else None
+    return ladder(records, state.graph, state.best_id, state.final_choice, spec.metric, reference)
+
+
+def status_document(path: Path, spec: TaskSpec, state: RunState, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run at ``path`` as the JSON document described above."""
+    config = run_config(path)
+    graph = state.graph
+    best = graph.nodes.get(state.best_id) if state.best_id else None
+    nodes = [
+        {
+            "id": n.id,
+            "parents": list(n.parents),
+            "op": str(n.op),
+            "status": str(n.status),
+            "score": n.score,
+            "oof_score": n.oof_score,
+            "title": n.title,
+            "flags": list(n.flags),
+            "seconds": n.timing.get("exec_s"),
+            "reference": n.meta.get("reference"),
+            "review": n.meta["review"].get("status") if isinstance(n.meta.get("review"), dict) else None,
+        }
+        for n in graph
+    ]
+    return {
+        "format": FORMAT,
+        "run": {"id": path.name, "path": str(path)},
+        "task": {
+            "name": spec.name,
+            "task_type": spec.task_type,
+            "metric": spec.metric,
+            "direction": get_metric(spec.metric).direction,
+        },
+        "budget": {
+            "time_s": config.budget.time_s if config else None,
+            "iterations": config.budget.iterations if config else None,
+            "spent_s": round(state.spent_s, 3),
+            "sessions": state.sessions,
+            "last_stop": state.finished_reason,
+        },
+        "nodes": nodes,
+        "best": {"id": best.id, "score": best.score} if best else None,
+        "final": state.final_choice,
+        "grade": state.final_grade,
+        "ladder": run_ladder(records, state, spec, config),
+        "autonomy": autonomy(records, graph, state.spent_s),
+        "resources": resources(records, state, config),
+    }
