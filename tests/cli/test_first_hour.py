@@ -144,7 +144,8 @@ def test_option_help_has_no_type_noise_and_keeps_the_ray_extra(tmp_path):
 def test_config_finds_settings_by_a_part_of_their_name(tmp_path):
     out = mlguild("config", "holdout", cwd=tmp_path).stdout
     assert "firewall.holdout_fraction" in out and "firewall.max_holdout_rows" in out
-    assert "search." not in out
+    assert "search.small_holdout_rows" in out  # any section's setting whose name holds it
+    assert "search.num_drafts" not in out and "budget." not in out  # and only those
     assert "search.mcgs.c_uct" not in mlguild("config", "firewall", cwd=tmp_path).stdout  # a section: its own
 
 
