@@ -14,7 +14,7 @@ from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Pr
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
 from ..util.fs import sha256_text
-from .budget import INTERRUPTED, Stop, mark_cut_short
+from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .fix_loop import fix_loop
 from .folder import RunDir
 from .health import check_brain_health
@@ -113,6 +113,7 @@ class Agent:
             action = Action(Op.EDA, (), reason="explore the data before the first draft")
             return action, min(timeout, s.run.config.brain.eda_timeout_s)
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
+        action = affordable(action, graph, timeout)  # no parent's script that the time left cannot run
         if action.op == Op.BLEND:
             timeout = s.clock.next_limit_s(graph, action.parents)
         return action, timeout
