@@ -4,7 +4,7 @@ scored, not repaired, not counted in the iteration budget."""
 
 from __future__ import annotations
 
-from conftest import CRASH, FULL, llm_agent
+from conftest import FULL, llm_agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.core.vocabulary import Op, Status
@@ -77,7 +77,7 @@ def test_an_exploration_that_times_out_passes_on_what_it_printed_before_the_limi
     sets = {"budget.iterations": 1, "brain.eda": True, "brain.eda_timeout_s": 3}
     agent, _run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **sets)
     agent.run_loop()
-    first = list(agent.session.state.graph)[0]
+    first = next(iter(agent.session.state.graph))
     assert first.status == "timeout"
     system = llm.calls[1]["messages"][0].content
     assert "finding: x0 is the strongest feature" in system and "timeout" in system

@@ -7,7 +7,6 @@ Computed once per run from the *workspace* files (never from sealed data), saved
 from __future__ import annotations
 
 import csv
-
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
