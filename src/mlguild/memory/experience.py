@@ -102,9 +102,11 @@ class Experience:
         """What full-text search reads."""
         return " ".join([self.op, self.status, self.outcome, self.recipe, self.move, self.plan, self.change])
 
-    def line(self) -> str:
-        """One bounded line for a prompt."""
-        head = f"[{self.task} {self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
+    def line(self, source: bool = False) -> str:
+        """One bounded line for a prompt; with ``source``, it names the run and the task it
+        came from (a record of another run)."""
+        where = f"run {self.run}, task {self.task}: " if source else f"{self.task} "
+        head = f"[{where}{self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
         if self.outcome in (FAILED, CUT_SHORT):
             result = f"failed ({self.status}): {self.change}"
         else:

@@ -125,7 +125,7 @@ class LLMBrain:
         if action.op == Op.BLEND:  # a blend fitted on out-of-fold predictions needs no LLM
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
-        common = self._prepare(context)
+        common = {**self._prepare(context), "op": str(action.op)}
         if action.op == Op.EDA:
             return self.explore(context)
         if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.llm.cycle)
