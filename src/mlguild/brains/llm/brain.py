@@ -192,6 +192,9 @@ class LLMBrain:
             brief=context.brief,
             reports=context.reports,
             ideas=context.ideas,
+            why=context.why,
+            noise=context.noise,
+            full_limit_s=context.full_limit_s,
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:
@@ -262,9 +265,12 @@ class LLMBrain:
 
 
 def _tried_line(item) -> str:
-    what = item.meta.get("summary") or item.meta.get("recipe") or item.op
-    outcome = f"{item.score:.5g}" if item.score is not None else item.status
-    return f"{str(what)[:100]} -> {outcome}"
+    """One earlier node: its title (whole), and its score or its failure with the error's last line."""
+    what = item.title or item.meta.get("summary") or item.meta.get("recipe") or item.op
+    if item.score is not None:
+        return f"{item.node_id} {what} -> {item.score:.5g}"
+    last = ((item.failure or "").strip().splitlines() or [""])[-1][:200]
+    return f"{item.node_id} {what} -> failed ({item.status}){': ' + last if last else ''}"
 
 
 def _first_line(text: str) -> str:
