@@ -85,7 +85,7 @@ class Experience:
     op: str
     status: str  # "scored" or a failure kind
     outcome: str  # FIRST, GAIN, NO_GAIN, FAILED or CUT_SHORT
-    title: str  # the plan's first line
+    title: str  # the node's title (mlguild.core.titles)
     plan: str  # the plan's start, bounded
     change: str  # what changed against the parent, or the failure's cause
     recipe: str
@@ -187,7 +187,8 @@ def experience_of(
         op=node.op,
         status=node.status,
         outcome=outcome,
-        title=_cut(next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), ""), 120),
+        title=node.title
+        or _cut(next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), ""), 120),
         plan=_cut(node.plan.strip(), _PLAN_CHARS),
         change=_cut(change, _TEXT_CHARS),
         recipe=str(meta.get("recipe") or ""),

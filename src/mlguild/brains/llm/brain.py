@@ -146,16 +146,18 @@ class LLMBrain:
             parent = context.parents[0]
             plan, code = self._improve(common, parent, context, node)
         else:
-            tried = [_tried_line(h) for h in context.history[-_TRIED_LIMIT:]]
+            # The exploration is in the brief: its node is not an approach that was tried.
+            tried = [_tried_line(h) for h in context.history if h.op != Op.EDA][-_TRIED_LIMIT:]
             if self.options.stepwise:
                 plan, code = self._stepwise(common, tried, node)
             else:
                 plan, code = self.talk.full_script(render("draft", **common, tried=tried), "draft", node)
-        meta: dict[str, object] = {"summary": _first_line(plan), "model": self.llm.model}
+        title = title_of(plan)
+        meta: dict[str, object] = {"summary": title or _first_line(plan), "model": self.llm.model}
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
-        return Proposal(plan=plan, code=code, meta=meta, title=title_of(plan))
+        return Proposal(plan=plan, code=code, meta=meta, title=title)
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""
