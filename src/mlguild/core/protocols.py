@@ -57,6 +57,7 @@ class ParentView:
     warnings: tuple[str, ...] = ()  # what its leak-check flags mean (mlguild.scoring.flags), with its scores
     oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
     title: str = ""  # its one-line title (mlguild.core.titles)
+    column_scores: dict[str, float] | None = None  # several targets: its holdout score on each column
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,14 @@ class ContextBuilder:
         direction: str,
         pools: Pools | None = None,
         spread: Callable[[str], float | None] | None = None,
+        columns: Callable[[str], dict[str, float] | None] | None = None,
     ):
         """``spread``: the bootstrap spread of a node's holdout score (the harness's, from
         sealed labels; only its size reaches a prompt), for the noise floor a prompt states."""
         self.run, self.memory, self.direction, self.pools = run, memory, direction, pools
-        self.spread = spread
+        self.spread, self.columns = spread, columns
         self._spreads: dict[str, float | None] = {}
+        self._columns: dict[str, dict[str, float] | None] = {}
         self.profile = run.profile.to_dict()
         self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
 
@@ -193,7 +195,19 @@ class ContextBuilder:
             ),
             oof_score=node.oof_score,
             title=node.title,
+            column_scores=self.column_scores(node),
         )
+
+    def column_scores(self, node: Node) -> dict[str, float] | None:
+        """A scored node's holdout score on each target column (several targets), once per node."""
+        if not node.ok or self.columns is None:
+            return None
+        if node.id not in self._columns:
+            try:
+                self._columns[node.id] = self.columns(node.id)
+            except Exception:  # a holdout the scorer cannot split by column: no figures rather than no proposal
+                self._columns[node.id] = None
+        return self._columns[node.id]
 
 
 def trajectory(graph: SearchGraph, action: Action) -> tuple[str, ...]:

@@ -65,6 +65,7 @@ class Session:
         self.contexts = ContextBuilder(
             run, self.memory, holdout.metric.direction, self.pools,
             spread=lambda node_id: holdout.spread(run.node_dir(node_id) / "output" / "holdout.csv"),
+            columns=lambda node_id: holdout.column_scores(run.node_dir(node_id) / "output" / "holdout.csv"),
         )  # fmt: skip
 
     def code(self, node: Node) -> str:

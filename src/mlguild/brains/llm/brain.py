@@ -29,6 +29,7 @@ from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
+from ...metrics import per_column
 from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
 from ...sandbox.namespace import gpu_devices
@@ -197,6 +198,7 @@ class LLMBrain:
             why=context.why,
             noise=context.noise,
             full_limit_s=context.full_limit_s,
+            column_metric=per_column(str(task.get("metric", ""))),
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:
