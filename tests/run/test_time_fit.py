@@ -31,16 +31,18 @@ def _graph(*seconds: float) -> SearchGraph:
 
 def test_with_6_s_left_an_80_s_parent_is_not_improved_a_cheaper_move_is_chosen_or_the_run_ends():
     graph = _graph(80.0, 3.0)
-    chosen = affordable(Action(Op.IMPROVE, ("n0001",), "improve the best node n0001"), graph, 6.0)
+    chosen = affordable(Action(Op.IMPROVE, ("n0001",), "improve the best node n0001"), graph, 6.0, 60.0)
     assert chosen.op == Op.IMPROVE and chosen.parents == ("n0002",)
     assert "only 6 s left" in chosen.reason and "80 s" in chosen.reason
     for op in (Op.IMPROVE, Op.EVOLVE, Op.RERUN, Op.DEBUG):
         with pytest.raises(BudgetExhausted):  # nothing fits: the run ends
-            affordable(Action(op, ("n0001",)), _graph(80.0, 40.0), 6.0)
+            affordable(Action(op, ("n0001",)), _graph(80.0, 40.0), 6.0, 60.0)
     with pytest.raises(BudgetExhausted):
-        affordable(Action(Op.FUSE, ("n0001", "n0002")), _graph(80.0, 40.0), 6.0)
-    assert affordable(Action(Op.IMPROVE, ("n0001",)), graph, 90.0).parents == ("n0001",)  # it fits: unchanged
-    assert affordable(Action(Op.DRAFT), graph, 6.0).op == Op.DRAFT
+        affordable(Action(Op.FUSE, ("n0001", "n0002")), _graph(80.0, 40.0), 6.0, 60.0)
+    assert affordable(Action(Op.IMPROVE, ("n0001",)), graph, 90.0, 90.0).parents == ("n0001",)  # it fits: unchanged
+    assert affordable(Action(Op.DRAFT), graph, 6.0, 60.0).op == Op.DRAFT
+    # Under the full limit nothing changes: a script that timed out is repaired to be faster.
+    assert affordable(Action(Op.DEBUG, ("n0001",)), graph, 60.0, 60.0).parents == ("n0001",)
 
 
 class _ImproveTheSlowOne:

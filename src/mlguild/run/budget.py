@@ -103,12 +103,14 @@ def full_limit_s(config: Config) -> float:
 _BUILDS_ON = (Op.IMPROVE, Op.EVOLVE, Op.RERUN, Op.FUSE, Op.DEBUG)
 
 
-def affordable(action: Action, graph: SearchGraph, timeout: float) -> Action:
-    """``action``, or when ``timeout`` cannot run its parents' scripts (they took longer than
+def affordable(action: Action, graph: SearchGraph, timeout: float, full_limit: float) -> Action:
+    """``action``, or when the run's end has cut ``timeout`` below ``full_limit`` (the limit
+    scripts had until then) and it cannot run its parents' scripts (they took longer than
     that), a cheaper move: an improve of the fastest scored node whose script fits. With none
     that fits, BudgetExhausted("time"): the run ends rather than ask for a script that the
-    time left is sure to kill (an 80 s pipeline improved with 6 s left)."""
-    if action.op not in _BUILDS_ON or not action.parents:
+    time left is sure to kill (an 80 s pipeline improved with 6 s left). Under the full limit
+    every move stands: a repair of a script that timed out is how it learns to be faster."""
+    if action.op not in _BUILDS_ON or not action.parents or timeout >= full_limit:
         return action
     need = max(graph[p].timing.get("exec_s") or 0.0 for p in action.parents)
     if need <= timeout:

@@ -113,7 +113,7 @@ class Agent:
             action = Action(Op.EDA, (), reason="explore the data before the first draft")
             return action, min(timeout, s.run.config.brain.eda_timeout_s)
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
-        action = affordable(action, graph, timeout)  # no parent's script that the time left cannot run
+        action = affordable(action, graph, timeout, s.clock.full_limit_s())  # no script the time left cannot run
         if action.op == Op.BLEND:
             timeout = s.clock.next_limit_s(graph, action.parents)
         return action, timeout
