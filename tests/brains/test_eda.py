@@ -4,7 +4,7 @@ scored, not repaired, not counted in the iteration budget."""
 
 from __future__ import annotations
 
-from conftest import CRASH, FULL, llm_agent
+from conftest import FULL, llm_agent
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.core.vocabulary import Op, Status
@@ -40,18 +40,47 @@ def test_the_first_node_explores_and_its_findings_reach_every_later_prompt(tmp_p
     assert all(n.ok for n in nodes[1:])
 
 
-def test_a_failed_exploration_is_left_alone(tmp_path):
-    crash = f"Plan: explore.\n```python\n{CRASH}```\n"
-    llm = ScriptedLLM([crash], default=FULL)
+CRASHING_EDA = """Plan: explore.
+```python
+print("rows: 150, the target is balanced", flush=True)
+raise RuntimeError("column x9 is missing from test.csv")
+```
+"""
+HANGING_EDA = """Plan: explore slowly.
+```python
+import time
+print("finding: x0 is the strongest feature", flush=True)
+time.sleep(600)
+```
+"""
+
+
+def test_a_crashed_exploration_is_not_repaired_but_its_output_and_error_reach_the_next_prompt(tmp_path):
+    llm = ScriptedLLM([CRASHING_EDA], default=FULL)
     agent, run = llm_agent(
         tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **{"budget.iterations": 2, "brain.eda": True}
     )
     agent.run_loop()
     first, *rest = list(agent.session.state.graph)
-    assert first.op == Op.EDA and not first.ok and first.status != Status.EXPLORED
+    assert first.op == Op.EDA and first.status == "crash"
     assert all(n.op != "debug" for n in rest) and all(n.parents != (first.id,) for n in rest)
-    assert FINDINGS_HEADING not in (brief_path(run.path).read_text() if brief_path(run.path).exists() else "")
     assert len(rest) == 2
+    brief = brief_path(run.path).read_text()
+    assert f"{FINDINGS_HEADING} {first.id}" in brief
+    system = llm.calls[1]["messages"][0].content  # the first draft's
+    assert "rows: 150, the target is balanced" in system
+    assert "column x9 is missing from test.csv" in system and "did not finish" in system
+
+
+def test_an_exploration_that_times_out_passes_on_what_it_printed_before_the_limit(tmp_path):
+    llm = ScriptedLLM([HANGING_EDA], default=FULL)
+    sets = {"budget.iterations": 1, "brain.eda": True, "brain.eda_timeout_s": 3}
+    agent, _run = llm_agent(tmp_path, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), **sets)
+    agent.run_loop()
+    first = next(iter(agent.session.state.graph))
+    assert first.status == "timeout"
+    system = llm.calls[1]["messages"][0].content
+    assert "finding: x0 is the strongest feature" in system and "timeout" in system
 
 
 def test_without_an_llm_there_is_no_exploration(small_task, tmp_path):

@@ -37,7 +37,8 @@ def test_the_llm_brain_fuses_the_code_of_several_parents_and_evolves_from_a_traj
     assert fused.ok and fused.parents == (first.id, second.id) and not fused.is_blend
     prompt = llm.calls[-1]["messages"][-1].content
     assert llm.calls[-1]["purpose"] == "fuse" and "# Solutions from different branches" in prompt
-    assert f"## {first.id} (holdout" in prompt and f"## {second.id} (holdout" in prompt
+    assert f"## {first.id}: " in prompt and f"## {second.id}: " in prompt and "(holdout roc_auc = " in prompt
+    assert "are within noise" in prompt
     assert fused.branch == fused.id  # a fuse starts a branch of its own
 
     evolved = agent.step(Action("evolve", (first.id,), "stagnant"), 60)

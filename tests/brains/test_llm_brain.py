@@ -102,7 +102,7 @@ def test_an_improve_prompt_shows_the_parents_run_time_what_was_tried_on_it_and_t
     assert "## The best node of each branch" in last
     system = improves[-1]["messages"][0].content
     n_train = run.profile.n_train
-    assert f"has {n_train} rows: the harness set {run.profile.n_holdout} labelled rows" in system
+    assert f"has {n_train} rows, `holdout.csv` {run.profile.n_holdout}" in system and "the harness set" in system
 
 
 def test_every_request_of_a_run_shares_one_system_turn_for_the_prompt_cache(tmp_path):

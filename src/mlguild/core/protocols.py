@@ -57,6 +57,8 @@ class ParentView:
     tried: tuple[str, ...] = ()  # one line per node already built on it, oldest first, with its result
     warnings: tuple[str, ...] = ()  # what its leak-check flags mean (mlguild.scoring.flags), with its scores
     oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
+    title: str = ""  # its one-line title (mlguild.core.titles)
+    column_scores: dict[str, float] | None = None  # several targets: its holdout score on each column
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class HistoryItem:
     exec_s: float | None = None  # how long its script ran (None: it never ran)
     failure: str | None = None  # the end of its failure message, when it failed
     cut_short: bool = False  # it timed out under a limit the run's end had shortened
+    title: str = ""  # its one-line title (mlguild.core.titles)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class Context:
     brief: str = ""  # the run's brief.md (mlguild.task.brief): rules, metric, data notes, directions
     reports: tuple[str, ...] = ()  # the most relevant reports of the run's other nodes (mlguild.pools)
     ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the best-ranked ideas, one line each
+    why: str = ""  # why the search chose this move on these parents (best, exploring, stagnant, a re-run), in words
+    full_limit_s: float | None = None  # the limit a script gets while the run's end is not near
+    noise: str = ""  # how far apart two holdout scores must be to differ beyond noise, in one sentence
 
 
 @dataclass(frozen=True)

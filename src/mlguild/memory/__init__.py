@@ -107,10 +107,13 @@ class Memory:
         good = [e for e in self.local.search(query, k + len(skip), outcomes=(FIRST, GAIN)) if e.node not in skip]
         bad = [e for e in self.local.search(query, k + len(skip), outcomes=(FAILED, NO_GAIN)) if e.node not in skip]
         this_run = tuple(e.line() for e in [*good[:k], *bad[:k]])
-        return Recall(this_run, tuple(e.line() for e in self.similar(query)))
+        return Recall(this_run, tuple(e.line(source=True) for e in self.similar(query)))
 
     def similar(self, query: str) -> list[Experience]:
-        """Other runs' records that match ``query``, on tasks within ``cfg.max_distance``."""
+        """Other runs' records that match ``query``, on tasks within ``cfg.max_distance``:
+        those of this very task first (earlier runs on it count in full), then other tasks'
+        only as far as the store's measured transfer of gains earns them a place (none
+        until it is measured: what scored well on an unrelated task says little here)."""
         if self.shared is None or not self.cfg.similar:
             return []
         try:
@@ -120,7 +123,9 @@ class Memory:
         except sqlite3.Error:
             return []
         near = [e for e in found if e.traits.distance(self.traits) <= self.cfg.max_distance]
-        return near[: self.cfg.similar]
+        same = [e for e in near if e.task == self.task]
+        others = [e for e in near if e.task != self.task][: round(self.cfg.similar * self.transfer().gain)]
+        return [*same, *others][: self.cfg.similar]
 
     def transfer(self) -> Transfer:
         """How far the store's tasks foretell each other's results (computed once a run)."""

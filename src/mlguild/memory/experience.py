@@ -85,7 +85,7 @@ class Experience:
     op: str
     status: str  # "scored" or a failure kind
     outcome: str  # FIRST, GAIN, NO_GAIN, FAILED or CUT_SHORT
-    title: str  # the plan's first line
+    title: str  # the node's title (mlguild.core.titles)
     plan: str  # the plan's start, bounded
     change: str  # what changed against the parent, or the failure's cause
     recipe: str
@@ -102,9 +102,11 @@ class Experience:
         """What full-text search reads."""
         return " ".join([self.op, self.status, self.outcome, self.recipe, self.move, self.plan, self.change])
 
-    def line(self) -> str:
-        """One bounded line for a prompt."""
-        head = f"[{self.task} {self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
+    def line(self, source: bool = False) -> str:
+        """One bounded line for a prompt; with ``source``, it names the run and the task it
+        came from (a record of another run)."""
+        where = f"run {self.run}, task {self.task}: " if source else f"{self.task} "
+        head = f"[{where}{self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
         if self.outcome in (FAILED, CUT_SHORT):
             result = f"failed ({self.status}): {self.change}"
         else:
@@ -185,7 +187,8 @@ def experience_of(
         op=node.op,
         status=node.status,
         outcome=outcome,
-        title=_cut(next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), ""), 120),
+        title=node.title
+        or _cut(next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), ""), 120),
         plan=_cut(node.plan.strip(), _PLAN_CHARS),
         change=_cut(change, _TEXT_CHARS),
         recipe=str(meta.get("recipe") or ""),

@@ -100,7 +100,7 @@ def report_of(node: Node, graph: SearchGraph, worker: str = "", overlap: Overlap
     if exec_s and budget_s and exec_s > _TIME_LIMIT_SHARE * budget_s:
         limitations.append(f"used {exec_s:.0f} of its {budget_s:.0f} s limit: a slower change would be cut")
     limitations += [f"flag: {flag}" for flag in node.flags]
-    title = next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), node.op)
+    title = node.title or next((ln.strip("#*- ") for ln in node.plan.splitlines() if ln.strip("#*- ")), node.op)
     ideas = tuple(str(i) for i in meta.get("ideas", ()) if isinstance(i, str))
     novel = tuple(str(c) for c in meta.get("novel", ()) if isinstance(c, str))
     return Report(
@@ -137,8 +137,9 @@ def _result(node: Node, graph: SearchGraph, parent: Node | None) -> tuple[str, s
     if parent is not None and parent.ok and parent.score is not None:
         gained = graph.score_of(node).better_than(graph.score_of(parent))
         result += f", {node.score - parent.score:+.4g} against its parent {parent.id}"
-        change = node.meta.get("move") or node.meta.get("summary") or node.op
-        helped = f"{'helped' if gained else 'did not help'}: {' '.join(str(change).split())[:200]}"
+        # The title, whole: a lesson cut mid-sentence makes a muddled idea (issue 24).
+        change = node.meta.get("move") or node.title or node.meta.get("summary") or node.op
+        helped = f"{'helped' if gained else 'did not help'}: {' '.join(str(change).split())}"
         if outcome == "no gain" and gained:
             outcome = "gain"
     if best is not None:

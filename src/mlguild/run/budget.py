@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..config import Config
 from ..core.errors import BudgetExhausted
 from ..core.graph import Node, SearchGraph
+from ..core.protocols import Action
 from ..core.vocabulary import FailureKind, Op
 from .folder import RunDir
 from .records import Outcome
@@ -51,11 +52,7 @@ class BudgetClock:
 
     def full_limit_s(self) -> float:
         """The time limit a script gets while the run's end is not near."""
-        budget = self.config.budget
-        limit = self.config.sandbox.script_timeout_s
-        if budget.time_s is not None:
-            limit = min(limit, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
-        return limit
+        return full_limit_s(self.config)
 
     def next_limit_s(self, graph: SearchGraph, planned_blend: tuple[str, ...] = ()) -> float:
         """Raise BudgetExhausted, or return the time limit the next script may have. With
@@ -91,6 +88,51 @@ class BudgetClock:
         if timeout < self.full_limit_s():
             timeout -= brain_s
         return max(1.0, min(timeout, remaining))
+
+
+def full_limit_s(config: Config) -> float:
+    """The time limit a script gets while the run's end is not near (``config`` alone)."""
+    budget = config.budget
+    limit = config.sandbox.script_timeout_s
+    if budget.time_s is not None:
+        limit = min(limit, max(MIN_SCRIPT_S, budget.script_share * budget.time_s))
+    return limit
+
+
+# Moves whose script is, or starts from, their parents' scripts: each needs the time they took.
+_BUILDS_ON = (Op.IMPROVE, Op.EVOLVE, Op.RERUN, Op.FUSE, Op.DEBUG)
+
+
+def affordable(action: Action, graph: SearchGraph, timeout: float, full_limit: float) -> Action:
+    """``action``, or when the run's end has cut ``timeout`` below ``full_limit`` (the limit
+    scripts had until then) and it cannot run its parents' scripts (they took longer than
+    that), a cheaper move: an improve of the fastest scored node whose script fits. With none
+    that fits, BudgetExhausted("time"): the run ends rather than ask for a script that the
+    time left is sure to kill (an 80 s pipeline improved with 6 s left). Under the full limit
+    every move stands: a repair of a script that timed out is how it learns to be faster."""
+    if action.op not in _BUILDS_ON or not action.parents or timeout >= full_limit:
+        return action
+    need = max(graph[p].timing.get("exec_s") or 0.0 for p in action.parents)
+    if need <= timeout:
+        return action
+    fitting = [
+        n
+        for n in graph
+        if n.ok
+        and not n.is_blend
+        and n.op not in (Op.REFIT, Op.RERUN, Op.EDA)
+        and n.timing.get("exec_s") is not None
+        and n.timing["exec_s"] <= timeout
+    ]
+    if not fitting:
+        raise BudgetExhausted("time")
+    cheapest = min(fitting, key=lambda n: (n.timing["exec_s"], n.id))
+    return Action(
+        Op.IMPROVE,
+        (cheapest.id,),
+        f"only {timeout:.0f} s left, less than the {need:.0f} s {action.op} {', '.join(action.parents)} needs: "
+        f"improve {cheapest.id} instead, whose script ran {cheapest.timing['exec_s']:.0f} s",
+    )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ a node's files are read without following links a script may have left.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
 from ..core.vocabulary import Op
@@ -18,6 +20,7 @@ from ..pools import Pools
 from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
+from .budget import full_limit_s
 from .executor import OUTPUT_TAIL
 from .folder import RunDir
 
@@ -28,8 +31,21 @@ _REPAIRS_SHOWN = 3  # repairs of recipe scripts a draft may carry over
 
 
 class ContextBuilder:
-    def __init__(self, run: RunDir, memory: Memory, direction: str, pools: Pools | None = None):
+    def __init__(
+        self,
+        run: RunDir,
+        memory: Memory,
+        direction: str,
+        pools: Pools | None = None,
+        spread: Callable[[str], float | None] | None = None,
+        columns: Callable[[str], dict[str, float] | None] | None = None,
+    ):
+        """``spread``: the bootstrap spread of a node's holdout score (the harness's, from
+        sealed labels; only its size reaches a prompt), for the noise floor a prompt states."""
         self.run, self.memory, self.direction, self.pools = run, memory, direction, pools
+        self.spread, self.columns = spread, columns
+        self._spreads: dict[str, float | None] = {}
+        self._columns: dict[str, dict[str, float] | None] = {}
         self.profile = run.profile.to_dict()
         self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
 
@@ -47,6 +63,7 @@ class ContextBuilder:
                 n.timing.get("exec_s"),
                 n.failure[-1000:] if n.failure else None,
                 bool(n.timing.get("cut_short")),
+                n.title,
             )
             for n in list(graph)[-self.run.config.brain.history_length :]
         )
@@ -70,6 +87,36 @@ class ContextBuilder:
             move_priors=self.memory.move_priors(),
             family_priors=self.memory.family_priors(),
             brief=self.brief,
+            why=why_chosen(graph, action),
+            full_limit_s=full_limit_s(self.run.config),
+            noise=self.noise(graph),
+        )
+
+    def noise(self, graph: SearchGraph) -> str:
+        """How far apart two holdout scores must be to say more than noise: the seed spread
+        re-runs measured, else the bootstrap spread of the best node's holdout score (computed
+        by the harness once per best node); empty before any node scored."""
+        rows = self.profile.get("n_holdout") or 0
+        measured = graph.noise_floor()
+        if measured is not None:
+            return (
+                f"Holdout scores ({rows} rows) closer than about {measured:.2g} are within noise: "
+                "the seed spread re-runs measured on this task."
+            )
+        best = graph.best()
+        if best is None or self.spread is None:
+            return ""
+        if best.id not in self._spreads:
+            try:
+                self._spreads[best.id] = self.spread(best.id)
+            except Exception:  # a holdout the scorer cannot resample: no figure rather than no proposal
+                self._spreads[best.id] = None
+        spread = self._spreads[best.id]
+        if spread is None:
+            return ""
+        return (
+            f"Holdout scores ({rows} rows) closer than about {spread:.2g} are within noise: the bootstrap "
+            f"spread of the best node's ({best.id}) score over resamples of the holdout rows."
         )
 
     def recall(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> Recall:
@@ -147,7 +194,20 @@ class ContextBuilder:
                 describe(f, get_metric(self.run.spec.metric), node.score, node.oof_score) for f in node.flags
             ),
             oof_score=node.oof_score,
+            title=node.title,
+            column_scores=self.column_scores(node),
         )
+
+    def column_scores(self, node: Node) -> dict[str, float] | None:
+        """A scored node's holdout score on each target column (several targets), once per node."""
+        if not node.ok or self.columns is None:
+            return None
+        if node.id not in self._columns:
+            try:
+                self._columns[node.id] = self.columns(node.id)
+            except Exception:  # a holdout the scorer cannot split by column: no figures rather than no proposal
+                self._columns[node.id] = None
+        return self._columns[node.id]
 
 
 def trajectory(graph: SearchGraph, action: Action) -> tuple[str, ...]:
@@ -173,10 +233,37 @@ def leaders(graph: SearchGraph) -> tuple[str, ...]:
     return tuple(outcome_line(n) for n in best_of_branch.values())
 
 
+def why_chosen(graph: SearchGraph, action: Action) -> str:
+    """Why the search chose ``action``'s parent, in words a prompt can state: the best node,
+    a branch it explores, a stagnant branch, a failure to repair, a re-run; then the policy's
+    own reason."""
+    reason = f" (the search's reason: {action.reason})" if action.reason else ""
+    if not action.parents or action.parents[0] not in graph.nodes:
+        return action.reason
+    parent, best = graph[action.parents[0]], graph.best()
+    if action.op == Op.DEBUG:
+        return f"{parent.id} failed ({parent.status}): repair it{reason}"
+    if action.op == Op.FUSE:
+        return f"the best nodes of {len(action.parents)} branches, to combine their strengths{reason}"
+    if best is not None and parent.id == best.id:
+        standing = f"{parent.id} is the run's best node"
+    elif best is not None and parent.ok:
+        standing = (
+            f"{parent.id} is not the best node (the best is {best.id}, {best.score:.6g}): the search explores "
+            "its branch, which may lead further than the best's"
+        )
+    else:
+        standing = f"{parent.id} is the node to build on"
+    stagnation = graph.stagnation(parent.id)
+    if stagnation >= 2:
+        standing += f"; its branch has gone {stagnation} attempts without a gain"
+    return standing + reason
+
+
 def outcome_line(node: Node, parent: Node | None = None) -> str:
-    """One line: the node, what it did and how it went (against ``parent`` when given)."""
-    what = str(node.meta.get("summary") or node.meta.get("move") or node.meta.get("recipe") or node.op)
-    what = " ".join(what.split())[:140]
+    """One line: the node, its title and how it went (against ``parent`` when given)."""
+    what = node.title or str(node.meta.get("summary") or node.meta.get("move") or node.meta.get("recipe") or node.op)
+    what = " ".join(what.split())
     seconds = f", {node.timing['exec_s']:.0f} s" if node.timing.get("exec_s") is not None else ""
     if not node.ok:
         last = ((node.failure or "").strip().splitlines() or [""])[-1][:160]

@@ -14,7 +14,7 @@ from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Pr
 from ..core.vocabulary import FailureKind, Op
 from ..search.evidence import converged
 from ..util.fs import sha256_text
-from .budget import INTERRUPTED, Stop, mark_cut_short
+from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .fix_loop import fix_loop
 from .folder import RunDir
 from .health import check_brain_health
@@ -118,6 +118,7 @@ class Agent:
         if reference is not None:
             return reference, self.references.time_limit(timeout)
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
+        action = affordable(action, graph, timeout, s.clock.full_limit_s())  # no script the time left cannot run
         if action.op == Op.BLEND:
             timeout = s.clock.next_limit_s(graph, action.parents)
         return action, timeout

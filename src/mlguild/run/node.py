@@ -135,9 +135,10 @@ def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
     results.append(session.run.path, node, session.run.journal.records)
     if node.op == Op.REFIT:  # the final stage's: nothing for the search to learn or promote
         return
-    if node.op == Op.EDA and node.status == Status.EXPLORED:
+    if node.op == Op.EDA:  # a failed exploration passes on what it printed, with its error
         stdout = read_text_no_follow(session.run.node_dir(node.id) / "stdout.txt")
-        if add_findings(session.run.path, node.id, stdout):
+        failure = "" if node.status == Status.EXPLORED else f"{node.status}: {node.failure or ''}"
+        if add_findings(session.run.path, node.id, stdout, failure):
             mark_seen(session.run)  # the harness's own edit of the brief, not a person's
         session.contexts.brief = None  # the next proposal reads the brief with the findings
     if node.op not in (Op.RERUN, Op.EDA):  # a re-run repeats its node: nothing new to remember

@@ -61,7 +61,12 @@ class Session:
         self.pools = Pools.open(run.path, community_code(run))
         self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported
         results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)
-        self.contexts = ContextBuilder(run, self.memory, self.scorers.holdout.metric.direction, self.pools)
+        holdout = self.scorers.holdout
+        self.contexts = ContextBuilder(
+            run, self.memory, holdout.metric.direction, self.pools,
+            spread=lambda node_id: holdout.spread(run.node_dir(node_id) / "output" / "holdout.csv"),
+            columns=lambda node_id: holdout.column_scores(run.node_dir(node_id) / "output" / "holdout.csv"),
+        )  # fmt: skip
 
     def code(self, node: Node) -> str:
         """The node's script as it is on disk (read without following links)."""

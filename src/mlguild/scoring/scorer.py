@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mlguild.core.errors import ScorerIntegrityError
-from mlguild.metrics import Metric, Score, get_metric
+from mlguild.metrics import Metric, Score, get_metric, per_column
 from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import (
     SubmissionFormat,
@@ -116,6 +116,25 @@ class Scorer:
             path, self._answers(), self.format, self.metric, spec.target_columns, spec.metric_params,
             spec.positive_label, spec.classes, seed=seed, labels=self.labels,
         )  # fmt: skip
+
+    def column_scores(self, path: str | os.PathLike) -> dict[str, float] | None:
+        """For a task with several target columns whose metric averages a one-column metric
+        (mcrmse averages rmse): that metric on each column, so a prompt can say which target
+        a model gets wrong. None for other tasks, or when a column cannot be scored alone."""
+        spec, name = self.spec, self.metric.name
+        if len(spec.target_columns) < 2 or per_column(name) == name:
+            return None
+        self._check_integrity()
+        truth, pred, _, _ = _prepared(
+            path, self._answers(), self.format, self.metric, spec.target_columns, spec.metric_params,
+            spec.positive_label, spec.classes, labels=self.labels,
+        )  # fmt: skip
+        one = get_metric(per_column(name))
+        truth, pred = np.asarray(truth), np.asarray(pred)
+        try:
+            return {c: float(one(truth[:, j], pred[:, j])) for j, c in enumerate(spec.target_columns)}
+        except (ValueError, IndexError):  # e.g. one class only in a column, for AUC
+            return None
 
     def _answers(self) -> pd.DataFrame:
         if self.answers is None:

@@ -71,15 +71,22 @@ def time_section(spec: TaskSpec, run_dir: Path) -> str:
 
 FINDINGS_HEADING = "## Findings of the exploratory node"
 _MAX_FINDINGS = 4000  # characters of its output the brief keeps (the end: summaries come last)
+_MAX_ERROR = 1500  # characters of a failed exploration's error the brief keeps (its end)
 
 
-def add_findings(run_dir: Path, node_id: str, output: str) -> bool:
-    """Append what the exploratory node printed to the brief, once; False if already there."""
+def add_findings(run_dir: Path, node_id: str, output: str, failure: str = "") -> bool:
+    """Append what the exploratory node printed to the brief, once; False if already there.
+    A failed exploration (a crash, its time limit) still passes on what it printed before it
+    stopped, with its error: the next prompts know what was found and why it stopped."""
     text = read_brief(run_dir)
     if FINDINGS_HEADING in text:
         return False
     findings = output.strip()[-_MAX_FINDINGS:] or "(it printed nothing)"
-    atomic_write(brief_path(run_dir), f"{text.rstrip()}\n\n{FINDINGS_HEADING} {node_id}\n\n```\n{findings}\n```\n")
+    section = f"{FINDINGS_HEADING} {node_id}\n\n```\n{findings}\n```\n"
+    if failure.strip():
+        error = failure.strip()[-_MAX_ERROR:]
+        section += f"\nThe exploration did not finish; what it printed above is all it found. Its error:\n\n```\n{error}\n```\n"
+    atomic_write(brief_path(run_dir), f"{text.rstrip()}\n\n{section}")
     return True
 
 

@@ -6,6 +6,7 @@ Computed once per run from the *workspace* files (never from sealed data), saved
 
 from __future__ import annotations
 
+import csv
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,10 +96,13 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
 
 
 def _count_rows(path: Path) -> int:
+    """The data rows of a CSV file as a CSV reader counts them: a quoted text field may hold
+    line breaks, so counting lines would overstate them (tweets, reviews)."""
     if not path.exists():
         return 0
-    with open(path, "rb") as fh:
-        return max(0, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) - 1)
+    csv.field_size_limit(1 << 30)  # a long text field is a row, not an error
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
 
 
 def summary_text(profile: DataProfile, max_columns: int = 60) -> str:

@@ -29,6 +29,7 @@ from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
+from ...metrics import per_column
 from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
 from ...sandbox.namespace import gpu_devices
@@ -131,7 +132,7 @@ class LLMBrain:
         if action.op == Op.BLEND:  # a blend fitted on out-of-fold predictions needs no LLM
             return fuse_proposal(context)
         node = f"n{context.iteration + 1:04d}"
-        common = self._prepare(context)
+        common = {**self._prepare(context), "op": str(action.op)}
         if action.op == Op.EDA:
             return self.explore(context)
         if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.llm.cycle)
@@ -152,16 +153,18 @@ class LLMBrain:
             parent = context.parents[0]
             plan, code = self._improve(common, parent, context, node)
         else:
-            tried = [_tried_line(h) for h in context.history[-_TRIED_LIMIT:]]
+            # The exploration is in the brief: its node is not an approach that was tried.
+            tried = [_tried_line(h) for h in context.history if h.op != Op.EDA][-_TRIED_LIMIT:]
             if self.options.stepwise:
                 plan, code = self._stepwise(common, tried, node)
             else:
                 plan, code = self.talk.full_script(render("draft", **common, tried=tried), "draft", node)
-        meta: dict[str, object] = {"summary": _first_line(plan), "model": self.llm.model}
+        title = title_of(plan)
+        meta: dict[str, object] = {"summary": title or _first_line(plan), "model": self.llm.model}
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
-        return Proposal(plan=plan, code=code, meta=meta, title=title_of(plan))
+        return Proposal(plan=plan, code=code, meta=meta, title=title)
 
     def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
         """``proposal`` reviewed before it runs (and revised once for a serious finding), when
@@ -206,6 +209,10 @@ class LLMBrain:
             brief=context.brief,
             reports=context.reports,
             ideas=context.ideas,
+            why=context.why,
+            noise=context.noise,
+            full_limit_s=context.full_limit_s,
+            column_metric=per_column(str(task.get("metric", ""))),
         )
 
     def _task_summary(self, context: Context, profile: DataProfile) -> str:
@@ -276,9 +283,12 @@ class LLMBrain:
 
 
 def _tried_line(item) -> str:
-    what = item.meta.get("summary") or item.meta.get("recipe") or item.op
-    outcome = f"{item.score:.5g}" if item.score is not None else item.status
-    return f"{str(what)[:100]} -> {outcome}"
+    """One earlier node: its title (whole), and its score or its failure with the error's last line."""
+    what = item.title or item.meta.get("summary") or item.meta.get("recipe") or item.op
+    if item.score is not None:
+        return f"{item.node_id} {what} -> {item.score:.5g}"
+    last = ((item.failure or "").strip().splitlines() or [""])[-1][:200]
+    return f"{item.node_id} {what} -> failed ({item.status}){': ' + last if last else ''}"
 
 
 def _first_line(text: str) -> str:

@@ -1,0 +1,70 @@
+"""What the model is told, as reviewed text: each op's prompt from a recorded run with the
+scripted LLM (tests/prompts/prompt_recording.py) is compared with its golden file in
+tests/prompts/golden/, so a change to any prompt is a diff someone reads. After an intended
+change, regenerate them with
+
+    MLGUILD_UPDATE_GOLDEN=1 pytest tests/prompts/test_golden_prompts.py
+
+and review the diff of tests/prompts/golden/ before committing it."""
+
+from __future__ import annotations
+
+import difflib
+import os
+
+import pytest
+from prompt_recording import GOLDEN, NEAR_END_S, record_prompts
+
+from mlguild.brains.llm import brain as brain_module
+
+UPDATE = os.environ.get("MLGUILD_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(scope="module")
+def prompts(tmp_path_factory) -> dict[str, str]:
+    with pytest.MonkeyPatch.context() as patch:  # a home of its own: no other run's memory
+        patch.setenv("MLGUILD_HOME", str(tmp_path_factory.mktemp("golden-home")))
+        # The optional libraries a prompt names are this machine's: the golden prompts name none.
+        patch.setattr(brain_module, "_extra_libraries", lambda: [])
+        return record_prompts(tmp_path_factory.mktemp("golden-run"))
+
+
+def test_every_ops_prompt_matches_its_golden_file(prompts):
+    if UPDATE:
+        for name, text in prompts.items():
+            (GOLDEN / f"{name}.txt").write_text(text, encoding="utf-8")
+    stale = sorted({p.stem for p in GOLDEN.glob("*.txt")} - set(prompts))
+    assert not stale, f"golden files no op renders any more: {stale}"
+    for name, text in sorted(prompts.items()):
+        path = GOLDEN / f"{name}.txt"
+        assert path.is_file(), f"no golden prompt {path.name}: run with MLGUILD_UPDATE_GOLDEN=1 and review it"
+        golden = path.read_text(encoding="utf-8")
+        diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True), path.name, "now"))
+        assert text == golden, f"the {name} prompt changed (MLGUILD_UPDATE_GOLDEN=1 regenerates):\n{diff}"
+
+
+def test_each_prompt_carries_what_the_issue_asks_for(prompts):
+    system = prompts["system"]
+    # Row counts as a CSV reader counts them, and which figure is which.
+    assert "data rows as a CSV reader counts them" in system
+    # The exploration's findings reach every later prompt.
+    assert "correlation of x0 with y" in system
+    draft = prompts["draft"]
+    assert "independent of the run's other nodes" in draft and "Build on what worked" not in draft
+    # History shows titles whole, a failure with its error's last line.
+    assert "Logistic curve on x0 -> " in draft
+    debug = prompts["debug"]
+    assert "KeyError" in debug and "What it printed before it stopped" in debug and "loaded 144 training rows" in debug
+    improve = prompts["improve"]
+    # Why this parent: here not the best node, a branch the search explores.
+    assert "## Why this node" in improve and "is not the best node (the best is n0004" in improve
+    assert "never used as a score" in improve and "folds completed: 5 of 5" in improve
+    assert "within noise" in improve
+    assert f"at most {NEAR_END_S} s this time: the run is near its end" in improve
+    assert "Title:" in improve and "build on" in improve
+    evolve, fuse = prompts["evolve"], prompts["fuse"]
+    assert "Why this branch:" in evolve and "within noise" in evolve and "within noise" in fuse
+    assert "folds completed" in fuse
+    assert "did not finish" not in system  # the exploration finished
+    assert "best_slope" in prompts["cycle_fix"]
+    assert "the test file has" in prompts["brief"] and "these counts are the files'" in prompts["brief"]
