@@ -94,7 +94,11 @@ def predict(
                 shutil.copyfile(file, staged / file.name)
         final = evidence["final"]
         seconds += runner.run(
-            export, final_dir, int(final["seed"]), final["node"], "the blend" if evidence["members"] else "the final script"
+            export,
+            final_dir,
+            int(final["seed"]),
+            final["node"],
+            "the blend" if evidence["members"] else "the final script",
         )
         ids = read_csv_exact(data / spec.test_file)[spec.id_column].tolist()
         written = final_dir / "output" / "submission.csv"
