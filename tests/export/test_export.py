@@ -100,7 +100,10 @@ def test_the_recipes_write_importances_which_the_report_plots(blended_run):
     written = [node for node in members if (blended_run / "nodes" / node / "output" / "importance.csv").is_file()]
     assert written  # the tree and linear recipes write them; a model exposing none says so instead
     for node in set(members) - set(written):
-        assert "no feature importances: the model exposes none" in (blended_run / "nodes" / node / "stdout.txt").read_text()
+        assert (
+            "no feature importances: the model exposes none"
+            in (blended_run / "nodes" / node / "stdout.txt").read_text()
+        )
     for node in written:
         table = pd.read_csv(blended_run / "nodes" / node / "output" / "importance.csv")
         assert list(table.columns) == ["feature", "importance"] and len(table)
