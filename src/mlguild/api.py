@@ -91,6 +91,34 @@ def open(run: str | Path) -> Result:
     return Result(Path(run).absolute())
 
 
+LEADERBOARD_COLUMNS = [
+    "model", "best_node", "holdout_score", "oof_score", "nodes", "failed", "script_s", "fit_s", "predict_s",
+]  # fmt: skip
+
+
+def _fit_predict_seconds(view: RunView, node: Node) -> dict[str, float | None]:
+    """The seconds a node's script spent fitting and predicting, from the manifest it saved
+    with its model (``output/model/mlguild-model.json``); a blend's are its members' sums."""
+    import json
+
+    def manifest(node_id: str) -> Path:
+        return view.path / "nodes" / node_id / "output" / "model" / "mlguild-model.json"
+
+    parts = [node.id]
+    if node.op in (Op.BLEND, Op.FUSE) and not manifest(node.id).is_file():  # a blend of predictions
+        parts = list(node.parents)
+    totals: dict[str, float | None] = {"fit_s": 0.0, "predict_s": 0.0}
+    for part in parts:
+        try:
+            saved = json.loads(manifest(part).read_text())
+        except (OSError, ValueError):
+            return {"fit_s": None, "predict_s": None}
+        for key in totals:
+            value = saved.get(key)
+            totals[key] = None if value is None or totals[key] is None else round(float(totals[key] or 0) + value, 3)
+    return totals
+
+
 def _as_csv(data: pd.DataFrame | str | Path, dest: Path, what: str) -> Path:
     import pandas as pd
 
@@ -139,7 +167,8 @@ class Result:
         """One row per model family (a recipe, or an LLM-written branch) and per blend, best
         first: its best node, holdout score, out-of-fold score (scored here on the training
         labels, when the node wrote out-of-fold predictions), nodes tried and the seconds its
-        best node's script ran (fitting and predicting)."""
+        best node's script ran, and of those the seconds spent fitting and predicting, where the
+        script saved them with its model (the recipes do; a blend adds up its members')."""
         import pandas as pd
 
         view = self._view
@@ -163,11 +192,10 @@ class Result:
                     "nodes": len(nodes),
                     "failed": sum(1 for n in nodes if not n.ok),
                     "script_s": round(float(best.timing.get("exec_s", 0.0)), 2) if best else None,
+                    **(_fit_predict_seconds(view, best) if best else {"fit_s": None, "predict_s": None}),
                 }
             )
-        frame = pd.DataFrame(
-            rows, columns=["model", "best_node", "holdout_score", "oof_score", "nodes", "failed", "script_s"]
-        )
+        frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
         key = frame["holdout_score"].astype(float) * sign
         return (
             frame.assign(_key=key)

@@ -580,7 +580,7 @@ def test_seed_averaging_move(messy, digits):
     base, meta = _moved(messy, "lightgbm", "seed_averaging")
     assert diff(base, meta) == {"run.seeds": [1, 3]}
     code = _render(messy, meta)
-    assert "N_SEEDS = 3\n" in code and "models = fit_seeds(" in code and "seed=SEED + k" in code
+    assert "N_SEEDS = 3\n" in code and "else fit_seeds(" in code and "seed=SEED + k" in code
     assert "N_SEEDS" not in _render(messy, base)
     # Only where a seed changes the fit: not linear models, and not forests (a forest averaged
     # over seeds is a bigger forest, which more_trees already offers).

@@ -76,3 +76,17 @@ def test_the_docs_site_builds_strictly_with_the_generated_references(tmp_path):
     assert "--script-timeout" in cli and "mlguild predict" in cli
     config = (tmp_path / "site" / "reference" / "config" / "index.html").read_text()
     assert "firewall.holdout_fraction" in config
+
+
+def test_the_readme_is_a_front_page_whose_links_lead_into_the_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250, "the README is the front page: move reference text into docs/"
+    assert "./scripts/demo" in readme and "./scripts/test" in readme and "pip install" in readme
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", readme)
+    assert "docs/quickstart.md" in links and "docs/reference/cli.md" in links
+    for link in links:
+        assert (ROOT / link).is_file(), f"the README links to {link}, which does not exist"
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for link in links:
+        if link.startswith("docs/"):
+            assert link.removeprefix("docs/") in nav, f"{link} is linked from the README but not in mkdocs.yml's nav"

@@ -1,4 +1,4 @@
-"""The library entry (mlguild.run.start / resume), driven as the README shows it."""
+"""The library entry (mlguild.run.start / resume), driven as docs/guides/export.md shows it."""
 
 from __future__ import annotations
 

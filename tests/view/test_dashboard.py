@@ -177,3 +177,21 @@ def test_serve_refuses_a_folder_that_does_not_exist(tmp_path):
     )
     assert out.returncode == 2
     assert "is not a folder of runs" in out.stderr and "fix:" in out.stderr
+
+
+def test_a_node_page_plots_the_importances_its_script_wrote(served, page):
+    # What a recipe script writes (output/importance.csv), here for the first node of the run
+    output = served.runs / "rec" / "nodes" / "n0001" / "output"
+    output.mkdir(exist_ok=True)
+    (output / "importance.csv").write_text("feature,importance\nx1,0.2\nx0,0.7\nx2,0.1\n")
+    page.goto(served.url + "/#/run/rec/node/n0001")
+    card = page.locator("#node-page[data-id='n0001'] #importance")
+    card.wait_for()
+    assert card.locator("svg rect").count() == 3
+    labels = [t for t in card.locator("svg text").all_text_contents() if t.startswith("x")]
+    assert labels == ["x0", "x1", "x2"]  # largest first
+    screenshot(page, "dashboard-node-importance")
+    assert not page.errors
+    page.goto(served.url + "/#/run/rec/node/n0002")  # a node that wrote none shows no chart
+    page.locator("#node-page[data-id='n0002']").wait_for()
+    assert page.locator("#importance").count() == 0

@@ -37,9 +37,10 @@ def predict(
         None, help="Most time one script may run, e.g. 20m (default: the run's sandbox.script_timeout_s)."
     ),
 ) -> None:
-    """Predict new rows with a run's final solution: the script runs again in the sandbox,
-    trained as in the run and with its seed, with the new rows as its test rows; the
-    predictions are checked like any submission before they are written."""
+    """Predict new rows with a run's final solution, in the sandbox: a script that saved its
+    fitted model applies it without fitting; any other is refitted as in the run, with its seed
+    and the new rows as its test rows. Each says which it did; the predictions are checked
+    like any submission before they are written."""
     from ..config import parse_duration
     from ..export.predict import predict as predict_rows
 

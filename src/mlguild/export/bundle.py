@@ -200,8 +200,11 @@ def _readme(evidence: dict[str, Any], spec: TaskSpec) -> str:
         "```",
         "",
         f"`new_rows.csv` needs the columns of `data/{spec.test_file}` (the id column `{spec.id_column}` and "
-        "every input column). The script is run again in mlguild's sandbox on `data/` with the new rows as "
-        "its test rows, with the seed it ran with.",
+        "every input column). In mlguild's sandbox, a script that saved its fitted model (`model/` with "
+        "`mlguild-model.json`) applies it to the new rows without fitting; any other is run again on `data/` "
+        "with the new rows as its test rows, with the seed it ran with. By hand, a script with a saved model "
+        "predicts with `MLGUILD_MODEL_DIR=model MLGUILD_PREDICT_ROWS=new_rows.csv` set and `new_rows.csv` "
+        "copied into `data/`; it writes `output/submission.csv` for those rows alone.",
         "",
         "## Rerun by hand",
         "",

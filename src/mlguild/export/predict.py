@@ -2,10 +2,11 @@
 
 The new rows become the test rows of a copy of the export's data folder, and the final
 script runs again in the sandbox, with the seed it ran with: for a blend, each member first,
-its predictions staged for the blend as the run staged them. The scripts retrain on the
-export's data as they did in the run (a script that saved ``output/model/`` may load it
-instead; the contract leaves that to the script), so the same rows get the same predictions
-the run's final submission gave them. The predictions are checked like any submission (every
+its predictions staged for the blend as the run staged them. A script that saved its fitted
+model (``output/model/`` with ``mlguild-model.json``, as the recipes do) is given it back with
+the new rows in ``MLGUILD_PREDICT_ROWS`` and applies it without fitting; any other script is
+refitted on the export's data as it ran in the run, the new rows as its test rows. Either way
+the same rows get the predictions the run's final submission gave them. The predictions are checked like any submission (every
 new row once, every value valid) before they are written.
 """
 
@@ -33,6 +34,8 @@ from ..util.fs import atomic_write, read_no_follow
 from .bundle import EXPORT_FILE, export_run
 
 Say = Callable[[str], None]
+PREDICT_ROWS = "predict_rows.csv"  # the new rows, beside the run's test rows, for a saved model
+MODEL_MANIFEST = "mlguild-model.json"  # in output/model/: the script predicts from its saved model
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class Prediction:
     path: Path
     rows: int
     seconds: float
+    refitted: tuple[str, ...] = ()  # the nodes whose scripts had no saved model and were fitted again
+    applied: tuple[str, ...] = ()  # the nodes whose saved models were applied
 
 
 def is_export(path: Path) -> bool:
@@ -77,18 +82,24 @@ def predict(
         spec = TaskSpec.model_validate(evidence["spec"])
         data = _data_with(export, spec, new_rows, work / "data", say)
         timeout = timeout_s or float(evidence["timeout_s"])
-        runner = _Runner(sandbox, data, int(evidence["threads"]), timeout)
+        runner = _Runner(sandbox, data, int(evidence["threads"]), timeout, say)
         seconds = 0.0
         final_dir = work / "final"
         for member in evidence["members"]:
             folder = work / "members" / member["name"]
-            seconds += runner.run(export / member["folder"], folder, int(member["seed"]), f"member {member['node']}")
+            seconds += runner.run(export / member["folder"], folder, int(member["seed"]), member["node"], "member")
             staged = final_dir / PARENT_OUTPUTS / member["name"]
             staged.mkdir(parents=True)
             for file in (folder / "output").glob("*.csv"):
                 shutil.copyfile(file, staged / file.name)
         final = evidence["final"]
-        seconds += runner.run(export, final_dir, int(final["seed"]), f"the final script ({final['node']})")
+        seconds += runner.run(
+            export,
+            final_dir,
+            int(final["seed"]),
+            final["node"],
+            "the blend" if evidence["members"] else "the final script",
+        )
         ids = read_csv_exact(data / spec.test_file)[spec.id_column].tolist()
         written = final_dir / "output" / "submission.csv"
         try:
@@ -100,7 +111,7 @@ def predict(
             ) from exc
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, read_no_follow(written))
-        return Prediction(out, len(ids), round(seconds, 2))
+        return Prediction(out, len(ids), round(seconds, 2), tuple(runner.refitted), tuple(runner.applied))
 
 
 def _data_with(export: Path, spec: TaskSpec, new_rows: Path, dest: Path, say: Say) -> Path:
@@ -141,6 +152,10 @@ def _data_with(export: Path, spec: TaskSpec, new_rows: Path, dest: Path, say: Sa
         repeated = rows[spec.id_column][rows[spec.id_column].duplicated()].iloc[0]
         raise TaskError(f"{new_rows.name} repeats the id {repeated!r}", f"give each row its own {spec.id_column}")
     rows = rows[columns]
+    # A saved model is applied to PREDICT_ROWS beside the run's own test rows (its encoders
+    # are fitted on those); a refitted script and a blend read the new rows as the test rows.
+    shutil.copytree(dest, dest.with_name("data-saved-model"))
+    rows.to_csv(dest.with_name("data-saved-model") / PREDICT_ROWS, index=False)
     rows.to_csv(dest / spec.test_file, index=False)
     template = read_csv_exact(dest / spec.sample_submission)
     sample = pd.DataFrame(
@@ -162,12 +177,15 @@ def _labels(data: Path, spec: TaskSpec) -> set[str]:
 class _Runner:
     """Runs one script folder's ``solution.py`` in the sandbox on the prediction data."""
 
-    def __init__(self, kind: str, data: Path, threads: int, timeout_s: float):
+    def __init__(self, kind: str, data: Path, threads: int, timeout_s: float, say: Say):
         self.sandbox = get_sandbox(kind)
-        self.data, self.threads, self.timeout_s = data, threads, timeout_s
+        self.data, self.threads, self.timeout_s, self.say = data, threads, timeout_s, say
         self.limits = load_config(None, []).sandbox.limits(timeout_s)
+        self.refitted: list[str] = []
+        self.applied: list[str] = []
 
-    def run(self, source: Path, folder: Path, seed: int, what: str) -> float:
+    def run(self, source: Path, folder: Path, seed: int, node: str, role: str) -> float:
+        what = f"{role} {node}"
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / "solution.py", folder / "solution.py")
         extra = {
@@ -175,9 +193,13 @@ class _Runner:
             "MLGUILD_TIME_BUDGET": str(int(self.timeout_s)),
             "MLGUILD_THREADS": str(self.threads),
         }
+        data = self.data
         if (source / "model").is_dir():  # a script that saved its fitted model may load it, not retrain
             shutil.copytree(source / "model", folder / "model")
             extra["MLGUILD_MODEL_DIR"] = "model"
+        if (source / "model" / MODEL_MANIFEST).is_file():  # it says it predicts from it: no fitting
+            extra["MLGUILD_PREDICT_ROWS"] = PREDICT_ROWS
+            data = self.data.with_name("data-saved-model")
         env = safe_env(cwd=folder, extra=extra)
         result = self.sandbox.run(
             [sys.executable, "solution.py"],
@@ -186,7 +208,7 @@ class _Runner:
             limits=self.limits,
             stdout_path=folder / "stdout.txt",
             stderr_path=folder / "stderr.txt",
-            data_dir=self.data,
+            data_dir=data,
         )
         if result.exit_code != 0 or not (folder / "output" / "submission.csv").is_file():
             last = (result.stderr_tail.strip().splitlines() or [result.reason or "no message"])[-1]
@@ -194,4 +216,12 @@ class _Runner:
                 f"{what} failed on the new rows ({result.reason or result.status}): {last[:300]}",
                 "check that the new rows have the kinds of values the task's rows have",
             )
+        if role == "the blend":  # its weights, applied to the members' predictions staged for it
+            self.say(f"{what}: its weights applied to the members' predictions ({result.duration_s:.1f} s)")
+        elif data == self.data:
+            self.refitted.append(node)
+            self.say(f"{what}: no saved model, refitted on the export's data ({result.duration_s:.1f} s)")
+        else:
+            self.applied.append(node)
+            self.say(f"{what}: applied its saved model, nothing fitted ({result.duration_s:.1f} s)")
         return result.duration_s

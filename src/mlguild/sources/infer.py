@@ -68,7 +68,7 @@ def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], 
     found = ", ".join(sorted(named)) or "no CSV files"
     raise TaskError(
         f"cannot tell which file is the {role} in {data_dir} ({found})",
-        f"write task.yaml naming it (see README, 'task.yaml'), or rename it to {exact[0]}",
+        f"write task.yaml naming it (see docs/guides/task-folders.md), or rename it to {exact[0]}",
     )
 
 
@@ -163,13 +163,13 @@ def infer_task(
     if len(sample_header) < 2:
         raise TaskError(
             f"{sample_path} has a single column {sample_header}: no id and prediction columns",
-            "write task.yaml by hand (see README, 'task.yaml')",
+            "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
     if id_column not in test_header:
         raise TaskError(
             f"the sample submission's first column {id_column!r} is not a column of {test_path.name}",
-            "write task.yaml by hand, naming id_column (see README, 'task.yaml')",
+            "write task.yaml by hand, naming id_column (see docs/guides/task-folders.md)",
         )
     predicted = [c for c in sample_header if c != id_column]
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
@@ -223,7 +223,7 @@ def infer_task(
             raise TaskError(
                 f"the sample submission's columns {predicted[:6]} are neither the target {targets[0]!r} "
                 f"nor its classes ({labels[:6]})",
-                "write task.yaml by hand (see README, 'task.yaml')",
+                "write task.yaml by hand (see docs/guides/task-folders.md)",
             )
 
     if task_type is None and grouped is not None:

@@ -29,7 +29,7 @@ def several_task_type(train: pd.DataFrame, targets: list[str]) -> str:
         return "regression"
     raise TaskError(
         f"the target columns {targets[:6]} are neither all numeric nor all the same two labels",
-        "write task.yaml by hand (see README, 'task.yaml'), or pass --task-type",
+        "write task.yaml by hand (see docs/guides/task-folders.md), or pass --task-type",
     )
 
 
@@ -69,6 +69,6 @@ def ranking_shape(
         raise TaskError(
             f"ids repeat in the sample submission (a ranking), but its columns {predicted[:6]} hold "
             f"{len(scores)} score columns besides the item columns {keys[:6]} found in the test file",
-            "write task.yaml by hand with ids_unique: false and key_columns (see README, 'Ranking tasks')",
+            "write task.yaml by hand with ids_unique: false and key_columns (see docs/guides/shapes.md, 'Ranking tasks')",
         )
     return keys, scores[0]

@@ -143,7 +143,7 @@ def _read_spec(root: Path) -> TaskSpec:
     if not spec_path.exists():
         raise TaskError(
             f"{root} has no task.yaml (metric, id and target columns)",
-            f"write one (see README, 'task.yaml') or convert a CSV with `mlguild init csv:{root}/public/train.csv --target COLUMN`",
+            f"write one (see docs/guides/task-folders.md) or convert a CSV with `mlguild init csv:{root}/public/train.csv --target COLUMN`",
         )
     try:
         raw = yaml.safe_load(spec_path.read_text()) or {}

@@ -22,6 +22,7 @@ from ..core.graph import Node
 from ..core.score import format_score
 from ..final.confirm import confirmation_line
 from ..util.fs import atomic_write
+from .importance import final_importance
 from .runs import RunView, load_run, pools
 
 TOP_K = 10
@@ -201,6 +202,10 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
             for n in facts["top"]
         ],
     )
+    whose, importance = final_importance(view)
+    if importance:
+        lines += ["", "## Feature importance", "", f"The final model's largest ({whose}):", ""]
+        lines += _md_table(["feature", "importance"], [[name, f"{value:.4f}"] for name, value in importance[:10]])
     lines += ["", "## Failures", ""]
     lines += (
         _md_table(
@@ -239,7 +244,19 @@ def _plots(view: RunView) -> tuple[list[tuple[str, str]], str]:
         plots.append(("Failures by class", _failure_plot(plt, failures)))
     if view.calls:
         plots.append(("LLM tokens and cost over time", _llm_plot(plt, view)))
+    whose, importance = final_importance(view)
+    if importance:
+        plots.append((f"Feature importance ({whose})", _importance_plot(plt, importance)))
     return plots, ""
+
+
+def _importance_plot(plt: Any, pairs: list[tuple[str, float]]) -> str:
+    """The final model's largest importances as horizontal bars, the largest on top."""
+    fig, ax = plt.subplots(figsize=(7, 0.25 * len(pairs) + 0.8))
+    names = [name if len(name) <= 40 else name[:39] + "…" for name, _ in reversed(pairs)]
+    ax.barh(names, [value for _, value in reversed(pairs)], color="#2563eb")
+    ax.set_xlabel("importance (scaled to sum 1 over every feature)")
+    return _svg(plt, fig)
 
 
 def _svg(plt: Any, fig: Any) -> str:

@@ -9,8 +9,10 @@ modification time, so a dashboard polling a big run parses its journal only when
 
 from __future__ import annotations
 
+import csv
 import difflib
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -311,7 +313,25 @@ def node_detail(view: RunView, node_id: str) -> dict[str, Any]:
         "children": [n.id for n in view.state.graph if node_id in n.parents],
         "is_best": node_id == view.state.best_id,
         "report": view.read(node_id, "report.md"),
+        "importance": [  # output/importance.csv, largest first, names cut to fit the bar chart
+            (name if len(name) <= 24 else name[:23] + "…", round(value, 4))
+            for name, value in read_importance(view.node_dir(node_id))
+        ],
     }
+
+
+IMPORTANCE = Path("output") / "importance.csv"  # optional in the script contract; the recipes write it
+
+
+def read_importance(node_dir: Path, limit: int = 20) -> list[tuple[str, float]]:
+    """The ``limit`` largest (feature, importance) pairs a node wrote, largest first; none when
+    it wrote no importance.csv or an unreadable one. Only shown: nothing is chosen by it."""
+    try:
+        with (node_dir / IMPORTANCE).open(newline="") as handle:
+            rows = [(str(r["feature"]), float(r["importance"])) for r in csv.DictReader(handle)]
+    except (OSError, KeyError, ValueError, TypeError, csv.Error):
+        return []
+    return sorted([r for r in rows if math.isfinite(r[1])], key=lambda r: -r[1])[:limit]
 
 
 def pools(view: RunView) -> dict[str, Any]:

@@ -235,6 +235,7 @@ async function nodePage(rid, nid) {
       n.recall.length ? h("div", { class: "card", id: "recall" }, h("h2", {}, "Memory records its brain was shown"), h("ul", {}, n.recall.map(r => h("li", {}, r)))) : null,
       n.failure_full ? h("div", { class: "card" }, h("h2", {}, `Failure: ${n.status}`), h("pre", {}, n.failure_full)) : null,
       h("div", { class: "card" }, h("h2", {}, "stdout (tail)"), h("pre", {}, n.stdout || "(empty)"), h("h2", {}, "stderr (tail)"), h("pre", {}, n.stderr || "(empty)")),
+      n.importance && n.importance.length ? h("div", { class: "card", id: "importance" }, h("h2", {}, "Feature importance (output/importance.csv, largest first)"), barPlot(n.importance, { empty: "none" })) : null,
       n.report ? h("div", { class: "card" }, h("h2", {}, "report.md"), h("pre", { class: "text" }, n.report)) : null));
   };
   await draw();
