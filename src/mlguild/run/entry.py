@@ -37,6 +37,7 @@ from ..firewall.time_split import split_line
 from ..kaggle.api import competition_slug
 from ..kaggle.submitter import Submitter, kaggle_slug
 from ..llm.base import LLM
+from ..llm.reach import local_server_warnings, unreachable_local
 from ..llm.registry import make_llm
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
@@ -112,6 +113,14 @@ def check_config(config: Config, dry_run: bool = False) -> str:
     return brain_name
 
 
+def check_local_servers(config: Config, brain_name: str, say: Say) -> None:
+    """A brain that writes code with an LLM on a local server that refuses connections: stop
+    now when the whole chain is down, else one warning per silent server (llm/reach)."""
+    if brain_name in LLM_CODE_BRAINS:
+        for line in local_server_warnings(config.llm.models):
+            say(line, True)
+
+
 def start(
     task: Task | str | Path,
     config: Config | None = None,
@@ -133,6 +142,7 @@ def start(
     brief, then return the run folder (closed) without running a node."""
     config = config or load_config(None, [])
     brain_name = check_config(config, dry_run)
+    check_local_servers(config, brain_name, say)
     if config.budget.time_s is None and config.budget.iterations is None:
         default = config.budget.default_time_s
         config = config.model_copy(update={"budget": config.budget.model_copy(update={"time_s": default})})
@@ -177,6 +187,7 @@ def resume(
     try:
         config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
         graph = _check_not_finished(run, config)
+        check_local_servers(config, resolve_brain_name(config.brain.name, bool(config.llm.models)), say)
         on_resume(run, graph, overrides or [])  # journaled before anything changes
         if overrides:
             run.config = config
@@ -292,9 +303,12 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
         )
         return ScriptedLLM(model="scripted/prior", default=default)
     records = [r for r in run.journal.records if r["type"] == "llm_call"]
-    return build_router(
+    router = build_router(
         cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
     )
+    for down in unreachable_local(cfg.llm.models):  # warned about before the run; the rest of the chain serves
+        router.park(down.model, f"no server answers at {down.url} ({down.reason})")
+    return router
 
 
 def _brain_for(cfg: Config, name: str, llm: LLM | None) -> Brain:
