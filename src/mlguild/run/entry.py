@@ -50,6 +50,7 @@ from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task, test_gap
 from .budget import Stop, spent_budget
+from .disk_full import resumable_when_full
 from .folder import RunDir, create_run, open_run
 from .interventions import mark_seen, on_resume
 from .loop import Agent
@@ -164,11 +165,12 @@ def start(
     if (split := split_line(run.workspace.manifest()["split"])) is not None:
         say(*split)  # a holdout of the latest rows, or the warning for a random one on time-ordered data
     try:
-        if not launch:
-            llm = _llm_for(run, brain_name, dry_run)
-            _write_brief(run, None if dry_run else llm, say)
-            return run
-        return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
+        with resumable_when_full(run.path):  # a disk that fills up: one line, and the run resumes
+            if not launch:
+                llm = _llm_for(run, brain_name, dry_run)
+                _write_brief(run, None if dry_run else llm, say)
+                return run
+            return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
 
@@ -183,16 +185,18 @@ def resume(
 ) -> Finished:
     """Continue the run at ``path`` after a stop or a kill (finished nodes are never run
     again); ``overrides`` (``section.field=value``) change its saved configuration first."""
-    run = open_run(path)
+    with resumable_when_full(Path(path).resolve()):
+        run = open_run(path)
     try:
         config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
         graph = _check_not_finished(run, config)
         check_local_servers(config, resolve_brain_name(config.brain.name, bool(config.llm.models)), say)
-        on_resume(run, graph, overrides or [])  # journaled before anything changes
-        if overrides:
-            run.config = config
-            save_config(run.config, run.path / "config.yaml")
-        return drive(run, say=say, watch=watch, on_event=on_event)
+        with resumable_when_full(run.path):
+            on_resume(run, graph, overrides or [])  # journaled before anything changes
+            if overrides:
+                run.config = config
+                save_config(run.config, run.path / "config.yaml")
+            return drive(run, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
 
