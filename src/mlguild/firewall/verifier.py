@@ -16,6 +16,7 @@ import pandas as pd
 from ..task.column_parsers import parse_datetime
 from ..task.spec import HOLDOUT_INPUTS
 from ..util.fs import sha256_file
+from .copies import copied_columns
 from .workspace import Workspace, comparable, read_csv_exact
 
 
@@ -105,12 +106,11 @@ def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[s
         return []
     problems = []
     for target in targets:
-        truth = comparable(on_sealed[f"{target}__sealed"])
-        if truth.nunique() < 2:
+        truth = on_sealed[f"{target}__sealed"]
+        if comparable(truth).nunique() < 2:
             continue
-        for col in frame.columns:
-            if col not in (id_column, _POS) and col not in targets and (comparable(on_sealed[col]) == truth).all():
-                problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
+        for col in copied_columns(on_sealed[list(frame.columns)], truth, skip={id_column, _POS, *targets}):
+            problems.append(f"{rel} column {col!r} is an exact copy of the sealed {target!r} labels")
     return problems
 
 

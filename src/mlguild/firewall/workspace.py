@@ -27,6 +27,7 @@ from ..task.folder import Task
 from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
 from ..util.fs import sha256_file
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
+from .copies import copied_columns
 from .draws import split_holdout
 from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
 
@@ -363,14 +364,9 @@ def _no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
     the verifier would rightly refuse the workspace later. Said now, as the data's problem."""
     spec = task.spec
     for target in spec.target_columns:
-        truth = comparable(train[target])
-        if truth.nunique() < 2:
+        if comparable(train[target]).nunique() < 2:
             continue
-        copies = [
-            c
-            for c in train.columns
-            if c not in (spec.id_column, *spec.target_columns) and (comparable(train[c]) == truth).all()
-        ]
+        copies = copied_columns(train, train[target], skip={spec.id_column, *spec.target_columns})
         if copies:
             raise TaskError(
                 f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "

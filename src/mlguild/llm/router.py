@@ -195,6 +195,11 @@ class Router:
         # Full jitter: workers that failed together do not retry together.
         return self._rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (n - 1)))
 
+    def park(self, model: str, why: str) -> None:
+        """Skip ``model`` for the rest of this session (a local server that refused a
+        connection before the run began: retrying it on every call would only wait)."""
+        self._parked[model] = (None, why)
+
     def _park(self, model: str, exc: QuotaExhausted) -> None:
         until = None if self.park_s is None else self._clock() + self.park_s
         span = "for the rest of the run" if until is None else f"for {self.park_s:.0f}s"

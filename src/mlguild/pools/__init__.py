@@ -18,6 +18,7 @@ from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
 from ..llm.base import LLM, Message
 from ..prompts import render
+from ..run.disk_full import full_disk_detail
 from ..run.folder import RunDir
 from ..task.knowledge import Item, list_items
 from ..util.fs import read_text_no_follow
@@ -43,6 +44,8 @@ class Pools:
         try:
             store = PoolStore.of_run(run_dir)
         except sqlite3.DatabaseError as exc:  # a damaged file: everything in it can be rebuilt
+            if full_disk_detail(exc) is not None:  # not damaged: the disk is full (run/disk_full says so)
+                raise
             raise RunError(
                 f"the run's pools file {run_dir / FILE} cannot be read ({exc})",
                 f"move it away (`mv {run_dir / FILE} {run_dir / FILE}.damaged`), then `mlguild resume {run_dir}`: "

@@ -37,6 +37,7 @@ from ..firewall.time_split import split_line
 from ..kaggle.api import competition_slug
 from ..kaggle.submitter import Submitter, kaggle_slug
 from ..llm.base import LLM
+from ..llm.reach import local_server_warnings, unreachable_local
 from ..llm.registry import make_llm
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
@@ -49,6 +50,7 @@ from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task, test_gap
 from .budget import Stop, spent_budget
+from .disk_full import resumable_when_full
 from .folder import RunDir, create_run, open_run
 from .interventions import mark_seen, on_resume
 from .loop import Agent
@@ -112,6 +114,14 @@ def check_config(config: Config, dry_run: bool = False) -> str:
     return brain_name
 
 
+def check_local_servers(config: Config, brain_name: str, say: Say) -> None:
+    """A brain that writes code with an LLM on a local server that refuses connections: stop
+    now when the whole chain is down, else one warning per silent server (llm/reach)."""
+    if brain_name in LLM_CODE_BRAINS:
+        for line in local_server_warnings(config.llm.models):
+            say(line, True)
+
+
 def start(
     task: Task | str | Path,
     config: Config | None = None,
@@ -133,6 +143,7 @@ def start(
     brief, then return the run folder (closed) without running a node."""
     config = config or load_config(None, [])
     brain_name = check_config(config, dry_run)
+    check_local_servers(config, brain_name, say)
     if config.budget.time_s is None and config.budget.iterations is None:
         default = config.budget.default_time_s
         config = config.model_copy(update={"budget": config.budget.model_copy(update={"time_s": default})})
@@ -154,11 +165,12 @@ def start(
     if (split := split_line(run.workspace.manifest()["split"])) is not None:
         say(*split)  # a holdout of the latest rows, or the warning for a random one on time-ordered data
     try:
-        if not launch:
-            llm = _llm_for(run, brain_name, dry_run)
-            _write_brief(run, None if dry_run else llm, say)
-            return run
-        return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
+        with resumable_when_full(run.path):  # a disk that fills up: one line, and the run resumes
+            if not launch:
+                llm = _llm_for(run, brain_name, dry_run)
+                _write_brief(run, None if dry_run else llm, say)
+                return run
+            return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
 
@@ -173,15 +185,18 @@ def resume(
 ) -> Finished:
     """Continue the run at ``path`` after a stop or a kill (finished nodes are never run
     again); ``overrides`` (``section.field=value``) change its saved configuration first."""
-    run = open_run(path)
+    with resumable_when_full(Path(path).resolve()):
+        run = open_run(path)
     try:
         config = load_config(None, overrides, base=run.config.model_dump()) if overrides else run.config
         graph = _check_not_finished(run, config)
-        on_resume(run, graph, overrides or [])  # journaled before anything changes
-        if overrides:
-            run.config = config
-            save_config(run.config, run.path / "config.yaml")
-        return drive(run, say=say, watch=watch, on_event=on_event)
+        check_local_servers(config, resolve_brain_name(config.brain.name, bool(config.llm.models)), say)
+        with resumable_when_full(run.path):
+            on_resume(run, graph, overrides or [])  # journaled before anything changes
+            if overrides:
+                run.config = config
+                save_config(run.config, run.path / "config.yaml")
+            return drive(run, say=say, watch=watch, on_event=on_event)
     finally:
         run.close()
 
@@ -292,9 +307,12 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
         )
         return ScriptedLLM(model="scripted/prior", default=default)
     records = [r for r in run.journal.records if r["type"] == "llm_call"]
-    return build_router(
+    router = build_router(
         cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
     )
+    for down in unreachable_local(cfg.llm.models):  # warned about before the run; the rest of the chain serves
+        router.park(down.model, f"no server answers at {down.url} ({down.reason})")
+    return router
 
 
 def _brain_for(cfg: Config, name: str, llm: LLM | None, review: bool = True) -> Brain:

@@ -8,6 +8,7 @@ reported, never skipped: silently dropping a finished node would make resume re-
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -87,7 +88,8 @@ class Journal:
             line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
             written = os.write(self._fd, line)
             if written != len(line):  # O_APPEND writes of a few KB are whole on local filesystems
-                raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
+                # A short write is a disk filling up: the torn line is repaired when the run is opened.
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)", str(self.path))
             os.fsync(self._fd)
             self._seq += 1
             self.records.append(record)

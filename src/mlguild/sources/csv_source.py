@@ -18,6 +18,7 @@ from ..firewall.workspace import read_csv_exact
 from ..metrics import get_metric, metric_name
 from ..task.folder import TaskSpec
 from ..task.time_order import date_columns, infer_time_column
+from ..util.frames import mean_lengths
 from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
 
 _ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
@@ -255,9 +256,8 @@ def build_from_csv(
         spec_kwargs["submission_columns"] = [id_column, target]
     if task_type == "binary" and prediction in ("probability", "label"):
         spec_kwargs["positive_label"] = _positive_label(train[target])
-    text_cols = [
-        c for c in train.columns if c not in (target, id_column) and train[c].str.len().mean() >= _TEXT_MEAN_LENGTH
-    ]
+    lengths = mean_lengths(train, [c for c in train.columns if c not in (target, id_column)])
+    text_cols = [c for c, length in lengths.items() if length >= _TEXT_MEAN_LENGTH]
     if text_cols:
         spec_kwargs.update(text_columns=text_cols, modality="text")
     try:

@@ -92,6 +92,12 @@ def detect_kind(series: pd.Series, name: str, text_columns: list[str] | tuple[st
     return _text_kind(present.astype(str), len(series))
 
 
+def plainly_numeric(name: str) -> bool:
+    """Whether a column of numbers called ``name`` can only be numeric, constant or empty:
+    its name says neither id nor time (which would make it a candidate id or epoch column)."""
+    return not _ID_NAME.match(name) and not _TIME_NAME.search(name)
+
+
 def _numeric_kind(values: pd.Series, name: str) -> ColumnKind:
     integral = bool((values == values.round()).all())
     if _ID_NAME.match(name) and integral and values.is_unique:
@@ -135,4 +141,4 @@ def _text_kind(values: pd.Series, n_rows: int) -> ColumnKind:
     return "categorical"
 
 
-__all__ = ["KIND_NOTES", "UNUSABLE", "ColumnKind", "detect_kind"]
+__all__ = ["KIND_NOTES", "UNUSABLE", "ColumnKind", "detect_kind", "plainly_numeric"]

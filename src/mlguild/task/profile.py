@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from .column_kinds import KIND_NOTES, ColumnKind, detect_kind
+from .column_kinds import KIND_NOTES, ColumnKind, detect_kind, plainly_numeric
 from .column_parsers import parse_number
 
 _MAX_EXAMPLES = 3
@@ -74,15 +75,20 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
     n_holdout = _count_rows(data_dir / "holdout.csv")
     n_test = _count_rows(data_dir / spec["test_file"])
     skip = {spec["id_column"], *spec["target_columns"]}
+    text_columns = spec.get("text_columns", [])
+    plain = _plain_numeric_profiles(train, [c for c in train.columns if c not in skip and c not in text_columns])
     columns = []
     for name in train.columns:
         if name in skip:
+            continue
+        if name in plain:
+            columns.append(plain[name])
             continue
         series = train[name]
         columns.append(
             ColumnProfile(
                 name=str(name),
-                kind=detect_kind(series, str(name), spec.get("text_columns", [])),
+                kind=detect_kind(series, str(name), text_columns),
                 dtype=str(series.dtype),
                 n_unique=int(series.nunique()),
                 missing_fraction=round(float(series.isna().mean()), 4),
@@ -93,6 +99,44 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
     in_test = set(pd.read_csv(test_path, nrows=0).columns) if test_path.is_file() else set(train.columns)
     train_only = [c.name for c in columns if c.name not in in_test]
     return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec), train_only)
+
+
+def _plain_numeric_profiles(train: pd.DataFrame, names: list) -> dict[str, ColumnProfile]:
+    """The profiles of the columns of numbers whose names say neither id nor time, computed a
+    block of columns at a time with what ``detect_kind`` and the per-column loop would say
+    (numeric, constant or empty): a table of 50,000 such columns is profiled in seconds."""
+    by_dtype: dict[str, list[str]] = {}
+    for name in names:
+        dtype = train[name].dtype
+        if (
+            pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype)
+            and plainly_numeric(str(name))
+        ):
+            by_dtype.setdefault(str(dtype), []).append(name)
+    found: dict[str, ColumnProfile] = {}
+    step = max(1, 2_000_000 // max(1, len(train)))
+    for dtype, group in by_dtype.items():
+        for start in range(0, len(group), step):
+            block_names = group[start : start + step]
+            block = train[block_names].to_numpy(dtype=dtype)
+            missing = np.isnan(block) if block.dtype.kind == "f" else np.zeros(block.shape, dtype=bool)
+            ordered = np.sort(block, axis=0)  # NaN last
+            present = ~np.isnan(ordered) if block.dtype.kind == "f" else np.ones(block.shape, dtype=bool)
+            changes = ((ordered[1:] != ordered[:-1]) & present[1:]).sum(axis=0)
+            n_unique = np.where(present.any(axis=0), 1 + changes, 0)
+            for j, name in enumerate(block_names):
+                values = block[~missing[:, j], j]
+                kind: ColumnKind = "empty" if values.size == 0 else "constant" if n_unique[j] <= 1 else "numeric"
+                found[name] = ColumnProfile(
+                    name=str(name),
+                    kind=kind,
+                    dtype=dtype,
+                    n_unique=int(n_unique[j]),
+                    missing_fraction=round(float(missing[:, j].mean()) if len(block) else float("nan"), 4),
+                    examples=[str(v)[:60] for v in values[:_MAX_EXAMPLES]],
+                )
+    return found
 
 
 def _count_rows(path: Path) -> int:

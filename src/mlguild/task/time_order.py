@@ -30,6 +30,8 @@ def parse_times(values: pd.Series) -> pd.Series | None:
     not a time column (numbers, words, a value that does not parse, an empty cell)."""
     if pd.api.types.is_datetime64_any_dtype(values):
         when = parse_datetime(values)
+    elif pd.api.types.is_numeric_dtype(values) or _plain_numbers(values):
+        return None  # numbers are never dates (their kind is number_text); the common case, answered in C
     else:
         text = as_text(values)
         if text.isna().any() or detect_kind(values.astype(str), str(values.name)) != "datetime":
@@ -38,6 +40,28 @@ def parse_times(values: pd.Series) -> pd.Series | None:
     if when.isna().any():
         return None
     return when
+
+
+def _plain_numbers(values: pd.Series) -> bool:
+    """Whether every cell reads as a number as it is written: such a column is judged
+    number_text (or constant, or empty), never datetime, so the slow judgement is skipped."""
+    return bool(pd.to_numeric(values, errors="coerce").notna().all())
+
+
+def _not_numbers(frame: pd.DataFrame, columns: list) -> list:
+    """``columns`` of ``frame`` less those holding a number in every cell, found for a block
+    of columns in one conversion: a wide table of numbers (50,000 columns) would otherwise
+    spend most of a run's creation asking each column in turn."""
+    textual = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    keep: list = []
+    step = max(1, 1_000_000 // max(1, len(frame)))
+    for start in range(0, len(textual), step):
+        names = textual[start : start + step]
+        cells = frame[names].to_numpy(dtype=object)
+        numbers = pd.to_numeric(pd.Series(cells.ravel(), dtype=object), errors="coerce").to_numpy()
+        every = pd.notna(numbers.reshape(cells.shape)).all(axis=0)
+        keep += [name for name, plain in zip(names, every, strict=True) if not plain]
+    return keep
 
 
 @dataclass(frozen=True)
@@ -69,10 +93,10 @@ def time_orders(train: pd.DataFrame, test: pd.DataFrame, skip: list[str] | tuple
     (the train rows spanning more than one time), names that say "time" first."""
     found = []
     head = train.head(_PROBE)
-    for column in train.columns:
+    for column in _not_numbers(head, [c for c in train.columns if c not in skip and c in test.columns]):
         # A sample rules most columns out cheaply: parsing every value of every column of a
         # large table would cost more than the rest of a run's creation.
-        if column in skip or column not in test.columns or parse_times(head[column]) is None:
+        if parse_times(head[column]) is None:
             continue
         train_times = parse_times(train[column])
         if train_times is None or train_times.nunique() < 2:
@@ -90,9 +114,8 @@ def time_orders_of_files(train_path: Path, test_path: Path, skip: list[str] | tu
     try:
         head = pd.read_csv(train_path, dtype=str, keep_default_na=False, nrows=_PROBE)
         test_head = pd.read_csv(test_path, dtype=str, keep_default_na=False, nrows=0)
-        candidates = [
-            c for c in head.columns if c not in skip and c in test_head.columns and parse_times(head[c]) is not None
-        ]
+        columns = [c for c in head.columns if c not in skip and c in test_head.columns]
+        candidates = [c for c in _not_numbers(head, columns) if parse_times(head[c]) is not None]
         if not candidates:
             return []
         train = pd.read_csv(train_path, dtype=str, keep_default_na=False, usecols=candidates)
@@ -130,7 +153,8 @@ def _decision(orders: list[TimeOrder]) -> tuple[str | None, list[str]]:
 def date_columns(frame: pd.DataFrame, skip: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Columns holding a date or time in every row (judged on a sample)."""
     head = frame.head(_PROBE)
-    return [str(c) for c in frame.columns if c not in skip and parse_times(head[c]) is not None]
+    columns = _not_numbers(head, [c for c in frame.columns if c not in skip])
+    return [str(c) for c in columns if parse_times(head[c]) is not None]
 
 
 def time_lines(task: dict, split: dict | None) -> list[str]:

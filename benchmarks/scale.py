@@ -1,0 +1,200 @@
+"""How a run's own costs grow with the data (issue 25, item 10). Run by hand, report the figures:
+
+    .venv/bin/python benchmarks/scale.py [--rows 10000,100000,1000000] [--columns 10,1000,50000]
+                                         [--column-rows 200] [--repeats 1]
+
+Data that a package ships: scikit-learn's breast-cancer set (569 rows, 30 measurements, a
+binary diagnosis). The row sweep repeats its rows to 10k, 100k and 1M rows (30 columns); the
+column sweep repeats its measurements, renamed, to 10, 1,000 and 50,000 columns on its first
+``--column-rows`` rows. Each point is a CSV as a user hands it over (``csv:PATH``), and the
+costs measured are the harness's, never a model's:
+
+- init: reading the CSV into a task folder (target, metric, time order and text columns inferred);
+- firewall, verifier, profile: the three parts of creating a run (``run/folder``);
+- score: scoring one holdout submission on the sealed labels (``scoring/scorer``);
+- pools, memory: what a finished node adds to the run's pools and to the memory (per node);
+- draft: the first draft's context and the recipe brain writing it (the draft's script is
+  stopped after a second: its training is the model's cost, not the harness's).
+
+For each cost the growth exponent between the sweep's end points (log time / log size) is
+printed; one above 1.15 (faster than linear, allowing for noise) on a cost that takes at least
+a second at the largest point is flagged ``SUPERLINEAR`` (milliseconds are noise). A small
+point is measured first and thrown away: it pays the one-off imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from mlguild import memory as memory_module
+from mlguild import pools as pools_module
+from mlguild.brains.recipes import RecipeBrain
+from mlguild.config import load_config
+from mlguild.run import folder as folder_module
+from mlguild.run.context import ContextBuilder
+from mlguild.run.folder import create_run
+from mlguild.run.loop import Agent
+from mlguild.sandbox import get_sandbox
+from mlguild.scoring.scorer import Scorer
+from mlguild.search import get_policy
+from mlguild.sources.resolve import resolve_task
+from mlguild.task.spec import HOLDOUT_SAMPLE
+
+COSTS = ("init", "firewall", "verifier", "profile", "score", "pools", "memory", "draft")
+LIMIT = 1.15  # a growth exponent above this is faster than linear, noise allowed for
+times: dict[str, float] = defaultdict(float)
+
+
+def timed(owner: object, name: str, label: str) -> None:
+    """Add the time of every call of ``owner.name`` to ``times[label]``."""
+    original: Callable = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            times[label] += time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def instrument() -> None:
+    timed(folder_module, "build_workspace", "firewall")
+    timed(folder_module, "verify_workspace", "verifier")
+    timed(folder_module, "profile_workspace", "profile")
+    timed(pools_module.Pools, "node_finished", "pools")
+    timed(memory_module.Memory, "record", "memory")
+    timed(ContextBuilder, "build", "draft")  # the first draft: its context, then the recipe brain's proposal
+    timed(RecipeBrain, "propose", "draft")
+
+
+def base_frame() -> pd.DataFrame:
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True)
+    frame = data.data.copy()
+    frame.columns = [c.replace(" ", "_") for c in frame.columns]
+    frame["diagnosis"] = data.target.map({0: "malignant", 1: "benign"})
+    return frame
+
+
+def with_rows(base: pd.DataFrame, rows: int) -> pd.DataFrame:
+    """``base``'s rows repeated to ``rows`` rows."""
+    repeats = math.ceil(rows / len(base))
+    return pd.concat([base] * repeats, ignore_index=True).head(rows)
+
+
+def with_columns(base: pd.DataFrame, columns: int, rows: int) -> pd.DataFrame:
+    """``base``'s measurements repeated (renamed ``NAME_k``) to ``columns`` input columns."""
+    features = [c for c in base.columns if c != "diagnosis"]
+    head = base.head(rows)
+    block = {}
+    for i in range(columns):
+        name = features[i % len(features)]
+        block[f"{name}_{i // len(features)}"] = head[name].to_numpy()
+    frame = pd.DataFrame(block)
+    frame["diagnosis"] = head["diagnosis"].to_numpy()
+    return frame
+
+
+def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
+    """The harness's costs for one data set (seconds)."""
+    times.clear()
+    csv = workdir / "data.csv"
+    frame.to_csv(csv, index=False)
+    started = time.perf_counter()
+    task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
+    times["init"] = time.perf_counter() - started
+    cfg = load_config(
+        None,
+        [
+            "budget.iterations=1",
+            "sandbox.script_timeout_s=1",
+            "memory.enabled=true",
+            f"memory.path={workdir / 'memory.sqlite'}",
+            "brain.name=recipes",
+        ],
+    )
+    run = create_run(task, cfg, workdir / "runs")
+    try:
+        scorer = Scorer.from_file(run.spec, run.workspace.holdout_answers)
+        started = time.perf_counter()
+        scorer.score(run.workspace.data_dir / HOLDOUT_SAMPLE)
+        times["score"] = time.perf_counter() - started
+        agent = Agent(run, RecipeBrain(seed=0), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+        agent.run_loop()
+        agent.session.close()
+    finally:
+        run.close()
+    return {cost: times.get(cost, float("nan")) for cost in COSTS}
+
+
+def exponent(sizes: list[int], seconds: list[float]) -> float:
+    """The growth exponent between the first and the last point."""
+    if seconds[0] <= 0 or seconds[-1] <= 0 or math.isnan(seconds[0]) or math.isnan(seconds[-1]):
+        return float("nan")
+    return math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
+
+
+def sweep(name: str, sizes: list[int], make: Callable[[int], pd.DataFrame], repeats: int) -> list[str]:
+    """Measure every size (the fastest of ``repeats``), print the table; the flagged costs."""
+    results: list[dict[str, float]] = []
+    for size in sizes:
+        best: dict[str, float] = {}
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                got = measure(make(size), Path(tmp))
+            best = {c: min(best.get(c, math.inf), got[c]) for c in COSTS}
+        results.append(best)
+        print(f"  {name} {size:>9,}: " + "  ".join(f"{c} {best[c]:.3f}s" for c in COSTS), flush=True)
+    print(f"\n{name:>9} | " + " | ".join(f"{c:>8}" for c in COSTS))
+    for size, row in zip(sizes, results, strict=True):
+        print(f"{size:>9,} | " + " | ".join(f"{row[c]:8.3f}" for c in COSTS))
+    flagged = []
+    line = []
+    for cost in COSTS:
+        k = exponent(sizes, [r[cost] for r in results])
+        mark = " SUPERLINEAR" if k > LIMIT and results[-1][cost] >= 1.0 else ""
+        line.append(f"{k:8.2f}" if not math.isnan(k) else "     n/a")
+        if mark:
+            flagged.append(f"{cost} grows as {name}^{k:.2f}")
+    print(f"{'exponent':>9} | " + " | ".join(line) + "\n")
+    return flagged
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="10000,100000,1000000")
+    parser.add_argument("--columns", default="10,1000,50000")
+    parser.add_argument("--column-rows", type=int, default=200, help="rows of the column sweep's tables")
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    instrument()
+    base = base_frame()
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(with_rows(base, 500), Path(tmp))  # the one-off imports, not counted
+    rows = [int(x) for x in args.rows.split(",") if x]
+    columns = [int(x) for x in args.columns.split(",") if x]
+    flagged: list[str] = []
+    if rows:
+        flagged += sweep("rows", rows, lambda n: with_rows(base, n), args.repeats)
+    if columns:
+        flagged += sweep("columns", columns, lambda n: with_columns(base, n, args.column_rows), args.repeats)
+    for line in flagged:
+        print(f"SUPERLINEAR: {line}")
+    print("every cost grows at most linearly" if not flagged else f"{len(flagged)} cost(s) grow faster than linearly")
+    return 1 if flagged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
