@@ -69,7 +69,7 @@ class RecipeBrain:
                 context,
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
-        names = family_order(recipes_for(task), context.family_priors)
+        names = family_order(recipes_for(task, profile), context.family_priors)
         drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
         fresh = [n for n in names if counts[n] == 0]
@@ -167,7 +167,7 @@ class RecipeBrain:
                 best[name] = max(best.get(name, -math.inf), sign * h.score)
         names = [
             n
-            for n in family_order(recipes_for(task), context.family_priors)
+            for n in family_order(recipes_for(task, context.profile), context.family_priors)
             if n != own and not (tries[n] and failures[n] == tries[n])
         ]
         trajectory = [f"- {line}" for line in context.trajectory[-6:]]
