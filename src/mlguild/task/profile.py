@@ -159,7 +159,11 @@ def _wav_profile(paths: list[Path]) -> dict[str, Any]:
         "sampled": len(paths),
         "sample_rate": common,
         "sample_rates": sorted(set(rates)),
-        "seconds": {"min": round(min(seconds), 3), "mean": round(sum(seconds) / len(seconds), 3), "max": round(max(seconds), 3)},
+        "seconds": {
+            "min": round(min(seconds), 3),
+            "mean": round(sum(seconds) / len(seconds), 3),
+            "max": round(max(seconds), 3),
+        },
         "channels": sorted(channels),
     }
 
