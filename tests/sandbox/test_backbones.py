@@ -125,7 +125,9 @@ def test_a_users_caches_are_mounted_read_only_in_bwrap(tmp_path, monkeypatch):
     monkeypatch.setattr(bb, "_from_packages", lambda: [])  # a machine without the packages
     found = bb.find_backbones()
     assert all(not b.source.startswith("package") for b in found.values())
-    code = EMBED + f"""
+    code = (
+        EMBED
+        + f"""
 from sentence_transformers import SentenceTransformer
 encoder = SentenceTransformer(paths["all-MiniLM-L6-v2"], device="cpu")
 result["sentence"] = list(encoder.encode(["a temple in the sun"]).shape)
@@ -138,6 +140,7 @@ for name, path in (("weights", paths["efficientnet_lite0"]), ("snapshot", paths[
         result[name] = type(error).__name__
 result["home"] = os.path.exists({str(home / "secret.txt")!r})
 """
+    )
     result = run_in_bwrap(tmp_path, code, timeout_s=400)
     assert result["shape"] == [2, 1280] and result["sentence"] == [1, 384]
     assert result["paths"]["efficientnet_lite0"].startswith(str(home))  # from the user's cache
