@@ -29,6 +29,7 @@ def drafted(run) -> list[str]:
 
 
 @pytest.mark.skipif("efficientnet_lite0" not in find_backbones(), reason="needs the [vision] extra")
+@pytest.mark.timeout(1800)
 def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
     pytest.importorskip("skimage", reason="needs the [examples] extra")
     done = mlguild(
@@ -52,6 +53,7 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
 
 
 @pytest.mark.skipif(model_path() is None, reason="needs the [embeddings] extra")
+@pytest.mark.timeout(1800)
 def test_the_reviews_example_adds_sentence_embeddings(tmp_path):
     done = mlguild(
         "run", "example:reviews", "--brain", "recipes", "-n", "2", "--run-id", "t", cwd=tmp_path, timeout=1500
@@ -95,6 +97,7 @@ def wav_task(root, n_train: int = 48, n_test: int = 16):
     return root
 
 
+@pytest.mark.timeout(900)
 def test_a_folder_of_wav_files_runs_as_an_audio_task(tmp_path):
     task = wav_task(tmp_path / "tones")
     done = mlguild("run", str(task), "--brain", "recipes", "-n", "1", "--run-id", "a", cwd=tmp_path, timeout=900)

@@ -28,6 +28,7 @@ def finished(run) -> dict[str, dict]:
     return {r["id"]: r for r in records if r["type"] == "node_finished"}
 
 
+@pytest.mark.timeout(1200)
 def test_a_recipe_script_runs_on_the_gpu(tmp_path):
     done = mlguild("run", "example:photos", "--brain", "recipes", "-n", "1", "--run-id", "g", cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr

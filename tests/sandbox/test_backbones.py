@@ -146,3 +146,13 @@ result["home"] = os.path.exists({str(home / "secret.txt")!r})
     assert result["paths"]["efficientnet_lite0"].startswith(str(home))  # from the user's cache
     assert result["weights"] != "writable" and result["snapshot"] != "writable"  # read-only
     assert result["home"] is False  # the rest of that home is not there
+
+
+def test_the_llm_brain_hears_of_the_backbones_for_images_text_and_sound_only():
+    from mlguild.brains.llm.brain import _backbones_line
+
+    assert _backbones_line({"modality": "tabular"}) == ""
+    line = _backbones_line({"modality": "image_files"})
+    assert "efficientnet_lite0 (image, 1280-d" in line and "MLGUILD_DEVICE" in line
+    assert "Pretrained backbones" in _backbones_line({"modality": "tabular", "text_columns": ["review"]})
+    assert len(line) < 700  # one short line in the prompt
