@@ -18,6 +18,9 @@ from mlguild.sandbox.backbones import find_backbones
 from mlguild.task.profile import DataProfile, summary_text
 
 pytestmark = pytest.mark.slow
+# Two drafts; a script may take long on a machine whose cores other work shares (a backbone
+# on a few hundred images, an encoder on thousands of texts), so its limit is generous.
+RUN = ("run", "--brain", "recipes", "-n", "2", "--set", "sandbox.script_timeout_s=1200")
 
 
 def journal(run):
