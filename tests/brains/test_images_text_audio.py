@@ -35,9 +35,7 @@ def drafted(run) -> list[str]:
 @pytest.mark.timeout(1800)
 def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
     pytest.importorskip("skimage", reason="needs the [examples] extra")
-    done = mlguild(
-        "run", "example:photos", "--brain", "recipes", "-n", "2", "--run-id", "p", cwd=tmp_path, timeout=1500
-    )
+    done = mlguild(*RUN, "example:photos", "--run-id", "p", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "p"
     profile = json.loads((run / "profile.json").read_text())
@@ -58,9 +56,7 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
 @pytest.mark.skipif(model_path() is None, reason="needs the [embeddings] extra")
 @pytest.mark.timeout(1800)
 def test_the_reviews_example_adds_sentence_embeddings(tmp_path):
-    done = mlguild(
-        "run", "example:reviews", "--brain", "recipes", "-n", "2", "--run-id", "t", cwd=tmp_path, timeout=1500
-    )
+    done = mlguild(*RUN, "example:reviews", "--run-id", "t", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "t"
     assert drafted(run)[:2] == ["tfidf_linear", "tfidf_sentences"]
