@@ -1,7 +1,8 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
 What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits,
-the several-target schools and devroles, and the rankings fishing and movies), the test score of
+the colour image files of photos, the several-target schools and devroles, and the rankings
+fishing and movies), the test score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
   fresh $MLGUILD_HOME; its score is the once-per-run grade of its final submission on the
@@ -17,6 +18,8 @@ the several-target schools and devroles, and the rankings fishing and movies), t
   mlguild's venv); a peer that does not apply to a task shows ``n/a``. The raw train frame goes in as pandas reads it (id column dropped);
   text columns stay raw strings and each peer does with them what it does by default (see
   the docstrings of the runners); image arrays are already one numeric column per pixel.
+  On photos, whose rows are image files, the tabular peers have nothing to read: they show
+  ``n/a`` and mlguild's score stands against the task's floor.
   On ridership (ordered in time: its test days come after all its labelled days) the date
   column goes in as its text, and each peer validates as it does by default (randomly),
   while mlguild's holdout is its latest labelled days and its recipes' folds are ordered in time.
@@ -162,6 +165,8 @@ def peer_serves(peer: str, task: Task) -> str | None:
     task; plain LightGBM is there for rankings and several targets only (on one target the
     AutoML peers run LightGBM themselves)."""
     ranking = task.spec.task_type == "ranking" or task.spec.metric == "map_at_k"
+    if task.spec.file_column is not None:
+        return f"{peer} reads tables; this task's rows are image files (file_column)"
     several = len(task.spec.target_columns) > 1
     if ranking and peer not in OWN_VENV:
         return f"{peer} has no ranking task (grouped scores or ranked lists)"

@@ -68,6 +68,9 @@ def status(
             return
         # Kaggle's public leaderboard scores of submitted nodes: shown, never used by the search.
         public = {r["node"]: r.get("public_score") for r in records if r["type"] == "kaggle_scored"}
+        # What each node's script ran on (sandbox/devices): a column once any used a GPU.
+        device = {r["id"]: (r.get("exec") or {}).get("device") for r in records if r["type"] == "node_finished"}
+        gpu = any(d and d != "cpu" for d in device.values())
         rows, styles = [], []
         for node in state.graph:
             styles.append(
@@ -89,13 +92,15 @@ def status(
                     plain(node.status),
                     format_score(node.score) + (" p" if node.holdout_score is not None else ""),
                     *([_public(public, node.id)] if public else []),
+                    *([plain(device.get(node.id) or "")] if gpu else []),
                     f"{node.timing.get('exec_s', 0):.1f}",
                     plain(str(what) + "".join(f" ⚠{f}" for f in node.flags)),
                 ]
             )
         # The script's printed score is `show`'s: the table keeps its columns for what the
         # search trusts, and every value but the title whole on 80 columns.
-        headers = ["node", "op", "parent", "status", "holdout", *(["public LB"] if public else []), "run s", "what"]
+        headers = ["node", "op", "parent", "status", "holdout", *(["public LB"] if public else [])]
+        headers += [*(["device"] if gpu else []), "run s", "what"]
         table = fitted_table(headers, rows, console.width, right=("holdout", "public LB", "run s"))
         for row, style in zip(rows, styles, strict=True):
             table.add_row(*row, style=style)
@@ -111,6 +116,8 @@ def status(
                 "the out-of-fold rows, weighted by their rows; search.small_holdout_rows)",
                 "",
             )
+        if not gpu and any(device.values()):
+            console.print(f"device: every node's script ran on the cpu ({sum(map(bool, device.values()))} nodes)")
         groups = state.graph.rerun_groups()
         noise = state.graph.noise_floor(groups)
         if noise is not None:

@@ -26,7 +26,7 @@ from ..config import load_config
 from ..core.errors import RunError, SubmissionError, TaskError
 from ..firewall.workspace import read_csv_exact
 from ..run.executor import PARENT_OUTPUTS
-from ..sandbox import get_sandbox
+from ..sandbox import backbones, devices, get_sandbox
 from ..sandbox.local import safe_env
 from ..scoring.scorer import Scorer
 from ..task.spec import TaskSpec
@@ -192,6 +192,8 @@ class _Runner:
             "MLGUILD_SEED": str(seed),
             "MLGUILD_TIME_BUDGET": str(int(self.timeout_s)),
             "MLGUILD_THREADS": str(self.threads),
+            **backbones.script_env(),  # pretrained weights found here (a sentence-embedding recipe needs them)
+            **devices.script_env(()),  # predictions on the CPU
         }
         data = self.data
         if (source / "model").is_dir():  # a script that saved its fitted model may load it, not retrain

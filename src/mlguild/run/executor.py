@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..core.protocols import Sandbox
 from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
-from ..sandbox import ExecStatus, safe_env
+from ..sandbox import ExecStatus, backbones, devices, safe_env
 from ..scoring.flags import LEAKY_CV, describe, result_flags
 from ..scoring.held_rows import HeldRows
 from ..scoring.oof import OofScorer, leaky_cv, pooled
@@ -31,6 +32,7 @@ from ..util.fs import atomic_write, read_no_follow
 from .folder import RunDir
 from .node_report import result_lines
 from .records import Outcome, record_finished
+from .workers import current_worker
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.
 _PRINTED = re.compile(
@@ -40,6 +42,26 @@ OUTPUT_TAIL = 3000  # characters of a script's output a failure message, a repor
 PARENT_OUTPUTS = "parents"  # where a fuse node finds its parents' predictions
 # Optional class probabilities behind label predictions, which a blend averages when present.
 PROBA_FILES = ("proba_oof.csv", "proba_holdout.csv", "proba_submission.csv")
+# Embeddings a script computed from input files (never labels), kept by the harness in the
+# run's cache so later nodes skip the backbone: read-only to scripts, named by the script.
+EMBEDDINGS = "embeddings"
+EMBEDDINGS_ENV = "MLGUILD_EMBEDDINGS"
+_EMBEDDING_MAX_BYTES = 2 << 30
+
+
+def keep_embeddings(produced: Path, cache: Path) -> None:
+    """Copy a node's ``output/embeddings/*.npy`` into the run's cache: plain files only, none
+    already there (the first node to embed a set of files is the one every later node reads)."""
+    if not produced.is_dir() or produced.is_symlink():
+        return
+    cache.mkdir(exist_ok=True)
+    for path in produced.glob("*.npy"):
+        target = cache / path.name
+        if path.is_symlink() or not path.is_file() or target.exists() or path.stat().st_size > _EMBEDDING_MAX_BYTES:
+            continue
+        partial = target.with_suffix(".part")
+        shutil.copyfile(path, partial)
+        partial.replace(target)
 
 
 def parse_printed_score(stdout: str) -> float | None:
@@ -116,6 +138,7 @@ class Executor:
                 "MLGUILD_SEED": str(seed),
                 "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
                 "MLGUILD_THREADS": str(threads),
+                **self._device_env(node_dir),
             },
         )
         result = self.sandbox.run(
@@ -144,6 +167,8 @@ class Executor:
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
             outcome.exec.pop(key, None)
+        outcome.exec["device"] = devices.describe(self._gpus())
+        keep_embeddings(output / EMBEDDINGS, self.run.path / EMBEDDINGS)
         outcome.timing = {
             "exec_s": round(exec_s, 3),
             "harness_s": round(time.monotonic() - started - exec_s, 4),
@@ -152,6 +177,16 @@ class Executor:
         if tampered:
             self._record_tampering(node, outcome)
         return outcome
+
+    def _gpus(self) -> tuple[str, ...]:
+        """The GPUs of the worker running this node (its share of the run's; see sandbox/devices)."""
+        return devices.share(devices.discover(), current_worker(), self.run.config.search.workers)
+
+    def _device_env(self, node_dir: Path) -> dict[str, str]:
+        """What a script is told about devices, pretrained backbones and the run's embeddings cache."""
+        cache = self.run.path / EMBEDDINGS
+        cache.mkdir(exist_ok=True)
+        return {**devices.script_env(self._gpus()), **backbones.script_env(), EMBEDDINGS_ENV: str(cache)}
 
     def _record_tampering(self, node: Node, outcome: Outcome) -> None:
         """Finish ``node`` as the one that changed the scorer (report, journal), then raise

@@ -16,7 +16,9 @@ COVERS everything the always-on layer covers (local.py), plus:
   UDP, DNS, abstract unix socket or listening port reaches or is reachable from the host;
 - filesystem, by explicit binds only: read-only /usr, /bin, /lib*, /sbin, /opt, a few
   named files of /etc (no shadow, no keys), the Python environment (prefixes and the
-  absolute ``sys.path`` entries); the data directory read-only at ``/data`` (the script's
+  absolute ``sys.path`` entries), pretrained weights from a user's torch or Hugging Face
+  cache (``backbones.mounts()``) and the run's embeddings cache (``$MLGUILD_EMBEDDINGS``);
+  the data directory read-only at ``/data`` (the script's
   ``MLGUILD_DATA``); ONE writable bind: the working directory. Sealed labels, the
   journal, the scorer and the rest of the run directory are never bound (not hidden
   under another mount: absent). No bind whose source contains the working directory or
@@ -61,6 +63,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mlguild.sandbox.backbones import mounts as backbone_mounts
 from mlguild.sandbox.base import Limits
 from mlguild.sandbox.namespace import Binds, gpu_devices, namespace_args, system_binds
 from mlguild.sandbox.plan import MIB, Plan, drop_target, grant_workdir, python_paths, restore_workdir, rlimits_for
@@ -178,6 +181,13 @@ class BwrapSandbox(SupervisedSandbox):
                 binds.bind(p)
         for p in self.extra_ro_binds:
             binds.bind(p)
+        # Pretrained weights in a user's torch or Hugging Face cache (sandbox/backbones), and
+        # the run's embeddings cache that the harness fills: read-only, at the same place.
+        for p in backbone_mounts():
+            binds.bind(p)
+        cache = env.get("MLGUILD_EMBEDDINGS", "")
+        if os.path.isabs(cache) and os.path.isdir(cache):
+            binds.bind(cache)
         if os.path.isabs(argv[0]):
             binds.bind(argv[0])
         if data_dir is not None:

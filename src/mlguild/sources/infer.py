@@ -357,7 +357,11 @@ def _file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, column
                 "train_files": found["train"][0].relative_to(data_dir).as_posix(),
                 "test_files": found["test"][0].relative_to(data_dir).as_posix(),
                 "file_suffix": suffix,
-                "modality": "image_files" if example.endswith(_IMAGES) else "tabular",
+                "modality": "image_files"
+                if example.endswith(_IMAGES)
+                else "audio_files"
+                if example.endswith(".wav")
+                else "tabular",
             }
     return None
 

@@ -38,6 +38,7 @@ class DataProfile:
     columns: list[ColumnProfile]
     target: dict[str, Any]
     train_only: list[str] = field(default_factory=list)  # inputs of the train file the test file lacks
+    files: dict[str, Any] = field(default_factory=dict)  # what a row's input file is like (files_profile)
 
     def columns_of(self, kind: ColumnKind) -> list[str]:
         return [c.name for c in self.columns if c.kind == kind]
@@ -48,7 +49,15 @@ class DataProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataProfile:
         cols = [ColumnProfile(**c) for c in data["columns"]]
-        return cls(data["n_train"], data["n_holdout"], data["n_test"], cols, data["target"], data.get("train_only", []))
+        return cls(
+            data["n_train"],
+            data["n_holdout"],
+            data["n_test"],
+            cols,
+            data["target"],
+            data.get("train_only", []),
+            data.get("files", {}),
+        )
 
 
 def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +107,72 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
     test_path = data_dir / spec["test_file"]
     in_test = set(pd.read_csv(test_path, nrows=0).columns) if test_path.is_file() else set(train.columns)
     train_only = [c.name for c in columns if c.name not in in_test]
-    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec), train_only)
+    files = files_profile(data_dir, spec, train)
+    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec), train_only, files)
+
+
+_FILE_SAMPLE = 30  # files opened to describe them: enough for sizes, colour and rates
+
+
+def files_profile(data_dir: Path, spec: dict[str, Any], train: pd.DataFrame) -> dict[str, Any]:
+    """What the first train rows' input files are like, for a task whose rows name files: image
+    sizes and colour, or sound sample rates and lengths; {} for other tasks."""
+    column = spec.get("file_column")
+    if not column or column not in train:
+        return {}
+    folder = data_dir / str(spec.get("train_files"))
+    paths = [folder / f"{v}{spec.get('file_suffix', '')}" for v in train[column].astype(str).head(_FILE_SAMPLE)]
+    paths = [p for p in paths if p.is_file()]
+    suffix = paths[0].suffix.lower() if paths else ""
+    if suffix == ".wav":
+        return _wav_profile(paths)
+    if spec.get("modality") == "image_files" and paths:
+        return _image_profile(paths)
+    return {}
+
+
+def _image_profile(paths: list[Path]) -> dict[str, Any]:
+    from PIL import Image
+
+    sizes, modes = [], set()
+    for path in paths:
+        with Image.open(path) as image:
+            sizes.append(image.size)
+            modes.add(image.mode)
+    colour = any(m in ("RGB", "RGBA", "P", "CMYK", "YCbCr") for m in modes)
+    widths, heights = [w for w, _ in sizes], [h for _, h in sizes]
+    return {
+        "kind": "image",
+        "sampled": len(paths),
+        "min_side": min(min(widths), min(heights)),
+        "median_size": f"{sorted(widths)[len(widths) // 2]} x {sorted(heights)[len(heights) // 2]}",
+        "colour": colour,
+        "modes": sorted(modes),
+    }
+
+
+def _wav_profile(paths: list[Path]) -> dict[str, Any]:
+    from scipy.io import wavfile
+
+    rates, seconds, channels = [], [], set()
+    for path in paths:
+        rate, wave = wavfile.read(path, mmap=True)
+        rates.append(int(rate))
+        seconds.append(len(wave) / rate)
+        channels.add(1 if wave.ndim == 1 else int(wave.shape[1]))
+    common = max(set(rates), key=rates.count)
+    return {
+        "kind": "audio",
+        "sampled": len(paths),
+        "sample_rate": common,
+        "sample_rates": sorted(set(rates)),
+        "seconds": {
+            "min": round(min(seconds), 3),
+            "mean": round(sum(seconds) / len(seconds), 3),
+            "max": round(max(seconds), 3),
+        },
+        "channels": sorted(channels),
+    }
 
 
 def _plain_numeric_profiles(train: pd.DataFrame, names: list) -> dict[str, ColumnProfile]:
@@ -166,8 +240,24 @@ def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
         lines.append(f"- ... and {len(profile.columns) - max_columns} more columns")
     if profile.train_only:
         lines.append(f"not in the test file (unusable as inputs): {', '.join(profile.train_only[:20])}")
+    if profile.files:
+        lines.append(f"input files ({profile.files.get('sampled')} sampled): {files_line(profile.files)}")
     lines.append(f"target: {profile.target}")
     return "\n".join(lines)
+
+
+def files_line(files: dict[str, Any]) -> str:
+    """One line on what the rows' input files are like (files_profile)."""
+    if files.get("kind") == "audio":
+        s = files["seconds"]
+        return (
+            f"wav sound, sample rate {files['sample_rate']} Hz (seen: {files['sample_rates']}), "
+            f"{s['min']}-{s['max']} s long (mean {s['mean']} s), channels {files['channels']}"
+        )
+    if files.get("kind") == "image":
+        colour = "colour" if files["colour"] else "grey"
+        return f"{colour} images ({', '.join(files['modes'])}), median {files['median_size']} px, shortest side {files['min_side']} px"
+    return str(files)
 
 
 __all__ = ["ColumnProfile", "DataProfile", "profile_workspace", "summary_text"]

@@ -32,6 +32,7 @@ from ...llm.base import LLM, Message
 from ...metrics import per_column
 from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
+from ...sandbox import backbones
 from ...sandbox.namespace import gpu_devices
 from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
@@ -200,7 +201,7 @@ class LLMBrain:
         return dict(
             task=task,
             task_summary=self._task_summary(context, profile),
-            data_summary=summary_text(profile, max_columns=40),
+            data_summary=summary_text(profile, max_columns=40) + _backbones_line(task),
             prediction_help=prediction_help(task),
             time_budget_s=int(context.script_timeout_s),
             rows={"train": profile.n_train, "holdout": profile.n_holdout, "test": profile.n_test},
@@ -302,3 +303,11 @@ def _first_line(text: str) -> str:
 def _prose_before_edits(text: str) -> str:
     head = text.split("<<<<<<< SEARCH", 1)[0]
     return head.replace("```python", "").replace("```", "").strip()
+
+
+def _backbones_line(task: dict) -> str:
+    """For a task of images, text or sound: one line on the pretrained backbones a script may
+    load offline, and the device it has ("" for plain tables, where neither helps)."""
+    if task.get("modality", "tabular") == "tabular" and not task.get("text_columns"):
+        return ""
+    return "\n" + backbones.prompt_line() + " Device: os.environ['MLGUILD_DEVICE'] is 'cuda' (use it) or 'cpu'."

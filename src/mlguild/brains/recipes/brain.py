@@ -71,7 +71,7 @@ class RecipeBrain:
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
         hints = idea_hints(context.ideas)
-        names = family_order(recipes_for(task), with_ideas(context.family_priors, hints))
+        names = family_order(recipes_for(task, profile), with_ideas(context.family_priors, hints))
         drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
         counts = Counter(m.get("recipe") for m in drafts)
         fresh = [n for n in names if counts[n] == 0]
@@ -184,7 +184,7 @@ class RecipeBrain:
         hints = idea_hints(context.ideas)
         names = [
             n
-            for n in family_order(recipes_for(task), with_ideas(context.family_priors, hints))
+            for n in family_order(recipes_for(task, context.profile), with_ideas(context.family_priors, hints))
             if n != own and not (tries[n] and failures[n] == tries[n])
         ]
         trajectory = [f"- {line}" for line in context.trajectory[-6:]]

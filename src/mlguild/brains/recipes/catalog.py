@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 from ...metrics import get_metric
+from ...sandbox import devices
+from ...sandbox.backbones import IMAGE, TEXT, find_backbones
 
 Params = dict[str, Any]
 
@@ -66,14 +68,20 @@ class Recipe:
     estimators: tuple[str, str] = ("", "")  # (classifier, regressor) class names for forests
     stochastic: bool = False  # fits differ by seed (row/column subsampling): seed averaging helps
     needs: str | None = None  # a module the script imports that the [ml] extra does not install
+    backbone: str | None = None  # pretrained weights the script loads (sandbox/backbones)
+    gpu: bool = False  # offered only where a GPU is there (sandbox/devices)
 
     def estimator(self, classification: bool) -> str:
         return self.estimators[0] if classification else self.estimators[1]
 
     def available(self) -> bool:
         """Whether the script can run here: scripts run with this interpreter, so a module
-        this environment lacks would only crash them."""
-        return self.needs is None or importlib.util.find_spec(self.needs) is not None
+        this environment lacks, or weights it cannot find, would only crash them."""
+        if self.needs is not None and importlib.util.find_spec(self.needs) is None:
+            return False
+        if self.backbone is not None and self.backbone not in find_backbones():
+            return False
+        return not self.gpu or bool(devices.discover())
 
 
 def _lightgbm(
@@ -237,6 +245,20 @@ _RECIPE_LIST = [
         ("class_weight", "balanced"),
     ),
     Recipe(
+        "tfidf_sentences",
+        "text",
+        "TF-IDF n-grams and pretrained sentence embeddings with a linear model",
+        "a pretrained sentence encoder reads meaning (paraphrase, negation) that n-grams miss",
+        "linear",
+        "columns",
+        "onehot",
+        lambda c: dict(C=4.0, max_iter=2000) if c else dict(alpha=1.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+        needs="sentence_transformers",
+        backbone=TEXT,
+    ),
+    Recipe(
         "tfidf_svm",
         "text",
         "TF-IDF n-grams with a calibrated linear SVM",
@@ -260,6 +282,78 @@ _RECIPE_LIST = [
         _GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
+    ),
+    # ---- image files that are photographs: a pretrained backbone's embeddings, a light head
+    Recipe(
+        "backbone_linear",
+        "image_files",
+        "Logistic regression on ImageNet EfficientNet-Lite0 embeddings (colour, 224 px)",
+        "a backbone pretrained on ImageNet already sees objects and textures: a linear head on its features is how photographs are won on little data",
+        "linear",
+        "backbone_images",
+        "none",
+        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+        needs="efficientnet_lite_pytorch",
+        backbone=IMAGE,
+    ),
+    Recipe(
+        "backbone_lightgbm",
+        "image_files",
+        "LightGBM on ImageNet EfficientNet-Lite0 embeddings (colour, 224 px)",
+        "boosted trees on pretrained features combine them non-linearly, with errors unlike a linear head's",
+        "lightgbm",
+        "backbone_images",
+        "none",
+        # few, fast trees over a small share of the 1280 columns each: wide dense features
+        _lightgbm(400, 0.1, 15, 0.2, 30, max_bin=63),
+        _GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+        needs="efficientnet_lite_pytorch",
+        backbone=IMAGE,
+    ),
+    Recipe(
+        "backbone_finetune",
+        "image_files",
+        "EfficientNet-Lite0 fine-tuned on the GPU (flips and crops, test-time flips)",
+        "fine-tuning the whole pretrained network adapts its features to the task: the strongest image recipe where a GPU is there",
+        "finetune",
+        "image_tensors",
+        "none",
+        lambda c: dict(epochs=6, batch_size=32, learning_rate=0.0003, weight_decay=0.0001),
+        dict(epochs="epochs", lr="learning_rate"),
+        stochastic=True,
+        needs="efficientnet_lite_pytorch",
+        backbone=IMAGE,
+        gpu=True,
+    ),
+    # ---- audio files (wav): spectral statistics, then trees or a linear model
+    Recipe(
+        "audio_lightgbm",
+        "audio_files",
+        "LightGBM on log-mel spectrogram statistics",
+        "statistics of the log-mel spectrogram summarise timbre and pitch in a few hundred numbers trees handle well",
+        "lightgbm",
+        "audio",
+        "none",
+        _lightgbm(1000, 0.05, 15, 0.5, 50),
+        _GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+    ),
+    Recipe(
+        "audio_linear",
+        "audio_files",
+        "Linear model on standardised log-mel spectrogram statistics",
+        "a linear model on the same spectral statistics: a fast, different-biased second opinion",
+        "linear",
+        "audio",
+        "none",
+        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
     ),
     # ---- image arrays (pixels as columns)
     # Offered only where torch is installed (the [torch] extra); forests are not marked
@@ -426,9 +520,13 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
 DRAFT_ORDER: dict[str, list[str]] = {}
 for _r in _RECIPE_LIST:
     DRAFT_ORDER.setdefault(_r.modality, []).append(_r.name)
-# Image files are read into pixels by the same recipes (features/file_pixels.py.j2).
+# Image files that are photographs go to the pretrained backbone first; every image file can
+# also be read into pixels by the image-array recipes (features/file_pixels.py.j2), which are
+# all small glyph-like images get (photo_like decides).
+PHOTO_ORDER = DRAFT_ORDER.pop("image_files") + DRAFT_ORDER["image_array"]
 DRAFT_ORDER["image_files"] = DRAFT_ORDER["image_array"]
 FALLBACK = {
+    "audio_files": "audio_linear",
     "tabular": "hist_gb",
     "text": "tfidf_linear",
     "image_array": "pixels_linear",
@@ -446,7 +544,19 @@ def recipe_modality(task: dict[str, Any]) -> str:
     return str(task.get("modality", "tabular"))
 
 
-def recipes_for(task: dict[str, Any]) -> list[str]:
-    """Recipe names that serve this task and can run in this environment, in draft order."""
-    names = DRAFT_ORDER.get(recipe_modality(task), DRAFT_ORDER["tabular"])
+def photo_like(profile: Mapping[str, Any] | None) -> bool:
+    """Whether a task's image files look like photographs (colour, or at least 64 px on their
+    short side), which a pretrained backbone reads best, rather than small grey glyphs
+    (digits, letters), on which the small CNN on 32 x 32 grey pixels does well and fast."""
+    files = (profile or {}).get("files") or {}
+    return bool(files.get("colour")) or float(files.get("min_side") or 0) >= 64
+
+
+def recipes_for(task: dict[str, Any], profile: Mapping[str, Any] | None = None) -> list[str]:
+    """Recipe names that serve this task and can run in this environment, in draft order
+    (``profile``: the data profile, which says what image files look like)."""
+    modality = recipe_modality(task)
+    names = DRAFT_ORDER.get(modality, DRAFT_ORDER["tabular"])
+    if modality == "image_files" and photo_like(profile):
+        names = PHOTO_ORDER
     return [name for name in names if RECIPES[name].available()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...metrics import per_column
+from ...sandbox.backbones import TEXT
 from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES, Params, Recipe, RecipeMeta
 
@@ -18,12 +19,20 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
     log_target = per_column(task["metric"]) == "rmsle" and target.get("min", 0) >= 0
     if recipe.features == "pixels":
         return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
-    if recipe.features == "images":
+    if recipe.features in ("images", "image_tensors"):
         return {"log_target": log_target}
+    if recipe.features == "backbone_images":
+        return {"log_target": log_target, "flip_average": False}
+    if recipe.features == "audio":
+        # Clips are resampled to one rate: the data's own (the profile's most common) up to 22,050 Hz.
+        rate = int((profile.get("files") or {}).get("sample_rate") or 16000)
+        return {"log_target": log_target, "n_mels": 64, "sample_rate": min(rate, 22050)}
     text = "stats"
     if recipe.modality == "text":
         text = "tfidf" if recipe.encoding == "onehot" else "svd"
+    sentences = {"sentence_embeddings": True, "sentence_weight": 1.0} if recipe.backbone == TEXT else {}
     return {
+        **sentences,
         "log_target": log_target,
         "screen": _screen_size(recipe, profile),  # numeric columns kept per fold (0: all)
         "freq_encoding": False,
