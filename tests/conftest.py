@@ -24,7 +24,7 @@ from mlguild.metrics import get_metric
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
-from mlguild.sandbox import get_sandbox
+from mlguild.sandbox import backbones, get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import TaskSpec, load_task
@@ -167,6 +167,7 @@ class Workspace:
             "MLGUILD_SEED": "0",
             "MLGUILD_TIME_BUDGET": str(budget),
             "MLGUILD_THREADS": "2",
+            **backbones.script_env(),  # where the pretrained weights are, as the executor tells a script
         }
         done = subprocess.run(
             [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120

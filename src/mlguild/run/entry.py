@@ -95,7 +95,10 @@ class Finished:
             )
         if not self.dry_run:
             direction = get_metric(self.run.spec.metric).direction
-            check_learned(self.best.score, floors(self.run.journal.records), direction, self.run.spec.metric)
+            # The floors are holdout scores: a pooled score (holdout and out-of-fold rows, on a
+            # small holdout) is not on their scale, so the best node's holdout score is compared.
+            held = self.best.holdout_score if self.best.holdout_score is not None else self.best.score
+            check_learned(held, floors(self.run.journal.records), direction, self.run.spec.metric)
 
 
 def check_config(config: Config, dry_run: bool = False) -> str:
