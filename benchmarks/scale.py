@@ -44,6 +44,7 @@ from mlguild.run.context import ContextBuilder
 from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
 from mlguild.sandbox import get_sandbox
+from mlguild.scoring.held_rows import HeldRows
 from mlguild.scoring.scorer import Scorer
 from mlguild.search import get_policy
 from mlguild.sources.resolve import resolve_task
@@ -128,8 +129,12 @@ def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
     run = create_run(task, cfg, workdir / "runs")
     try:
         scorer = Scorer.from_file(run.spec, run.workspace.holdout_answers)
+        ws = run.workspace
         started = time.perf_counter()
-        scorer.score(run.workspace.data_dir / HOLDOUT_SAMPLE)
+        # As the executor scores a node: the whole file checked, the holdout part scored (the
+        # holdout inputs also hold the confirmation split's rows).
+        with HeldRows(run.spec, ws.data_dir, ws.sealed_dir, scorer).parts(ws.data_dir / HOLDOUT_SAMPLE) as (held, _):
+            scorer.score(held)
         times["score"] = time.perf_counter() - started
         agent = Agent(run, RecipeBrain(seed=0), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
         agent.run_loop()
