@@ -22,13 +22,14 @@ from ...core.errors import MoveUnavailable
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import FailureKind, Op
-from .catalog import RECIPES, Recipe, RecipeMeta, recipe_meta, recipes_for
+from .catalog import RECIPES, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
 from .fuse import fuse_proposal
 from .ideas import cited, idea_hints, with_ideas
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
 from .ranking import ranking_supported
+from .recipe import Recipe, RecipeMeta, recipe_meta
 from .render import prediction_kind, render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 

@@ -1,119 +1,18 @@
 """The recipe families: which model, which features, which defaults, for which modality
-(draft.py fits a family's defaults to a task).
-
-A recipe *meta* is everything a script depends on, as plain JSON::
-
-    {"brain": "recipes", "recipe": "lightgbm", "modality": "tabular",
-     "params":   {...},   # passed verbatim to the model constructor (PARAMS in the script)
-     "features": {...},   # feature switches and sizes (see the feature templates)
-     "run":      {...},   # n_folds, max_train_rows, cv_budget_share, seeds
-     "moves": [...], "move": None, "parent": None}
-
-so that an improve step can mutate it and re-render, and a person can see exactly what
-differs between two nodes.
+(draft.py fits a family's defaults to a task; mlguild.brains.recipes.recipe says what a recipe
+and a recipe meta are; the ranking families are in catalog_ranking), in draft order per
+modality, with the safest family of each that debug falls back to.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from collections.abc import Mapping
+from typing import Any
 
 from ...metrics import get_metric
-from ...sandbox import devices
-from ...sandbox.backbones import IMAGE, TEXT, find_backbones
-
-Params = dict[str, Any]
-
-
-class RecipeMeta(TypedDict, total=False):
-    """The shape of a recipe node's meta (see the module docstring): what its script was
-    rendered from, and how it came from its parent."""
-
-    brain: str  # "recipes"
-    recipe: str  # a family of RECIPES
-    modality: str
-    params: Params  # passed verbatim to the model constructor
-    features: dict[str, Any]  # feature switches and sizes
-    run: dict[str, Any]  # n_folds, max_train_rows, cv_budget_share, seeds
-    moves: list[str]  # every move from the draft to this node, oldest first
-    move: str | None  # the move that made this node from its parent ("a+b" for several)
-    parent: str | None  # the parent node's id
-    changed: dict[str, list[Any]]  # flattened setting -> [before, after]
-    evolved_from: str  # an evolve's parent
-    last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
-    repairs: list[str]  # repairs learned on this task, applied to the draft
-    ideas: list[str]  # idea-pool ids this node acts on (mlguild.brains.recipes.ideas)
-
-
-def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:
-    """A node's meta as the recipe meta it is (read back from a proposal or the journal, where
-    it is plain JSON); the caller has checked that a recipe wrote it."""
-    return cast(RecipeMeta, dict(meta))
-
-
-@dataclass(frozen=True)
-class Recipe:
-    name: str
-    modality: str  # tabular | text | image_array
-    title: str  # one line, for plans and the script's docstring
-    why: str  # why this family deserves a draft
-    model: str  # template under templates/models/
-    features: str  # template under templates/features/
-    encoding: str  # columns: native | ordinal | catboost | onehot (pixels: none)
-    defaults: Callable[[bool], Params]  # model parameters, given "is classification"
-    knobs: dict[str, str] = field(default_factory=dict)  # role (rounds, lr, size, ...) -> parameter name
-    class_weight: tuple[str, Any] | None = None  # parameter that reweights classes, and its value
-    estimators: tuple[str, str] = ("", "")  # (classifier, regressor) class names for forests
-    stochastic: bool = False  # fits differ by seed (row/column subsampling): seed averaging helps
-    needs: str | None = None  # a module the script imports that the [ml] extra does not install
-    backbone: str | None = None  # pretrained weights the script loads (sandbox/backbones)
-    gpu: bool = False  # offered only where a GPU is there (sandbox/devices)
-
-    def estimator(self, classification: bool) -> str:
-        return self.estimators[0] if classification else self.estimators[1]
-
-    def available(self) -> bool:
-        """Whether the script can run here: scripts run with this interpreter, so a module
-        this environment lacks, or weights it cannot find, would only crash them."""
-        if self.needs is not None and importlib.util.find_spec(self.needs) is None:
-            return False
-        if self.backbone is not None and self.backbone not in find_backbones():
-            return False
-        return not self.gpu or bool(devices.discover())
-
-
-def _lightgbm(
-    rounds: int, lr: float, leaves: int, colsample: float, patience: int, **extra: Any
-) -> Callable[[bool], Params]:
-    """LightGBM defaults; tabular, text and pixel recipes differ only in these few values."""
-
-    def defaults(classification: bool) -> Params:
-        return dict(
-            n_estimators=rounds,
-            learning_rate=lr,
-            num_leaves=leaves,
-            min_child_samples=20,
-            subsample=0.8,
-            subsample_freq=1,
-            colsample_bytree=colsample,
-            reg_lambda=1.0,
-            early_stopping_rounds=patience,
-            **extra,
-        )
-
-    return defaults
-
-
-_GBDT_KNOBS = dict(
-    rounds="n_estimators",
-    lr="learning_rate",
-    size="num_leaves",
-    l2="reg_lambda",
-    colsample="colsample_bytree",
-    min_leaf="min_child_samples",
-)
+from ...sandbox.backbones import IMAGE, TEXT
+from .catalog_ranking import LIST_RECIPES, RANKING_RECIPES
+from .recipe import GBDT_KNOBS, Recipe, lightgbm_defaults
 
 _RECIPE_LIST = [
     # ---- tabular, in draft order: strongest usual baseline first, then different biases
@@ -125,8 +24,8 @@ _RECIPE_LIST = [
         "lightgbm",
         "columns",
         "native",
-        _lightgbm(2000, 0.05, 31, 0.8, 100),
-        _GBDT_KNOBS,
+        lightgbm_defaults(2000, 0.05, 31, 0.8, 100),
+        GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
     ),
@@ -278,8 +177,8 @@ _RECIPE_LIST = [
         "lightgbm",
         "columns",
         "native",
-        _lightgbm(2000, 0.05, 31, 0.5, 100),
-        _GBDT_KNOBS,
+        lightgbm_defaults(2000, 0.05, 31, 0.5, 100),
+        GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
     ),
@@ -307,8 +206,8 @@ _RECIPE_LIST = [
         "backbone_images",
         "none",
         # few, fast trees over a small share of the 1280 columns each: wide dense features
-        _lightgbm(400, 0.1, 15, 0.2, 30, max_bin=63),
-        _GBDT_KNOBS,
+        lightgbm_defaults(400, 0.1, 15, 0.2, 30, max_bin=63),
+        GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
         needs="efficientnet_lite_pytorch",
@@ -338,8 +237,8 @@ _RECIPE_LIST = [
         "lightgbm",
         "audio",
         "none",
-        _lightgbm(1000, 0.05, 15, 0.5, 50),
-        _GBDT_KNOBS,
+        lightgbm_defaults(1000, 0.05, 15, 0.5, 50),
+        GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
     ),
@@ -416,102 +315,14 @@ _RECIPE_LIST = [
         "lightgbm",
         "pixels",
         "none",
-        _lightgbm(400, 0.15, 15, 0.2, 30, max_bin=31),
-        _GBDT_KNOBS,
+        lightgbm_defaults(400, 0.15, 15, 0.2, 30, max_bin=31),
+        GBDT_KNOBS,
         ("class_weight", "balanced"),
         stochastic=True,
     ),
 ]
 
-# ---- grouped ranking (a score per (group, item) row; templates/rank.py.j2), in draft order
-_RANKING_RECIPES = [
-    Recipe(
-        "lambdarank",
-        "grouped_ranking",
-        "LightGBM LambdaRank within groups",
-        "LambdaRank optimises nDCG within each group directly: the usual strongest learner-to-rank",
-        "lambdarank",
-        "columns",
-        "native",
-        _lightgbm(500, 0.05, 15, 0.8, 50),
-        _GBDT_KNOBS,
-        stochastic=True,
-    ),
-    Recipe(
-        "xgb_rank",
-        "grouped_ranking",
-        "XGBoost rank:ndcg within groups",
-        "LambdaMART on depth-wise trees: a second ranker whose errors differ from LightGBM's",
-        "xgb_rank",
-        "columns",
-        "native",
-        lambda c: dict(
-            n_estimators=500,
-            learning_rate=0.05,
-            max_depth=4,
-            min_child_weight=1.0,
-            subsample=0.8,
-            colsample_bytree=0.8,
-            reg_lambda=1.0,
-            early_stopping_rounds=50,
-        ),
-        dict(
-            rounds="n_estimators",
-            lr="learning_rate",
-            size="max_depth",
-            l2="reg_lambda",
-            colsample="colsample_bytree",
-            min_leaf="min_child_weight",
-        ),
-        stochastic=True,
-    ),
-    Recipe(
-        "pointwise",
-        "grouped_ranking",
-        "Pointwise LightGBM (each row's relevance on its own)",
-        "a pointwise classifier is robust on small groups and ranks by a calibrated relevance",
-        "pointwise",
-        "columns",
-        "native",
-        _lightgbm(1000, 0.05, 15, 0.8, 50),
-        _GBDT_KNOBS,
-        stochastic=True,
-    ),
-]
-# ---- ranked lists (a list of items per query row; templates/lists.py.j2)
-_LIST_RECIPES = [
-    Recipe(
-        "candidates_lgbm",
-        "ranked_lists",
-        "Popularity, association and co-occurrence candidates re-ranked by LightGBM",
-        "a candidate generator with a learned re-ranker is how recommendation competitions are won",
-        "lists_lightgbm",
-        "lists",
-        "none",
-        lambda c: dict(
-            n_estimators=300,
-            learning_rate=0.05,
-            num_leaves=15,
-            min_child_samples=20,
-            subsample=0.8,
-            subsample_freq=1,
-            colsample_bytree=0.8,
-            reg_lambda=1.0,
-        ),
-        {k: v for k, v in _GBDT_KNOBS.items() if k != "rounds"},
-    ),
-    Recipe(
-        "candidates_mix",
-        "ranked_lists",
-        "Popularity, association and co-occurrence candidates in a fixed mix",
-        "a fixed mix of the candidate scores needs no training: a strong, fast baseline",
-        "lists_mix",
-        "lists",
-        "none",
-        lambda c: dict(popularity=1.0, association=2.0, cooccurrence=0.5),
-    ),
-]
-_RECIPE_LIST += _RANKING_RECIPES + _LIST_RECIPES
+_RECIPE_LIST += RANKING_RECIPES + LIST_RECIPES
 # The script template of each modality that has its own (the others: script.py.j2).
 SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2"}
 

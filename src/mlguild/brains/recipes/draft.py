@@ -8,7 +8,8 @@ from typing import Any
 from ...metrics import per_column
 from ...sandbox.backbones import TEXT
 from ...task.column_kinds import UNUSABLE
-from .catalog import RECIPES, Params, Recipe, RecipeMeta
+from .catalog import RECIPES
+from .recipe import Params, Recipe, RecipeMeta
 
 
 def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:

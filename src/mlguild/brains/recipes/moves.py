@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Recipe, RecipeMeta
+from .recipe import Recipe, RecipeMeta
 
 Meta = RecipeMeta
 

@@ -16,8 +16,9 @@ from ...coder.diagnose import Diagnosis
 from ...core.protocols import Context
 from ...core.vocabulary import Status
 from ...task.column_kinds import UNUSABLE
-from .catalog import FALLBACK, RecipeMeta, recipe_modality
+from .catalog import FALLBACK, recipe_modality
 from .draft import draft_meta
+from .recipe import RecipeMeta
 
 Meta = RecipeMeta
 

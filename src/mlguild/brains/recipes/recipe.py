@@ -1,0 +1,116 @@
+"""What a recipe is: a family's fixed choices (model, features, encoding, defaults, the
+knobs its moves turn), and the meta a recipe node's script is rendered from. The families
+themselves are in mlguild.brains.recipes.catalog.
+
+A recipe *meta* is everything a script depends on, as plain JSON::
+
+    {"brain": "recipes", "recipe": "lightgbm", "modality": "tabular",
+     "params":   {...},   # passed verbatim to the model constructor (PARAMS in the script)
+     "features": {...},   # feature switches and sizes (see the feature templates)
+     "run":      {...},   # n_folds, max_train_rows, cv_budget_share, seeds
+     "moves": [...], "move": None, "parent": None}
+
+so that an improve step can mutate it and re-render, and a person can see exactly what
+differs between two nodes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypedDict, cast
+
+from ...sandbox import devices
+from ...sandbox.backbones import find_backbones
+
+Params = dict[str, Any]
+
+
+class RecipeMeta(TypedDict, total=False):
+    """The shape of a recipe node's meta (see the module docstring): what its script was
+    rendered from, and how it came from its parent."""
+
+    brain: str  # "recipes"
+    recipe: str  # a family of RECIPES
+    modality: str
+    params: Params  # passed verbatim to the model constructor
+    features: dict[str, Any]  # feature switches and sizes
+    run: dict[str, Any]  # n_folds, max_train_rows, cv_budget_share, seeds
+    moves: list[str]  # every move from the draft to this node, oldest first
+    move: str | None  # the move that made this node from its parent ("a+b" for several)
+    parent: str | None  # the parent node's id
+    changed: dict[str, list[Any]]  # flattened setting -> [before, after]
+    evolved_from: str  # an evolve's parent
+    last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
+    repairs: list[str]  # repairs learned on this task, applied to the draft
+    ideas: list[str]  # idea-pool ids this node acts on (mlguild.brains.recipes.ideas)
+
+
+def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:
+    """A node's meta as the recipe meta it is (read back from a proposal or the journal, where
+    it is plain JSON); the caller has checked that a recipe wrote it."""
+    return cast(RecipeMeta, dict(meta))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    modality: str  # tabular | text | image_array
+    title: str  # one line, for plans and the script's docstring
+    why: str  # why this family deserves a draft
+    model: str  # template under templates/models/
+    features: str  # template under templates/features/
+    encoding: str  # columns: native | ordinal | catboost | onehot (pixels: none)
+    defaults: Callable[[bool], Params]  # model parameters, given "is classification"
+    knobs: dict[str, str] = field(default_factory=dict)  # role (rounds, lr, size, ...) -> parameter name
+    class_weight: tuple[str, Any] | None = None  # parameter that reweights classes, and its value
+    estimators: tuple[str, str] = ("", "")  # (classifier, regressor) class names for forests
+    stochastic: bool = False  # fits differ by seed (row/column subsampling): seed averaging helps
+    needs: str | None = None  # a module the script imports that the [ml] extra does not install
+    backbone: str | None = None  # pretrained weights the script loads (sandbox/backbones)
+    gpu: bool = False  # offered only where a GPU is there (sandbox/devices)
+
+    def estimator(self, classification: bool) -> str:
+        return self.estimators[0] if classification else self.estimators[1]
+
+    def available(self) -> bool:
+        """Whether the script can run here: scripts run with this interpreter, so a module
+        this environment lacks, or weights it cannot find, would only crash them."""
+        if self.needs is not None and importlib.util.find_spec(self.needs) is None:
+            return False
+        if self.backbone is not None and self.backbone not in find_backbones():
+            return False
+        return not self.gpu or bool(devices.discover())
+
+
+def lightgbm_defaults(
+    rounds: int, lr: float, leaves: int, colsample: float, patience: int, **extra: Any
+) -> Callable[[bool], Params]:
+    """LightGBM defaults; tabular, text and pixel recipes differ only in these few values."""
+
+    def defaults(classification: bool) -> Params:
+        return dict(
+            n_estimators=rounds,
+            learning_rate=lr,
+            num_leaves=leaves,
+            min_child_samples=20,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=colsample,
+            reg_lambda=1.0,
+            early_stopping_rounds=patience,
+            **extra,
+        )
+
+    return defaults
+
+
+GBDT_KNOBS = dict(
+    rounds="n_estimators",
+    lr="learning_rate",
+    size="num_leaves",
+    l2="reg_lambda",
+    colsample="colsample_bytree",
+    min_leaf="min_child_samples",
+)
