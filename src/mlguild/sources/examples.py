@@ -17,6 +17,7 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
+from .example_photos import photo_crops, write_images
 from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
 
 TEST_FRACTION = 0.2
@@ -161,64 +162,10 @@ def _movies():
     return pd.DataFrame(rows), None
 
 
-# The colour photographs that scikit-image and scikit-learn ship inside their wheels (no
-# package found here ships a labelled photograph collection): (package, file).
-_PHOTOS = [
-    ("skimage", "astronaut.png"),
-    ("skimage", "chelsea.png"),
-    ("skimage", "coffee.png"),
-    ("skimage", "rocket.jpg"),
-    ("skimage", "ihc.png"),
-    ("skimage", "retina.jpg"),
-    ("skimage", "motorcycle_left.png"),
-    ("sklearn", "china.jpg"),
-    ("sklearn", "flower.jpg"),
-]
-PHOTO_CROPS = 70  # crops per photograph
-PHOTO_SIDE = 96  # pixels of a stored crop
-
-
-def _photo(package: str, name: str):
-    import importlib.util
-
-    from PIL import Image
-
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise TaskError(f"the photos example needs the {package} package", "pip install 'mlguild[examples]'")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    path = root / ("data" if package == "skimage" else "datasets/images") / name
-    with Image.open(path) as image:
-        return image.convert("RGB")
-
-
 def _photos():
-    """Crops of nine real colour photographs (an astronaut, a cat, coffee, a rocket, tissue under
-    a microscope, a retina, a motorcycle, a Chinese temple, a flower) at random places, sizes
-    (10 to 25% of the photograph's shorter side) and mirrorings, seeded; the label is the
-    photograph a crop comes from. The pixels column holds each crop until build_example writes
-    it as a JPEG file."""
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(SPLIT_SEED)
-    rows = []
-    for package, name in _PHOTOS:
-        photo = _photo(package, name)
-        width, height = photo.size
-        for _ in range(PHOTO_CROPS):
-            side = int(rng.uniform(0.1, 0.25) * min(width, height))
-            left, top = int(rng.integers(0, width - side + 1)), int(rng.integers(0, height - side + 1))
-            crop = photo.crop((left, top, left + side, top + side)).resize(
-                (PHOTO_SIDE, PHOTO_SIDE), Image.Resampling.BILINEAR
-            )
-            if rng.random() < 0.5:
-                crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-            rows.append({"label": name.rsplit(".", 1)[0], "pixels": crop})
-    order = rng.permutation(len(rows))
-    frame = pd.DataFrame([rows[i] for i in order])
-    frame.insert(0, "image", [f"photo_{k:04d}" for k in range(len(frame))])
-    return _with_id(frame), None
+    """Crops of nine real colour photographs, labelled by the photograph each comes from
+    (mlguild.sources.example_photos)."""
+    return _with_id(photo_crops(SPLIT_SEED)), None
 
 
 EXAMPLES: dict[str, Example] = {
@@ -432,7 +379,7 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
         train, test = labelled, fixed_test
     dest = prepare_dest(dest, overwrite)
     if spec.file_column is not None:
-        train, test = _write_images(dest / "public", spec, train, test)
+        train, test = write_images(dest / "public", spec, train, test)
     answers = test[[spec.id_column, *spec.key_columns, *spec.target_columns]]
     folder = write_task(
         dest,
@@ -444,18 +391,6 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     )
     store_items(folder, [_documentation(package, dataset) for package, dataset in ex.docs], None)
     return folder
-
-
-def _write_images(public: Path, spec: TaskSpec, *frames: pd.DataFrame) -> list[pd.DataFrame]:
-    """Write each row's image (its ``pixels``) as a file in the train or test folder; the
-    frames come back without the images."""
-    out = []
-    for frame, folder in zip(frames, (str(spec.train_files), str(spec.test_files)), strict=True):
-        (public / folder).mkdir(parents=True, exist_ok=True)
-        for name, image in zip(frame[str(spec.file_column)], frame["pixels"], strict=True):
-            image.save(public / folder / f"{name}{spec.file_suffix}", quality=90)
-        out.append(frame.drop(columns=["pixels"]))
-    return out
 
 
 def _documentation(package: str, dataset: str) -> Item:
