@@ -37,7 +37,9 @@ import pandas as pd
 
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.render import render_script
+from mlguild.firewall.workspace import read_csv_exact
 from mlguild.sandbox import backbones
+from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 from mlguild.task.profile import profile_workspace
@@ -92,18 +94,14 @@ def run_recipe(
     return node / "output", wall, done.stdout
 
 
-def accuracy(output: Path, answers: pd.DataFrame, id_column: str, target: str) -> float:
-    got = pd.read_csv(output / "holdout.csv", dtype=str).set_index(id_column)[target]
-    truth = answers.set_index(id_column)[target]
-    return float((got.reindex(truth.index) == truth).mean())
-
-
-def roc_auc(output: Path, answers: pd.DataFrame, id_column: str, target: str, positive: str) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    got = pd.read_csv(output / "holdout.csv", dtype={id_column: str}).set_index(id_column)[target]
-    truth = answers.set_index(id_column)[target]
-    return float(roc_auc_score((truth == positive).astype(int), got.reindex(truth.index).to_numpy(dtype=float)))
+def test_score(example: Path, output: Path) -> float:
+    """A script's predictions for the example's test rows, scored by mlguild's own scorer with
+    the task's metric against its private answers (as a run's grade is)."""
+    task = load_task(example)
+    spec = task.spec
+    train = read_csv_exact(task.train_path)
+    labels = set(train[spec.target_columns[0]]) if spec.task_type in ("binary", "multiclass") else set()
+    return Scorer.from_file(spec, task.answers_path, labels=labels).score(output / "holdout.csv").value
 
 
 def images_per_second(folder: Path, n: int = 64) -> dict[str, float]:
@@ -141,15 +139,15 @@ def photos(root: Path, budget_s: float) -> dict:
     result["embedding_images_per_s"] = images_per_second(data / str(task["train_files"]))
     out, wall, _ = run_recipe("backbone_lightgbm", task, profile, data, budget_s)
     embedded = out
-    result["backbone_lightgbm"] = {"accuracy": accuracy(out, answers, "id", "label"), "wall_s": round(wall, 1)}
+    result["backbone_lightgbm"] = {"accuracy": test_score(example, out), "wall_s": round(wall, 1)}
     # The CNN's folds take 0.9 x half its budget: a budget of 2.2 x the backbone's wall time
     # makes its cross-validation (what both scripts spend their time on) as long.
     out, cnn_wall, _ = run_recipe("small_cnn", task, profile, data, max(60.0, 2.2 * wall))
-    result["small_cnn_equal_wall"] = {"accuracy": accuracy(out, answers, "id", "label"), "wall_s": round(cnn_wall, 1)}
+    result["small_cnn_equal_wall"] = {"accuracy": test_score(example, out), "wall_s": round(cnn_wall, 1)}
     # The linear head reads the embeddings the LightGBM script computed (as a run's later nodes do).
     out, wall, _ = run_recipe("backbone_linear", task, profile, data, budget_s, cache=embedded / "embeddings")
     result["backbone_linear_cached_embeddings"] = {
-        "accuracy": accuracy(out, answers, "id", "label"),
+        "accuracy": test_score(example, out),
         "wall_s": round(wall, 1),
     }
     return result
@@ -162,7 +160,7 @@ def reviews(root: Path, budget_s: float) -> dict:
     result: dict = {"train_rows": profile["n_train"], "test_rows": len(answers)}
     for name in ("tfidf_linear", "tfidf_sentences"):
         out, wall, _ = run_recipe(name, task, profile, data, budget_s)
-        result[name] = {"roc_auc": round(roc_auc(out, answers, "id", "score", "great"), 4), "wall_s": round(wall, 1)}
+        result[name] = {"roc_auc": round(test_score(example, out), 4), "wall_s": round(wall, 1)}
     return result
 
 
