@@ -12,7 +12,7 @@ from typing import Any
 from ...metrics import get_metric
 from ...sandbox.backbones import IMAGE, TEXT
 from .catalog_ranking import LIST_RECIPES, RANKING_RECIPES
-from .recipe import GBDT_KNOBS, Recipe, lightgbm_defaults
+from .recipe import GBDT_KNOBS, XGB_KNOBS, Recipe, lightgbm_defaults, xgboost_defaults
 
 _RECIPE_LIST = [
     # ---- tabular, in draft order: strongest usual baseline first, then different biases
@@ -97,24 +97,8 @@ _RECIPE_LIST = [
         "xgboost",
         "columns",
         "native",
-        lambda c: dict(
-            n_estimators=2000,
-            learning_rate=0.05,
-            max_depth=6,
-            min_child_weight=1.0,
-            subsample=0.8,
-            colsample_bytree=0.8,
-            reg_lambda=1.0,
-            early_stopping_rounds=100,
-        ),
-        dict(
-            rounds="n_estimators",
-            lr="learning_rate",
-            size="max_depth",
-            l2="reg_lambda",
-            colsample="colsample_bytree",
-            min_leaf="min_child_weight",
-        ),
+        xgboost_defaults(2000, 6, 100),
+        XGB_KNOBS,
         stochastic=True,
     ),
     Recipe(

@@ -4,7 +4,7 @@ each in draft order. mlguild.brains.recipes.catalog adds them to the catalogue."
 
 from __future__ import annotations
 
-from .recipe import GBDT_KNOBS, Recipe, lightgbm_defaults
+from .recipe import GBDT_KNOBS, XGB_KNOBS, Recipe, lightgbm_defaults, xgboost_defaults
 
 # ---- grouped ranking (a score per (group, item) row; templates/rank.py.j2), in draft order
 RANKING_RECIPES = [
@@ -28,24 +28,8 @@ RANKING_RECIPES = [
         "xgb_rank",
         "columns",
         "native",
-        lambda c: dict(
-            n_estimators=500,
-            learning_rate=0.05,
-            max_depth=4,
-            min_child_weight=1.0,
-            subsample=0.8,
-            colsample_bytree=0.8,
-            reg_lambda=1.0,
-            early_stopping_rounds=50,
-        ),
-        dict(
-            rounds="n_estimators",
-            lr="learning_rate",
-            size="max_depth",
-            l2="reg_lambda",
-            colsample="colsample_bytree",
-            min_leaf="min_child_weight",
-        ),
+        xgboost_defaults(500, 4, 50),
+        XGB_KNOBS,
         stochastic=True,
     ),
     Recipe(

@@ -114,3 +114,31 @@ GBDT_KNOBS = dict(
     colsample="colsample_bytree",
     min_leaf="min_child_samples",
 )
+
+
+def xgboost_defaults(rounds: int, depth: int, patience: int) -> Callable[[bool], Params]:
+    """XGBoost defaults (histogram method); the tabular and ranking recipes differ only in these."""
+
+    def defaults(classification: bool) -> Params:
+        return dict(
+            n_estimators=rounds,
+            learning_rate=0.05,
+            max_depth=depth,
+            min_child_weight=1.0,
+            subsample=0.8,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+            early_stopping_rounds=patience,
+        )
+
+    return defaults
+
+
+XGB_KNOBS = dict(
+    rounds="n_estimators",
+    lr="learning_rate",
+    size="max_depth",
+    l2="reg_lambda",
+    colsample="colsample_bytree",
+    min_leaf="min_child_weight",
+)
