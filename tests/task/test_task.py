@@ -5,7 +5,7 @@ from conftest import make_task
 
 from mlguild.core.errors import TaskError
 from mlguild.sources import init_task
-from mlguild.sources.csv_source import infer_task_type
+from mlguild.sources.columns import infer_task_type
 from mlguild.task.folder import load_task
 
 

@@ -17,7 +17,8 @@ from ..core.errors import TaskError
 from ..core.suggest import closest, did_you_mean, listing
 from ..metrics import get_metric, metric_name
 from ..task.folder import TaskSpec
-from .csv_source import _TEXT_MEAN_LENGTH, _read, infer_id_column
+from .columns import infer_id_column
+from .csv_source import _TEXT_MEAN_LENGTH, _read
 from .layout import prepare_dest, split_test, write_task
 
 _POSITIVE_PAIRS = (("0", "1"), ("False", "True"), ("false", "true"), ("no", "yes"), ("No", "Yes"))

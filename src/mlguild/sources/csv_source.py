@@ -6,7 +6,6 @@ metric are guessed from the data and written into task.yaml, where they are easy
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,14 +14,14 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..core.suggest import closest, did_you_mean, listing
 from ..firewall.workspace import read_csv_exact
-from ..metrics import get_metric, metric_name
+from ..metrics import get_metric
 from ..task.folder import TaskSpec
 from ..task.time_order import date_columns, infer_time_column
 from ..util.frames import mean_lengths
-from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
+from .columns import default_metric, infer_id_column, infer_task_type, positive_label, with_cutoff
+from .csv_ranking import build_ranking
+from .layout import prepare_dest, split_test, split_test_by_time, write_task
 
-_ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
-_MAX_CLASSES_AS_CLASSIFICATION = 30
 _TEXT_MEAN_LENGTH = 30
 
 
@@ -53,35 +52,6 @@ def _read(path: Path, what: str) -> pd.DataFrame:
     return frame
 
 
-def infer_id_column(frame: pd.DataFrame, target: str) -> str | None:
-    """A column whose name looks like an id and whose values are unique, else None."""
-    for col in frame.columns:
-        if col != target and _ID_NAME.match(str(col)) and frame[col].is_unique and (frame[col] != "").all():
-            return str(col)
-    return None
-
-
-def infer_task_type(target: pd.Series) -> str:
-    values = target[target != ""]
-    numeric = pd.to_numeric(values, errors="coerce")
-    n_unique = values.nunique()
-    if n_unique < 2:
-        raise TaskError(f"target {target.name!r} has a single value: nothing to learn", "pass the right --target")
-    if n_unique == 2:
-        return "binary"
-    if numeric.notna().all():
-        is_integer = (numeric == numeric.round()).all()
-        if is_integer and n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
-            return "multiclass"
-        return "regression"
-    if n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
-        return "multiclass"
-    raise TaskError(
-        f"target {target.name!r} has {n_unique} distinct text values: too many classes to guess a task type",
-        "pass --task-type and --metric explicitly",
-    )
-
-
 TASK_TYPES = ("binary", "multiclass", "regression")  # what --task-type suggests; "ranking" needs --group or lists
 
 
@@ -93,71 +63,6 @@ def _task_type_fix(task_type: str) -> str:
         return "pass --task-type binary (two classes) or multiclass, or leave it out: it is inferred from the target"
     guess = closest(task_type, TASK_TYPES)
     return f"pass --task-type {guess}" if guess else "leave --task-type out: it is inferred from the target"
-
-
-def holds_lists(values: pd.Series) -> bool:
-    """Whether a column holds space-separated lists (most of its non-empty values have a space)."""
-    filled = values[values != ""].astype(str)
-    return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
-
-
-def infer_item_column(frame: pd.DataFrame, group: str, target: str) -> str | None:
-    """The column naming the item of a (group, item) row: unique within every group and
-    repeating across groups; of several, the one with the fewest distinct values. None if none is."""
-    found = []
-    for col in frame.columns:
-        if col in (group, target) or (frame[col] == "").any():
-            continue
-        values = frame[col]
-        if values.nunique() < len(frame) and not frame.duplicated(subset=[group, col]).any():
-            found.append((values.nunique(), str(col)))
-    return min(found)[1] if found else None
-
-
-def _ranking_metric(metric: str | None, target: pd.Series) -> tuple[str, dict, str | None]:
-    """(metric, metric params, positive label) of a grouped ranking: nDCG@10 by default (a
-    relevance grade per row); a text target of two labels has no grades, so GAUC with its
-    positive label. ``name@N`` (``ndcg@5``) sets the cut-off."""
-    name, params = _with_cutoff(metric) if metric else ("", {})
-    numeric = pd.to_numeric(target[target != ""], errors="coerce").notna().all()
-    positive = None
-    if not numeric:
-        if target[target != ""].nunique() != 2:
-            raise TaskError(
-                f"the ranking target {target.name!r} is neither numbers (relevance grades) nor two labels",
-                "pass a target of 0/1 or graded relevance numbers",
-            )
-        positive = _positive_label(target)
-        if name and name != "gauc":
-            raise TaskError(
-                f"metric {name} needs numeric relevance; {target.name!r} holds labels", "pass --metric gauc"
-            )
-        return "gauc", {}, positive
-    name = name or "ndcg_at_k"
-    if name == "ndcg_at_k":
-        params.setdefault("k", 10)
-    return name, params, positive
-
-
-def _with_cutoff(metric: str) -> tuple[str, dict]:
-    """``map@5`` / ``ndcg@5``: the metric and its k; otherwise the metric and no params."""
-    base, at, k = metric.rpartition("@") if "@" in metric else (metric, "", "")
-    if at and k.strip().isdigit() and base.strip():
-        return metric_name(f"{base.strip()}@k", "--metric"), {"k": int(k)}
-    return metric_name(metric, "--metric"), {}
-
-
-def default_metric(task_type: str) -> str:
-    return {"binary": "roc_auc", "multiclass": "logloss", "regression": "rmse"}[task_type]
-
-
-def _positive_label(target: pd.Series) -> str:
-    labels = sorted(target[target != ""].unique(), key=str)
-    for preferred in ("1", "yes", "Yes", "true", "True", "positive"):
-        if preferred in labels:
-            return preferred
-    # The rarer class is usually the one of interest (churners, frauds, survivors).
-    return str(target.value_counts().idxmin())
 
 
 def build_from_csv(
@@ -202,7 +107,7 @@ def build_from_csv(
             "pass --task-type ranking, or leave --group out",
         )
     if group is not None or task_type == "ranking":
-        return _build_ranking(
+        return build_ranking(
             train, test_frame, Path(train_path), dest, target, test, group, metric, name, overwrite, id_column
         )
     id_column = id_column or infer_id_column(train, target)
@@ -226,7 +131,7 @@ def build_from_csv(
         )
     metric_params: dict = {}
     if metric is not None:
-        metric, metric_params = _with_cutoff(metric)
+        metric, metric_params = with_cutoff(metric)
     task_type = task_type or infer_task_type(train[target])
     metric = metric or default_metric(task_type)
     classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
@@ -255,7 +160,7 @@ def build_from_csv(
     else:
         spec_kwargs["submission_columns"] = [id_column, target]
     if task_type == "binary" and prediction in ("probability", "label"):
-        spec_kwargs["positive_label"] = _positive_label(train[target])
+        spec_kwargs["positive_label"] = positive_label(train[target])
     lengths = mean_lengths(train, [c for c in train.columns if c not in (target, id_column)])
     text_cols = [c for c, length in lengths.items() if length >= _TEXT_MEAN_LENGTH]
     if text_cols:
@@ -324,103 +229,3 @@ def _time_column(
         f"column {dates[0]!r} holds dates: if the rows are ordered in time by it, pass --time-column {dates[0]} "
         "(the test set is then the latest 20% of the rows, not a random 20%)"
     ]
-
-
-def _build_ranking(
-    train: pd.DataFrame,
-    test_frame: pd.DataFrame | None,
-    train_path: Path,
-    dest: Path,
-    target: str,
-    test: str | Path | None,
-    group: str | None,
-    metric: str | None,
-    name: str | None,
-    overwrite: bool,
-    id_column: str | None = None,
-) -> Path:
-    """A ranking task: grouped (``group`` given; the group is the id column, ids repeat, the item
-    within a group is a key column) or a list per row (a target of space-separated items, MAP@k)."""
-    source = f"csv:{train_path.resolve()}"
-    if group is None:
-        if not holds_lists(train[target]):
-            raise TaskError(
-                f"--task-type ranking needs --group COLUMN (the column whose rows are ranked against each other), "
-                f"or a target of space-separated lists; {target!r} holds single values",
-                "pass --group COLUMN",
-            )
-        metric_name_, params = _with_cutoff(metric or "map@k")
-        if get_metric(metric_name_).prediction != "ranked_list":
-            raise TaskError(
-                f"{target!r} holds lists; metric {metric_name_} does not score lists", "pass --metric map@K"
-            )
-        params.setdefault("k", 10)
-        return _write(
-            train, test_frame, train_path, dest, test, overwrite,
-            dict(name=name or train_path.stem, task_type="ranking", metric=metric_name_, metric_params=params,
-                 id_column=id_column or _id_for(train, target), target_columns=[target], source=source),
-        )  # fmt: skip
-    if group not in train.columns:
-        raise TaskError(
-            f"{train_path} has no column {group!r}{did_you_mean(group, [str(c) for c in train.columns])}",
-            "pass --group with one of its columns",
-        )
-    if group == target:
-        raise TaskError("the group column cannot also be the target", "pass --group and --target two different columns")
-    if test_frame is not None and group not in test_frame.columns:
-        raise TaskError(f"the test file {test} has no group column {group!r}", "add it, or pass the right --group")
-    item = infer_item_column(train, group, target)
-    if item is None:  # no column names the item: a row number does (unique, so rows are checked one by one)
-        item = next(n for n in ("item", "row", *(f"row_{i}" for i in range(1, 1000))) if n not in train.columns)
-        train.insert(1, item, [str(i) for i in range(1, len(train) + 1)])
-        if test_frame is not None:
-            test_frame.insert(1, item, [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
-    metric_name_, params, positive = _ranking_metric(metric, train[target])
-    spec = dict(
-        name=name or train_path.stem, task_type="ranking", metric=metric_name_, metric_params=params,
-        id_column=group, ids_unique=False, key_columns=[item], target_columns=[target],
-        submission_columns=[group, item, target], positive_label=positive, source=source,
-    )  # fmt: skip
-    return _write(train, test_frame, train_path, dest, test, overwrite, spec)
-
-
-def _id_for(train: pd.DataFrame, target: str) -> str:
-    found = infer_id_column(train, target)
-    if found is None:
-        raise TaskError("a list per row needs a unique id column for its rows", "add one, or pass --id COLUMN")
-    return found
-
-
-def _write(
-    train: pd.DataFrame,
-    test_frame: pd.DataFrame | None,
-    train_path: Path,
-    dest: Path,
-    test: str | Path | None,
-    overwrite: bool,
-    spec_kwargs: dict,
-) -> Path:
-    spec_kwargs.setdefault("submission_columns", [spec_kwargs["id_column"], *spec_kwargs["target_columns"]])
-    try:
-        spec = TaskSpec(**spec_kwargs)
-    except ValueError as exc:
-        raise TaskError(
-            f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
-        ) from exc
-    target = spec.target_columns[0]
-    if test_frame is None:
-        if spec.ids_unique:
-            train, test_frame = split_test(train, 0.2, 0, None)
-        else:
-            train, test_frame = split_test_groups(train, spec.id_column, 0.2, 0)
-    answers = None
-    if target in test_frame.columns:
-        answers = test_frame[[spec.id_column, *spec.key_columns, target]]
-        test_frame = test_frame.drop(columns=[target])
-    dest = prepare_dest(dest, overwrite)
-    how = f"ranked within each {spec.id_column}" if not spec.ids_unique else "a space-separated ranked list per row"
-    description = (
-        f"# {spec.name}\n\nRank by `{target}` ({how}) from the other columns of `{train_path.name}`.\n"
-        f"Metric: {spec.metric} {spec.metric_params or ''}.\n"
-    )
-    return write_task(dest, spec, description, train, test_frame, answers)

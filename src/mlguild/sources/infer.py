@@ -24,7 +24,8 @@ from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
-from .csv_source import _positive_label, holds_lists, infer_task_type
+from .columns import holds_lists, infer_task_type, positive_label
+from .file_columns import FILE_PROBE, file_column
 from .shapes import (
     ranking_shape,
     sample_is_probability,
@@ -34,9 +35,6 @@ from .shapes import (
 )
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
-_FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
-_SUFFIXES = ("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".wav", ".mp3", ".flac", ".json", ".txt")
-_IMAGES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif")
 
 
 @dataclass
@@ -273,7 +271,7 @@ def infer_task(
     if kind == "label" and probabilities:
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
-    files = _file_column(data_dir, train, read_csv_exact(test_path).head(_FILE_PROBE), [id_column, *test_header])
+    files = file_column(data_dir, train, read_csv_exact(test_path).head(FILE_PROBE), [id_column, *test_header])
     if files is not None:
         notes.append(
             f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
@@ -289,7 +287,7 @@ def infer_task(
         if positive is not None:
             notes.append(f"positive label {positive!r}: the description asks for its probability")
         else:
-            positive = _positive_label(train[targets[0]])
+            positive = positive_label(train[targets[0]])
             notes.append(
                 f"positive label {positive!r} (the description does not say which class is predicted; "
                 "set positive_label in task.yaml if it is the other)"
@@ -330,40 +328,6 @@ def _label_after_probability(description: str, labels: list[str]) -> str | None:
             if re.search(rf"\b{re.escape(label)}\b", found.group(2), re.IGNORECASE):
                 named.add(label)
     return named.pop() if len(named) == 1 else None
-
-
-def _file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
-    """The column whose values name each row's file (in a folder for train rows and one for test
-    rows), with those folders, the suffix the values lack, and the modality; None if none does."""
-    folders = sorted(p for p in data_dir.rglob("*") if p.is_dir() and not p.name.startswith("."))
-    for column in dict.fromkeys(columns):
-        if column not in train or column not in test:
-            continue
-        found = {}
-        for rows, role in ((train, "train"), (test, "test")):
-            values = [v for v in rows[column].head(_FILE_PROBE).astype(str) if v]
-            where = [
-                (d, s) for d in folders for s in _SUFFIXES if values and all((d / f"{v}{s}").is_file() for v in values)
-            ]
-            named = [w for w in where if role in w[0].name.lower()] or where
-            if not named:
-                break
-            found[role] = named[0]
-        if len(found) == 2 and found["train"][1] == found["test"][1]:
-            suffix = found["train"][1]
-            example = f"{train[column].iloc[0]}{suffix}".lower()
-            return {
-                "file_column": column,
-                "train_files": found["train"][0].relative_to(data_dir).as_posix(),
-                "test_files": found["test"][0].relative_to(data_dir).as_posix(),
-                "file_suffix": suffix,
-                "modality": "image_files"
-                if example.endswith(_IMAGES)
-                else "audio_files"
-                if example.endswith(".wav")
-                else "tabular",
-            }
-    return None
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:

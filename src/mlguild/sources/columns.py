@@ -1,0 +1,86 @@
+"""What a labelled CSV's columns are: its id column, its task type, a column of lists, the item
+column of a grouped ranking, the positive label, and the metric a task type gets by default.
+
+Each guess is a starting point written into task.yaml, where the user can change it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..core.errors import TaskError
+from ..metrics import metric_name
+
+_ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
+_MAX_CLASSES_AS_CLASSIFICATION = 30
+
+
+def infer_id_column(frame: pd.DataFrame, target: str) -> str | None:
+    """A column whose name looks like an id and whose values are unique, else None."""
+    for col in frame.columns:
+        if col != target and _ID_NAME.match(str(col)) and frame[col].is_unique and (frame[col] != "").all():
+            return str(col)
+    return None
+
+
+def infer_task_type(target: pd.Series) -> str:
+    values = target[target != ""]
+    numeric = pd.to_numeric(values, errors="coerce")
+    n_unique = values.nunique()
+    if n_unique < 2:
+        raise TaskError(f"target {target.name!r} has a single value: nothing to learn", "pass the right --target")
+    if n_unique == 2:
+        return "binary"
+    if numeric.notna().all():
+        is_integer = (numeric == numeric.round()).all()
+        if is_integer and n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
+            return "multiclass"
+        return "regression"
+    if n_unique <= _MAX_CLASSES_AS_CLASSIFICATION:
+        return "multiclass"
+    raise TaskError(
+        f"target {target.name!r} has {n_unique} distinct text values: too many classes to guess a task type",
+        "pass --task-type and --metric explicitly",
+    )
+
+
+def holds_lists(values: pd.Series) -> bool:
+    """Whether a column holds space-separated lists (most of its non-empty values have a space)."""
+    filled = values[values != ""].astype(str)
+    return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
+
+
+def infer_item_column(frame: pd.DataFrame, group: str, target: str) -> str | None:
+    """The column naming the item of a (group, item) row: unique within every group and
+    repeating across groups; of several, the one with the fewest distinct values. None if none is."""
+    found = []
+    for col in frame.columns:
+        if col in (group, target) or (frame[col] == "").any():
+            continue
+        values = frame[col]
+        if values.nunique() < len(frame) and not frame.duplicated(subset=[group, col]).any():
+            found.append((values.nunique(), str(col)))
+    return min(found)[1] if found else None
+
+
+def with_cutoff(metric: str) -> tuple[str, dict]:
+    """``map@5`` / ``ndcg@5``: the metric and its k; otherwise the metric and no params."""
+    base, at, k = metric.rpartition("@") if "@" in metric else (metric, "", "")
+    if at and k.strip().isdigit() and base.strip():
+        return metric_name(f"{base.strip()}@k", "--metric"), {"k": int(k)}
+    return metric_name(metric, "--metric"), {}
+
+
+def default_metric(task_type: str) -> str:
+    return {"binary": "roc_auc", "multiclass": "logloss", "regression": "rmse"}[task_type]
+
+
+def positive_label(target: pd.Series) -> str:
+    labels = sorted(target[target != ""].unique(), key=str)
+    for preferred in ("1", "yes", "Yes", "true", "True", "positive"):
+        if preferred in labels:
+            return preferred
+    # The rarer class is usually the one of interest (churners, frauds, survivors).
+    return str(target.value_counts().idxmin())

@@ -1,0 +1,46 @@
+"""The column of a competition's CSVs whose values name each row's file (an image or a sound),
+with the folders that hold the train and test files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
+_SUFFIXES = ("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".wav", ".mp3", ".flac", ".json", ".txt")
+_IMAGES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif")
+
+
+def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
+    """The column whose values name each row's file (in a folder for train rows and one for test
+    rows), with those folders, the suffix the values lack, and the modality; None if none does."""
+    folders = sorted(p for p in data_dir.rglob("*") if p.is_dir() and not p.name.startswith("."))
+    for column in dict.fromkeys(columns):
+        if column not in train or column not in test:
+            continue
+        found = {}
+        for rows, role in ((train, "train"), (test, "test")):
+            values = [v for v in rows[column].head(FILE_PROBE).astype(str) if v]
+            where = [
+                (d, s) for d in folders for s in _SUFFIXES if values and all((d / f"{v}{s}").is_file() for v in values)
+            ]
+            named = [w for w in where if role in w[0].name.lower()] or where
+            if not named:
+                break
+            found[role] = named[0]
+        if len(found) == 2 and found["train"][1] == found["test"][1]:
+            suffix = found["train"][1]
+            example = f"{train[column].iloc[0]}{suffix}".lower()
+            return {
+                "file_column": column,
+                "train_files": found["train"][0].relative_to(data_dir).as_posix(),
+                "test_files": found["test"][0].relative_to(data_dir).as_posix(),
+                "file_suffix": suffix,
+                "modality": "image_files"
+                if example.endswith(_IMAGES)
+                else "audio_files"
+                if example.endswith(".wav")
+                else "tabular",
+            }
+    return None
