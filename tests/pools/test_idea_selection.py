@@ -84,7 +84,9 @@ def test_two_nodes_in_flight_are_offered_different_ideas(tmp_path):
 def test_an_improve_is_offered_the_ideas_of_its_parent_and_branch(tmp_path):
     agent, _run, ids = _agent(tmp_path, ScriptedLLM(default=FULL))
     graph, contexts = agent.session.state.graph, agent.session.contexts
-    encoded = Node(id="n0001", op=Op.DRAFT, parents=(), iteration=0, status=Status.SCORED, score=0.8, meta={"recipe": "lightgbm"})
+    encoded = Node(
+        id="n0001", op=Op.DRAFT, parents=(), iteration=0, status=Status.SCORED, score=0.8, meta={"recipe": "lightgbm"}
+    )
     encoded.plan = "Plan: gradient boosting with out-of-fold target encoding of the category columns."
     boosted = Node(id="n0002", op=Op.DRAFT, parents=(), iteration=1, status=Status.SCORED, score=0.7)
     boosted.plan = "Plan: catboost on the raw categories with ordered boosting."

@@ -174,7 +174,9 @@ class ContextBuilder:
         words = [f"{p.title} {p.plan[:600]} {p.meta.get('recipe', '')} {p.meta.get('move', '')}" for p in parents]
         if self.pools is not None:
             branches = {graph[p.node_id].branch for p in parents if p.node_id in graph.nodes}
-            branch = [n for n in graph if n.branch in branches and n.finished and n.id not in {p.node_id for p in parents}]
+            branch = [
+                n for n in graph if n.branch in branches and n.finished and n.id not in {p.node_id for p in parents}
+            ]
             for member in branch[-_BRANCH_REPORTS:]:
                 try:
                     report = self.pools.reports.get(member.id)

@@ -14,9 +14,9 @@ from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, Stop
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
+from ..pools.ideas import idea_ids
 from ..search.evidence import converged
 from ..util.fs import sha256_text
-from ..pools.ideas import idea_ids
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .context import offer
 from .fix_loop import fix_loop
