@@ -94,9 +94,10 @@ def test_an_improve_is_offered_the_ideas_of_its_parent_and_branch(tmp_path):
     graph.add(boosted)
     first = lambda parent: idea_ids(contexts.build(graph, Action(Op.IMPROVE, (parent,)), len(graph), 30.0).ideas)[0]
     assert first("n0001") == ids[0] and first("n0002") == ids[5]
-    # A child of n0002 whose plan says nothing of it: its branch's report (n0002's) leads the query.
+    # A child of n0002 whose long plan says nothing of it: its branch's report (n0002's) still
+    # reaches the query, whose first words are the index's (util/sqlite.MAX_TERMS).
     child = Node(id="n0003", op=Op.IMPROVE, parents=("n0002",), iteration=2, status=Status.SCORED, score=0.71)
-    child.plan = "Plan: more rounds."
+    child.plan = "Plan: more rounds. " + " ".join(f"detail{k}" for k in range(60))
     graph.add(child)
     assert first("n0003") == ids[0]  # no report yet: nothing is relevant, the pool's order
     agent.session.pools.reports.add(report_of(boosted, graph))

@@ -219,6 +219,12 @@ def cited_ideas(plan: str, offered: tuple[str, ...]) -> list[str]:
     return [found for found in dict.fromkeys(_IDEA_ID.findall(plan)) if found in ids]
 
 
+def key_words(text: str) -> list[str]:
+    """The distinct words of ``text`` that carry meaning (no stop words, none under three
+    letters), in order: a query for the ideas' index, which reads only its first words."""
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP))
+
+
 def idea_ids(lines: Iterable[str]) -> list[str]:
     """The ids of prompt lines of ideas (``[i3fa9c1] ...``, as ``Idea.line`` writes them)."""
     return [found.group(1) for line in lines if (found := _LINE_ID.match(line))]

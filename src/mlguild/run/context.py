@@ -17,7 +17,7 @@ from ..core.vocabulary import Op
 from ..memory import Memory, Recall
 from ..metrics import get_metric
 from ..pools import Pools
-from ..pools.ideas import idea_ids, in_flight
+from ..pools.ideas import idea_ids, in_flight, key_words
 from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
@@ -30,6 +30,7 @@ _LEADERS_SHOWN = 5  # branches a prompt lists the best node of
 _TRAJECTORY_SHOWN = 20  # nodes of a branch an evolve prompt lists
 _REPAIRS_SHOWN = 3  # repairs of recipe scripts a draft may carry over
 _BRANCH_REPORTS = 4  # reports of the parent's branch (its latest nodes) an idea query reads
+_PARENT_WORDS = 24  # of an idea query's words, those from the parents (the branch's reports get the rest)
 
 
 class ContextBuilder:
@@ -164,26 +165,29 @@ class ContextBuilder:
         return tuple(i.line() for i in self.pools.ideas.ranked(query, k, self.direction, busy))
 
     def idea_query(self, graph: SearchGraph, parents: tuple[ParentView, ...]) -> str:
-        """What the node is about, for the ideas' relevance: its parents' plans and what they
-        were (recipe, move), then the reports of their branch's latest nodes; for a draft, the
-        task's type, metric, column kinds and brief. The plans come first: the index reads
-        only a query's first words (util/sqlite's MAX_TERMS)."""
+        """What the node is about, for the ideas' relevance: its parents (title, recipe, move,
+        plan), then the reports of their branch's latest other nodes; for a draft, the task's
+        type, metric, column kinds and brief. The index reads only a query's first words
+        (util/sqlite's MAX_TERMS): the parents get the first ``_PARENT_WORDS`` of them, the
+        branch's reports the rest."""
         if not parents:
             kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
             return f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
-        words = [f"{p.title} {p.plan[:600]} {p.meta.get('recipe', '')} {p.meta.get('move', '')}" for p in parents]
+        own = key_words(
+            " ".join(f"{p.title} {p.meta.get('recipe', '')} {p.meta.get('move', '')} {p.plan[:2000]}" for p in parents)
+        )[:_PARENT_WORDS]
+        reports: list[str] = []
         if self.pools is not None:
-            branches = {graph[p.node_id].branch for p in parents if p.node_id in graph.nodes}
-            branch = [
-                n for n in graph if n.branch in branches and n.finished and n.id not in {p.node_id for p in parents}
-            ]
+            ids = {p.node_id for p in parents}
+            branches = {graph[p].branch for p in ids if p in graph.nodes}
+            branch = [n for n in graph if n.branch in branches and n.finished and n.id not in ids]
             for member in branch[-_BRANCH_REPORTS:]:
                 try:
                     report = self.pools.reports.get(member.id)
                 except KeyError:  # not reported (a blend, a refit) or not yet in the pool
                     continue
-                words.append(" ".join([report.method, *report.components, report.helped]))
-        return " ".join(words)[:4000]
+                reports.append(" ".join([report.method, *report.components, report.helped]))
+        return " ".join(own + [w for w in key_words(" ".join(reports)) if w not in own])
 
     def repairs(self, graph: SearchGraph) -> tuple[Repair, ...]:
         """The latest scored repairs, not written by the recipes, of failed recipe scripts:
