@@ -65,7 +65,7 @@ def test_one_cycle_selects_drafts_implements_fixes_and_reports(tmp_path):
     assert f"[{idea.id}]" in draft_prompt and "Components:" in draft_prompt
     # Stage III is isolated: the implementation request carries the draft and nothing of the pools.
     implement = llm.calls[1]["messages"][-1].content
-    assert "a slope of 3 chosen from the data's spread" in implement and "Ideas selected" not in implement
+    assert "a slope of 3 chosen from the data's spread" in implement and "Ideas offered" not in implement
     fix = llm.calls[2]["messages"][-1].content
     assert "boom in feature engineering" in fix and "Step 1" in fix
     # Every step is kept, and journaled.

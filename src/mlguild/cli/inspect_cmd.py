@@ -254,6 +254,35 @@ def show(
         )
         if node.failure:
             console.print(f"failure: {node.failure}", markup=False)
+        if node.meta.get("ideas_offered") or node.meta.get("ideas"):  # stage I: what it was offered, what it used
+            console.rule("ideas")
+            console.print("\n".join(_idea_lines(path, node.meta)), markup=False)
         if isinstance(node.meta.get("review"), dict):  # the LLM's code review before it ran
             console.rule("review")
             console.print("\n".join(review_lines(node.meta["review"])), markup=False)
+
+
+def _idea_lines(path: Path, meta: dict) -> list[str]:
+    """The ideas the node was offered (meta ``ideas_offered``, best ranked first) and those its
+    plan used (meta ``ideas``), each with its text from the run's idea pool."""
+    from ..pools import Pools
+    from ..pools.store import FILE
+
+    used = [str(i) for i in meta.get("ideas") or ()]
+    offered = [str(i) for i in meta.get("ideas_offered") or ()]
+    texts: dict[str, str] = {}
+    if (path / FILE).is_file():
+        pools = Pools.open(path)
+        try:
+            for idea_id in dict.fromkeys(offered + used):
+                try:
+                    texts[idea_id] = pools.ideas.get(idea_id).text
+                except KeyError:  # an id the model made up
+                    texts[idea_id] = "(not in the idea pool)"
+        finally:
+            pools.close()
+    lines = [f"offered {len(offered)}, used {len(used)}:" if offered else f"used {len(used)} (no offer recorded):"]
+    for idea_id in dict.fromkeys(offered + used):
+        mark = "used" if idea_id in used else "    "
+        lines.append(f"  {mark} [{idea_id}] {texts.get(idea_id, '')}".rstrip())
+    return lines

@@ -258,7 +258,9 @@ class PoolsConfig(_Section):
         3, ge=0, description="Reports of other nodes of the run a proposal's prompt shows, the most relevant first."
     )
     ideas_shown: int = Field(
-        5, ge=0, description="Ideas from the idea pool a draft's prompt shows, the best ranked first."
+        5,
+        ge=0,
+        description="Ideas from the idea pool offered to each draft, improve or evolve (chosen for that node), the best first.",
     )
     ideas_from_knowledge: bool = Field(
         True, description="Fill the idea pool from the task's knowledge/ folder when the run starts."

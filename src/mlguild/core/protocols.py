@@ -109,7 +109,7 @@ class Context:
     family_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe families on similar tasks
     brief: str = ""  # the run's brief.md (mlguild.task.brief): rules, metric, data notes, directions
     reports: tuple[str, ...] = ()  # the most relevant reports of the run's other nodes (mlguild.pools)
-    ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the best-ranked ideas, one line each
+    ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the ideas offered to this node, best first
     why: str = ""  # why the search chose this move on these parents (best, exploring, stagnant, a re-run), in words
     full_limit_s: float | None = None  # the limit a script gets while the run's end is not near
     noise: str = ""  # how far apart two holdout scores must be to differ beyond noise, in one sentence

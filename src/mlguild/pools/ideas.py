@@ -8,9 +8,12 @@ merged, their sources joined.
 
 Ideas are ranked for selection by three things a careful competitor weighs: the community's
 signal (votes, weighted by the author's tier, a good public score, several independent
-sources), the relevance to this task (BM25 against the task's words), and what this run saw
-when it tried them (a gain raises an idea, a failure or no gain lowers it; an idea nobody has
-tried yet gets a small bonus, so the pool is explored).
+sources), the relevance to the node at hand (BM25 against a query: its parent's plan and its
+branch's reports, or for a draft the task's words), and what this run saw when it tried them
+(a gain raises an idea, a failure or no gain lowers it; an idea nobody has tried yet gets a
+small bonus, so the pool is explored). A fourth keeps parallel workers apart: an idea the
+nodes in flight were offered or are trying loses what they hold of it (``busy``), so two
+workers offered ideas at once are offered different ones where the pool allows.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from .store import PoolStore
@@ -28,6 +32,9 @@ COMMUNITY, REPORT = "community", "report"  # where an idea came from
 _TIER_WEIGHT = {"grandmaster": 1.0, "master": 0.85, "expert": 0.7, "contributor": 0.5, "novice": 0.35}
 _UNKNOWN_TIER = 0.45
 _UNTRIED_BONUS = 0.3
+# What a node in flight takes off an idea's rank for the other workers: trying it (its plan
+# cites it) a whole relevance; only being offered it half, since it may choose another.
+IN_USE, OFFERED = 1.0, 0.5
 _TRIAL_VALUE = {"gain": 1.0, "new best": 1.0, "first": 0.3, "no gain": -0.3, "failed": -0.7}
 _STOP = frozenset(
     "the and for with from that this then than into onto using use used your our their its are was were "
@@ -36,6 +43,7 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _IDEA_ID = re.compile(r"\bi[0-9a-f]{6}\b")
+_LINE_ID = re.compile(r"\[(i[0-9a-f]{6})\]")
 
 
 @dataclass(frozen=True)
@@ -147,16 +155,25 @@ class IdeaPool:
     def all(self) -> list[Idea]:
         return [self.get(key) for key in self.store.keys("ideas")]
 
-    def ranked(self, task_words: str, k: int, direction: str = "maximize") -> list[Idea]:
-        """The ``k`` ideas to try next, best first (see the module's note); ties: oldest first."""
+    def ranked(
+        self, query: str, k: int, direction: str = "maximize", busy: Mapping[str, float] | None = None
+    ) -> list[Idea]:
+        """The ``k`` ideas to try next, best first (see the module's note); ties: oldest first.
+        ``query``: what the node is about (BM25 relevance); ``busy``: per idea, how much the
+        nodes in flight hold it (``IN_USE`` per node trying it, ``OFFERED`` per node offered
+        it), taken off its rank."""
         ideas = self.all()
         if not ideas or k <= 0:
             return []
-        relevance = self.store.scores("ideas", task_words)
+        relevance = self.store.scores("ideas", query)
         top_relevance = max(relevance.values(), default=0.0) or 1.0
         community = _community_signal(ideas, direction)
+        busy = busy or {}
         ranks = {
-            idea.id: community[idea.id] + max(0.0, relevance.get(idea.id, 0.0)) / top_relevance + _observed(idea)
+            idea.id: community[idea.id]
+            + max(0.0, relevance.get(idea.id, 0.0)) / top_relevance
+            + _observed(idea)
+            - busy.get(idea.id, 0.0)
             for idea in ideas
         }
         order = {idea.id: i for i, idea in enumerate(ideas)}
@@ -200,3 +217,29 @@ def cited_ideas(plan: str, offered: tuple[str, ...]) -> list[str]:
     """The ids of the ``offered`` ideas (prompt lines starting "[id]") that ``plan`` names."""
     ids = {line[1:8] for line in offered if line.startswith("[i")}
     return [found for found in dict.fromkeys(_IDEA_ID.findall(plan)) if found in ids]
+
+
+def key_words(text: str) -> list[str]:
+    """The distinct words of ``text`` that carry meaning (no stop words, none under three
+    letters), in order: a query for the ideas' index, which reads only its first words."""
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP))
+
+
+def idea_ids(lines: Iterable[str]) -> list[str]:
+    """The ids of prompt lines of ideas (``[i3fa9c1] ...``, as ``Idea.line`` writes them)."""
+    return [found.group(1) for line in lines if (found := _LINE_ID.match(line))]
+
+
+def in_flight(metas: Iterable[Mapping[str, object]]) -> dict[str, float]:
+    """Per idea, how much the nodes in flight (their metas) hold it: ``IN_USE`` for each that
+    cites it (meta ``ideas``), else ``OFFERED`` for each that was offered it (``ideas_offered``)."""
+    load: dict[str, float] = {}
+    for meta in metas:
+        used = {str(i) for i in _listed(meta.get("ideas"))}
+        for idea in used | {str(i) for i in _listed(meta.get("ideas_offered"))}:
+            load[idea] = load.get(idea, 0.0) + (IN_USE if idea in used else OFFERED)
+    return load
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []

@@ -17,6 +17,7 @@ from ..core.vocabulary import Op
 from ..memory import Memory, Recall
 from ..metrics import get_metric
 from ..pools import Pools
+from ..pools.ideas import idea_ids, in_flight, key_words
 from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
@@ -28,6 +29,8 @@ _TRIED_SHOWN = 8  # children of a parent a prompt lists
 _LEADERS_SHOWN = 5  # branches a prompt lists the best node of
 _TRAJECTORY_SHOWN = 20  # nodes of a branch an evolve prompt lists
 _REPAIRS_SHOWN = 3  # repairs of recipe scripts a draft may carry over
+_BRANCH_REPORTS = 4  # reports of the parent's branch (its latest nodes) an idea query reads
+_PARENT_WORDS = 24  # of an idea query's words, those from the parents (the branch's reports get the rest)
 
 
 class ContextBuilder:
@@ -49,7 +52,9 @@ class ContextBuilder:
         self.profile = run.profile.to_dict()
         self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
 
-    def build(self, graph: SearchGraph, action: Action, iteration: int, timeout: float) -> Context:
+    def build(self, graph: SearchGraph, action: Action, iteration: int, timeout: float, node: str = "") -> Context:
+        """What the brain sees for ``action``; ``node``: the id of the node it is for (its own
+        offer is not counted among the ideas in flight when its context is built again)."""
         parents = tuple(self.parent_view(graph, graph[p]) for p in action.parents)
         if self.brief is None:
             self.brief = read_brief(self.run.path)
@@ -82,7 +87,7 @@ class ContextBuilder:
             trajectory=trajectory(graph, action),
             recall=self.recall(graph, action, parents),
             reports=self.reports(graph, action, parents),
-            ideas=self.ideas(action),
+            ideas=self.ideas(graph, action, parents, node),
             repairs=self.repairs(graph) if action.op == Op.DRAFT else (),
             move_priors=self.memory.move_priors(),
             family_priors=self.memory.family_priors(),
@@ -145,14 +150,44 @@ class ContextBuilder:
         query = query or f"{self.run.spec.task_type} {self.run.spec.metric}"
         return tuple(r.digest() for r in self.pools.reports.relevant(f"{action.op} {query}", k, skip=shown))
 
-    def ideas(self, action: Action) -> tuple[str, ...]:
-        """For a draft, an improve or an evolve: the ideas to try, best ranked first."""
+    def ideas(
+        self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...] = (), node: str = ""
+    ) -> tuple[str, ...]:
+        """For a draft, an improve or an evolve: the ideas offered to this node, best ranked
+        first (mlguild.pools.ideas): relevant to its parent's plan and its branch's reports (a
+        draft: to the task), and down-weighted where the other nodes in flight hold them, so
+        that parallel workers are offered different ideas."""
         k = self.run.config.pools.ideas_shown
         if self.pools is None or not k or action.op not in (Op.DRAFT, Op.IMPROVE, Op.EVOLVE):
             return ()
-        kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
-        words = f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
-        return tuple(i.line() for i in self.pools.ideas.ranked(words, k, self.direction))
+        query = self.idea_query(graph, parents)
+        busy = in_flight(n.meta for n in graph if not n.finished and n.id != node)
+        return tuple(i.line() for i in self.pools.ideas.ranked(query, k, self.direction, busy))
+
+    def idea_query(self, graph: SearchGraph, parents: tuple[ParentView, ...]) -> str:
+        """What the node is about, for the ideas' relevance: its parents (title, recipe, move,
+        plan), then the reports of their branch's latest other nodes; for a draft, the task's
+        type, metric, column kinds and brief. The index reads only a query's first words
+        (util/sqlite's MAX_TERMS): the parents get the first ``_PARENT_WORDS`` of them, the
+        branch's reports the rest."""
+        if not parents:
+            kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
+            return f"{self.run.spec.task_type} {self.run.spec.metric} {kinds} {self.brief or ''}"[:4000]
+        own = key_words(
+            " ".join(f"{p.title} {p.meta.get('recipe', '')} {p.meta.get('move', '')} {p.plan[:2000]}" for p in parents)
+        )[:_PARENT_WORDS]
+        reports: list[str] = []
+        if self.pools is not None:
+            ids = {p.node_id for p in parents}
+            branches = {graph[p].branch for p in ids if p in graph.nodes}
+            branch = [n for n in graph if n.branch in branches and n.finished and n.id not in ids]
+            for member in branch[-_BRANCH_REPORTS:]:
+                try:
+                    report = self.pools.reports.get(member.id)
+                except KeyError:  # not reported (a blend, a refit) or not yet in the pool
+                    continue
+                reports.append(" ".join([report.method, *report.components, report.helped]))
+        return " ".join(own + [w for w in key_words(" ".join(reports)) if w not in own])
 
     def repairs(self, graph: SearchGraph) -> tuple[Repair, ...]:
         """The latest scored repairs, not written by the recipes, of failed recipe scripts:
@@ -272,3 +307,10 @@ def outcome_line(node: Node, parent: Node | None = None) -> str:
     if parent is not None and parent.ok and parent.score is not None and node.score is not None:
         verdict = f", {node.score - parent.score:+.4g} against it"
     return f"{node.id} ({node.op}) {what}: {node.score:.6g}{verdict}{seconds}"
+
+
+def offer(node: Node, context: Context) -> None:
+    """Record on ``node`` (in flight, its meta journaled when it starts) the ideas ``context``
+    offers it, so that other workers choosing meanwhile see them taken."""
+    if context.ideas:
+        node.meta["ideas_offered"] = idea_ids(context.ideas)

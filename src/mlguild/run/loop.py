@@ -8,13 +8,17 @@ being executed, and a resume continues from the journal without re-running finis
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
+from ..pools.ideas import idea_ids
 from ..search.evidence import converged
 from ..util.fs import sha256_text
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
+from .context import offer
 from .fix_loop import fix_loop
 from .folder import RunDir
 from .health import check_brain_health
@@ -151,7 +155,9 @@ class Agent:
         s = self.session
         graph = s.state.graph
         node = Node(id=graph.next_id(), op=action.op, parents=action.parents, iteration=len(graph))
-        context = None if action.op == Op.RERUN else s.contexts.build(graph, action, node.iteration, timeout)
+        context = None if action.op == Op.RERUN else s.contexts.build(graph, action, node.iteration, timeout, node.id)
+        if context is not None:
+            offer(node, context)  # seen by the other workers' idea selection while this node is in flight
         graph.add(node)
         s.clock.in_flight[node.id] = timeout  # its refit is kept back while it runs (_run_reserved)
         s.on_event("node_proposing", {"id": node.id, "op": action.op, "reason": action.reason})
@@ -172,6 +178,8 @@ class Agent:
         s = self.session
         started = s.clock.elapsed()
         proposal, failure, seed = self._propose(node, action, context, timeout)
+        if "ideas_offered" in node.meta and "ideas_offered" not in proposal.meta:  # a failed proposal's offer
+            proposal = replace(proposal, meta={**proposal.meta, "ideas_offered": node.meta["ideas_offered"]})
         brain_s = s.clock.elapsed() - started
         timeout = s.clock.within_remaining(timeout, brain_s)  # the brain's own time comes out of the script's
         refine = None
@@ -214,7 +222,8 @@ class Agent:
                 if twin is None:
                     break
                 with s.lock:
-                    context = s.contexts.build(s.state.graph, action, node.iteration, timeout)
+                    context = s.contexts.build(s.state.graph, action, node.iteration, timeout, node.id)
+                    offer(node, context)
                 proposal = self._ask(action, context)
                 twin = self._claim(node, proposal)
             if twin is None:
@@ -242,7 +251,10 @@ class Agent:
         with s.brain_lock:
             if action.op == Op.EDA and isinstance(s.brain, Explorer):
                 return s.brain.explore(context)
-            return s.brain.propose(action, context)
+            proposal = s.brain.propose(action, context)
+        if not context.ideas:
+            return proposal
+        return replace(proposal, meta={**proposal.meta, "ideas_offered": idea_ids(context.ideas)})  # journaled
 
     def _reviewed(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
         """The proposal to run: a ``Reviewer`` brain's LLM reads it first (and sends it back

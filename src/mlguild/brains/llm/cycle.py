@@ -1,7 +1,7 @@
 """The community cycle (``--cycle community``): four stages per node, for the LLM brain.
 
-I.   Select: the idea pool's best ideas for this task, ranked with what the run's reports
-     showed when they were tried (mlguild.pools.ideas).
+I.   Select: the harness offers this node a short list (mlguild.run.context: relevant to its
+     parent and branch, ranked by signal and results, apart from other workers'); the model picks.
 II.  Draft: a high-level approach that recombines or extends them, with each component
      tagged by its origin (an idea's id, or ``[new]``): a design, not a copied notebook.
 III. Implement: the draft becomes a script in an isolated context (the task, the data profile
@@ -34,10 +34,13 @@ def novel_components(draft: str) -> list[str]:
 
 
 def cycle_proposal(talk: Conversation, action: Action, context: Context, common: dict, node: str) -> Proposal:
-    chosen = context.ideas[:SELECTED_IDEAS]  # stage I
+    # Stage I: the model chooses at most SELECTED_IDEAS of the short list offered to this node
+    # (context.ideas), in the draft request itself: one request, not two; its draft cites them.
+    offered = context.ideas
     parent = context.parents[0] if context.parents else None
     score = f"{parent.score:.6g}" if parent is not None and parent.score is not None else "—"
-    prompt = render("cycle_draft", **{**common, "ideas": chosen}, parent=parent, parent_score=score)
+    variables = {**common, "ideas": offered, "choose": SELECTED_IDEAS}
+    prompt = render("cycle_draft", **variables, parent=parent, parent_score=score)
     draft = talk.ask(talk.messages(prompt), "cycle:draft", node).text.strip()  # stage II
     if not draft:
         raise ProposalFailed("the model wrote no draft for the community cycle")
@@ -49,7 +52,7 @@ def cycle_proposal(talk: Conversation, action: Action, context: Context, common:
         "summary": first.removeprefix("Draft:").strip()[:200],
         "model": talk.model,
         "cycle": "community",
-        "ideas": cited_ideas(draft, chosen),
+        "ideas": cited_ideas(draft, offered),
         "novel": novel_components(draft),
     }
     return Proposal(plan=f"{draft}\n\n## Implementation\n{plan}", code=code, meta=meta)
