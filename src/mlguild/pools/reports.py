@@ -101,8 +101,11 @@ class Report:
 
     def harness_text(self) -> str:
         """The harness's report as a model reads it before writing its own (stage IV)."""
-        head = [f"- method: {self.method}", f"- outcome: {self.outcome}", f"- result: {self.result}"]
-        return "\n".join([*head, *([f"- {self.helped}"] if self.helped else []), *self.markdown()]).strip()
+        lines = [f"- method: {self.method}", f"- outcome: {self.outcome}", f"- result: {self.result}"]
+        lines += [f"- {self.helped}"] if self.helped else []
+        lines += [f"- component: {c}" for c in self.components]
+        sections = self.markdown()
+        return "\n".join(lines + sections[sections.index("## Limitations") - 1 :]).strip()
 
 
 def with_written(report: Report, written: WrittenReport) -> Report:
