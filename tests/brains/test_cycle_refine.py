@@ -22,15 +22,19 @@ DIRECTIONS = [
     "add gradient-boosted trees on x0, x1 and x2 with early stopping",
     "calibrate the probabilities with isotonic regression on the folds",
 ]
-REPORT_REPLY = "```json\n" + json.dumps(
-    {
-        "method": "A logistic curve on x0, refined from a first curve on the noise column x1.",
-        "components": ["the curve on x0: it carries the whole holdout score"],
-        "results": "the harness's holdout score is the run's first",
-        "limitations": ["one feature only"],
-        "next": DIRECTIONS,
-    }
-) + "\n```\n"
+REPORT_REPLY = (
+    "```json\n"
+    + json.dumps(
+        {
+            "method": "A logistic curve on x0, refined from a first curve on the noise column x1.",
+            "components": ["the curve on x0: it carries the whole holdout score"],
+            "results": "the harness's holdout score is the run's first",
+            "limitations": ["one feature only"],
+            "next": DIRECTIONS,
+        }
+    )
+    + "\n```\n"
+)
 
 
 def _count_holdout_scores(agent) -> list:

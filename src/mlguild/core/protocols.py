@@ -190,7 +190,7 @@ class Explorer(Protocol):
 
 @dataclass(frozen=True)
 class FixRequest:
-    """What a ``Fixer`` is told about the step of a node's fix loop that just failed."""
+    """What a ``Fixer`` (or ``Refiner``) is told about the step of a node's refine loop that just ran."""
 
     plan: str
     code: str  # the script that ran

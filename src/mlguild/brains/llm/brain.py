@@ -178,7 +178,7 @@ class LLMBrain:
         return review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}")
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
-        """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""
+        """A failed step of the community cycle's refine loop, repaired: (why, the script fixed)."""
         return cycle_fix(self.talk, request)
 
     def refine_step(self, request: FixRequest) -> tuple[str, str] | None:
