@@ -29,7 +29,8 @@ from .records import Outcome, apply_outcome, record_finished, record_restarted, 
 from .session import Session
 from .workers import current_worker
 
-# What the loop does with a node's first outcome before it is finished (the fix loop).
+# What the loop does with a node's first outcome before it is finished: the community cycle's
+# refine loop, given that first run checked, not scored, and scoring the node's final script.
 Refine = Callable[[Outcome], Outcome]
 
 
