@@ -94,3 +94,21 @@ def cycle_fix(talk: Conversation, request: FixRequest) -> tuple[str, str]:
         time_budget_s=int(request.timeout_s),
     )
     return talk.full_script(prompt, "cycle:fix", request.node)
+
+
+# How a dry run's stand-in model (mlguild.run.entry) knows the cycle's requests that want no
+# script: the lines the refine and report prompts end with (prompts/cycle_refine.j2, report.j2).
+_REFINE_ASK = "reply with the single word DONE"
+_REPORT_ASK = "Write the report of one experiment"
+
+
+def stand_in_answer(prompt: str) -> str | None:
+    """A dry run's stand-in answer to the cycle's requests that want no new script: ``DONE`` to
+    a refine request (a stand-in script is as good as it gets, so a node does not refine until
+    its time limit) and no report to a report request (the harness's report stands). None for
+    any other request: the stand-in writes its script."""
+    if _REFINE_ASK in prompt:
+        return "DONE: a dry run's stand-in script is not refined."
+    if _REPORT_ASK in prompt:
+        return "A dry run's stand-in writes no report: the harness's stands."
+    return None
