@@ -55,12 +55,14 @@ def _cycle_agent(tmp_path, replies, **sets):
 def test_one_cycle_selects_drafts_implements_fixes_and_reports(tmp_path):
     agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
     idea = agent.session.pools.ideas.all()[0]
-    llm.replies.extend([_draft(idea.id), _script(CRASH), _script(CRASH), _script(GOOD)])
+    done = "DONE: the curve on x0 is all the draft asks for."
+    llm.replies.extend([_draft(idea.id), _script(CRASH), _script(CRASH), _script(GOOD), done])
     agent.run_loop()
     (node,) = agent.session.state.graph
-    assert node.ok and node.meta["steps"] == 3
+    assert node.ok and node.meta["steps"] == 3 and "judged step 3's script done" in node.meta["refine_stopped"]
     purposes = [c["purpose"] for c in llm.calls]
-    assert purposes == ["cycle:draft", "cycle:implement", "cycle:fix", "cycle:fix"]
+    # The report request finds no reply left: the harness's report stands.
+    assert purposes == ["cycle:draft", "cycle:implement", "cycle:fix", "cycle:fix", "cycle:refine", "report"]
     draft_prompt = llm.calls[0]["messages"][-1].content
     assert f"[{idea.id}]" in draft_prompt and "Components:" in draft_prompt
     # Stage III is isolated: the implementation request carries the draft and nothing of the pools.
@@ -72,7 +74,7 @@ def test_one_cycle_selects_drafts_implements_fixes_and_reports(tmp_path):
     steps = sorted(p.name for p in (run.node_dir(node.id) / "steps").iterdir())
     assert steps == ["01", "02", "03"]
     outcomes = [json.loads((run.node_dir(node.id) / "steps" / s / "outcome.json").read_text()) for s in steps]
-    assert [o["status"] for o in outcomes] == ["crash", "crash", "scored"]
+    assert [o["status"] for o in outcomes] == ["crash", "crash", "checked"]  # steps are never scored
     assert [r["step"] for r in run.journal.records if r["type"] == "node_step"] == [2, 3]
     # Stage IV: the report says what came from the community and what is new; the idea has its outcome.
     report = (run.node_dir(node.id) / "report.md").read_text()
@@ -89,7 +91,7 @@ def test_the_fix_loop_stops_at_its_step_bound(tmp_path):
     agent.run_loop()
     (node,) = agent.session.state.graph
     assert not node.ok and node.meta["steps"] == 2
-    assert [c["purpose"] for c in llm.calls] == ["cycle:draft", "cycle:implement", "cycle:fix"]
+    assert [c["purpose"] for c in llm.calls] == ["cycle:draft", "cycle:implement", "cycle:fix", "report"]
 
 
 def test_a_resume_after_a_fix_runs_the_fixed_script(tmp_path):

@@ -1,6 +1,7 @@
 """A recorded run with the scripted LLM that asks for every kind of prompt once or more:
 the brief, the exploration, two drafts (the second crashes), its repair, an improve near
-the run's end, an evolve, a fuse, and the community cycle's draft, implementation and fix.
+the run's end, an evolve, a fuse, and the community cycle's draft, implementation, fix,
+refinement (the model judges the fixed script done) and report.
 ``record_prompts`` returns each op's last prompt, made deterministic (measured durations and
 temporary paths replaced), keyed by the golden file it is compared with."""
 
@@ -105,6 +106,12 @@ Components:
 """
 CYCLE_CRASH = _reply("Curve with a chosen slope", "Implement the draft.", _script(3, crash="slope = best_slope\n"))
 CYCLE_FIX = _reply("Curve with a chosen slope", "best_slope was never defined: use 3.5.", _script(3.5))
+CYCLE_DONE = "DONE: every fold scores above 0.9; the draft has nothing left to tune."
+REPORT = """{"method": "A logistic curve on x0 with its slope chosen on 5 folds.",
+ "components": ["the curve on x0: all of the holdout score"],
+ "results": "the harness's holdout score is below the best node's",
+ "limitations": ["x1 and x2 are left out"],
+ "next": ["add x2 to the curve with a small weight chosen on the folds"]}"""
 
 # Each recorded request's purpose, and the golden file its prompt is compared with.
 FILES = {
@@ -118,6 +125,8 @@ FILES = {
     "cycle:draft": "cycle_draft",
     "cycle:implement": "cycle_implement",
     "cycle:fix": "cycle_fix",
+    "cycle:refine": "cycle_refine",
+    "report": "report",
 }
 
 _DURATION = re.compile(r"\b(\d+(?:\.\d+)?) s\b")
@@ -135,7 +144,8 @@ def normalise(text: str, tmp: Path) -> str:
 
 def record_prompts(tmp: Path) -> dict[str, str]:
     """Run the recorded run in ``tmp``; {golden file name: its prompt}, ``system`` included."""
-    replies = [BRIEF, EDA, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE, CYCLE_DRAFT, CYCLE_CRASH, CYCLE_FIX]
+    replies = [BRIEF, EDA, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE]
+    replies += [CYCLE_DRAFT, CYCLE_CRASH, CYCLE_FIX, CYCLE_DONE, REPORT]
     llm = ScriptedLLM(replies, default=None)
     sets = [f"sandbox.script_timeout_s={LIMIT_S}", "search.num_drafts=2", "brain.eda=true"]
     cfg = load_config(None, sets)
@@ -153,6 +163,6 @@ def record_prompts(tmp: Path) -> dict[str, str]:
     agent.session.brain = LLMBrain(llm, LLMBrainOptions(threads=2, cycle=True))
     agent.step(Action(Op.DRAFT, (), "periodic fresh draft"), LIMIT_S)
     prompts = {FILES[c["purpose"]]: c["messages"][-1].content for c in llm.calls if c["purpose"] in FILES}
-    prompts["system"] = llm.calls[-1]["messages"][0].content  # the exploration's findings included
+    prompts["system"] = llm.calls[-2]["messages"][0].content  # the exploration's findings included
     assert set(prompts) == {*FILES.values(), "system"}, sorted(prompts)
     return {name: normalise(text, tmp) for name, text in prompts.items()}

@@ -37,3 +37,21 @@ def test_start_without_launch_returns_the_run_folder_with_its_brief(tmp_path):
     run = start(make_task(tmp_path / "task"), load_config(None, []), runs_dir=tmp_path / "runs", launch=False)
     assert isinstance(run, RunDir)
     assert (run.path / "brief.md").is_file() and not any((run.path / "nodes").iterdir())
+
+
+def test_a_dry_run_community_cycle_node_stops_refining_after_one_refine_request(tmp_path):
+    # The stand-in answers the refine request DONE: one working step, no refinement, and no
+    # report of its own (the harness's stands); before, every node refined until its time limit.
+    sets = ["budget.iterations=1", "brain.name=llm", "brain.cycle=community", "final.reference_models=false"]
+    done = start(make_task(tmp_path / "task"), load_config(None, sets), runs_dir=tmp_path / "runs", dry_run=True)
+    assert isinstance(done, Finished)
+    records = done.run.journal.records
+    (started,) = [r["node"] for r in records if r["type"] == "node_started" and r["node"]["op"] == "draft"]
+    assert started["meta"]["cycle"] == "community"
+    steps = done.run.node_dir(started["id"]) / "steps"
+    assert sorted(p.name for p in steps.iterdir()) == ["01"]  # one step, refined by nobody
+    assert not [r for r in records if r["type"] == "node_step"]
+    (finished,) = [r for r in records if r["type"] == "node_finished" and r["id"] == started["id"]]
+    assert finished["status"] == "scored"
+    (report,) = [r for r in records if r["type"] == "node_report"]
+    assert report["author"] == "harness" and "not a report" in report["failure"]

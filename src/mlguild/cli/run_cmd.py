@@ -161,7 +161,7 @@ def run(
     cycle: str | None = typer.Option(
         None,
         "--cycle",
-        help="community (LLM brain): select ideas from the idea pool, draft, implement with a run-observe-fix loop, report.",
+        help="community (LLM brain): select ideas from the idea pool, draft, implement with a write-run-observe-refine loop (its final script scored once), the model reports.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     no_review: bool = typer.Option(False, "--no-review", help=NO_REVIEW_HELP),

@@ -142,13 +142,13 @@ class BrainConfig(_Section):
     eda_timeout_s: float = Field(180, gt=0, description="Time limit of the exploratory script, in seconds.")
     cycle: Literal["off", "community"] = Field(
         "off",
-        description="community (--cycle community, LLM brain): each draft, improve or evolve selects ideas from the idea pool, drafts an approach, implements it in an isolated context with a run-observe-fix loop inside the node, and reports back.",
+        description="community (--cycle community, LLM brain): each draft, improve or evolve selects ideas from the idea pool, drafts an approach, implements it in an isolated context with a write-run-observe-refine loop inside the node (its final script scored once), and the model writes its report, whose next directions become ideas.",
     )
     cycle_steps: int = Field(
         20,
         ge=1,
         le=50,
-        description="Most runs of a script inside one node of the community cycle (the first included).",
+        description="Most runs of a script inside one node of the community cycle (the first included): repairs of a failed run and refinements of a working one.",
     )
     review: bool = Field(
         True,

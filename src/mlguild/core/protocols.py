@@ -190,7 +190,7 @@ class Explorer(Protocol):
 
 @dataclass(frozen=True)
 class FixRequest:
-    """What a ``Fixer`` is told about the step of a node's fix loop that just failed."""
+    """What a ``Fixer`` (or ``Refiner``) is told about the step of a node's refine loop that just ran."""
 
     plan: str
     code: str  # the script that ran
@@ -200,6 +200,10 @@ class FixRequest:
     step: int  # the step that ran, from 1
     timeout_s: float  # the time the next step may have
     node: str  # the node's id (a label for the LLM ledger)
+    # What a step that worked printed (untrusted, for the model only: nothing the harness scores).
+    stdout: str = ""  # the end of what it printed on stdout
+    printed_score: float | None = None  # the validation score it printed ("cv_score: ...")
+    trail: tuple[str, ...] = ()  # one line per earlier step of the node: what it did
 
 
 @runtime_checkable
@@ -209,6 +213,47 @@ class Fixer(Protocol):
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """(why, the fixed script)."""
+        ...
+
+
+@runtime_checkable
+class Refiner(Protocol):
+    """A ``Fixer`` that also improves a step that worked, from the script's own validation
+    output (mlguild.run.fix_loop): the loop becomes write, run, observe, refine."""
+
+    def refine_step(self, request: FixRequest) -> tuple[str, str] | None:
+        """(why, the improved script), or None when the model judges the script done."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """What a ``Reporter`` is told about a finished node: the harness's own report of it."""
+
+    node: str
+    task: str  # one line: the task's name, type, metric and targets
+    plan: str  # the node's plan (for a cycle node: its draft and implementation)
+    harness: str  # the harness's report: its numbers, components and limitations (mlguild.pools.reports)
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """A node's report as the model wrote it from the harness's numbers (stage IV)."""
+
+    method: str
+    components: tuple[str, ...]  # each component and what it contributed
+    results: str  # what the harness's numbers show
+    limitations: tuple[str, ...]
+    directions: tuple[str, ...]  # next directions, which enter the idea pool (origin ``report``)
+    model: str = ""
+
+
+@runtime_checkable
+class Reporter(Protocol):
+    """A brain whose model writes a community-cycle node's report (mlguild.run.cycle_report)."""
+
+    def write_report(self, request: ReportRequest) -> WrittenReport | None:
+        """The model's report, or None when this brain writes none (or its reply was unreadable)."""
         ...
 
 

@@ -31,6 +31,9 @@ class Status(StrEnum):
     SCORED = "scored"  # the harness scored its holdout predictions
     FINAL_OK = "final"  # a refit node that wrote a valid submission (a refit has no score)
     EXPLORED = "explored"  # an exploratory node whose script ran to its end (its findings are in the brief)
+    # A step of a community-cycle node's refine loop whose outputs meet the contract, not scored:
+    # the harness scores the node's final script once (mlguild.run.fix_loop). Never a node's status.
+    CHECKED = "checked"
 
 
 class FailureKind(StrEnum):

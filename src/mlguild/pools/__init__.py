@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
+from ..core.protocols import WrittenReport
 from ..llm.base import LLM, Message
 from ..prompts import render
 from ..run.disk_full import full_disk_detail
@@ -26,7 +27,7 @@ from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_i
 from .guild import earlier_records, fill_guild, shared_store
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
 from .novelty import CommunityCode, Overlap
-from .reports import Report, ReportPool, is_reported, report_of
+from .reports import Report, ReportPool, is_reported, report_of, with_written
 from .store import FILE, PoolStore
 
 
@@ -37,6 +38,9 @@ class Pools:
     ideas: IdeaPool
     run_dir: Path | None = None  # where the nodes' scripts are (None: no overlap is measured)
     community: CommunityCode | None = None  # the knowledge items' code, for the overlap of each script
+    # The model's reports of nodes about to finish (stage IV, mlguild.run.cycle_report):
+    # ``node_finished`` takes each in place of the harness's own.
+    written: dict[str, WrittenReport] = field(default_factory=dict)
 
     @classmethod
     def open(cls, run_dir: Path, community: CommunityCode | None = None) -> Pools:
@@ -79,11 +83,20 @@ class Pools:
         return read_n, ideas, who
 
     def node_finished(self, node: Node, graph: SearchGraph, worker: str = "") -> Report | None:
-        """Put the node's report in the pool, link it to the ideas it used, and keep what a
-        gain taught as an idea of its own. The report, or None for a node that has none."""
+        """Put the node's report in the pool (the model's, when it wrote one), link it to the
+        ideas it used, and keep what a gain taught and the model's next directions as ideas of
+        their own. The report, or None for a node that has none."""
+        written = self.written.pop(node.id, None)
         if not is_reported(node):
             return None
         report = report_of(node, graph, worker, self.overlap(node))
+        if written is not None:
+            report = with_written(report, written)
+            for direction in report.directions:
+                try:
+                    self.ideas.add(direction, REPORT, Source(node.id, title="next direction", kind="report"))
+                except ValueError:  # no content words: not an idea
+                    continue
         self.reports.add(report)
         for idea_id in report.ideas:
             self.ideas.record_trial(idea_id, node.id, report.outcome)

@@ -3,7 +3,9 @@
 A report says what a teammate needs to build on an attempt: the method, its components, the
 result in harness numbers (sealed holdout score, change against its parent and against the
 best node before it, run time against its time limit), what helped or did not, and its
-limitations. Nothing in it comes from what a script printed. The pool lives in the run's
+limitations. Nothing in it comes from what a script printed. In the community cycle the model
+writes a node's method, component analysis, limitations and next directions from these numbers
+(``with_written``; the numbers themselves stay the harness's). The pool lives in the run's
 ``pools.sqlite`` (mlguild.pools.store), so every worker of a run reads what the others wrote,
 and a resume adds the reports of finished nodes it lacks (runs made before the pool existed
 included). A brain sees the few reports most relevant to what it is about to do.
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..core.graph import Node, SearchGraph
+from ..core.protocols import WrittenReport
 from ..core.vocabulary import Op
 from .novelty import Overlap
 from .store import PoolStore
@@ -45,6 +48,9 @@ class Report:
     overlap_item: str = ""  # that knowledge item's id
     near_copy: bool = False  # the overlap reached pools.near_copy_overlap (mlguild.pools.novelty)
     run: str = ""  # the earlier run it came from (mlguild.pools.guild); "" for this run's own nodes
+    author: str = "harness"  # "harness", or the model that wrote it from the harness's numbers
+    analysis: str = ""  # the model's reading of the harness's numbers
+    directions: tuple[str, ...] = ()  # the model's next directions (ideas of origin "report")
 
     def digest(self) -> str:
         """The report as one bounded paragraph."""
@@ -59,13 +65,22 @@ class Report:
             f"a near-copy of community item {self.overlap_item} ({self.overlap:.0%} of its code)"
             if self.near_copy and self.overlap is not None
             else "",
+            f"next: {'; '.join(self.directions)}" if self.directions else "",
         ]
         text = " | ".join(p for p in parts if p)
         return text if len(text) <= _DIGEST_CHARS else text[: _DIGEST_CHARS - 1] + "…"
 
     def markdown(self) -> list[str]:
         """The sections report.md adds for teammates (method and result are above them)."""
-        lines = ["", "## Components", *(f"- {c}" for c in self.components or ("(none named)",))]
+        lines = []
+        if self.author != "harness":
+            lines += [
+                "",
+                f"## Report (written by {self.author} from the harness's numbers)",
+                f"- method: {self.method}",
+            ]
+            lines += [f"- results: {self.analysis}"] if self.analysis else []
+        lines += ["", "## Components", *(f"- {c}" for c in self.components or ("(none named)",))]
         lines += ["", "## What it showed", f"- {self.helped or self.result}"]
         lines += ["", "## Limitations", *(f"- {x}" for x in self.limitations or ("none seen by the harness",))]
         lines += ["", "## Novelty"]
@@ -79,8 +94,34 @@ class Report:
                 f"are in the code of community item {self.overlap_item}, the most of any item"
             )
         if self.steps > 1:
-            lines.append(f"- its script ran {self.steps} times in the node's fix loop (steps/)")
+            lines.append(f"- its script ran {self.steps} times in the node's refine loop (steps/)")
+        if self.directions:
+            lines += ["", "## Next directions", *(f"- {d}" for d in self.directions)]
         return lines
+
+    def harness_text(self) -> str:
+        """The harness's report as a model reads it before writing its own (stage IV)."""
+        lines = [f"- method: {self.method}", f"- outcome: {self.outcome}", f"- result: {self.result}"]
+        lines += [f"- {self.helped}"] if self.helped else []
+        lines += [f"- component: {c}" for c in self.components]
+        sections = self.markdown()
+        return "\n".join(lines + sections[sections.index("## Limitations") - 1 :]).strip()
+
+
+def with_written(report: Report, written: WrittenReport) -> Report:
+    """``report`` as the model wrote it: its method, component analysis, reading of the
+    numbers, limitations (after the harness's own) and next directions; the result, the
+    score and what helped stay the harness's."""
+    extra = tuple(x for x in written.limitations if x not in report.limitations)
+    return replace(
+        report,
+        method=written.method or report.method,
+        components=written.components or report.components,
+        analysis=written.results,
+        limitations=report.limitations + extra,
+        directions=written.directions,
+        author=written.model or "the model",
+    )
 
 
 def report_of(node: Node, graph: SearchGraph, worker: str = "", overlap: Overlap | None = None) -> Report:
@@ -185,7 +226,7 @@ class ReportPool:
 
     def get(self, node: str) -> Report:
         data = json.loads(self.store.value("reports", node))
-        for key in ("parents", "components", "limitations", "ideas", "novel"):
+        for key in ("parents", "components", "limitations", "ideas", "novel", "directions"):
             data[key] = tuple(data.get(key, ()))
         return Report(**data)
 

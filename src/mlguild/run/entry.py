@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
 from ..brains.llm.brain import LLMBrainOptions
+from ..brains.llm.cycle import stand_in_answer
 from ..brains.scripted import PRIOR_SCRIPT
 from ..coder.diagnose import diagnose
 from ..config import Config, load_config, save_config
@@ -305,7 +306,8 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
     if dry_run and not cfg.llm.models:
         numbers = itertools.count(1)
         # Each reply a distinct script (numbered): several workers never run one script twice.
-        default = lambda messages: (
+        # The cycle's refine and report requests get DONE and no report (brains.llm.cycle).
+        default = lambda messages: stand_in_answer(messages[-1].content) or (
             f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
         )
         return ScriptedLLM(model="scripted/prior", default=default)

@@ -96,10 +96,17 @@ class Executor:
         return node_dir
 
     def execute(
-        self, node: Node, timeout_s: float, seed: int, data_dir: Path | None = None, cpus: tuple[int, ...] | None = None
+        self,
+        node: Node,
+        timeout_s: float,
+        seed: int,
+        data_dir: Path | None = None,
+        cpus: tuple[int, ...] | None = None,
+        score: bool = True,
     ) -> Outcome:
         """Guard, run and score the node whose files are already written. A refit node runs on
-        ``data_dir`` (all labelled rows) and is validated, not scored.
+        ``data_dir`` (all labelled rows) and is validated, not scored. ``score`` False (a step
+        of a refine loop): outputs that meet the contract end as ``checked``, scored by nobody.
 
         Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint:
         before the script runs (changed outside any node), or after it, whatever its status
@@ -162,7 +169,7 @@ class Executor:
         elif node.op == Op.EDA:  # its findings are what it printed: nothing to score
             outcome = self._judge_failure(result) or Outcome(Status.EXPLORED)
         else:
-            outcome = self._judge(result, output, blend=node.is_blend)
+            outcome = self._judge_failure(result) or self.judge_outputs(output, node.is_blend, score)
         outcome.printed_score = parse_printed_score(result.stdout_tail)
         outcome.exec = result.to_dict()
         for key in ("stdout_tail", "stderr_tail"):
@@ -212,10 +219,9 @@ class Executor:
         what = result.reason or f"the script ended with status {result.status.value}"
         return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
 
-    def _judge(self, result, output: Path, blend: bool = False) -> Outcome:
-        failed = self._judge_failure(result)
-        if failed is not None:
-            return failed
+    def judge_outputs(self, output: Path, blend: bool = False, score: bool = True) -> Outcome:
+        """Validate the outputs a script wrote and score its holdout predictions on the sealed
+        labels; with ``score`` False, check the files' contract (formats, ids) and score nothing."""
         holdout, submission = output / "holdout.csv", output / "submission.csv"
         missing = [p.name for p in (holdout, submission) if not p.is_file()]
         if missing:
@@ -238,6 +244,9 @@ class Executor:
         try:
             # The holdout part only: the confirmation rows hidden in the file are never scored here.
             with self.held.parts(holdout) as (scored, _):
+                if not score:
+                    self.scorers.holdout.validate(scored)
+                    return Outcome(Status.CHECKED)
                 value = self.scorers.holdout.score(scored).value
                 outcome = Outcome(
                     Status.SCORED,

@@ -12,13 +12,14 @@ from dataclasses import replace
 
 from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
 from ..core.graph import Node, SearchGraph
-from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reviewer, Sandbox
+from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reporter, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..pools.ideas import idea_ids
 from ..search.evidence import converged
 from ..util.fs import sha256_text
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .context import offer
+from .cycle_report import ask_report
 from .fix_loop import fix_loop
 from .folder import RunDir
 from .health import check_brain_health
@@ -183,7 +184,7 @@ class Agent:
         brain_s = s.clock.elapsed() - started
         timeout = s.clock.within_remaining(timeout, brain_s)  # the brain's own time comes out of the script's
         refine = None
-        if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's fix loop
+        if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's refine loop
             deadline = started + brain_s + timeout
             refine = lambda first: fix_loop(s, node, first, deadline, seed, cpus)
         recall = [*context.recall.this_run, *context.recall.other_tasks] if context and context.recall else None
@@ -195,6 +196,8 @@ class Agent:
             raise KeyboardInterrupt
         mark_cut_short(s.clock, node, outcome, timeout)
         outcome.timing["brain_s"] = round(brain_s, 4)
+        if proposal.meta.get("cycle") and isinstance(s.brain, Reporter):  # stage IV: the model writes the report
+            ask_report(s, node, outcome)
         with s.lock:
             finish_node(s, node, outcome)
         return node

@@ -29,7 +29,8 @@ from .records import Outcome, apply_outcome, record_finished, record_restarted, 
 from .session import Session
 from .workers import current_worker
 
-# What the loop does with a node's first outcome before it is finished (the fix loop).
+# What the loop does with a node's first outcome before it is finished: the community cycle's
+# refine loop, given that first run checked, not scored, and scoring the node's final script.
 Refine = Callable[[Outcome], Outcome]
 
 
@@ -49,7 +50,8 @@ def run_node(
 ) -> Outcome:
     """Write ``node``'s proposal, journal ``node_started``, then run its script (unless
     ``failure``: the proposal itself failed, and that is the outcome) and return the
-    outcome, refined by ``refine`` when given. The caller finishes the node
+    outcome, refined by ``refine`` when given (the first run is then checked, not scored:
+    ``refine`` scores the node's final script once). The caller finishes the node
     (``finish_node``), once it has added what it knows to the outcome. ``recall``: the
     memory records the brain was shown (journaled for the views)."""
     with session.lock:
@@ -60,7 +62,7 @@ def run_node(
         record_started(session.run.journal, node, reason, session.clock.elapsed(), current_worker(), recall)
     if failure is not None:
         return failure
-    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus)
+    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=refine is None)
     return refine(outcome) if refine is not None else outcome
 
 
@@ -107,16 +109,17 @@ def run_step(
     timeout_s: float,
     seed: int,
     cpus: tuple[int, ...] | None = None,
+    score: bool = True,
 ) -> Outcome:
-    """Run ``code`` as the node's next script (a step of its fix loop): write it, journal
-    ``node_step`` with its hash, then run it."""
+    """Run ``code`` as the node's next script (a step of its refine loop): write it, journal
+    ``node_step`` with its hash, then run it (``score`` False: checked, not scored)."""
     with session.lock:
         node.code_sha256 = sha256_text(code)
         session.executor.write_proposal(node, node.plan, code, node.meta)
         session.run.journal.append(
             "node_step", id=node.id, step=step, fix=why.strip()[:500], code_sha256=node.code_sha256
         )
-    return session.executor.execute(node, timeout_s, seed=seed, cpus=cpus)
+    return session.executor.execute(node, timeout_s, seed=seed, cpus=cpus, score=score)
 
 
 def finish_node(session: Session, node: Node, outcome: Outcome) -> None:

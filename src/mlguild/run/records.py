@@ -70,7 +70,7 @@ def record_started(
 
 
 def record_step(run: RunDir, node: Node, step: int, outcome: Outcome) -> None:
-    """Keep one step of a node's run-observe-fix loop (mlguild.brains.llm.cycle) as it ran:
+    """Keep one step of a node's write-run-observe-refine loop (mlguild.run.fix_loop) as it ran:
     ``steps/NN/`` holds its script, its output and its outcome."""
     node_dir = run.node_dir(node.id)
     folder = node_dir / "steps" / f"{step:02d}"

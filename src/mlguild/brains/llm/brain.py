@@ -25,7 +25,7 @@ from ...coder import (
 from ...coder.stepwise import STEP_ORDER, assemble_parts
 from ...config import BrainConfig, Config
 from ...config.llm import LLMConfig
-from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal
+from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal, ReportRequest, WrittenReport
 from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
@@ -37,7 +37,8 @@ from ...sandbox.namespace import gpu_devices
 from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
 from .conversation import Conversation, RequestOptions
-from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal
+from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal, cycle_refine
+from .report import write_report
 from .review import needs_review
 from .review import review as review_script
 
@@ -102,7 +103,8 @@ def stagnation_tier(stagnation: int) -> int:
 
 class LLMBrain:
     """Proposes every node by asking its LLM; it also explores (``Explorer``), fixes the
-    community cycle's failed steps (``Fixer``) and may be asked by several workers at once
+    community cycle's failed steps (``Fixer``), refines its working ones (``Refiner``), writes
+    its nodes' reports (``Reporter``) and may be asked by several workers at once
     (``Concurrent``): what it caches is the same whoever fills it."""
 
     name = "llm"
@@ -176,8 +178,19 @@ class LLMBrain:
         return review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}")
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
-        """One step of the community cycle's run-observe-fix loop: (why, the script fixed)."""
+        """A failed step of the community cycle's refine loop, repaired: (why, the script fixed)."""
         return cycle_fix(self.talk, request)
+
+    def refine_step(self, request: FixRequest) -> tuple[str, str] | None:
+        """A step of the cycle's loop that worked, improved from its own validation output, or
+        None when the model judges it done (``Refiner``)."""
+        return cycle_refine(self.talk, request)
+
+    def write_report(self, request: ReportRequest) -> WrittenReport | None:
+        """The model's report of a community-cycle node (``Reporter``); None without the cycle."""
+        if not self.options.cycle:
+            return None
+        return write_report(self.llm, request, self.options.temperature, self.options.timeout_s)
 
     # --- prompts ---
     def _prepare(self, context: Context) -> dict:

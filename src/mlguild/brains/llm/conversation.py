@@ -55,15 +55,21 @@ class Conversation:
         )
 
     def full_script(
-        self, prompt: str, purpose: str, node: str, spent: list[Completion] | None = None
+        self,
+        prompt: str,
+        purpose: str,
+        node: str,
+        spent: list[Completion] | None = None,
+        first: Completion | None = None,
     ) -> tuple[str, str]:
         """(plan, script) for ``prompt``: a reply without code is asked once more for the
         format, a truncated one is continued up to ``MAX_CONTINUATIONS`` times. Raises
         CoderFailure (named: no_code, truncated, syntax_error, ...) when no script came of it.
-        ``spent``: a list the replies are added to (what the script cost)."""
+        ``spent``: a list the replies are added to (what the script cost). ``first``: the reply
+        to ``prompt`` the caller already asked for and read (it is not asked again)."""
         messages = self.messages(prompt)
         ask = self.ask if spent is None else lambda m, p, n: _kept(self.ask(m, p, n), spent)
-        reply = ask(messages, purpose, node)
+        reply = first if first is not None else ask(messages, purpose, node)
         extraction = extract_code(reply.text, reply.finish_reason)
         if extraction.failure and extraction.failure.kind == FailureKind.NO_CODE:
             messages = messages + [Message("assistant", reply.text), Message("user", _FORMAT_REMINDER)]
