@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
     .venv/bin/python benchmarks/search.py transfer STORE.sqlite...
-    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus[,...]]
                                                [--corpus 18] [--corpus-budget 2m] [--corpus-from DIR]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
@@ -40,24 +40,34 @@ rank on the other tasks', less its standard error (1: in full, 0: not at all).
 ``warm``: what the memory shared by runs is worth. Every example first runs cold: with the
 memory on but its own empty store, so it reads nothing and keeps everything it does (a run
 never reads its own records from the shared store, so an empty store is a cold run). Then,
-per example, a warm run whose store holds the other examples' cold records only. Reported:
-the cold run's final best holdout score, when the cold run first reached it, when the warm
-run did, and the ratio (target: at most two thirds), per seed (``--seeds``); the median
-counts a warm run that never got there as infinitely slow; a column counts the warm run's
-nodes whose plan cites earlier runs (0: the memory changed none of the recipe brain's
-choices, so the ratio is timing noise alone); before the warm runs it prints the transfer
-each example's run measures on its store (how far the store's tasks foretell each other's
-gains, run times and family ranks: memory.priors.measure_transfer). ``--side-by-side`` runs one run
-per CPU at once, each pinned to its CPU with one thread. ``--from same`` warms each example
-with its own cold run's records instead (a second run on the same task, with the same seed,
-as a user who runs a task again would): what memory is worth where the earlier task is
-this one. ``--from corpus`` warms every example with the records of cold runs on
-``--corpus`` data sets of the gauntlet's list (``gauntlet_datasets.csv``, chosen by its rule,
-not by hand): its first data sets with at least 500 rows and no variant, as many of each task
-type as the corpus size allows, leaving out the data the examples are built from (each of
-``--corpus-budget``, seed 0): what memory is worth to a user whose store holds many earlier
-tasks, most of them unlike this one. ``--corpus-from`` reuses the corpus runs of an earlier
-warm benchmark (the folder it printed) instead of running them again.
+per example and per source of ``--from`` (comma-separated: each measured against the same
+cold runs), a warm run with the same seed whose store holds:
+
+- ``others``: the other examples' cold records only;
+- ``same``: its own cold run's records, as a second run on the same task (issue 30's target:
+  the median ratio below at most 0.5);
+- ``corpus``: the records of cold runs on ``--corpus`` data sets of the gauntlet's list
+  (``gauntlet_datasets.csv``, chosen by its rule, not by hand): its first data sets with at
+  least 500 rows and no variant, as many of each task type as the corpus size allows, leaving
+  out the data the examples are built from (each of ``--corpus-budget``, seed 0): what memory
+  is worth to a user whose store holds many earlier tasks, most of them unlike this one.
+  ``--corpus-from`` reuses the corpus runs of an earlier warm benchmark (the folder it
+  printed) instead of running them again.
+
+Reported per source, per example and seed: the cold run's final best holdout score, when the
+cold run first reached it, when the warm run did, and the ratio; the median over every pair
+(a warm run that never got there counts as infinitely slow) and per example; a column
+counting the warm run's nodes whose plan cites earlier runs (0: the memory changed none of
+the recipe brain's choices, so the ratio is timing noise alone). For ``same`` a PASS/FAIL
+line against the 0.5 target. For ``others`` and ``corpus`` (memory must not hurt, issue 30)
+a second table: per example, the target is the worst of the cold runs' final bests (every
+cold run reached it); each warm run must reach it no later than the cold run of its seed did
+plus the cold runs' seed spread (the slowest cold time minus the fastest), with a PASS/FAIL
+line naming any pair that did not (it needs two seeds or more). Before the warm runs it prints
+the transfer each example's run measures on its store (memory.priors.measure_transfer), and
+the load average at the start, after each seed and at the end (the runs are timed by the wall
+clock). ``--side-by-side`` runs one run per CPU at once, each pinned to its CPU with one
+thread.
 """
 
 from __future__ import annotations
@@ -625,7 +635,7 @@ def _spread_check(
     for name in names:
         finals = [cold[name, s][-1][1] for s in range(seeds) if cold[name, s]]
         if len(finals) < seeds or seeds < 2:
-            print(f"| {name} | — | — | — | — | not measured (needs a cold best on 2 or more seeds) |")
+            print(f"| {name} | — | — | — | — | not measured (needs a cold best on every seed, and 2 seeds or more) |")
             continue
         target = min(finals)
         cold_at = [_reached(cold[name, s], target) for s in range(seeds)]
