@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/search.py retrieve [--records 10000]
     .venv/bin/python benchmarks/search.py compare [--budget 10m] [--seeds 3] [--examples churn,ames] [--side-by-side]
     .venv/bin/python benchmarks/search.py transfer STORE.sqlite...
-    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus]
+    .venv/bin/python benchmarks/search.py warm [--budget 10m] [--seeds 1] [--side-by-side] [--from others|same|corpus[,...]]
                                                [--corpus 18] [--corpus-budget 2m] [--corpus-from DIR]
 
 ``select``: the time one Monte Carlo graph search choice takes on a graph of ``--nodes``
@@ -40,24 +40,34 @@ rank on the other tasks', less its standard error (1: in full, 0: not at all).
 ``warm``: what the memory shared by runs is worth. Every example first runs cold: with the
 memory on but its own empty store, so it reads nothing and keeps everything it does (a run
 never reads its own records from the shared store, so an empty store is a cold run). Then,
-per example, a warm run whose store holds the other examples' cold records only. Reported:
-the cold run's final best holdout score, when the cold run first reached it, when the warm
-run did, and the ratio (target: at most two thirds), per seed (``--seeds``); the median
-counts a warm run that never got there as infinitely slow; a column counts the warm run's
-nodes whose plan cites earlier runs (0: the memory changed none of the recipe brain's
-choices, so the ratio is timing noise alone); before the warm runs it prints the transfer
-each example's run measures on its store (how far the store's tasks foretell each other's
-gains, run times and family ranks: memory.priors.measure_transfer). ``--side-by-side`` runs one run
-per CPU at once, each pinned to its CPU with one thread. ``--from same`` warms each example
-with its own cold run's records instead (a second run on the same task, with the same seed,
-as a user who runs a task again would): what memory is worth where the earlier task is
-this one. ``--from corpus`` warms every example with the records of cold runs on
-``--corpus`` data sets of the gauntlet's list (``gauntlet_datasets.csv``, chosen by its rule,
-not by hand): its first data sets with at least 500 rows and no variant, as many of each task
-type as the corpus size allows, leaving out the data the examples are built from (each of
-``--corpus-budget``, seed 0): what memory is worth to a user whose store holds many earlier
-tasks, most of them unlike this one. ``--corpus-from`` reuses the corpus runs of an earlier
-warm benchmark (the folder it printed) instead of running them again.
+per example and per source of ``--from`` (comma-separated: each measured against the same
+cold runs), a warm run with the same seed whose store holds:
+
+- ``others``: the other examples' cold records only;
+- ``same``: its own cold run's records, as a second run on the same task (issue 30's target:
+  the median ratio below at most 0.5);
+- ``corpus``: the records of cold runs on ``--corpus`` data sets of the gauntlet's list
+  (``gauntlet_datasets.csv``, chosen by its rule, not by hand): its first data sets with at
+  least 500 rows and no variant, as many of each task type as the corpus size allows, leaving
+  out the data the examples are built from (each of ``--corpus-budget``, seed 0): what memory
+  is worth to a user whose store holds many earlier tasks, most of them unlike this one.
+  ``--corpus-from`` reuses the corpus runs of an earlier warm benchmark (the folder it
+  printed) instead of running them again.
+
+Reported per source, per example and seed: the cold run's final best holdout score, when the
+cold run first reached it, when the warm run did, and the ratio; the median over every pair
+(a warm run that never got there counts as infinitely slow) and per example; a column
+counting the warm run's nodes whose plan cites earlier runs (0: the memory changed none of
+the recipe brain's choices, so the ratio is timing noise alone). For ``same`` a PASS/FAIL
+line against the 0.5 target. For ``others`` and ``corpus`` (memory must not hurt, issue 30)
+a second table: per example, the target is the worst of the cold runs' final bests (every
+cold run reached it); each warm run must reach it no later than the cold run of its seed did
+plus the cold runs' seed spread (the slowest cold time minus the fastest), with a PASS/FAIL
+line naming any pair that did not (it needs two seeds or more). Before the warm runs it prints
+the transfer each example's run measures on its store (memory.priors.measure_transfer), and
+the load average at the start, after each seed and at the end (the runs are timed by the wall
+clock). ``--side-by-side`` runs one run per CPU at once, each pinned to its CPU with one
+thread.
 """
 
 from __future__ import annotations
@@ -84,9 +94,8 @@ from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import measure_transfer, transfer_by_type
 from mlguild.metrics import get_metric
-from mlguild.run.folder import open_run
+from mlguild.run.folder import open_run, scorers_for
 from mlguild.run.replay import replay
-from mlguild.scoring.scorer import scorers_for
 from mlguild.search import MCGSPolicy, Node, SearchGraph
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.task.folder import load_task
@@ -468,17 +477,24 @@ def bench_transfer(stores: list[Path]) -> None:
         )
 
 
+# Targets (issue 30): a second run on the same task reaches the first run's final best in at
+# most half its time (median over the pairs); a run warmed by other tasks is never slower
+# than cold beyond the cold runs' seed spread.
+SAME_TARGET = 0.5
+
+
 def bench_warm(
     budget_s: float,
     examples: list[str],
     seeds: int,
     side_by_side: bool,
-    source: str,
+    sources: list[str],
     corpus: int = 18,
     corpus_budget_s: float = 120.0,
     corpus_from: Path | None = None,
 ) -> None:
     work = Path(tempfile.mkdtemp(prefix="mlguild-warm-"))
+    print(f"load average at the start: {_load()}", flush=True)
     dirs = {name: build_example(name, work / "tasks" / name) for name in examples}
     free = [{cpu} for cpu in sorted(os.sched_getaffinity(0))] if side_by_side else [None]
 
@@ -496,7 +512,7 @@ def bench_warm(
             return list(pool.map(launch, jobs))
 
     corpus_stores: list[Path] = []
-    if source == "corpus":
+    if "corpus" in sources:
         entries = corpus_entries(corpus)
         homes = {e: (corpus_from or work) / f"corpus-{e.name.replace('~', '_')}" for e in entries}
         if corpus_from is None:
@@ -508,54 +524,143 @@ def bench_warm(
         kinds = ", ".join(f"{e.name} ({e.task_type})" for e in entries)
         print(f"corpus: {len(corpus_stores)} of {len(entries)} runs left records: {kinds}", flush=True)
 
-    rows, ratios = [], []
+    # (example, seed) -> the best holdout score over time; per source too for the warm runs
+    cold: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    warm: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
+    warmed_by: dict[tuple[str, str, int], tuple[int, int]] = {}  # records warming it, plans citing them
     for seed in range(seeds):
-        # Cold runs, with the memory on and an empty store: their records warm the other examples.
+        # Cold runs, with the memory on and an empty store: their records warm the warm runs.
         cold_jobs = [(dirs[n], f"cold-{n}-s{seed}", work / f"cold-{n}-s{seed}", seed, budget_s) for n in dirs]
-        cold = {name: _best_over_time(path) for name, path in zip(dirs, run_jobs(cold_jobs), strict=True)}
-        homes, warmed_by = {}, {}
-        for name in dirs:
-            homes[name] = work / f"warm-{name}-s{seed}"
-            homes[name].mkdir()
-            if source == "corpus":
-                stores = corpus_stores
-            else:
-                sources = [other for other in dirs if other != name] if source == "others" else [name]
-                stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in sources]
-            warmed_by[name] = _merge_stores(stores, homes[name] / "memory.sqlite")
-            transfer = _store_transfer(homes[name] / "memory.sqlite", dirs[name])
-            print(f"seed {seed}: {name}'s store measures transfer: {transfer}", flush=True)
-        warm_jobs = [(dirs[n], f"warm-{n}-s{seed}", homes[n], seed, budget_s) for n in dirs]
-        warm_runs = dict(zip(dirs, run_jobs(warm_jobs), strict=True))
-        warm = {name: _best_over_time(path) for name, path in warm_runs.items()}
-        for name in dirs:
-            records, cited = warmed_by[name], _memory_citations(warm_runs[name])
-            if not cold[name]:
-                rows.append(f"| {name} | {seed} | {records} | {cited} | — | — | — | — |")
-                continue
-            cold_at, target = cold[name][-1]
-            reached = next((t for t, score in warm[name] if score >= target), None)
-            # A warm run that never reached the cold run's best counts as infinitely slow.
-            ratio = math.inf if reached is None else reached / max(cold_at, 1e-9)
-            ratios.append(ratio)
-            warm_at = f"{reached:.0f} s" if reached is not None else "never"
-            shown = f"{ratio:.2f}" if reached is not None else "—"
-            rows.append(
-                f"| {name} | {seed} | {records} | {cited} | {abs(target):.5g} | {cold_at:.0f} s | {warm_at} | {shown} |"
-            )
+        for name, path in zip(dirs, run_jobs(cold_jobs), strict=True):
+            cold[name, seed] = _best_over_time(path)
+        for source in sources:
+            homes, records = {}, {}
+            for name in dirs:
+                homes[name] = work / f"warm-{source}-{name}-s{seed}"
+                homes[name].mkdir()
+                if source == "corpus":
+                    stores = corpus_stores
+                else:
+                    others = [other for other in dirs if other != name] if source == "others" else [name]
+                    stores = [work / f"cold-{other}-s{seed}" / "memory.sqlite" for other in others]
+                records[name] = _merge_stores(stores, homes[name] / "memory.sqlite")
+                transfer = _store_transfer(homes[name] / "memory.sqlite", dirs[name])
+                print(f"seed {seed}, from {source}: {name}'s store measures transfer: {transfer}", flush=True)
+            jobs = [(dirs[n], f"warm-{source}-{n}-s{seed}", homes[n], seed, budget_s) for n in dirs]
+            for name, path in zip(dirs, run_jobs(jobs), strict=True):
+                warm[source, name, seed] = _best_over_time(path)
+                warmed_by[source, name, seed] = (records[name], _memory_citations(path))
+        print(f"seed {seed} done; load average {_load()}", flush=True)
+    for source in sources:
+        _warm_tables(source, list(dirs), seeds, cold, warm, warmed_by)
+    print(f"load average at the end: {_load()}")
+    print(f"runs: {work}")
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg()) + f" (1, 5, 15 min; {os.cpu_count()} CPUs)"
+
+
+def _reached(points: list[tuple[float, float]], target: float) -> float:
+    """When a run's best first reached ``target`` (larger is better); inf: never."""
+    return next((t for t, score in points if score >= target), math.inf)
+
+
+def _warm_tables(
+    source: str,
+    names: list[str],
+    seeds: int,
+    cold: dict[tuple[str, int], list[tuple[float, float]]],
+    warm: dict[tuple[str, str, int], list[tuple[float, float]]],
+    warmed_by: dict[tuple[str, str, int], tuple[int, int]],
+) -> None:
+    """Per pair (same example and seed): when the warm run reached the cold run's final best,
+    against when the cold run did; and, for runs warmed by other tasks, whether any warm run
+    was slower than cold beyond the cold runs' seed spread."""
+    print(f"\n### warm --from {source}\n")
     print(
         "| example | seed | records warming it | warm plans citing them | cold final best (holdout) "
         "| cold reached it at | warm reached it at | warm / cold |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    if ratios:
-        reached_share = sum(r < math.inf for r in ratios)
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    for seed in range(seeds):
+        for name in names:
+            records, cited = warmed_by[source, name, seed]
+            if not cold[name, seed]:
+                print(f"| {name} | {seed} | {records} | {cited} | — | — | — | — |")
+                continue
+            cold_at, target = cold[name, seed][-1]
+            reached = _reached(warm[source, name, seed], target)
+            # A warm run that never reached the cold run's best counts as infinitely slow.
+            ratio = reached / max(cold_at, 1e-9)
+            ratios[name].append(ratio)
+            shown = ("never", "—") if reached == math.inf else (f"{reached:.0f} s", f"{ratio:.2f}")
+            print(
+                f"| {name} | {seed} | {records} | {cited} | {abs(target):.5g} | {cold_at:.0f} s | {shown[0]} | {shown[1]} |"
+            )
+    every = [r for values in ratios.values() for r in values]
+    if not every:
+        return
+    per_example = ", ".join(f"{n} {statistics.median(v):.2f}" for n, v in ratios.items() if v)
+    median = statistics.median(every)
+    print(
+        f"\nmedian time ratio, warm over cold: {median:.2f} over {len(every)} pairs (per example: {per_example}; "
+        f"{sum(r < math.inf for r in every)} reached the cold best; a run that never did counts as infinitely slow)"
+    )
+    if source == "same":
+        verdict = "PASS" if median <= SAME_TARGET else "FAIL"
         print(
-            f"median time ratio, warm over cold: {statistics.median(ratios):.2f} over {len(ratios)} pairs "
-            f"({reached_share} reached the cold best; a run that never did counts as infinitely slow; target <= 0.67)"
+            f"{verdict}: a second run on the same task reaches the first run's final best in {median:.2f} of its time (median; target <= {SAME_TARGET})"
         )
-    print(f"runs: {work}")
+    else:
+        _spread_check(names, seeds, cold, {(n, s): warm[source, n, s] for n in names for s in range(seeds)})
+
+
+def _spread_check(
+    names: list[str],
+    seeds: int,
+    cold: dict[tuple[str, int], list[tuple[float, float]]],
+    warm: dict[tuple[str, int], list[tuple[float, float]]],
+) -> None:
+    """Memory must not hurt: per example, the target is the worst of the cold runs' final
+    bests (every cold run reached it); each warm run must reach it no later than the cold run
+    of its seed did plus the cold runs' spread (the slowest minus the fastest of them)."""
+    print(
+        "\n| example | target (worst cold final best) | cold reached it at (per seed) | cold seed spread "
+        "| warm reached it at (per seed) | slower than cold beyond the spread |"
+    )
+    print("|---|---|---|---|---|---|")
+    failing = []
+    for name in names:
+        finals = [cold[name, s][-1][1] for s in range(seeds) if cold[name, s]]
+        if len(finals) < seeds or seeds < 2:
+            print(f"| {name} | — | — | — | — | not measured (needs a cold best on every seed, and 2 seeds or more) |")
+            continue
+        target = min(finals)
+        cold_at = [_reached(cold[name, s], target) for s in range(seeds)]
+        warm_at = [_reached(warm[name, s], target) for s in range(seeds)]
+        spread = max(cold_at) - min(cold_at)
+        slower = [s for s in range(seeds) if warm_at[s] > cold_at[s] + spread]
+        failing += [f"{name} seed {s}" for s in slower]
+
+        def shown(times: list[float]) -> str:
+            return ", ".join("never" if t == math.inf else f"{t:.0f} s" for t in times)
+
+        print(
+            f"| {name} | {abs(target):.5g} | {shown(cold_at)} | {spread:.0f} s | {shown(warm_at)} "
+            f"| {', '.join(f'seed {s}' for s in slower) or 'none'} |"
+        )
+    verdict = "FAIL" if failing else "PASS"
+    print(f"{verdict}: a warm run slower than cold beyond the cold runs' seed spread: {', '.join(failing) or 'none'}")
+
+
+def _sources(text: str) -> list[str]:
+    sources = [part.strip() for part in text.split(",") if part.strip()]
+    wrong = [part for part in sources if part not in ("others", "same", "corpus")]
+    if wrong or not sources:
+        sys.exit(f"--from {text!r}: each part must be others, same or corpus (e.g. --from same,others)")
+    return list(dict.fromkeys(sources))
 
 
 def main() -> None:
@@ -583,10 +688,10 @@ def main() -> None:
     warm.add_argument(
         "--from",
         dest="source",
-        choices=("others", "same", "corpus"),
         default="others",
-        help="warm each example with the other examples' cold records (default), its own cold run's, "
-        "or those of cold runs on --corpus data sets of the gauntlet's list",
+        help="what warms each example, comma-separated (each against the same cold runs): others (the other "
+        "examples' cold records, the default), same (its own cold run's), corpus (cold runs on --corpus data "
+        "sets of the gauntlet's list)",
     )
     warm.add_argument("--corpus", type=int, default=18, help="how many gauntlet data sets warm the examples")
     warm.add_argument("--corpus-budget", default="2m", help="time budget of each corpus run (default 2m)")
@@ -608,7 +713,7 @@ def main() -> None:
             args.examples.split(","),
             args.seeds,
             args.side_by_side,
-            args.source,
+            _sources(args.source),
             args.corpus,
             parse_duration(args.corpus_budget),
             args.corpus_from,

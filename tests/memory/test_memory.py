@@ -307,6 +307,9 @@ def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts(
 
 
 def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_path):
+    from mlguild.brains.recipes.catalog import recipes_for
+    from mlguild.brains.recipes.choice import family_order
+
     task = load_task(make_task(tmp_path / "task", n=400))
     cfg = load_config(None, ["budget.iterations=3", "search.num_drafts=3", "search.policy=greedy"])
     first = create_run(task, cfg, tmp_path / "runs", run_id="first")
@@ -315,14 +318,21 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
     drafts = [n for n in first_agent.session.state.graph if n.op == "draft" and n.ok]
     assert len({n.meta["recipe"] for n in drafts}) == 3
     best = max(drafts, key=lambda n: n.score or 0.0)
+    chosen = first_agent.session.state.graph.best()  # the search's choice: evidence rules included
+    assert chosen is not None
 
-    second = create_run(task, load_config(None, ["budget.iterations=1"]), tmp_path / "runs", run_id="second")
+    second = create_run(task, load_config(None, ["budget.iterations=2"]), tmp_path / "runs", run_id="second")
     agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
-    assert max(agent.session.memory.family_priors().items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
+    priors = agent.session.memory.family_priors()
+    assert max(priors.items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
     agent.run_loop()
-    (node,) = list(agent.session.state.graph)
-    assert node.meta["recipe"] == best.meta["recipe"]
-    assert "earlier runs" in node.plan
+    recalled, drafted = list(agent.session.state.graph)
+    # First the first run's best made again (brains/recipes/earlier), then the families in the
+    # order the first run ranked them, the best-ranked one not drafted yet first.
+    assert recalled.meta["recalled"] == f"first/{chosen.id}" and recalled.meta["recipe"] == chosen.meta["recipe"]
+    order = family_order(recipes_for(second.spec.public_dict(), agent.session.contexts.profile), priors)
+    assert drafted.meta["recipe"] == next(name for name in order if name != chosen.meta["recipe"])
+    assert "earlier runs" in drafted.plan
 
 
 def test_the_llm_prompt_shows_this_runs_records(tmp_path):

@@ -18,7 +18,7 @@ from .vocabulary import Op
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..memory import MovePrior, Recall
+    from ..memory import EarlierBest, MovePrior, Recall
     from ..metrics import Score
     from ..sandbox.base import ExecResult, Limits
     from .graph import SearchGraph
@@ -113,6 +113,7 @@ class Context:
     why: str = ""  # why the search chose this move on these parents (best, exploring, stagnant, a re-run), in words
     full_limit_s: float | None = None  # the limit a script gets while the run's end is not near
     noise: str = ""  # how far apart two holdout scores must be to differ beyond noise, in one sentence
+    earlier_bests: tuple[EarlierBest, ...] = ()  # the configurations of earlier runs' best nodes on this very task
 
 
 @dataclass(frozen=True)

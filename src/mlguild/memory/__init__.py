@@ -19,7 +19,16 @@ from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import Op
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
-from .priors import FAILED_GAIN, MovePrior, Transfer, family_priors, measure_transfer, move_priors
+from .priors import (
+    FAILED_GAIN,
+    EarlierBest,
+    MovePrior,
+    Transfer,
+    earlier_bests,
+    family_priors,
+    measure_transfer,
+    move_priors,
+)
 from .retrieve import Retriever
 from .store import MemoryStore
 
@@ -50,6 +59,7 @@ class Memory:
     _transfer: Transfer | None = None
     _move_priors: dict[str, MovePrior] | None = None
     _family_priors: dict[str, MovePrior] | None = None
+    _earlier_bests: list[EarlierBest] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
 
     @classmethod
@@ -147,6 +157,13 @@ class Memory:
             self._family_priors = family_priors(records, self.traits, distance, self.task, self.transfer())
         return self._family_priors
 
+    def earlier_bests(self) -> list[EarlierBest]:
+        """The configurations that made the best nodes of earlier runs on this very task, best
+        first (computed once a run): what a recipe brain makes again before exploring."""
+        if self._earlier_bests is None:
+            self._earlier_bests = earlier_bests(self._prior_records(), self.task, self.traits)
+        return self._earlier_bests
+
     def _prior_records(self) -> list[Experience]:
         """The newest records of other runs on tasks of this type (read once a run)."""
         if self._records is None:
@@ -167,6 +184,7 @@ def prior_records(store: MemoryStore, task_type: str, exclude_run: str | None = 
 
 __all__ = [
     "FAILED_GAIN",
+    "EarlierBest",
     "Experience",
     "Memory",
     "MemoryStore",

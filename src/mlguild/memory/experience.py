@@ -9,8 +9,9 @@ comes from sealed labels beyond the holdout scores the search itself uses.
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..coder.diagnose import diagnose
@@ -97,6 +98,13 @@ class Experience:
     cost_ratio: float | None  # run time over the parent's
     exec_s: float | None
     traits: TaskTraits
+    # What a later run on this task needs to make the node again: a recipe node's settings
+    # (recipe, params, features, run, the moves that led there), or a blend's members
+    # ({"fuse": [node ids]}); None for a node no recipe wrote.
+    config: dict[str, Any] | None = None
+    # The run's best node when this record was written (the search's own choice, its evidence
+    # rules included): the newest record of a run names the best that run found.
+    run_best: str = ""
 
     def text(self) -> str:
         """What full-text search reads."""
@@ -124,7 +132,12 @@ class Experience:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Experience:
-        return cls(**{**data, "traits": TaskTraits(**data["traits"])})
+        # A record written by another version (the store is shared across versions) may lack
+        # a field this one has (its default holds) or have one this one lacks (left out).
+        known = {f.name for f in fields(cls)}
+        return cls(
+            **{k: v for k, v in data.items() if k in known and k != "traits"}, traits=TaskTraits(**data["traits"])
+        )
 
 
 class ScoreSpread:
@@ -200,7 +213,27 @@ def experience_of(
         cost_ratio=cost,
         exec_s=exec_s,
         traits=traits,
+        config=recipe_config(meta),
+        run_best=best.id if (best := graph.best()) is not None else "",
     )
+
+
+# The parts of a recipe node's meta its script is rendered from (brains/recipes/render), and
+# how it got there.
+_CONFIG_KEYS = ("recipe", "modality", "params", "features", "run", "moves")
+
+
+def recipe_config(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """What makes a node again (see ``Experience.config``): a blend's members, a recipe
+    node's settings, else None."""
+    if meta.get("fuse"):
+        return {"fuse": [str(m) for m in meta["fuse"]]}
+    if meta.get("brain") != "recipes" or not meta.get("recipe") or not isinstance(meta.get("params"), dict):
+        return None
+    config = {key: copy.deepcopy(meta[key]) for key in _CONFIG_KEYS if key in meta}
+    if meta.get("reference") and not meta.get("parent"):
+        config["reference"] = str(meta["reference"])  # the baseline ladder's rung it was (run/references)
+    return config
 
 
 def _change(meta: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ neither reads anything but the holdout scores and run times that the records kee
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import defaultdict
@@ -254,3 +255,65 @@ def _weighted(rows: list[tuple[float, float, float | None, float]]) -> MovePrior
         log_cost=sum(wc * c for wc, c in costs) / cost_weight if cost_weight else 0.0,
         cost_weight=round(cost_weight, 6),
     )
+
+
+@dataclass(frozen=True)
+class EarlierBest:
+    """A recipe configuration that made (or, as a blend's member, helped make) the best node
+    of an earlier run on this very task: the settings to make it again, where it came from
+    (``run``/``node``, the best node ``best`` and its holdout ``score``) and its run time."""
+
+    config: dict
+    run: str
+    node: str
+    best: str
+    score: float
+    exec_s: float | None
+
+
+def earlier_bests(records: list[Experience], task: str, traits: TaskTraits, runs: int = 3) -> list[EarlierBest]:
+    """What a second run on this task should make first: for each of the ``runs`` best
+    earlier runs of this very task (same name and traits; another task's best says little
+    here, see ``measure_transfer``), best run first, the configuration of its best node (the
+    one its search chose, ``Experience.run_best``, evidence rules included), or
+    of each recipe member of its best node when that is a blend (the best member first),
+    leaving out a configuration already listed. Only holdout scores decide."""
+    mine = [exp for exp in records if exp.task == task and exp.traits.distance(traits) == 0]
+    try:
+        sign = 1.0 if get_metric(traits.metric).direction == "maximize" else -1.0
+    except ConfigError:  # a metric this version does not know
+        return []
+    by_run = _by_run(mine)
+    bests = []
+    for run_records in by_run.values():
+        nodes = {e.node: e for e in run_records}
+        newest = max(run_records, key=lambda e: _order(e.node))
+        chosen = nodes.get(newest.run_best)  # the run's own best, as its search chose it
+        if chosen is None:  # a record written before records named the run's best
+            scored = [e for e in run_records if e.score is not None and e.config]
+            chosen = max(scored, key=lambda e: (sign * (e.score or 0.0), -_order(e.node)), default=None)
+        if chosen is not None and chosen.score is not None and chosen.config:
+            bests.append(chosen)
+    found: list[EarlierBest] = []
+    seen: set[str] = set()
+    for best in sorted(bests, key=lambda e: (-sign * (e.score or 0.0), e.run))[:runs]:
+        nodes = {e.node: e for e in by_run[best.run]}
+        config = best.config or {}
+        members = [nodes[m] for m in config.get("fuse", []) if m in nodes] if "fuse" in config else [best]
+        members.sort(key=lambda e: -sign * e.score if e.score is not None else math.inf)
+        for member in members:
+            made = member.config
+            if not made or "fuse" in made or "recipe" not in made:
+                continue
+            key = json.dumps([made.get(k) for k in ("recipe", "params", "features", "run")], sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(EarlierBest(made, best.run, member.node, best.node, float(best.score or 0.0), member.exec_s))
+    return found
+
+
+def _order(node: str) -> int:
+    """A node id's number (n0012 -> 12): the earlier of two equal scores wins."""
+    digits = "".join(ch for ch in node if ch.isdigit())
+    return int(digits) if digits else 0

@@ -95,6 +95,7 @@ class ContextBuilder:
             why=why_chosen(graph, action),
             full_limit_s=full_limit_s(self.run.config),
             noise=self.noise(graph),
+            earlier_bests=tuple(self.memory.earlier_bests()),
         )
 
     def noise(self, graph: SearchGraph) -> str:

@@ -7,7 +7,8 @@ with their default settings (``brains/recipes``), run as the first search nodes 
 exploration) through the one node path: sandboxed, scored on the sealed holdout like any
 node, journaled as drafts whose meta names the rung (``reference``). So they count against
 the budget like any node, a brain may build on them, and a recipe brain does not draft the
-same family again.
+same family again. On a task that earlier runs worked on, a recipe brain's first node makes
+their best again (``brains/recipes/earlier``), and the ladder follows it.
 
 Their cost is bounded: each may take at most ``final.reference_time_share`` of the time
 budget (at least ``MIN_REFERENCE_S``, never more than any node), and none runs when the iteration budget is under ``MIN_ITERATIONS`` nodes (two
@@ -73,6 +74,8 @@ class References:
         if not config.final.reference_models or s.brain.name == "scripted":
             self.done = True
             return None
+        if not len(s.state.graph) and s.brain.name in ("recipes", "hybrid") and s.memory.earlier_bests():
+            return None  # the first node makes an earlier run's best on this task again (brains/recipes/earlier)
         taken = {str(n.meta.get("reference")) for n in s.state.graph if n.meta.get("reference")}
         taken |= set(self.ready) | {str(r["rung"]) for r in s.run.journal.records if r["type"] == SKIPPED}
         iterations = config.budget.iterations

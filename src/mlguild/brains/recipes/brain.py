@@ -25,6 +25,7 @@ from ...core.vocabulary import FailureKind, Op
 from .catalog import RECIPES, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
+from .earlier import earlier_best_lines, earlier_best_meta, next_earlier_best
 from .fuse import fuse_proposal
 from .ideas import cited, idea_hints, with_ideas
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
@@ -71,6 +72,11 @@ class RecipeBrain:
                 context,
                 f"The last three nodes failed the same way (`{repeated}`), so this draft is the safest pipeline.",
             )
+        earlier = next_earlier_best(context)
+        if earlier is not None:  # a second run on this task starts where the earlier ones ended
+            lines = earlier_best_lines(earlier, context)
+            summary = f"Made again from an earlier run on this task: {earlier.run}/{earlier.node}."
+            return self._proposal(lines, summary, earlier_best_meta(earlier, context), context)
         hints = idea_hints(context.ideas)
         names = family_order(recipes_for(task, profile), with_ideas(context.family_priors, hints))
         drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
@@ -142,6 +148,7 @@ class RecipeBrain:
         )
         name = "+".join(m.name for m in chosen)
         meta.pop("last_resort", None)  # a variation of the safest pipeline is not the safest
+        meta.pop("reference", None)  # nor is a variation of a reference model that rung of the ladder
         ideas = cited([m.name for m in chosen], hints, context.move_priors)
         meta.pop("ideas", None)  # the parent's ideas are the parent's
         if ideas:
@@ -260,6 +267,7 @@ class RecipeBrain:
             why = f"the safest pipeline failed too ({diagnosis.summary()}), so it is retried at half the cost"
         if move not in (SAFEST, "safest_shrink"):
             meta.pop("last_resort", None)
+        meta.pop("reference", None)  # a repaired reference model is the brain's script, not the ladder's
         same_recipe = old is not None and old["recipe"] == meta["recipe"]
         changed = diff(old, meta) if old is not None and same_recipe else {}
         moves = [*old.get("moves", []), move] if old is not None and same_recipe else [move]

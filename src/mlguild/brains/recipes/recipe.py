@@ -45,6 +45,8 @@ class RecipeMeta(TypedDict, total=False):
     last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
     repairs: list[str]  # repairs learned on this task, applied to the draft
     ideas: list[str]  # idea-pool ids this node acts on (mlguild.brains.recipes.ideas)
+    reference: str  # the baseline ladder's rung this node is (mlguild.run.references)
+    recalled: str  # "RUN/NODE": an earlier run's node on this task made again (mlguild.brains.recipes.earlier)
 
 
 def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:
