@@ -78,4 +78,3 @@ class HybridBrain:
             action = Action(Op.DRAFT, (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
         proposal = self.recipes.propose(action, context)
         return with_repairs(proposal, context) if action.op == Op.DRAFT else proposal
-

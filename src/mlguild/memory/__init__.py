@@ -157,9 +157,7 @@ class Memory:
             bad = [e for e in self.local.search(query, k + len(skip), outcomes=(FAILED, NO_GAIN)) if e.node not in skip]
             similar = self.weighted(self.similar(query))
         this_run = tuple(e.line() for e in [*good[:k], *bad[:k]])
-        others = tuple(
-            e.line(source=True) + ("" if e.task == self.task else f" (weight {w:.2f})") for e, w in similar
-        )
+        others = tuple(e.line(source=True) + ("" if e.task == self.task else f" (weight {w:.2f})") for e, w in similar)
         note = ""
         if any(e.task != self.task for e, _ in similar):
             t = self.transfer()
@@ -176,9 +174,7 @@ class Memory:
         return [(exp, self.weight_of(exp)) for exp in records]
 
     def weight_of(self, exp: Experience) -> float:
-        if exp.task == self.task:
-            return 1.0
-        return round(self.transfer().gain / (1.0 + exp.traits.distance(self.traits)), 4)
+        return record_weight(exp, self.task, self.traits, self.transfer())
 
     def similar(self, query: str) -> list[Experience]:
         """Other runs' records that match ``query``, on tasks within ``cfg.max_distance``:
@@ -230,6 +226,15 @@ class Memory:
         return self._records
 
 
+def record_weight(exp: Experience, task: str, traits: TaskTraits, transfer: Transfer) -> float:
+    """How much another run's record counts for ``task``: 1 for a run of this very task; for
+    another task, its similarity, 1 / (1 + distance), times the measured transfer of gains
+    between the store's tasks (0 until the store shows that gains carry over)."""
+    if exp.task == task:
+        return 1.0
+    return round(transfer.gain / (1.0 + exp.traits.distance(traits)), 4)
+
+
 def repaired_recipe(node: Node, graph: SearchGraph) -> Node | None:
     """The failed recipe script ``node`` repaired, when ``node`` is a scored repair that
     another brain (an LLM) wrote of a script the recipes wrote; else None."""
@@ -260,5 +265,6 @@ __all__ = [
     "Transfer",
     "experience_of",
     "prior_records",
+    "record_weight",
     "repaired_recipe",
 ]

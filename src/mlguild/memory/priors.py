@@ -275,7 +275,5 @@ def prior_lines(families: dict[str, MovePrior], moves: dict[str, MovePrior]) -> 
         worst = sorted((x for x in known if x[1].gain < 0), key=lambda x: x[1].gain)[:_PRIORS_SHOWN]
         for name, p in [*best, *worst]:
             time = f", ×{math.exp(p.log_cost):.2f} the run time" if p.cost_weight >= _PRIOR_MIN_WEIGHT else ""
-            lines.append(
-                f"{kind} {name}: {p.gain:+.2f} score spreads {what}{time} (worth {p.weight:.1f} observations)"
-            )
+            lines.append(f"{kind} {name}: {p.gain:+.2f} score spreads {what}{time} (worth {p.weight:.1f} observations)")
     return lines
