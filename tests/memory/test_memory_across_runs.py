@@ -237,3 +237,44 @@ def test_a_store_that_has_not_shown_transfer_brings_no_similar_task_into_the_poo
         assert fill_run_guild(run, pools) is None and pools.reports.all() == []
     finally:
         pools.close()
+
+
+def test_the_recipe_brain_drafts_a_recipe_with_an_earlier_runs_repair_of_it(tmp_path):
+    from mlguild.brains.recipes import RecipeBrain
+    from mlguild.memory import StoredRepair
+
+    task = make_task(tmp_path / "t")
+    cfg = load_config(None, [*SETS, "budget.iterations=20", "final.reference_models=false"])
+
+    def recipe_run():
+        run = create_run(load_task(task), cfg, tmp_path / "runs")
+        return Agent(run, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
+
+    first, first_run = recipe_run()
+    drafted = first.step(Action(Op.DRAFT), 120)
+    code = (first_run.node_dir(drafted.id) / "solution.py").read_text()
+    first.session.close()
+    # As if an LLM had repaired this recipe's script in an earlier run: the repair adds a line.
+    fixed = code.replace("\nimport ", "\nprint('repaired in an earlier run')\nimport ", 1)
+    assert fixed != code
+    store = MemoryStore(mlguild_home() / "memory.sqlite")
+    recipe = drafted.meta["recipe"]
+    store.add_repair(StoredRepair(task.name, recipe, "ValueError in step 'columns'", "old", "n0002", code, fixed))
+
+    second, second_run = recipe_run()
+    draft = second.step(Action(Op.DRAFT), 120)
+    assert draft.meta["recipe"] == recipe and draft.meta["repaired_by"] == "old/n0002"
+    repaired = (second_run.node_dir(draft.id) / "solution.py").read_text()
+    assert "print('repaired in an earlier run')\nimport " in repaired
+    assert draft.ok, draft.failure
+    second.session.close()
+
+
+def test_a_repair_ports_exactly_at_the_end_of_a_script_and_as_a_deletion():
+    from mlguild.brains.repair_port import port_repair
+
+    code = GOOD + 'print(f"wrote the outputs")\n'
+    appended = code + "\nprint('repaired')\n"
+    assert port_repair(code, code, appended) == appended  # the last line was once lost
+    removed = code.replace('print("cv_score: 0.99999")\n', "")
+    assert port_repair(code, code, removed) == removed

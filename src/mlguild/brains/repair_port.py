@@ -30,7 +30,9 @@ def repair_edits(failed: str, fixed: str) -> list[Edit]:
     for group in matcher.get_grouped_opcodes(_CONTEXT_LINES):
         i1, i2 = group[0][1], group[-1][2]
         j1, j2 = group[0][3], group[-1][4]
-        edits.append(Edit("\n".join(old[i1:i2]), "\n".join(new[j1:j2]), index=len(edits) + 1))
+        # Each line ends with its newline, as a parsed block's do (apply_edits reads them so).
+        search, replace = "".join(f"{ln}\n" for ln in old[i1:i2]), "".join(f"{ln}\n" for ln in new[j1:j2])
+        edits.append(Edit(search, replace, index=len(edits) + 1))
     return edits
 
 
