@@ -7,6 +7,8 @@ is asked there, so that no request is added for it:
 * a stepwise draft (``brain.stepwise``): its plan request, then the memory asked with the
   plan, then the first part's request carries the records and may revise the plan
   ("Revised plan: ...") before it writes its code;
+* the community cycle (``brain.cycle: community``): its draft request writes the plan, the
+  memory is asked with the draft, and the implementing request carries the records;
 * a reviewed script (``brain.review``, on by default): the review request carries the records
   found with the script's plan, and a plan that repeats a recorded failure without fixing its
   cause is a serious finding, which sends the script back for its one revision.
