@@ -202,6 +202,13 @@ def test_a_similar_tasks_records_enter_the_pools_with_less_weight_than_this_task
     assert {e.task for e, _ in similar} == {"atlas", "boreal", "cedar", "dune"}
     assert all(w == round(1 / (1 + math.log10(30)), 4) for _, w in similar)  # similarity times the transfer, 1
 
+    # A prompt's recall: a similar task's record with its weight, and how that weight is made.
+    recall = memory.recall("atlas")
+    assert recall.other_tasks and all(
+        "task atlas:" in line and line.endswith("(weight 0.40)") for line in recall.other_tasks
+    )
+    assert "times the measured transfer of gains between tasks (1.00, over" in recall.transfer
+
     pools = Pools.open(run.path)
     try:
         line = fill_run_guild(run, pools)
