@@ -87,6 +87,9 @@ def test_a_second_run_carries_the_first_runs_records_and_its_repair_without_a_re
     assert "In earlier runs" in prompt
     assert f"[run {first_run.path.name}, task {task.name}: {broken.id}, draft]" in prompt
     second.session.close()
+    store = MemoryStore(mlguild_home() / "memory.sqlite")
+    store.forget(run=first_run.path.name)  # `mlguild memory forget --run`: its repairs go with its records
+    assert store.repairs(task.name) == []
 
 
 def test_the_stepwise_planner_asks_the_memory_with_its_plan_and_revises_it(tmp_path):
