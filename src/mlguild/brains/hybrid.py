@@ -14,7 +14,7 @@ from ..core.vocabulary import Op
 from ..llm.errors import AllModelsExhausted, LLMError
 from .llm.brain import LLMBrain
 from .llm.review import unreviewed
-from .repair_port import port_repair
+from .repair_port import with_repairs
 
 
 class HybridBrain:
@@ -77,21 +77,4 @@ class HybridBrain:
         ):
             action = Action(Op.DRAFT, (), f"{action.reason} (recipes cannot edit LLM code: fresh draft)")
         proposal = self.recipes.propose(action, context)
-        return _with_repairs(proposal, context) if action.op == Op.DRAFT else proposal
-
-
-def _with_repairs(proposal: Proposal, context: Context) -> Proposal:
-    """The draft with the LLM's repair of an earlier script of its recipe carried over, so
-    the same crash is not drafted and repaired again (the newest repair that applies)."""
-    for repair in context.repairs:
-        if repair.recipe != proposal.meta.get("recipe"):
-            continue
-        code = port_repair(proposal.code, repair.failed_code, repair.fixed_code)
-        if code is not None:
-            note = (
-                f"**Repaired in advance:** node `{repair.node_id}` repaired an earlier `{repair.recipe}` "
-                "script on this task; the same change is applied to this draft.\n"
-            )
-            meta = {**proposal.meta, "repaired_by": repair.node_id}
-            return Proposal(f"{proposal.plan}\n{note}", code, meta, proposal.title)
-    return proposal
+        return with_repairs(proposal, context) if action.op == Op.DRAFT else proposal

@@ -6,6 +6,10 @@ The repair is the difference between the failed script and its repaired child; i
 into SEARCH/REPLACE blocks (each changed span with a few unchanged lines around it, so it
 matches in one place) and applied to the new draft. A block that does not match leaves the
 draft as the recipe wrote it: a port that only half applies could break more than it fixes.
+
+The repairs come from this run's graph and from earlier runs of the task (the shared memory
+keeps each, keyed by task, recipe and what failed: mlguild.memory), so the next run's first
+draft of a recipe that crashed on this task's data runs repaired, with no LLM request.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import difflib
 
 from ..coder.edits import Edit, apply_edits
+from ..core.protocols import Context, Proposal
 
 _CONTEXT_LINES = 2
 
@@ -25,7 +30,9 @@ def repair_edits(failed: str, fixed: str) -> list[Edit]:
     for group in matcher.get_grouped_opcodes(_CONTEXT_LINES):
         i1, i2 = group[0][1], group[-1][2]
         j1, j2 = group[0][3], group[-1][4]
-        edits.append(Edit("\n".join(old[i1:i2]), "\n".join(new[j1:j2]), index=len(edits) + 1))
+        # Each line ends with its newline, as a parsed block's do (apply_edits reads them so).
+        search, replace = "".join(f"{ln}\n" for ln in old[i1:i2]), "".join(f"{ln}\n" for ln in new[j1:j2])
+        edits.append(Edit(search, replace, index=len(edits) + 1))
     return edits
 
 
@@ -39,3 +46,24 @@ def port_repair(code: str, failed: str, fixed: str) -> str | None:
     if result.failures or result.code.strip() == code.strip():
         return None
     return result.code
+
+
+def with_repairs(proposal: Proposal, context: Context) -> Proposal:
+    """The draft with an earlier repair of its recipe carried over (the newest that applies),
+    so the same crash is not drafted and repaired again; unchanged when none applies or it
+    carries one already. A repair of an earlier run is named ``RUN/NODE``."""
+    if proposal.meta.get("repaired_by"):
+        return proposal
+    for repair in context.repairs:
+        if repair.recipe != proposal.meta.get("recipe"):
+            continue
+        code = port_repair(proposal.code, repair.failed_code, repair.fixed_code)
+        if code is not None:
+            where = "an earlier run of this task" if "/" in repair.node_id else "this task"
+            note = (
+                f"**Repaired in advance:** node `{repair.node_id}` repaired an earlier `{repair.recipe}` "
+                f"script on {where}; the same change is applied to this draft.\n"
+            )
+            meta = {**proposal.meta, "repaired_by": repair.node_id}
+            return Proposal(f"{proposal.plan}\n{note}", code, meta, proposal.title)
+    return proposal

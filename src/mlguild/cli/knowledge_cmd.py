@@ -74,14 +74,15 @@ def _report(root: Path, result: Ingested, cutoff: date | None) -> None:
 def list_(task: Path = _TASK) -> None:
     """The task's items, most voted first, with their quality signals (the author's tier; `show`
     names the author); then what earlier runs of the task learnt, which a new run's pools start
-    with (the guild: the shared memory's records of those runs)."""
+    with (the guild: the shared memory's records of those runs), and what earlier runs of
+    similar tasks learnt, each with its weight (similarity times measured transfer)."""
     from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():
         found = folder_task(task, None, None)
         items = list_items(found.root)
-        guild = _guild_rows(found.spec.name)
+        guild, similar = _guild_rows(found.spec.name)
     rows = []
     for item in items:
         score = f"{item.public_score:g}" if item.public_score is not None else ""
@@ -103,30 +104,50 @@ def list_(task: Path = _TASK) -> None:
         for row in guild:
             table.add_row(*row)
         console.print(table)
+    if similar:
+        console.print(
+            f"from earlier runs of similar tasks (weighted by similarity times measured transfer): {len(similar)}"
+        )
+        headers = ["run/node", "task", "weight", "outcome", "score", "title"]
+        table = fitted_table(headers, similar, console.width, right=("weight", "score"))
+        for row in similar:
+            table.add_row(*row)
+        console.print(table)
 
 
-def _guild_rows(task_name: str) -> list[list[str]]:
-    """The shared memory's records of earlier runs of the task, as `list` shows them."""
+def _guild_rows(task_name: str) -> tuple[list[list[str]], list[list[str]]]:
+    """The shared memory's records of earlier runs of the task, and of similar tasks (known
+    once a run of this task has stored its traits), as `list` shows them."""
     from ..config import load_config
-    from ..pools.guild import earlier_records, shared_store
+    from ..pools.guild import earlier_records, shared_store, similar_records, task_traits
 
-    store = shared_store(load_config(None, []))
+    config = load_config(None, [])
+    store = shared_store(config)
     if store is None:
-        return []
+        return [], []
     try:
         records = earlier_records(store, task_name, this_run="")
+        traits = task_traits(store, task_name)
+        similar = similar_records(store, task_name, "", traits, config.memory.max_distance) if traits else []
     finally:
         store.close()
-    return [
-        [
-            plain(f"{r.run}/{r.node}"),
-            plain(r.op),
-            plain(r.outcome.replace("_", " ")),
-            f"{r.score:.5g}" if r.score is not None else "",
-            plain(r.title),
-        ]
+    score = lambda r: f"{r.score:.5g}" if r.score is not None else ""
+    same = [
+        [plain(f"{r.run}/{r.node}"), plain(r.op), plain(r.outcome.replace("_", " ")), score(r), plain(r.title)]
         for r in records
     ]
+    others = [
+        [
+            plain(f"{r.run}/{r.node}"),
+            plain(r.task),
+            f"{w:.2f}",
+            plain(r.outcome.replace("_", " ")),
+            score(r),
+            plain(r.title),
+        ]
+        for r, w in similar
+    ]
+    return same, others
 
 
 @knowledge_app.command("show")

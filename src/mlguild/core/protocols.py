@@ -86,6 +86,14 @@ class Repair:
     fixed_code: str
 
 
+class MemoryQuery(Protocol):
+    """The memory a brain may ask while it proposes (mlguild.run.context.PlanRecall): the
+    records most like ``query`` (a draft plan), bounded as a prompt shows them, leaving out
+    the nodes the context shows already. What it answered is kept for the node's journal."""
+
+    def recall(self, query: str) -> Recall: ...
+
+
 @dataclass(frozen=True)
 class Context:
     """Everything a brain sees for one proposal. Context is isolated on purpose: the task, the
@@ -114,6 +122,7 @@ class Context:
     full_limit_s: float | None = None  # the limit a script gets while the run's end is not near
     noise: str = ""  # how far apart two holdout scores must be to differ beyond noise, in one sentence
     earlier_bests: tuple[EarlierBest, ...] = ()  # the configurations of earlier runs' best nodes on this very task
+    memory: MemoryQuery | None = None  # asks the memory at proposal time (a planner, with its draft plan)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,12 @@ changes, failures and the holdout scores the search itself uses.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..coder.diagnose import diagnose
 from ..config import MemoryConfig
 from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import Op
@@ -30,7 +32,7 @@ from .priors import (
     move_priors,
 )
 from .retrieve import Retriever
-from .store import MemoryStore
+from .store import MemoryStore, StoredRepair
 
 _PRIOR_RECORDS = 5000  # the newest records of tasks of this type the priors are built from
 
@@ -41,6 +43,11 @@ class Recall:
 
     this_run: tuple[str, ...] = ()
     other_tasks: tuple[str, ...] = ()
+    transfer: str = ""  # how far another task's records count here, one sentence ("" when none is shown)
+
+    def lines(self) -> list[str]:
+        """Every record shown, this run's first (what the journal keeps of a recall)."""
+        return [*self.this_run, *self.other_tasks]
 
     def __bool__(self) -> bool:
         return bool(self.this_run or self.other_tasks)
@@ -61,6 +68,9 @@ class Memory:
     _family_priors: dict[str, MovePrior] | None = None
     _earlier_bests: list[EarlierBest] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
+    # Workers recall (a planner, at proposal time) while another records: one at a time.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _code_of: Callable[[Node], str] | None = None  # a node's script (kept by ``replay``), for its repair
 
     @classmethod
     def open(cls, run: str, task: str, traits: TaskTraits, cfg: MemoryConfig, home: Path) -> Memory:
@@ -78,14 +88,18 @@ class Memory:
         return memory
 
     def record(self, node: Node, graph: SearchGraph, code: str = "", columns: tuple[str, ...] = ()) -> Experience:
-        """Make the record of a node that just finished and keep it (see ``remember``)."""
+        """Make the record of a node that just finished and keep it (see ``remember``); a
+        repair an LLM made of a recipe script is kept in the shared store too (``keep_repair``)."""
         exp = self._experience(node, graph, code, columns)
         self.remember(exp)
+        self.keep_repair(node, graph, columns)
         return exp
 
     def replay(self, graph: SearchGraph, code_of: Callable[[Node], str], columns: tuple[str, ...] = ()) -> None:
         """On resume: rebuild this run's own memory from its finished nodes, in the order they
-        ran (the shared store kept them when they finished)."""
+        ran (the shared store kept them when they finished). ``code_of`` is kept: it reads the
+        scripts of a repair ``record`` keeps."""
+        self._code_of = code_of
         for node in graph:
             if node.finished and node.op not in (Op.REFIT, Op.RERUN):
                 self.local.add(self._experience(node, graph, "" if node.ok else code_of(node), columns))
@@ -99,25 +113,78 @@ class Memory:
         """Keep ``exp`` in this run's memory and in the shared store. A shared store that
         cannot be written (a full disk, a lock held too long) is dropped with a warning: the
         run goes on with its own memory."""
-        self.local.add(exp)
+        with self._lock:
+            self.local.add(exp)
+            if self.shared is None:
+                return
+            try:
+                self.shared.add(exp)
+            except (sqlite3.Error, OSError) as exc:
+                self._drop_shared(exc)
+
+    def _drop_shared(self, exc: Exception) -> None:
+        assert self.shared is not None
+        self.warnings.append(f"the memory store {self.shared.store.path} failed ({exc}); this run goes on without it")
+        self.shared = None
+
+    def keep_repair(self, node: Node, graph: SearchGraph, columns: tuple[str, ...] = ()) -> StoredRepair | None:
+        """When ``node`` is an LLM's scored repair of a failed recipe script, keep the two
+        scripts in the shared store, keyed by task, recipe and what failed, for the next
+        runs' drafts of that recipe (mlguild.brains.repair_port)."""
+        parent = repaired_recipe(node, graph)
+        if parent is None or self.shared is None or self._code_of is None:
+            return None
+        failed, fixed = self._code_of(parent), self._code_of(node)
+        if not failed.strip() or not fixed.strip():
+            return None
+        what = diagnose(parent.failure or "", failed, columns).summary()[:240]
+        repair = StoredRepair(self.task, str(parent.meta["recipe"]), what, self.run, node.id, failed, fixed)
+        with self._lock:
+            try:
+                self.shared.store.add_repair(repair)
+            except (sqlite3.Error, OSError) as exc:
+                self._drop_shared(exc)
+                return None
+        return repair
+
+    def repairs(self) -> list[StoredRepair]:
+        """Earlier runs' repairs of this task's recipe scripts, newest first."""
         if self.shared is None:
-            return
-        try:
-            self.shared.add(exp)
-        except (sqlite3.Error, OSError) as exc:
-            self.warnings.append(
-                f"the memory store {self.shared.store.path} failed ({exc}); this run goes on without it"
-            )
-            self.shared = None
+            return []
+        with self._lock:
+            try:
+                return self.shared.store.repairs(self.task, exclude_run=self.run)
+            except sqlite3.Error:
+                return []
 
     def recall(self, query: str, skip: Set[str] = frozenset()) -> Recall:
         """The records most like ``query``: this run's (successes and failures, ``cfg.recall``
-        of each, leaving out the nodes in ``skip``) and other runs' on similar tasks."""
+        of each, leaving out the nodes in ``skip``) and other runs' on similar tasks; another
+        task's record says its weight (``weighted``), and the recall how that weight is measured."""
         k = self.cfg.recall
-        good = [e for e in self.local.search(query, k + len(skip), outcomes=(FIRST, GAIN)) if e.node not in skip]
-        bad = [e for e in self.local.search(query, k + len(skip), outcomes=(FAILED, NO_GAIN)) if e.node not in skip]
+        with self._lock:
+            good = [e for e in self.local.search(query, k + len(skip), outcomes=(FIRST, GAIN)) if e.node not in skip]
+            bad = [e for e in self.local.search(query, k + len(skip), outcomes=(FAILED, NO_GAIN)) if e.node not in skip]
+            similar = self.weighted(self.similar(query))
         this_run = tuple(e.line() for e in [*good[:k], *bad[:k]])
-        return Recall(this_run, tuple(e.line(source=True) for e in self.similar(query)))
+        others = tuple(e.line(source=True) + ("" if e.task == self.task else f" (weight {w:.2f})") for e, w in similar)
+        note = ""
+        if any(e.task != self.task for e, _ in similar):
+            t = self.transfer()
+            note = (
+                f"A record of another task counts here by its weight: its similarity to this task, 1/(1+distance), "
+                f"times the measured transfer of gains between tasks ({t.gain:.2f}, over {t.pairs} task-move pairs)."
+            )
+        return Recall(this_run, others, note)
+
+    def weighted(self, records: list[Experience]) -> list[tuple[Experience, float]]:
+        """Each record with how much it counts for this task: 1 for an earlier run of this
+        task; for another task, its similarity, 1 / (1 + distance), times the measured
+        transfer of gains (mlguild.memory.priors)."""
+        return [(exp, self.weight_of(exp)) for exp in records]
+
+    def weight_of(self, exp: Experience) -> float:
+        return record_weight(exp, self.task, self.traits, self.transfer())
 
     def similar(self, query: str) -> list[Experience]:
         """Other runs' records that match ``query``, on tasks within ``cfg.max_distance``:
@@ -176,6 +243,26 @@ class Memory:
         return self._records
 
 
+def record_weight(exp: Experience, task: str, traits: TaskTraits, transfer: Transfer) -> float:
+    """How much another run's record counts for ``task``: 1 for a run of this very task; for
+    another task, its similarity, 1 / (1 + distance), times the measured transfer of gains
+    between the store's tasks (0 until the store shows that gains carry over)."""
+    if exp.task == task:
+        return 1.0
+    return round(transfer.gain / (1.0 + exp.traits.distance(traits)), 4)
+
+
+def repaired_recipe(node: Node, graph: SearchGraph) -> Node | None:
+    """The failed recipe script ``node`` repaired, when ``node`` is a scored repair that
+    another brain (an LLM) wrote of a script the recipes wrote; else None."""
+    parent = graph.nodes.get(node.parents[0]) if node.parents else None
+    if node.op != Op.DEBUG or not node.ok or node.meta.get("recipe") or parent is None:
+        return None
+    if parent.ok or not parent.meta.get("recipe") or parent.meta.get("brain") != "recipes":
+        return None
+    return parent
+
+
 def prior_records(store: MemoryStore, task_type: str, exclude_run: str | None = None) -> list[Experience]:
     """The records a run's priors are built from: the newest ``_PRIOR_RECORDS`` of tasks of
     ``task_type``, less those of the run itself."""
@@ -191,8 +278,11 @@ __all__ = [
     "MovePrior",
     "Recall",
     "Retriever",
+    "StoredRepair",
     "TaskTraits",
     "Transfer",
     "experience_of",
     "prior_records",
+    "record_weight",
+    "repaired_recipe",
 ]

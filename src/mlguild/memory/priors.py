@@ -317,3 +317,26 @@ def _order(node: str) -> int:
     """A node id's number (n0012 -> 12): the earlier of two equal scores wins."""
     digits = "".join(ch for ch in node if ch.isdigit())
     return int(digits) if digits else 0
+
+
+_PRIOR_MIN_WEIGHT = 0.5  # a prior worth less than half an observation is not stated to a model
+_PRIORS_SHOWN = 3  # families and moves a prompt names, each way
+
+
+def prior_lines(families: dict[str, MovePrior], moves: dict[str, MovePrior]) -> list[str]:
+    """What the priors say, as a prompt's lines: the recipe families that ranked best (and
+    worst) among the families of earlier runs on this and similar tasks, and the moves that
+    gained (or lost) most over their parents; each with how many observations it counts as
+    (similarity- and transfer-weighted, so an unrelated task's gains count for nothing)."""
+    lines = []
+    for kind, priors, what in (
+        ("family", families, "against the mean of its run's families"),
+        ("move", moves, "over its parent"),
+    ):
+        known = [(name, p) for name, p in sorted(priors.items()) if p.weight >= _PRIOR_MIN_WEIGHT and p.gain]
+        best = sorted((x for x in known if x[1].gain > 0), key=lambda x: -x[1].gain)[:_PRIORS_SHOWN]
+        worst = sorted((x for x in known if x[1].gain < 0), key=lambda x: x[1].gain)[:_PRIORS_SHOWN]
+        for name, p in [*best, *worst]:
+            time = f", ×{math.exp(p.log_cost):.2f} the run time" if p.cost_weight >= _PRIOR_MIN_WEIGHT else ""
+            lines.append(f"{kind} {name}: {p.gain:+.2f} score spreads {what}{time} (worth {p.weight:.1f} observations)")
+    return lines

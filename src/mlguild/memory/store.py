@@ -5,6 +5,11 @@ One file holds the records of every run that used it (``memory.path``, by defaul
 are short ``BEGIN IMMEDIATE`` transactions in WAL mode with a busy timeout, so two runs (or
 two workers) writing at the same time wait for each other instead of failing or corrupting
 the file. A record is keyed by (run, node): recording a node again replaces it.
+
+Beside the records, the store keeps the repairs an LLM made of recipe scripts (``repairs``):
+the failed script and the repaired one, keyed by task, recipe and what failed (the newest
+repair of the same failure replaces the older), so that the next run's drafts of that recipe
+carry the repair without asking an LLM again (mlguild.brains.repair_port).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 import sqlite3
 import time
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,18 @@ CREATE TABLE IF NOT EXISTS experiences (
 CREATE INDEX IF NOT EXISTS experiences_task_type ON experiences (task_type, op);
 CREATE VIRTUAL TABLE IF NOT EXISTS experiences_fts USING fts5(body, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, vec BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS repairs (
+    id INTEGER PRIMARY KEY,
+    task TEXT NOT NULL,
+    recipe TEXT NOT NULL,
+    failure TEXT NOT NULL,
+    run TEXT NOT NULL,
+    node TEXT NOT NULL,
+    failed_code TEXT NOT NULL,
+    fixed_code TEXT NOT NULL,
+    created REAL NOT NULL,
+    UNIQUE (task, recipe, failure)
+);
 """
 
 
@@ -108,7 +126,37 @@ class MemoryStore:
         with self._write():
             found = [r[0] for r in self._db.execute(f"SELECT id FROM experiences e WHERE {where}", args)]
             self._delete_ids(found)
+            for column, value in (("run", run), ("task", task)):  # a forgotten run's repairs go too
+                if value is not None:
+                    self._db.execute(f"DELETE FROM repairs WHERE {column} = ?", (value,))
         return len(found)
+
+    def add_repair(self, repair: StoredRepair) -> None:
+        """Keep ``repair``, replacing the one of the same task, recipe and failure."""
+        with self._write():
+            self._db.execute(
+                "INSERT OR REPLACE INTO repairs (task, recipe, failure, run, node, failed_code, fixed_code, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    repair.task,
+                    repair.recipe,
+                    repair.failure,
+                    repair.run,
+                    repair.node,
+                    repair.failed_code,
+                    repair.fixed_code,
+                    time.time(),
+                ),
+            )
+
+    def repairs(self, task: str, exclude_run: str | None = None, limit: int = 20) -> list[StoredRepair]:
+        """The repairs of ``task``'s recipe scripts, newest first (less those of ``exclude_run``)."""
+        rows = self._db.execute(
+            "SELECT task, recipe, failure, run, node, failed_code, fixed_code FROM repairs"
+            " WHERE task = ? AND run != ? ORDER BY created DESC, id DESC LIMIT ?",
+            (task, exclude_run or "", limit),
+        )
+        return [StoredRepair(*row) for row in rows]
 
     def _delete_ids(self, ids: list[int]) -> None:
         for start in range(0, len(ids), 500):
@@ -190,6 +238,19 @@ class MemoryStore:
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
+@dataclass(frozen=True)
+class StoredRepair:
+    """An LLM's repair of a recipe script in some run: what failed, before and after."""
+
+    task: str
+    recipe: str
+    failure: str  # what failed: the diagnosis's one line (mlguild.coder.diagnose)
+    run: str
+    node: str  # the repairing node
+    failed_code: str
+    fixed_code: str
+
+
 def _filters(
     *,
     run: str | None = None,
@@ -223,4 +284,4 @@ def _record(text: str) -> Experience:
     return Experience.from_dict(json.loads(text))
 
 
-__all__ = ["MemoryStore", "TaskTraits"]
+__all__ = ["MemoryStore", "StoredRepair", "TaskTraits"]

@@ -18,13 +18,14 @@ from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import WrittenReport
 from ..llm.base import LLM, Message
+from ..memory import TaskTraits
 from ..prompts import render
 from ..run.disk_full import full_disk_detail
 from ..run.folder import RunDir
 from ..task.knowledge import Item, list_items
 from ..util.fs import read_text_no_follow
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
-from .guild import earlier_records, fill_guild, shared_store
+from .guild import earlier_records, fill_guild, shared_store, similar_records
 from .ideas import COMMUNITY, REPORT, Idea, IdeaPool, Source, cited_ideas
 from .novelty import CommunityCode, Overlap
 from .reports import Report, ReportPool, is_reported, report_of, with_written
@@ -148,24 +149,30 @@ def community_code(run: RunDir) -> CommunityCode:
 
 
 def fill_run_guild(run: RunDir, pools: Pools) -> str | None:
-    """Put what earlier runs of this task learnt (the shared memory's records) into the pools,
-    as reports and ideas (mlguild.pools.guild); a line saying what was added, or None."""
+    """Put what earlier runs of this task and of similar tasks learnt (the shared memory's
+    records) into the pools, as reports and ideas, a similar task's weighted
+    (mlguild.pools.guild); a line saying what was added, or None."""
     store = shared_store(run.config)
     if store is None:
         return None
+    traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
     try:
         records = earlier_records(store, run.spec.name, run.path.name)
+        similar = similar_records(store, run.spec.name, run.path.name, traits, run.config.memory.max_distance)
     finally:
         store.close()
     ideas_before = len(pools.ideas.all())
     added = fill_guild(pools.reports, pools.ideas, records)
-    if not added:
+    weights = {(exp.run, exp.node): weight for exp, weight in similar}
+    added_similar = fill_guild(pools.reports, pools.ideas, [e for e, _ in similar], lambda e: weights[e.run, e.node])
+    if not added and not added_similar:
         return None
     runs = len({r.run for r in records})
-    return (
-        f"guild: {added} report(s) of {runs} earlier run(s) of this task; "
-        f"{len(pools.ideas.all()) - ideas_before} new idea(s) from what gained there"
-    )
+    line = f"guild: {added} report(s) of {runs} earlier run(s) of this task"
+    if added_similar:
+        tasks = len({e.task for e, _ in similar})
+        line += f" and {added_similar} of {tasks} similar task(s), weighted by similarity and measured transfer"
+    return f"{line}; {len(pools.ideas.all()) - ideas_before} new idea(s) from what gained there"
 
 
 def fill_run_ideas(run: RunDir, pools: Pools, llm: LLM | None) -> str | None:

@@ -58,6 +58,7 @@ class Source:
     public_score: float | None = None
     date: str = ""
     gain: float | None = None  # an earlier run's node (kind "run"): the gain it measured, in score spreads
+    weight: float = 1.0  # how much that run counts here (a similar task's: below 1; mlguild.pools.guild)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class Idea:
         best = max(self.sources, key=lambda s: s.votes, default=None)
         signal = ""
         if best is not None and best.kind == "run":  # an earlier run of this task (mlguild.pools.guild)
-            signal = f" (earlier run's node {best.item}: {best.gain or 0:+.2f} score spreads over its parent)"
+            similar = f"; a similar task's, weight {best.weight:.2f}" if best.weight < 1.0 else ""
+            signal = f" (earlier run's node {best.item}: {best.gain or 0:+.2f} score spreads over its parent{similar})"
         elif best is not None and self.origin == COMMUNITY:
             score = f", public score {best.public_score:g}" if best.public_score is not None else ""
             more = f", +{len(self.sources) - 1} more source(s)" if len(self.sources) > 1 else ""
@@ -195,7 +197,7 @@ def _community_signal(ideas: list[Idea], direction: str) -> dict[str, float]:
         value = 0.0
         for s in idea.sources:
             if s.kind == "run":  # measured by an earlier run of this task: its gain is the signal
-                value = max(value, min(1.25, 0.5 + 0.5 * max(0.0, s.gain or 0.0)))
+                value = max(value, s.weight * min(1.25, 0.5 + 0.5 * max(0.0, s.gain or 0.0)))
                 continue
             weight = _TIER_WEIGHT.get(s.author_tier, _UNKNOWN_TIER)
             score_bonus = 0.0

@@ -51,6 +51,7 @@ class Report:
     author: str = "harness"  # "harness", or the model that wrote it from the harness's numbers
     analysis: str = ""  # the model's reading of the harness's numbers
     directions: tuple[str, ...] = ()  # the model's next directions (ideas of origin "report")
+    weight: float = 1.0  # how much an earlier run's report counts here (a similar task's: below 1; mlguild.pools.guild)
 
     def digest(self) -> str:
         """The report as one bounded paragraph."""
@@ -220,9 +221,21 @@ class ReportPool:
         if k <= 0:
             return []
         found = [r for r in self.store.search("reports", query, k + len(skip)) if r not in skip]
+        found = self._weighted(query, found, skip)
         if len(found) < k:
             found += [r for r in reversed(self.store.keys("reports")) if r not in skip and r not in found]
         return [self.get(key) for key in found[:k]]
+
+    def _weighted(self, query: str, found: list[str], skip: set[str] | frozenset[str]) -> list[str]:
+        """``found`` again, each report's relevance times its weight, when earlier runs' reports
+        (keyed ``RUN/NODE``, mlguild.pools.guild) are in the pool; else unchanged."""
+        if not any("/" in key for key in self.store.keys("reports")):
+            return found
+        scores = self.store.scores("reports", query)
+        weighted = {
+            key: s * (self.get(key).weight if "/" in key else 1.0) for key, s in scores.items() if key not in skip
+        }
+        return sorted(weighted, key=lambda key: -weighted[key])[: len(found)]
 
     def get(self, node: str) -> Report:
         data = json.loads(self.store.value("reports", node))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
 from ..core.vocabulary import Op
-from ..memory import Memory, Recall
+from ..memory import Memory, Recall, repaired_recipe
 from ..metrics import get_metric
 from ..pools import Pools
 from ..pools.ideas import idea_ids, in_flight, key_words
@@ -96,6 +96,7 @@ class ContextBuilder:
             full_limit_s=full_limit_s(self.run.config),
             noise=self.noise(graph),
             earlier_bests=tuple(self.memory.earlier_bests()),
+            memory=PlanRecall(self.memory, str(action.op), self.shown(graph, parents)),
         )
 
     def noise(self, graph: SearchGraph) -> str:
@@ -136,9 +137,12 @@ class ContextBuilder:
         else:
             kinds = " ".join(sorted({c["kind"] for c in self.profile.get("columns", [])}))
             query = f"draft {self.run.spec.task_type} {self.run.spec.metric} {kinds}"
-        # The parents and what was built on them are in the prompt already.
-        shown = {p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)}
-        return self.memory.recall(f"{action.op} {query}", skip=shown)
+        return self.memory.recall(f"{action.op} {query}", skip=self.shown(graph, parents))
+
+    @staticmethod
+    def shown(graph: SearchGraph, parents: tuple[ParentView, ...]) -> frozenset[str]:
+        """The nodes a prompt shows already: the parents and what was built on them."""
+        return frozenset({p.node_id for p in parents} | {c.id for p in parents for c in graph.children(p.node_id)})
 
     def reports(self, graph: SearchGraph, action: Action, parents: tuple[ParentView, ...]) -> tuple[str, ...]:
         """The reports of the run's other nodes most like what this proposal is about (the
@@ -192,20 +196,21 @@ class ContextBuilder:
 
     def repairs(self, graph: SearchGraph) -> tuple[Repair, ...]:
         """The latest scored repairs, not written by the recipes, of failed recipe scripts:
-        what a hybrid brain carries over to its next draft of that recipe."""
+        what a draft of that recipe carries over (mlguild.brains.repair_port). This run's
+        first, newest first; then earlier runs' of this task, from the shared memory (their
+        node named ``RUN/NODE``)."""
         found: list[Repair] = []
         for node in reversed(list(graph)):
             if len(found) >= _REPAIRS_SHOWN:
                 break
-            parent = graph.nodes.get(node.parents[0]) if node.parents else None
-            if node.op != Op.DEBUG or not node.ok or node.meta.get("recipe") or parent is None:
-                continue
-            recipe = parent.meta.get("recipe")
-            if parent.ok or not recipe or parent.meta.get("brain") != "recipes":
+            parent = repaired_recipe(node, graph)
+            if parent is None:
                 continue
             failed = read_text_no_follow(self.run.node_dir(parent.id) / "solution.py")
             fixed = read_text_no_follow(self.run.node_dir(node.id) / "solution.py")
-            found.append(Repair(node.id, str(recipe), failed, fixed))
+            found.append(Repair(node.id, str(parent.meta["recipe"]), failed, fixed))
+        earlier = self.memory.repairs()[:_REPAIRS_SHOWN]
+        found += [Repair(f"{r.run}/{r.node}", r.recipe, r.failed_code, r.fixed_code) for r in earlier]
         return tuple(found)
 
     def parent_view(self, graph: SearchGraph, node: Node) -> ParentView:
@@ -244,6 +249,17 @@ class ContextBuilder:
             except Exception:  # a holdout the scorer cannot split by column: no figures rather than no proposal
                 self._columns[node.id] = None
         return self._columns[node.id]
+
+
+class PlanRecall:
+    """The memory a brain asks at proposal time (``MemoryQuery``): a planner's draft plan as
+    the query, the op and the nodes its prompt shows already as ``recall`` has them."""
+
+    def __init__(self, memory: Memory, op: str, skip: frozenset[str]):
+        self.memory, self.op, self.skip = memory, op, skip
+
+    def recall(self, query: str) -> Recall:
+        return self.memory.recall(f"{self.op} {query}", skip=self.skip)
 
 
 def trajectory(graph: SearchGraph, action: Action) -> tuple[str, ...]:

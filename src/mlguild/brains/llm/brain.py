@@ -12,8 +12,8 @@ reads it instead of billing it again; the user turn carries only what this reque
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ...coder import (
     apply_edits,
@@ -29,6 +29,7 @@ from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal,
 from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
+from ...memory.priors import prior_lines
 from ...metrics import per_column
 from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
@@ -38,6 +39,7 @@ from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
 from .conversation import Conversation, RequestOptions
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal, cycle_refine
+from .planner import plan_recall, recall_meta, revised_plan
 from .report import write_report
 from .review import needs_review
 from .review import review as review_script
@@ -138,6 +140,7 @@ class LLMBrain:
         common = {**self._prepare(context), "op": str(action.op)}
         if action.op == Op.EDA:
             return self.explore(context)
+        recalled: dict[str, Any] | None = None  # what the planner's memory showed (mlguild.brains.llm.planner)
         if self.options.cycle and action.op in CYCLE_OPS:  # select ideas, draft, implement (mlguild.brains.llm.cycle)
             return cycle_proposal(self.talk, action, context, common, node)
         if action.op == Op.FUSE:  # one script from the best ideas of several branches
@@ -159,7 +162,7 @@ class LLMBrain:
             # The exploration is in the brief: its node is not an approach that was tried.
             tried = [_tried_line(h) for h in context.history if h.op != Op.EDA][-_TRIED_LIMIT:]
             if self.options.stepwise:
-                plan, code = self._stepwise(common, tried, node)
+                plan, code, recalled = self._stepwise(common, tried, node, context)
             else:
                 plan, code = self.talk.full_script(render("draft", **common, tried=tried), "draft", node)
         title = title_of(plan)
@@ -167,6 +170,8 @@ class LLMBrain:
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used
+        if recalled is not None:
+            meta["plan_recall"] = recalled
         return Proposal(plan=plan, code=code, meta=meta, title=title)
 
     def review(self, action: Action, context: Context, proposal: Proposal) -> Proposal:
@@ -175,7 +180,13 @@ class LLMBrain:
         if not self.options.review or not needs_review(action, proposal):
             return proposal
         self._prepare(context)  # the revision talks with the system turn
-        return review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}")
+        # The planner's memory, asked with the script's own plan: the review weighs the plan
+        # against it, in the request it makes anyway (mlguild.brains.llm.planner).
+        recall = None if "plan_recall" in proposal.meta else plan_recall(context, proposal.plan)
+        reviewed = review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}", recall)
+        if recall is None:
+            return reviewed
+        return replace(reviewed, meta={**reviewed.meta, "plan_recall": recall_meta(proposal.plan, recall)})
 
     def fix_step(self, request: FixRequest) -> tuple[str, str]:
         """A failed step of the community cycle's refine loop, repaired: (why, the script fixed)."""
@@ -220,6 +231,7 @@ class LLMBrain:
             rows={"train": profile.n_train, "holdout": profile.n_holdout, "test": profile.n_test},
             leaders=context.leaders,
             recall=context.recall,
+            priors=prior_lines(context.family_priors, context.move_priors),
             brief=context.brief,
             reports=context.reports,
             ideas=context.ideas,
@@ -276,13 +288,21 @@ class LLMBrain:
         return self.talk.full_script(render("improve", **variables, diff_mode=False), "improve:rewrite", node)
 
     # --- stepwise drafts ---
-    def _stepwise(self, common: dict, tried: list[str], node: str) -> tuple[str, str]:
+    def _stepwise(
+        self, common: dict, tried: list[str], node: str, context: Context
+    ) -> tuple[str, str, dict[str, Any] | None]:
+        """(plan, script, what the planner's memory showed): the plan request, the memory
+        asked with the plan, then one request per part, the first carrying the records and
+        revising the plan from them (no request added: mlguild.brains.llm.planner)."""
         plan_prompt = render("draft", **common, tried=tried) + (
             "\nFor now, reply with the plan only (no code): model, features, validation, in 3-6 sentences."
         )
         plan = self.talk.ask(self.talk.messages(plan_prompt), "draft:plan", node).text.strip()
+        recall = plan_recall(context, plan)
+        recalled = recall_meta(plan, recall) if recall is not None else None
         parts: dict[str, str] = {}
         for step in STEP_ORDER:
+            first = not parts
             prompt = render(
                 "step",
                 **common,
@@ -290,10 +310,13 @@ class LLMBrain:
                 previous=assemble_parts(parts) if parts else "",
                 step=step,
                 step_help=STEP_HELP[step],
+                plan_recall=recall if first else None,
             )
-            _, code = self.talk.full_script(prompt, f"draft:{step}", node)
+            prose, code = self.talk.full_script(prompt, f"draft:{step}", node)
+            if first and recall is not None:
+                plan = revised_plan(plan, prose)
             parts[step] = code
-        return plan, assemble_parts(parts)
+        return plan, assemble_parts(parts), recalled
 
 
 def _tried_line(item) -> str:

@@ -25,6 +25,7 @@ from ...core.vocabulary import Op
 from ...pools.ideas import cited_ideas
 from ...prompts import render
 from .conversation import Conversation
+from .planner import plan_recall, recall_meta
 
 CYCLE_OPS = (Op.DRAFT, Op.IMPROVE, Op.EVOLVE)
 SELECTED_IDEAS = 3  # ideas one attempt combines: more makes a muddle, fewer a copy
@@ -48,8 +49,10 @@ def cycle_proposal(talk: Conversation, action: Action, context: Context, common:
     draft = talk.ask(talk.messages(prompt), "cycle:draft", node).text.strip()  # stage II
     if not draft:
         raise ProposalFailed("the model wrote no draft for the community cycle")
-    # Stage III: only the draft in the request (the system turn holds the task and the data).
-    prompt = render("cycle_implement", draft=draft, time_budget_s=common["time_budget_s"])
+    # Stage III: only the draft in the request (the system turn holds the task and the data),
+    # with the memory's records most like the draft (mlguild.brains.llm.planner: no request added).
+    recall = plan_recall(context, draft)
+    prompt = render("cycle_implement", draft=draft, time_budget_s=common["time_budget_s"], plan_recall=recall)
     plan, code = talk.full_script(prompt, "cycle:implement", node)
     first = next((ln.strip() for ln in draft.splitlines() if ln.strip()), "")
     meta: dict[str, object] = {
@@ -59,6 +62,8 @@ def cycle_proposal(talk: Conversation, action: Action, context: Context, common:
         "ideas": cited_ideas(draft, offered),
         "novel": novel_components(draft),
     }
+    if recall is not None:
+        meta["plan_recall"] = recall_meta(draft, recall)
     return Proposal(plan=f"{draft}\n\n## Implementation\n{plan}", code=code, meta=meta)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import StopRun
 from ...core.protocols import Action, Context, Proposal
@@ -30,6 +30,9 @@ from ...core.vocabulary import Op
 from ...llm.base import Completion, Message
 from ...prompts import render
 from .conversation import Conversation
+
+if TYPE_CHECKING:
+    from ...memory import Recall
 
 SERIOUS, MINOR = "serious", "minor"
 MAX_FINDINGS = 12  # a longer list is not a review any more: the rest are dropped
@@ -98,13 +101,17 @@ def unreviewed(proposal: Proposal, why: str, spent: list[Completion] | None = No
     return replace(proposal, meta={**proposal.meta, "review": {**record, **_cost(spent or [])}})
 
 
-def review(talk: Conversation, context: Context, proposal: Proposal, node: str) -> Proposal:
+def review(
+    talk: Conversation, context: Context, proposal: Proposal, node: str, recall: Recall | None = None
+) -> Proposal:
     """``proposal`` reviewed (and revised once when a finding is serious), with its record
-    in ``meta["review"]``. Never raises but a StopRun (a spent budget, every model parked):
-    whatever else goes wrong, the script runs unreviewed and the record says why."""
+    in ``meta["review"]``. ``recall``: the memory's records most like its plan (a plan that
+    repeats a recorded failure is a serious finding; mlguild.brains.llm.planner). Never raises
+    but a StopRun (a spent budget, every model parked): whatever else goes wrong, the script
+    runs unreviewed and the record says why."""
     spent: list[Completion] = []
     try:
-        reply = talk.ask(_review_messages(context, proposal), "review", node)
+        reply = talk.ask(_review_messages(context, proposal, recall), "review", node)
     except StopRun:
         raise
     except Exception as exc:  # a failed request must not cost the node its script
@@ -139,7 +146,7 @@ def review(talk: Conversation, context: Context, proposal: Proposal, node: str) 
     return Proposal(revised_plan, code, {**proposal.meta, "review": record}, proposal.title)
 
 
-def _review_messages(context: Context, proposal: Proposal) -> list[Message]:
+def _review_messages(context: Context, proposal: Proposal, recall: Recall | None = None) -> list[Message]:
     task = context.task
     prompt = render(
         "review",
@@ -148,6 +155,7 @@ def _review_messages(context: Context, proposal: Proposal) -> list[Message]:
         time_budget_s=int(context.script_timeout_s),
         plan=proposal.plan.strip()[:1500],
         script=numbered(proposal.code),
+        records=recall.lines() if recall else [],
     )
     system = "You review machine-learning training scripts before they run. You are precise and brief."
     return [Message("system", system), Message("user", prompt)]

@@ -22,6 +22,7 @@ from ...core.errors import MoveUnavailable
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import FailureKind, Op
+from ..repair_port import with_repairs
 from .catalog import RECIPES, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
@@ -51,8 +52,8 @@ class RecipeBrain:
         parent = _parent(action, context)
         if action.op in (Op.FUSE, Op.BLEND) and len(context.parents) >= 2:
             return fuse_proposal(context)  # the recipes fuse by blending the members' predictions
-        if action.op == Op.DRAFT or parent is None:
-            return self._draft(context)
+        if action.op == Op.DRAFT or parent is None:  # carrying an LLM's repair of its recipe, when one applies
+            return with_repairs(self._draft(context), context)
         if action.op == Op.EVOLVE:
             return self._evolve(parent, context)
         if action.op == Op.IMPROVE:
