@@ -10,9 +10,15 @@ import json
 from conftest import CRASH, GOOD
 from test_cycle import _cycle_agent, _draft, _script
 
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.llm.report import parse_report
+from mlguild.llm.scripted import ScriptedLLM
 from mlguild.pools.ideas import REPORT
+from mlguild.run.folder import open_run
+from mlguild.run.loop import Agent
 from mlguild.run.replay import replay
+from mlguild.sandbox import get_sandbox
+from mlguild.search import get_policy
 from mlguild.util.fs import sha256_text
 
 # A script that works but models the noise column x1; it says so in its own validation.
@@ -120,3 +126,105 @@ def test_a_report_reply_is_read_fenced_or_bare_and_refused_when_garbled():
         assert parse_report(bad) is None, bad
     many = parse_report(json.dumps({"method": "x", "next": [f"direction {i}" for i in range(9)]}))
     assert many is not None and len(many.directions) == 3  # bounded: they enter every prompt
+
+
+class Killed(BaseException):
+    """The run's process dying (SIGKILL): nothing in the harness catches it."""
+
+
+class KilledAtRun:
+    """The run's real sandbox, except that the run is killed when its ``at``-th script is
+    handed over, before it runs: what a kill during that script leaves on disk."""
+
+    def __init__(self, inner, at: int) -> None:
+        self.inner, self.at, self.calls = inner, at, 0
+        self.layer, self.strong = inner.layer, inner.strong
+
+    def run(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.at:
+            raise Killed
+        return self.inner.run(*args, **kwargs)
+
+
+def _run_killed(agent, run, at: int) -> None:
+    """Run ``agent`` until its run is killed as its ``at``-th script is handed over, leaving the
+    journal as a SIGKILL does (no ``session_ended``), and close the run."""
+    executor = agent.session.executor
+    executor.sandbox = KilledAtRun(executor.sandbox, at)
+    try:
+        agent.run_loop()
+    except Killed:
+        pass
+    run.close()
+    lines = run.journal.path.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["type"] == "session_ended"
+    run.journal.path.write_text("".join(lines[:-1]))
+
+
+def _resumed(path):
+    """The run at ``path`` opened again, with an Agent whose model has no reply to give."""
+    run = open_run(path)
+    brain = LLMBrain(ScriptedLLM([], default=None), LLMBrainOptions(diff_mode=False, cycle=True))
+    cfg = run.config
+    return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
+
+
+def _killed_while_refining(tmp_path, refinement: str, kills: int = 1):
+    """A cycle node whose first script works and whose refinement (``refinement``) is being
+    run when the run is killed (``kills`` times: each resume killed as it runs it again); then
+    the run resumed. (the resumed run, its node, how many times that run scored the holdout)."""
+    agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
+    idea = agent.session.pools.ideas.all()[0]
+    llm.replies.extend([_draft(idea.id), _script(GOOD), _script(refinement)])
+    _run_killed(agent, run, at=2)
+    (node_id,) = [r["node"]["id"] for r in run.journal.records if r["type"] == "node_started"]
+    assert [r["step"] for r in run.journal.records if r["type"] == "node_step"] == [2]
+    assert (run.node_dir(node_id) / "steps" / "01" / "output" / "holdout.csv").is_file()  # the working step's
+    for _ in range(kills - 1):
+        _run_killed(*_resumed(run.path), at=1)
+    again, resumed = _resumed(run.path)
+    scored = _count_holdout_scores(again)
+    again.run_loop()
+    return resumed, again.session.state.graph[node_id], scored
+
+
+def test_a_refinement_the_kill_interrupted_that_fails_on_resume_falls_back_to_the_working_step(tmp_path):
+    run, node, scored = _killed_while_refining(tmp_path, CRASH)
+    # Run again, the refinement crashes: the node is its working first step's, scored once.
+    assert node.ok and node.meta["final_step"] == 1 and len(scored) == 1 and node.score > 0.85
+    node_dir = run.node_dir(node.id)
+    script = (node_dir / "solution.py").read_text()
+    assert script.strip() == GOOD.strip() and "cv_score: 0.99999" in (node_dir / "stdout.txt").read_text()
+    assert (node_dir / "output" / "holdout.csv").is_file() and not (node_dir / "steps" / "01" / "output").exists()
+    assert [o["status"] for o in _steps(run, node)] == ["checked", "crash"]
+    records = run.journal.records
+    restarts = [r for r in records if r["type"] == "node_started" and r["node"].get("restart")]
+    assert len(restarts) == 1
+    (restored,) = [r for r in records if r["type"] == "node_step" and r.get("restored")]
+    assert restored["step"] == 1 and restored["code_sha256"] == sha256_text(script)
+    (finished,) = [r for r in records if r["type"] == "node_finished" and r["id"] == node.id]
+    assert finished["status"] == "scored" and finished["score"] == node.score
+    assert replay(records, "maximize").graph[node.id].code_sha256 == sha256_text(script)
+
+
+def test_a_refinement_the_kill_interrupted_that_works_on_resume_is_the_node_scored_once(tmp_path):
+    run, node, scored = _killed_while_refining(tmp_path, WEAK)
+    # Run again, the refinement works: it is the node's, checked, then scored once.
+    assert node.ok and "final_step" not in node.meta and len(scored) == 1
+    assert node.score < 0.85 and node.printed_score == 0.52  # the refinement's, not the first step's
+    node_dir = run.node_dir(node.id)
+    assert (node_dir / "solution.py").read_text().strip() == WEAK.strip()
+    assert not (node_dir / "steps" / "01" / "output").exists()  # the working step's outputs are spent
+    assert [o["status"] for o in _steps(run, node)] == ["checked", "checked"]
+    assert not [r for r in run.journal.records if r["type"] == "node_step" and r.get("restored")]
+
+
+def test_a_refinement_killed_twice_falls_back_to_the_working_step_without_a_third_run(tmp_path):
+    run, node, scored = _killed_while_refining(tmp_path, GOOD.replace("-3 *", "-2 *"), kills=2)
+    # Killed again as it ran again: it is not run a third time; the working step stands.
+    assert node.ok and node.meta["final_step"] == 1 and len(scored) == 1
+    assert (run.node_dir(node.id) / "solution.py").read_text().strip() == GOOD.strip()
+    statuses = [o["status"] for o in _steps(run, node)]
+    assert statuses == ["checked", "interrupted"]
+    assert len([r for r in run.journal.records if r["type"] == "node_finished"]) == 1

@@ -307,8 +307,9 @@ def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
         numbers = itertools.count(1)
         # Each reply a distinct script (numbered): several workers never run one script twice.
         # The cycle's refine and report requests get DONE and no report (brains.llm.cycle).
-        default = lambda messages: stand_in_answer(messages[-1].content) or (
-            f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
+        default = lambda messages: (
+            stand_in_answer(messages[-1].content)
+            or f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
         )
         return ScriptedLLM(model="scripted/prior", default=default)
     records = [r for r in run.journal.records if r["type"] == "llm_call"]

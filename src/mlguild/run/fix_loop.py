@@ -14,20 +14,18 @@ kept under ``steps/NN/`` and journaled (``node_step``; a fallback is one with ``
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from ..core.graph import Node
 from ..core.protocols import Fixer, FixRequest, Refiner
 from ..core.vocabulary import FailureKind, Status
-from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
+from ..util.fs import read_text_no_follow
 from .budget import MIN_SCRIPT_S
 from .executor import OUTPUT_TAIL
 from .node import run_step
 from .records import Outcome, record_step
 from .session import Session
-
-_LOGS = ("solution.py", "stdout.txt", "stderr.txt")
+from .steps import fall_back, kept_outputs, score_once
 
 
 def fix_loop(
@@ -72,20 +70,20 @@ def fix_loop(
             node.meta["refine_stopped"] = f"the model judged step {step}'s script done"
             break
         if worked:  # its outputs are the node's should the refinement fail
-            (node_dir / "output").rename(_kept_outputs(node_dir, step))
+            (node_dir / "output").rename(kept_outputs(node_dir, step))
         step += 1
         outcome = run_step(session, node, step, answer[1], answer[0], remaining, seed, cpus, score=False)
         if outcome.status == Status.CHECKED:
             if working is not None:
-                shutil.rmtree(_kept_outputs(node_dir, working[0]), ignore_errors=True)
+                shutil.rmtree(kept_outputs(node_dir, working[0]), ignore_errors=True)
             working = (step, outcome)
     node.meta["steps"] = step
     record_step(run, node, step, outcome)
     if working is None:
         return outcome
     if working[0] != step:
-        _fall_back(session, node, node_dir, working[0], step, outcome)
-    return _score_once(session, node, node_dir, working[1])
+        fall_back(session, node, node_dir, working[0], step, outcome)
+    return score_once(session, node, node_dir, working[1])
 
 
 def _request(node: Node, node_dir: Path, step: int, outcome: Outcome, remaining: float, trail: list[str]) -> FixRequest:
@@ -116,36 +114,3 @@ def _trail_line(step: int, outcome: Outcome) -> str:
         return f"step {step}: {outcome.status}{seconds}{': ' + last if last else ''}"
     printed = f", printed validation score {outcome.printed_score:g}" if outcome.printed_score is not None else ""
     return f"step {step}: ran{seconds}{printed}"
-
-
-def _kept_outputs(node_dir: Path, step: int) -> Path:
-    return node_dir / "steps" / f"{step:02d}" / "output"
-
-
-def _fall_back(session: Session, node: Node, node_dir: Path, kept: int, last: int, outcome: Outcome) -> None:
-    """Make step ``kept``'s script, logs and outputs the node's again, after step ``last``
-    (which ended as ``outcome``) did not work: journaled first, as every script of a node is."""
-    folder = node_dir / "steps" / f"{kept:02d}"
-    code = read_text_no_follow(folder / "solution.py")
-    why = f"step {last} ended as {outcome.status}: the node keeps step {kept}'s script"
-    with session.lock:
-        node.code_sha256 = sha256_text(code)
-        session.run.journal.append(
-            "node_step", id=node.id, step=kept, restored=True, fix=why, code_sha256=node.code_sha256
-        )
-    for name in _LOGS:
-        atomic_write(node_dir / name, read_no_follow(folder / name))
-    shutil.rmtree(node_dir / "output", ignore_errors=True)
-    (folder / "output").rename(node_dir / "output")
-    node.meta["final_step"] = kept
-
-
-def _score_once(session: Session, node: Node, node_dir: Path, checked: Outcome) -> Outcome:
-    """The node's final script's outputs scored on the sealed holdout: the only score the
-    loop asks for. What it ran (time, printed score, sandbox) is the checked step's."""
-    started = time.monotonic()
-    final = session.executor.judge_outputs(node_dir / "output", node.is_blend)
-    final.printed_score, final.exec = checked.printed_score, checked.exec
-    harness_s = checked.timing.get("harness_s", 0.0) + time.monotonic() - started
-    final.timing = {**checked.timing, "harness_s": round(harness_s, 4)}
-    return final

@@ -27,6 +27,7 @@ from .budget import MIN_SCRIPT_S, mark_cut_short
 from .interventions import mark_seen
 from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from .session import Session
+from .steps import kept_step, settle_resumed
 from .workers import current_worker
 
 # What the loop does with a node's first outcome before it is finished: the community cycle's
@@ -70,13 +71,19 @@ def resume_interrupted(session: Session, node: Node) -> None:
     """Run again, once and unchanged, a node a kill interrupted: journal the second attempt
     (``node_started`` with ``restart``), run its script as it is on disk, and finish it. A
     second interruption, a script that changed since it was proposed, a refit (the final
-    stage reruns its refits) or no time left finishes it as ``interrupted`` instead."""
-    outcome = _run_again(session, node)
+    stage reruns its refits) or no time left finishes it as ``interrupted`` instead. A node
+    the kill caught refining a working step (the community cycle's refine loop) ends by the
+    loop's rule: its step run again is checked, and if it does not work the node falls back
+    to the working step (mlguild.run.steps); its final script is scored once."""
+    kept = kept_step(session.run.node_dir(node.id))
+    outcome = _run_again(session, node, score=kept is None)
+    if kept is not None:
+        outcome = settle_resumed(session, node, kept, outcome)
     with session.lock:
         finish_node(session, node, outcome)
 
 
-def _run_again(session: Session, node: Node) -> Outcome:
+def _run_again(session: Session, node: Node, score: bool = True) -> Outcome:
     killed = "the run was killed while this node ran"
     if node.op == Op.REFIT:
         return Outcome(FailureKind.INTERRUPTED, failure="the run was killed during the final refit")
@@ -95,7 +102,7 @@ def _run_again(session: Session, node: Node) -> Outcome:
     timeout = session.clock.full_limit_s()
     timeout = timeout if remaining is None else min(timeout, remaining)
     seed = int(node.meta.get("seed", session.run.config.brain.seed))  # a re-run keeps its own seed
-    outcome = session.executor.execute(node, timeout, seed=seed)
+    outcome = session.executor.execute(node, timeout, seed=seed, score=score)
     mark_cut_short(session.clock, node, outcome, timeout)
     return outcome
 
