@@ -156,7 +156,7 @@ class Workspace:
             iteration=iteration,
         )
 
-    def run(self, code: str, name: str, budget: float = 120) -> subprocess.CompletedProcess:
+    def run(self, code: str, name: str, budget: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
         node = self.root / "nodes" / name
         node.mkdir(parents=True)
         (node / "solution.py").write_text(code)
@@ -168,9 +168,10 @@ class Workspace:
             "MLGUILD_TIME_BUDGET": str(budget),
             "MLGUILD_THREADS": "2",
             **backbones.script_env(),  # where the pretrained weights are, as the executor tells a script
+            **(env or {}),
         }
         done = subprocess.run(
-            [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=max(120, budget)
         )
         assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
         assert "cv_score:" in done.stdout
