@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(backbones.IMAGE not in backbones.find_backbones(
 PHOTOS = ("china.jpg", "flower.jpg")  # a temple, a flower: the label is the photograph a crop comes from
 
 
-def photo_crops(data, n_train=24, n_holdout=8, n_test=8, side=64):
+def photo_crops(data, n_train=16, n_holdout=6, n_test=6, side=64):
     """Crops of scikit-learn's sample photographs at random places and mirrorings, laid out
     as the firewall lays out an image task's workspace (train/, holdout_files/, test/)."""
     from sklearn.datasets import load_sample_image
@@ -65,7 +65,7 @@ def test_the_finetune_recipe_runs_on_the_cpu_at_a_toy_size_in_the_sandbox(tmp_pa
         train_files="train", test_files="test", file_suffix=".jpg",
     )  # fmt: skip
     task = spec.public_dict()
-    profile = {"n_train": 24, "columns": [], "target": {}, "files": {"kind": "image", "colour": True}}
+    profile = {"n_train": 16, "columns": [], "target": {}, "files": {"kind": "image", "colour": True}}
     meta = draft_meta("backbone_finetune", task, profile)
     # The toy size: 64 px images, two folds of two epochs (the GPU default is 224 px, 5 x 6).
     meta["features"]["image_size"] = 64
@@ -80,7 +80,7 @@ def test_the_finetune_recipe_runs_on_the_cpu_at_a_toy_size_in_the_sandbox(tmp_pa
         extra={
             "MLGUILD_SEED": "0",
             "MLGUILD_TIME_BUDGET": "600",
-            "MLGUILD_THREADS": "2",
+            "MLGUILD_THREADS": "1",
             **devices.script_env(()),  # what the harness tells a script on a machine with no GPU
             **backbones.script_env(),
         },
@@ -96,7 +96,7 @@ def test_the_finetune_recipe_runs_on_the_cpu_at_a_toy_size_in_the_sandbox(tmp_pa
     )
     stdout, stderr = (node / "stdout.txt").read_text(), (node / "stderr.txt").read_text()
     assert done.status.value == "ok", stdout[-3000:] + stderr[-3000:]
-    assert "images: 40 files read in colour at 64 x 64" in stdout
+    assert "images: 28 files read in colour at 64 x 64" in stdout
     assert "fine-tuning EfficientNet-Lite0 on cpu at 64 px" in stdout
     assert "CUDA" not in stderr  # a CPU run: no CUDA probe, no warnings about one
 
