@@ -2,8 +2,8 @@
 bundled colour photos example drafts the pretrained backbone (its embeddings cached for the
 next node and the final refit), the bundled reviews example adds sentence embeddings beside
 TF-IDF, and a folder of wav files becomes an audio task whose profile carries the sample rate
-and length. The examples run on a seeded slice of their rows (a third of the photos, a
-quarter of the reviews): the same data, at a cost a test suite on two cores can pay."""
+and length. The examples run on a seeded slice of their rows (a third of the photos, 750 of the
+5,000 reviews): the same data, at a cost a test suite on two cores can pay."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
 @pytest.mark.skipif(model_path() is None, reason="needs the [embeddings] extra")
 @pytest.mark.timeout(1800)
 def test_the_reviews_example_adds_sentence_embeddings(tmp_path):
-    reviews = slice_task(build_example("reviews", tmp_path / "example"), tmp_path / "reviews", 1000, 250)
+    reviews = slice_task(build_example("reviews", tmp_path / "example"), tmp_path / "reviews", 600, 150)
     done = mlguild(*RUN, str(reviews), "--run-id", "t", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "t"
