@@ -156,7 +156,7 @@ class Workspace:
             iteration=iteration,
         )
 
-    def run(self, code: str, name: str, budget: float = 120) -> subprocess.CompletedProcess:
+    def run(self, code: str, name: str, budget: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
         node = self.root / "nodes" / name
         node.mkdir(parents=True)
         (node / "solution.py").write_text(code)
@@ -168,9 +168,10 @@ class Workspace:
             "MLGUILD_TIME_BUDGET": str(budget),
             "MLGUILD_THREADS": "2",
             **backbones.script_env(),  # where the pretrained weights are, as the executor tells a script
+            **(env or {}),
         }
         done = subprocess.run(
-            [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=max(120, budget)
         )
         assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
         assert "cv_score:" in done.stdout
@@ -385,3 +386,31 @@ def run_while_killing_one(agent, run, find_pids) -> tuple:
     stop = agent.run_loop(workers=2)
     killer.join()
     return stop, killed
+
+
+def slice_task(task: Path, dest: Path, n_train: int, n_test: int) -> Path:
+    """A copy of a task folder with ``n_train`` of its training rows and ``n_test`` of its test
+    rows (drawn at random, seeded, kept in their order), their answers and sample-submission
+    rows, and only their files: the same data, smaller, for tests that run whole runs."""
+    import shutil
+
+    shutil.copytree(task, dest)
+    spec = yaml.safe_load((dest / "task.yaml").read_text())
+    public, private = dest / spec.get("data_dir", "public"), dest / "private"
+    read = lambda path: pd.read_csv(path, dtype=str, keep_default_na=False)  # values exactly as written
+    train, test = read(public / spec["train_file"]), read(public / spec["test_file"])
+    train = train.sample(n=min(n_train, len(train)), random_state=0).sort_index()
+    test = test.sample(n=min(n_test, len(test)), random_state=0).sort_index()
+    train.to_csv(public / spec["train_file"], index=False)
+    test.to_csv(public / spec["test_file"], index=False)
+    ids = set(test[spec["id_column"]])
+    for path in (public / spec["sample_submission"], private / spec["answers_file"]):
+        rows = read(path)
+        rows[rows[spec["id_column"]].isin(ids)].to_csv(path, index=False)
+    if spec.get("file_column"):
+        for folder, frame in ((spec["train_files"], train), (spec["test_files"], test)):
+            keep = {f"{name}{spec['file_suffix']}" for name in frame[spec["file_column"]]}
+            for path in (public / folder).iterdir():
+                if path.name not in keep:
+                    path.unlink()
+    return dest

@@ -1,7 +1,9 @@
 """Images, text and sound as competitors use them, end to end with the recipe brain: the
 bundled colour photos example drafts the pretrained backbone (its embeddings cached for the
-next node), the bundled reviews example adds sentence embeddings beside TF-IDF, and a folder
-of wav files becomes an audio task whose profile carries the sample rate and length."""
+next node and the final refit), the bundled reviews example adds sentence embeddings beside
+TF-IDF, and a folder of wav files becomes an audio task whose profile carries the sample rate
+and length. The examples run on a seeded slice of their rows (a third of the photos, 750 of the
+5,000 reviews): the same data, at a cost a test suite on two cores can pay."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ import wave
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import mlguild, one_line
+from conftest import mlguild, one_line, slice_task
 
 from mlguild.memory.embed import model_path
 from mlguild.sandbox.backbones import find_backbones
+from mlguild.sources.examples import build_example
 from mlguild.task.profile import DataProfile, summary_text
 
 pytestmark = pytest.mark.slow
@@ -31,11 +34,18 @@ def drafted(run) -> list[str]:
     return [r["node"]["meta"].get("recipe") for r in journal(run) if r["type"] == "node_started"]
 
 
+def later_nodes_using(run, marker: str, first: str) -> list[str]:
+    """The nodes after ``first`` (later drafts, the final stage's refits) whose script has ``marker``."""
+    nodes = sorted(p.name for p in (run / "nodes").iterdir() if p.name > first)
+    return [n for n in nodes if marker in (run / "nodes" / n / "solution.py").read_text()]
+
+
 @pytest.mark.skipif("efficientnet_lite0" not in find_backbones(), reason="needs the [vision] extra")
 @pytest.mark.timeout(1800)
 def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
     pytest.importorskip("skimage", reason="needs the [examples] extra")
-    done = mlguild(*RUN, "example:photos", "--run-id", "p", cwd=tmp_path, timeout=1500)
+    photos = slice_task(build_example("photos", tmp_path / "example"), tmp_path / "photos", 180, 45)
+    done = mlguild(*RUN, str(photos), "--run-id", "p", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "p"
     profile = json.loads((run / "profile.json").read_text())
@@ -44,6 +54,8 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
     first, second = (run / "nodes" / n / "stdout.txt" for n in ("n0001", "n0002"))
     assert "embedded at 224 px on cpu" in first.read_text()
     assert "embeddings read from the run's cache" in second.read_text()  # the backbone ran once
+    for node in later_nodes_using(run, "efficientnet_lite", "n0001"):  # the final refit's images too
+        assert "embeddings read from the run's cache" in (run / "nodes" / node / "stdout.txt").read_text(), node
     grade = json.loads((run / "audit" / "final_grade.json").read_text())
     assert grade["valid"] and grade["test_score"] > 0.5  # nine classes: guessing scores 0.11
     for node in ("n0001", "n0002"):  # a CPU run: no CUDA probe, no warning storm
@@ -56,13 +68,17 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
 @pytest.mark.skipif(model_path() is None, reason="needs the [embeddings] extra")
 @pytest.mark.timeout(1800)
 def test_the_reviews_example_adds_sentence_embeddings(tmp_path):
-    done = mlguild(*RUN, "example:reviews", "--run-id", "t", cwd=tmp_path, timeout=1500)
+    reviews = slice_task(build_example("reviews", tmp_path / "example"), tmp_path / "reviews", 600, 150)
+    done = mlguild(*RUN, str(reviews), "--run-id", "t", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "t"
     assert drafted(run)[:2] == ["tfidf_linear", "tfidf_sentences"]
     finished = {r["id"]: r for r in journal(run) if r["type"] == "node_finished"}
     assert finished["n0002"]["status"] == "scored" and finished["n0002"]["score"] > 0.6
     assert "SentenceTransformer" in (run / "nodes" / "n0002" / "solution.py").read_text()
+    assert "distinct texts embedded on cpu" in (run / "nodes" / "n0002" / "stdout.txt").read_text()
+    for node in later_nodes_using(run, "SentenceTransformer", "n0002"):  # a refit of it reads them
+        assert "embeddings read from the run's cache" in (run / "nodes" / node / "stdout.txt").read_text(), node
 
 
 def tone(path, rate: int, seconds: float, hz: float, rng) -> None:

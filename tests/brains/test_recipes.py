@@ -264,7 +264,8 @@ def test_value_metric_on_ames_never_negative(ames):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", DRAFT_ORDER["text"])
+# tfidf_sentences runs in tests/brains/test_sentence_cache.py (the same contract checks, three times)
+@pytest.mark.parametrize("recipe", [r for r in DRAFT_ORDER["text"] if r != "tfidf_sentences"])
 def test_text_drafts(reviews, recipe):
     reviews.run(_draft(reviews, recipe).code, f"draft-{recipe}")
 

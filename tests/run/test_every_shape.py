@@ -35,6 +35,11 @@ SHAPES = {
 # The hybrid brain drafts with the real recipes, so its runs train real models: slow.
 BRAINS = ["scripted", "llm", pytest.param("hybrid", marks=pytest.mark.slow)]
 ITERATIONS = 4
+# The hybrid runs' final stage chooses and grades without refits: refitting a recipe's script
+# (and a blend's members) costs as much again as the search, and the recipe brain's own test of
+# each shape runs those same refits through the final stage (see above); the scripted and llm
+# runs here refit every shape's LLM-written scripts.
+OPTIONS = {"hybrid": ("--set", "final.refit=false")}
 
 
 @pytest.mark.parametrize("brain", BRAINS)
@@ -44,7 +49,7 @@ def test_every_shape_runs_its_whole_budget_and_the_final_stage_with_every_brain(
     task = build_example(shape, tmp_path / "task")
     done = mlguild(
         "run", str(task), "--brain", brain, "--dry-run", "-n", str(ITERATIONS), "--run-id", "r",
-        "--runs-dir", "runs", "--sandbox", "local", "-q", cwd=tmp_path, timeout=900,
+        "--runs-dir", "runs", "--sandbox", "local", "-q", *OPTIONS.get(brain, ()), cwd=tmp_path, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     run = tmp_path / "runs" / "r"
@@ -64,6 +69,8 @@ def test_every_shape_runs_its_whole_budget_and_the_final_stage_with_every_brain(
     assert spec.metric == SHAPES[shape]
     final = json.loads((run / "final" / "final.json").read_text())
     assert final["node"] and final["reason"], final
+    if brain in OPTIONS:
+        assert final["refit"] is False, final  # none was asked for
     submission = run / "final" / "submission.csv"
     sample = pd.read_csv(task / "public" / "sample_submission.csv", dtype=str)
     Scorer(spec, expected_ids=sample[spec.id_column].tolist()).validate(submission)

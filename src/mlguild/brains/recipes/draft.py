@@ -20,8 +20,10 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
     log_target = per_column(task["metric"]) == "rmsle" and target.get("min", 0) >= 0
     if recipe.features == "pixels":
         return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
-    if recipe.features in ("images", "image_tensors"):
+    if recipe.features == "images":
         return {"log_target": log_target}
+    if recipe.features == "image_tensors":  # the side the backbone sees; a smaller one trains faster
+        return {"log_target": log_target, "image_size": 224}
     if recipe.features == "backbone_images":
         return {"log_target": log_target, "flip_average": False}
     if recipe.features == "audio":
