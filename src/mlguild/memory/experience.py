@@ -15,6 +15,7 @@ from typing import Any
 
 from ..coder.diagnose import diagnose
 from ..core.graph import Node, SearchGraph
+from ..core.score import POOLED_LABEL
 from ..core.vocabulary import Op
 
 # outcomes
@@ -97,6 +98,7 @@ class Experience:
     cost_ratio: float | None  # run time over the parent's
     exec_s: float | None
     traits: TaskTraits
+    pooled: bool = False  # ``score`` is the pooled score of a small holdout (a record made before: False)
 
     def text(self) -> str:
         """What full-text search reads."""
@@ -111,6 +113,7 @@ class Experience:
             result = f"failed ({self.status}): {self.change}"
         else:
             score = f"{self.score:.5g}" if self.score is not None else "?"
+            score += f" ({POOLED_LABEL})" if self.pooled else ""
             against = ""
             if self.parent_score is not None:
                 against = f" vs parent {self.parent_score:.5g} ({'better' if self.outcome == GAIN else 'not better'})"
@@ -200,6 +203,7 @@ def experience_of(
         cost_ratio=cost,
         exec_s=exec_s,
         traits=traits,
+        pooled=node.ok and node.holdout_score is not None,
     )
 
 
