@@ -190,6 +190,20 @@ def test_a_task_too_small_for_a_confirmation_split_says_so(tmp_path):
     assert "firewall.confirm_min_rows=150" in split["confirm_skipped"]
 
 
+def test_a_run_too_small_for_a_confirmation_split_says_so_in_one_line_everywhere(tmp_path):
+    """final.json, status and the report each say why there is no confirmation score, in one line."""
+    config = load_config(None, ["budget.iterations=2", "brain.name=scripted", "sandbox.kind=local"])
+    done = start(make_task(tmp_path / "task", n=400), config, runs_dir=tmp_path / "runs", dry_run=True)
+    assert isinstance(done, Finished) and done.finish.choice is not None
+    reason = done.run.workspace.manifest()["split"]["confirm_skipped"]
+    assert done.finish.choice["confirmation"] == {"skipped": reason} and "\n" not in reason
+    assert "a confirmation split needs at least as many to be the closer estimate" in reason
+    status = mlguild("status", str(done.run.path), cwd=tmp_path, env={"COLUMNS": "400"})
+    assert status.returncode == 0 and f"confirmation split: none ({reason})" in status.stdout
+    assert mlguild("report", str(done.run.path), cwd=tmp_path).returncode == 0
+    assert f"confirmation split: none ({reason})" in (done.run.path / "report.md").read_text()
+
+
 @pytest.mark.parametrize("example", ["schools", "fishing", "movies"])
 def test_every_shape_gets_its_confirmation_score(tmp_path, example):
     """Several targets, a grouped ranking (NDCG), ranked lists (MAP@k): the stand-in scripts of
