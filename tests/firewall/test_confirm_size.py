@@ -65,3 +65,9 @@ def test_the_rule_a_confirmation_split_as_large_as_the_holdout_is_the_closer_est
     if candidates == 3:
         holdout_error, confirm_error = _mean_abs_errors(353, 177, candidates)
         assert confirm_error > holdout_error
+
+
+def test_rows_ordered_in_time_keep_the_configured_share():
+    """There the latest rows are the closer estimate by being nearest the test period; a larger
+    split would push the search's rows further from it."""
+    assert confirm_size(4558, 912, FirewallConfig(), timed=True) == (456, None)

@@ -45,10 +45,10 @@ class FirewallConfig(_Section):
         description="auto: the latest labelled rows when the task names a time_column, else a seeded random split; random: always a random split (a warning says so on time-ordered data).",
     )
     confirm_fraction: float = Field(
-        0.2,
+        0.1,
         ge=0.0,
         lt=0.5,
-        description="Share of labelled rows sealed as the confirmation split, scored once after the search to measure the selection bias (0: off); raised to the holdout's row count when it gives fewer (a smaller split is noisier than the holdout and need not be the closer estimate of the test score).",
+        description="Share of labelled rows sealed as the confirmation split, scored once after the search to measure the selection bias (0: off); raised to the holdout's row count when it gives fewer, except on rows ordered in time (a smaller split is noisier than the holdout and need not be the closer estimate of the test score).",
     )
     confirm_min_rows: int = Field(
         150,
