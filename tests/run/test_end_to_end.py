@@ -23,7 +23,7 @@ from mlguild.task.folder import load_task
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("name", ["churn", "ames", "reviews", "titanic", "digits"])
+@pytest.mark.parametrize("name", ["churn", "ames", "reviews", "titanic"])
 def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name):
     cfg = load_config(None, ["budget.iterations=6", "budget.time_s=240", "sandbox.script_timeout_s=120"])
     run = create_run(load_task(example_tasks[name]), cfg, tmp_path / "runs")
