@@ -1,7 +1,7 @@
 """The winner's curse, measured (issue 26): is the confirmation split a closer estimate of
 the test score than the holdout score of the node a run chooses? Run by hand, report the figures:
 
-    .venv/bin/python benchmarks/selection_bias.py [--examples churn,ames,titanic] [--seeds 0,1,2] [--time 50]
+    .venv/bin/python benchmarks/selection_bias.py [--examples churn,ames,titanic,ridership] [--seeds 0,1,2] [--time 50]
 
 For each bundled example (they keep their test answers sealed for grading) and each seed (the
 holdout split's and the brain's), a recipe-brain run of ``--time`` seconds, with no final
@@ -65,6 +65,7 @@ def one_run(example: Path, seed: int, time_s: float, runs: Path) -> dict | None:
         "holdout": shown["holdout_score"],
         "confirm": shown["confirm_score"],
         "test": test.value,
+        "confirm_rows": shown.get("confirm_rows"),
         "bias": shown["selection_bias"],
         "holdout_minus_test": direction * (shown["holdout_score"] - test.value),
         "confirm_minus_test": direction * (shown["confirm_score"] - test.value),
@@ -75,7 +76,7 @@ def one_run(example: Path, seed: int, time_s: float, runs: Path) -> dict | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", default="churn,ames,titanic")
+    parser.add_argument("--examples", default="churn,ames,titanic,ridership")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--time", type=float, default=50.0, help="seconds of search per run")
     args = parser.parse_args()
@@ -96,7 +97,10 @@ def main() -> None:
     for name in dict.fromkeys(r["example"] for r in rows):  # per example: one metric each
         mine = [r for r in rows if r["example"] == name]
         gaps = [statistics.fmean(abs(r[k]) for r in mine) for k in ("holdout_minus_test", "confirm_minus_test")]
-        print(f"{name}: mean |holdout - test| {gaps[0]:.4g}, mean |confirmation - test| {gaps[1]:.4g}")
+        rows_c = mine[0]["confirm_rows"]
+        print(
+            f"{name} ({rows_c} confirmation rows): mean |holdout - test| {gaps[0]:.4g}, mean |confirmation - test| {gaps[1]:.4g}"
+        )
     mean = lambda key: statistics.fmean(abs(r[key]) for r in rows)
     print(f"\nruns: {len(rows)}; nodes per run: {statistics.fmean(r['nodes'] for r in rows):.1f}")
     print(f"mean |holdout - test|      : {mean('holdout_minus_test'):.4g}")

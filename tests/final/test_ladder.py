@@ -73,8 +73,14 @@ def test_every_run_has_its_reference_models_scored_as_nodes_and_the_ladder_shows
 
     final = json.loads((run / "final" / "final.json").read_text())
     rungs = {r["rung"]: r for r in final["ladder"]["rungs"]}
-    assert rungs["linear"]["node"] == references["linear"]["id"] and rungs["linear"]["score"] == finished[
-        references["linear"]["id"]]["score"]  # fmt: skip
+    linear = finished[references["linear"]["id"]]
+    # Every rung on the floor's scale: a node ranked by a pooled score (a small holdout) shows
+    # its holdout part, and says what pooled score ranked it.
+    assert rungs["linear"]["node"] == linear["id"] and rungs["linear"]["score"] == linear.get(
+        "holdout_score", linear["score"]
+    )
+    if linear.get("score_kind") == "pooled":
+        assert f"ranked by pooled {linear['score']:.5g}" in rungs["linear"]["what"]
     assert rungs["ceiling"]["score"] == 0.99 and rungs["floor"]["headroom"] == 0.0
     assert rungs["final"]["node"] == final["node"]
 

@@ -8,10 +8,15 @@ import json
 
 from conftest import mlguild
 
+from mlguild.brains.llm.brain import _tried_line
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.core.protocols import Proposal
+from mlguild.core.protocols import Action, Proposal
+from mlguild.core.score import POOLED_LABEL, format_score
+from mlguild.core.vocabulary import Op
 from mlguild.final.stage import finish
+from mlguild.memory.experience import TaskTraits, experience_of
+from mlguild.run.context import leaders, outcome_line, why_chosen
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
@@ -19,6 +24,9 @@ from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
+from mlguild.view.report import write_report
+from mlguild.view.runs import load_run, run_detail
+from mlguild.view.terminal import Snapshot, lines
 
 # Titanic's gender rule (women survive) for the holdout inputs and the test rows; ``flip``
 # turns a seeded share of its holdout predictions over (a node that got unlucky there), and
@@ -93,3 +101,37 @@ def test_on_a_small_holdout_the_choice_follows_the_pooled_score(tmp_path):
     assert best["pooled_score"] == unlucky.score and best["holdout_score"] == unlucky.holdout_score
     status = mlguild("status", str(run.path), cwd=tmp_path).stdout
     assert "p: the pooled score" in status
+    _pooled_is_named_in_prompts_and_views(agent, run, unlucky, leaky)
+
+
+def _pooled_is_named_in_prompts_and_views(agent, run, pooled, holdout_only) -> None:
+    """Every line that shows a node's score to an LLM or a person names a pooled one as such,
+    and leaves a holdout score (a leaky_cv node's) unnamed."""
+    graph = agent.session.state.graph
+    mark = f"({POOLED_LABEL})"
+    # Prompts: what was tried under a parent, the leaders, a branch's trajectory (outcome_line);
+    # the draft prompt's history (_tried_line); why a parent was chosen; the memory's records.
+    assert f"{pooled.score:.6g} {mark}" in outcome_line(pooled) and "pooled" not in outcome_line(holdout_only)
+    assert any(line.startswith(pooled.id) and mark in line for line in leaders(graph))
+    context = agent.session.contexts.build(graph, Action(Op.DRAFT), 4, 60.0)
+    tried = {item.node_id: _tried_line(item) for item in context.history}
+    assert tried[pooled.id].endswith(f"-> {pooled.score:.5g} {mark}") and "pooled" not in tried[holdout_only.id]
+    assert f"(the best is {pooled.id}, {pooled.score:.6g} {POOLED_LABEL})" in why_chosen(
+        graph, Action(Op.IMPROVE, (holdout_only.id,))
+    )
+    traits = TaskTraits("binary", "accuracy", 1000, 10, "tabular", 0.0, 10)
+    line = experience_of(pooled, graph, "r", "titanic", traits, 0.01).line()
+    assert f"scored {pooled.score:.5g} {mark}" in line
+    assert "pooled" not in experience_of(holdout_only, graph, "r", "titanic", traits, 0.01).line()
+    # Views: the node's report against a pooled parent, the run report (its tables and ladder),
+    # the dashboard's data, the live board.
+    write_report(run.path)
+    md = (run.path / "report.md").read_text()
+    assert f"| {pooled.id} | draft | — | {format_score(pooled.score)} (pooled) |" in md
+    assert f"ranked by pooled {pooled.score:.5g}" in md  # the ladder shows the holdout part beside it
+    view = load_run(run.path)
+    nodes = {n["id"]: n for n in run_detail(view)["nodes"]}
+    assert nodes[pooled.id]["holdout_score"] == pooled.holdout_score and nodes[holdout_only.id]["holdout_score"] is None
+    assert run_detail(view)["best"]["pooled"] is True
+    snap = Snapshot("accuracy", "maximize", best=(pooled.id, pooled.score, pooled.title), best_pooled=True)
+    assert lines(snap)[0].startswith(f"best accuracy pooled {format_score(pooled.score)} ({pooled.id}")

@@ -195,3 +195,24 @@ def test_a_node_page_plots_the_importances_its_script_wrote(served, page):
     page.goto(served.url + "/#/run/rec/node/n0002")  # a node that wrote none shows no chart
     page.locator("#node-page[data-id='n0002']").wait_for()
     assert page.locator("#importance").count() == 0
+
+
+def test_a_pooled_score_is_named_as_such_on_the_dashboard(served, page):
+    """A node ranked by the pooled score of a small holdout: its page shows the pooled score
+    and the holdout score apart, and the top table marks it (issue 26: labelled wherever shown)."""
+    node = Node(id="n0102", op="draft", parents=(), iteration=102, plan="## Pooled\n", title="Pooled")
+    with Journal(served.runs / "rec" / "journal.jsonl") as journal:
+        record_started(journal, node, "a test", worker=1)
+        outcome = Outcome("scored", score=0.0125, holdout_score=0.0175, oof_score=0.011, timing={"exec_s": 1.0})
+        record_finished(journal, node, outcome)
+    page.goto(served.url + "/#/run/rec/node/n0102")
+    page.locator("#node-page[data-id='n0102']").wait_for()
+    card = page.locator("#node-page .kv").first.inner_text()
+    assert "pooled score\n0.0125 (holdout and out-of-fold" in card and "holdout score\n0.0175 (harness" in card
+    page.goto(served.url + "/#/run/rec")
+    row = page.locator("#top-table tbody tr", has_text="n0102")
+    row.wait_for()
+    assert "0.0125 (pooled)" in row.inner_text()
+    first = page.locator("#top-table tbody tr", has_text="n0001")  # a holdout score: no mark
+    assert first.count() == 0 or "pooled" not in first.inner_text()
+    assert not page.errors

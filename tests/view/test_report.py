@@ -13,6 +13,7 @@ from mlguild.core.graph import Node
 from mlguild.core.score import format_score
 from mlguild.run.journal import Journal, read_journal
 from mlguild.run.records import Outcome, record_finished, record_started
+from mlguild.scoring.floors import floors
 from mlguild.view.report import write_report
 
 from .conftest import record_run, screenshot, screenshot_path
@@ -34,6 +35,30 @@ def test_every_run_ends_with_its_report(recorded):
     assert "<svg" in html
 
 
+def test_the_report_shows_the_ladder_the_autonomy_count_and_the_resources(recorded):
+    """What `mlguild status` shows of a run's standing is in its report too: the baseline
+    ladder from floor to ceiling, the autonomy count and the one-line resources summary."""
+    run = recorded / "rec"
+    html = (run / "report.html").read_text()
+    md = (run / "report.md").read_text()
+    records = read_journal(run / "journal.jsonl")
+    floor = min(floors(records))  # rmse: the lower constant is the floor
+    nodes = sum(1 for r in records if r["type"] == "node_started" and r["node"]["op"] not in ("refit", "eda"))
+    assert "## Baseline ladder" in md and "<h2>Baseline ladder</h2>" in html
+    rungs = [
+        line.split(" | ")[0].lstrip("| ")
+        for line in md.split("## Baseline ladder")[1].split("\n## ")[0].splitlines()
+        if line.startswith("| ")
+    ]
+    assert rungs[1:] == ["floor", "linear", "lightgbm", "best", "final", "ceiling"]  # under the header row
+    assert f"| floor | {floor:.6g} | 0.0% |" in md
+    assert "| ceiling | 0 | 100.0% |" in md and "the metric's best value" in md
+    for text in (md, html):
+        assert f"no intervention; {nodes} nodes" in text  # nobody touched this run
+        assert f"{nodes} of 8 iterations" in text and "0 tokens; $0.0000" in text
+    assert html.count('<table id="ladder">') == 1
+
+
 def test_report_command_writes_a_self_contained_page(recorded, tmp_path, page):
     run = recorded / "rec"
     (run / "report.html").unlink()
@@ -53,6 +78,9 @@ def test_report_command_writes_a_self_contained_page(recorded, tmp_path, page):
     assert [u for u in requested if not u.startswith("file:")] == []
     assert page.locator("#plot-score-over-time svg").count() == 1
     assert page.locator("#top tbody tr").count() >= 1
+    ladder = page.locator("#ladder tbody tr")
+    assert ladder.count() == 6 and ladder.first.locator("td").first.inner_text() == "floor"
+    assert page.locator("#summary").get_by_text("no intervention", exact=False).count() == 1
     screenshot(page, "report")
     page.locator("#plot-score-over-time").screenshot(path=str(screenshot_path("report-score-plot")))
 

@@ -17,12 +17,11 @@ from ..final.ladder import ladder_lines
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
 from ..run.folder import check_run_dir
-from ..run.interventions import autonomy
 from ..run.journal import read_journal
 from ..run.node_report import review_lines
 from ..run.replay import replay
 from ..task.folder import TaskSpec
-from ..view.status import autonomy_line, resources, resources_line, run_config, run_ladder, status_document
+from ..view.status import autonomy_line, resources_line, run_standing, status_document
 from .common import (
     console,
     default_runs_dir,
@@ -148,11 +147,11 @@ def status(
 
 def _ladder_and_autonomy(path: Path, spec: TaskSpec, state, records: list[dict]) -> None:
     """The baseline ladder, the autonomy count and the resources line (mlguild.view.status)."""
-    config = run_config(path)
-    for line in ladder_lines(run_ladder(records, state, spec, config)):
+    standing = run_standing(path, spec.metric, state, records)
+    for line in ladder_lines(standing["ladder"]):
         console.print(plain(line))
-    print_wrapped(autonomy_line(autonomy(records, state.graph, state.spent_s)), "")
-    print_wrapped(resources_line(resources(records, state, config)), "")
+    print_wrapped(autonomy_line(standing["autonomy"]), "")
+    print_wrapped(resources_line(standing["resources"]), "")
 
 
 def _pools_line(path: Path, graph: SearchGraph) -> None:

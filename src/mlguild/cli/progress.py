@@ -53,6 +53,7 @@ class Progress:
             direction=str(a.scorers.holdout.metric.direction),
             workers=dict(self.workers),
             best=(best.id, best.score, best.title) if best is not None and best.score is not None else None,
+            best_pooled=best is not None and best.holdout_score is not None,
             scores=list(self.scores),
             floor=self.floor,
             spent_s=a.state.spent_s + a.clock.elapsed(),
@@ -114,7 +115,8 @@ class Progress:
         parent = short_parents(node.parents) if node.parents else ""
         head = (
             f"{time.strftime('%H:%M:%S')} {node.id} {node.op:<7} {parent:<7} {node.status:<8} "
-            f"{format_score(node.score):>8} {node.timing.get('exec_s', 0):5.1f}s "
+            f"{format_score(node.score) + (' p' if node.holdout_score is not None else ''):>8} "  # p: pooled
+            f"{node.timing.get('exec_s', 0):5.1f}s "
         )
         what = node.title or node.meta.get("recipe") or node.meta.get("summary") or ""  # an LLM's words
         shown = lambda markup: cell_len(render(markup).plain)

@@ -48,7 +48,7 @@ class FirewallConfig(_Section):
         0.1,
         ge=0.0,
         lt=0.5,
-        description="Share of labelled rows sealed as the confirmation split, scored once after the search to measure the selection bias (0: off).",
+        description="Share of labelled rows sealed as the confirmation split, scored once after the search to measure the selection bias (0: off); raised to the holdout's row count when it gives fewer, except on rows ordered in time (a smaller split is noisier than the holdout and need not be the closer estimate of the test score).",
     )
     confirm_min_rows: int = Field(
         150,

@@ -74,6 +74,7 @@ class HistoryItem:
     failure: str | None = None  # the end of its failure message, when it failed
     cut_short: bool = False  # it timed out under a limit the run's end had shortened
     title: str = ""  # its one-line title (mlguild.core.titles)
+    pooled: bool = False  # ``score`` is the pooled score of a small holdout (holdout and out-of-fold rows)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ from typing import Literal
 
 Direction = Literal["maximize", "minimize"]
 
+# How a prompt names a pooled score: on a small holdout the search ranks a node by its holdout
+# and out-of-fold scores weighted by their rows (mlguild.scoring.oof), which is not a holdout score.
+POOLED_LABEL = "pooled holdout+OOF"
+
 
 @dataclass(frozen=True)
 class Score:

@@ -2,7 +2,8 @@
 what can be had at best.
 
 Its rungs, each a holdout score the harness computed on sealed labels (none from a
-script's printout):
+script's printout; for a node ranked by a pooled score on a small holdout, its holdout part,
+so that every rung is on the floor's scale, and ``what`` names the pooled score):
 
 - ``floor``: the best constant prediction (the sample submission's, or the training prior's);
 - ``linear`` and ``lightgbm``: the reference models the harness runs itself
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.graph import SearchGraph
+from ..core.graph import Node, SearchGraph
 from ..metrics import get_metric
 from ..scoring.floors import floors
 
@@ -49,18 +50,19 @@ def ladder(
     for rung in ("linear", "lightgbm"):
         node = next((n for n in graph if n.meta.get("reference") == rung), None)
         if node is not None:
-            what = "" if node.ok else f"{node.status}" if node.finished else "running"
-            rungs.append({"rung": rung, "score": node.score if node.ok else None, "node": node.id, "what": what})
+            what = _pooled(node) if node.ok else f"{node.status}" if node.finished else "running"
+            rungs.append({"rung": rung, "score": _holdout(node), "node": node.id, "what": what})
         else:
             rungs.append(
                 {"rung": rung, "score": None, "what": f"skipped: {skipped[rung]}" if rung in skipped else "not run"}
             )
     best = graph.nodes.get(best_id) if best_id else None
-    rungs.append({"rung": "best", "score": best.score if best else None, "node": best_id, "what": ""})
+    rungs.append({"rung": "best", "score": _holdout(best), "node": best_id, "what": _pooled(best)})
     if choice is not None:
         base = graph.nodes.get(choice["base"])
         what = f"refit of {choice['base']}; its holdout score" if choice.get("refit") else ""
-        rungs.append({"rung": "final", "score": base.score if base else None, "node": choice["node"], "what": what})
+        what = "; ".join(x for x in (what, _pooled(base)) if x)
+        rungs.append({"rung": "final", "score": _holdout(base), "node": choice["node"], "what": what})
     else:
         rungs.append({"rung": "final", "score": None, "what": "not chosen yet"})
     ceiling = reference_score if reference_score is not None else metric.perfect
@@ -70,6 +72,20 @@ def ladder(
     return {"metric": metric.name, "direction": metric.direction, "rungs": rungs}
 
 
+def _holdout(node: Node | None) -> float | None:
+    """A scored node's holdout score: the holdout part where the search ranked it by a pooled score."""
+    if node is None or not node.ok:
+        return None
+    return node.holdout_score if node.holdout_score is not None else node.score
+
+
+def _pooled(node: Node | None) -> str:
+    """Words naming the pooled score a node was ranked by, or "" for a node ranked by its holdout."""
+    if node is None or node.holdout_score is None or node.score is None:
+        return ""
+    return f"ranked by pooled {node.score:.5g}"
+
+
 def _headroom(rungs: list[dict[str, Any]], floor: float | None, ceiling: float | None) -> None:
     """Each scored rung's share of the floor-to-ceiling gap, and what it adds over the last
     scored rung below it (None where there is no gap to measure)."""
@@ -77,7 +93,8 @@ def _headroom(rungs: list[dict[str, Any]], floor: float | None, ceiling: float |
     below: float | None = None
     for rung in rungs:
         score = rung["score"]
-        share = None if gap is None or score is None else round((score - floor) / gap, 4)
+        # + 0.0: the floor's own share of a falling gap (an error metric) is -0.0, shown as "-0.0%"
+        share = None if gap is None or score is None else round((score - floor) / gap, 4) + 0.0
         rung["headroom"] = share
         rung["gained"] = None if share is None or below is None else round(share - below, 4)
         if share is not None:

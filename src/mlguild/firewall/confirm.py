@@ -30,17 +30,52 @@ from .time_split import time_holdout
 CONFIRM_ANSWERS = "confirm_answers.csv"
 
 
-def confirm_size(n_rows: int, n_holdout: int, cfg: FirewallConfig) -> tuple[int, str | None]:
+# The search keeps at least this share of the labelled rows to train on: a confirmation split
+# raised to the holdout's size (below) may not take more.
+MIN_TRAIN_SHARE = 0.5
+
+
+def confirm_size(n_rows: int, n_holdout: int, cfg: FirewallConfig, *, timed: bool = False) -> tuple[int, str | None]:
     """How many labelled rows the confirmation split seals, and why none when it is skipped
-    (off, or too few rows for a confirmation score to mean anything)."""
+    (off, or a task too small for it).
+
+    The size rule. The holdout score of the choice errs by its noise plus the selection bias
+    (the best of many noisy scores); the confirmation score errs by its noise alone. For
+    every metric mlguild scores, a score's noise (its standard error) shrinks as one over the
+    square root of the rows scored, whatever the metric's scale. So a confirmation split with
+    at least as many rows as the holdout is the closer estimate of the score on new rows
+    whatever the bias: its error variance is at most the holdout's, to which the bias adds. A
+    smaller split wins only when the bias is large against the noise (models that disagree on
+    many rows, many near-tied candidates), which nothing knows before the search: at half the
+    holdout's rows its standard error is 1.41 times the holdout's, and a bias smaller than the
+    holdout's own noise leaves the holdout closer. So a ``confirm_fraction`` giving fewer rows
+    than the holdout is raised to the holdout's row count, as long as the search keeps
+    ``MIN_TRAIN_SHARE`` of the rows to train on; a task where that cannot be, or where the
+    split would hold fewer than ``confirm_min_rows`` rows (a bootstrap interval too wide to
+    say anything), skips it and says why in one line.
+
+    Rows ordered in time (``timed``: the holdout and the confirmation split are the latest
+    rows) keep ``confirm_fraction`` as it is: there the confirmation split, the latest rows,
+    is the closer estimate because it is the nearest in time to the test rows (drift, not
+    noise), and a larger one would push the search's training rows and holdout further from
+    the test period; with a 20% holdout and 20% confirmation split, the recipes' out-of-fold
+    scores on the earlier rows then beat the holdout beyond its noise (false ``leaky_cv``
+    alarms on the ridership example).
+    """
     if cfg.confirm_fraction <= 0:
         return 0, "the confirmation split is off (firewall.confirm_fraction=0)"
     wanted = min(int(round(n_rows * cfg.confirm_fraction)), cfg.max_holdout_rows)
-    if wanted < cfg.confirm_min_rows or n_rows - n_holdout - wanted < cfg.confirm_min_rows:
+    wanted = wanted if timed else max(wanted, n_holdout)
+    too_small = f"the task is too small for a confirmation split: {n_rows} labelled rows give a holdout of {n_holdout}"
+    if wanted < cfg.confirm_min_rows:
         return 0, (
-            f"the task is too small for a confirmation split: {n_rows} labelled rows give "
-            f"{wanted} confirmation rows (firewall.confirm_fraction={cfg.confirm_fraction}), under "
-            f"firewall.confirm_min_rows={cfg.confirm_min_rows}"
+            f"{too_small} rows, and a confirmation split needs at least as many to be the closer estimate "
+            f"of the test score; {wanted} rows is under firewall.confirm_min_rows={cfg.confirm_min_rows}"
+        )
+    if n_rows - n_holdout - wanted < MIN_TRAIN_SHARE * n_rows:
+        return 0, (
+            f"{too_small} rows, and a confirmation split of {wanted} rows (at least as many, to be the closer "
+            f"estimate of the test score) would leave the search under {MIN_TRAIN_SHARE:.0%} of the rows to train on"
         )
     return wanted, None
 
@@ -134,6 +169,7 @@ def split_predictions(path: Path, confirm: set[str] | None, id_column: str) -> I
 
 __all__ = [
     "CONFIRM_ANSWERS",
+    "MIN_TRAIN_SHARE",
     "confirm_ids",
     "confirm_mask",
     "confirm_size",

@@ -125,7 +125,8 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     stratify = spec.task_type in ("binary", "multiclass")
     n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
-    n_confirm, confirm_skipped = confirm_size(len(train), n_holdout, cfg)
+    timed = spec.time_column is not None and cfg.holdout == "auto"  # the holdout is the latest rows
+    n_confirm, confirm_skipped = confirm_size(len(train), n_holdout, cfg, timed=timed)
     # One draw seals the holdout and the confirmation split together; the second is then cut from it.
     fraction, cap = cfg.holdout_fraction + n_confirm / len(train), cfg.max_holdout_rows + n_confirm
     split_words = _split_words(train, test, task, cfg, n_confirm)

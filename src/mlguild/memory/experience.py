@@ -16,6 +16,7 @@ from typing import Any
 
 from ..coder.diagnose import diagnose
 from ..core.graph import Node, SearchGraph
+from ..core.score import POOLED_LABEL
 from ..core.vocabulary import Op
 
 # outcomes
@@ -105,6 +106,7 @@ class Experience:
     # The run's best node when this record was written (the search's own choice, its evidence
     # rules included): the newest record of a run names the best that run found.
     run_best: str = ""
+    pooled: bool = False  # ``score`` is the pooled score of a small holdout (a record made before: False)
 
     def text(self) -> str:
         """What full-text search reads."""
@@ -119,6 +121,7 @@ class Experience:
             result = f"failed ({self.status}): {self.change}"
         else:
             score = f"{self.score:.5g}" if self.score is not None else "?"
+            score += f" ({POOLED_LABEL})" if self.pooled else ""
             against = ""
             if self.parent_score is not None:
                 against = f" vs parent {self.parent_score:.5g} ({'better' if self.outcome == GAIN else 'not better'})"
@@ -215,6 +218,7 @@ def experience_of(
         traits=traits,
         config=recipe_config(meta),
         run_best=best.id if (best := graph.best()) is not None else "",
+        pooled=node.ok and node.holdout_score is not None,
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Context, HistoryItem, ParentView, Repair
+from ..core.score import POOLED_LABEL
 from ..core.vocabulary import Op
 from ..memory import Memory, Recall, repaired_recipe
 from ..metrics import get_metric
@@ -69,6 +70,7 @@ class ContextBuilder:
                 n.failure[-1000:] if n.failure else None,
                 bool(n.timing.get("cut_short")),
                 n.title,
+                n.holdout_score is not None,  # a pooled score, labelled so in the prompt
             )
             for n in list(graph)[-self.run.config.brain.history_length :]
         )
@@ -301,7 +303,8 @@ def why_chosen(graph: SearchGraph, action: Action) -> str:
         standing = f"{parent.id} is the run's best node"
     elif best is not None and parent.ok:
         standing = (
-            f"{parent.id} is not the best node (the best is {best.id}, {best.score:.6g}): the search explores "
+            f"{parent.id} is not the best node (the best is {best.id}, {best.score:.6g}"
+            f"{f' {POOLED_LABEL}' if best.holdout_score is not None else ''}): the search explores "
             "its branch, which may lead further than the best's"
         )
     else:
@@ -323,7 +326,8 @@ def outcome_line(node: Node, parent: Node | None = None) -> str:
     verdict = ""
     if parent is not None and parent.ok and parent.score is not None and node.score is not None:
         verdict = f", {node.score - parent.score:+.4g} against it"
-    return f"{node.id} ({node.op}) {what}: {node.score:.6g}{verdict}{seconds}"
+    pooled = f" ({POOLED_LABEL})" if node.holdout_score is not None else ""
+    return f"{node.id} ({node.op}) {what}: {node.score:.6g}{pooled}{verdict}{seconds}"
 
 
 def offer(node: Node, context: Context) -> None:

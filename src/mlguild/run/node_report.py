@@ -20,11 +20,11 @@ def result_lines(node: Node, graph: SearchGraph, metric_name: str, node_dir: Pat
     parent = graph.nodes.get(node.parents[0]) if node.parents and node.op in (Op.IMPROVE, Op.DEBUG) else None
     if node.ok:
         if parent is not None and parent.ok:
-            lines.append(f"- against its parent {parent.id} ({parent.score:.6g}): {_versus(graph, node, parent)}")
+            lines.append(f"- against its parent {parent.id} ({_shown(parent)}): {_versus(graph, node, parent)}")
         earlier = _best_before(graph, node)
         if earlier is not None and earlier is not parent:
             lines.append(
-                f"- against the best node before it, {earlier.id} ({earlier.score:.6g}): {_versus(graph, node, earlier)}"
+                f"- against the best node before it, {earlier.id} ({_shown(earlier)}): {_versus(graph, node, earlier)}"
             )
         elif earlier is None:
             lines.append("- the first scored node of the run")
@@ -63,6 +63,11 @@ def review_lines(record: dict) -> list[str]:
     if record.get("note"):
         lines.append(f"  {record['note']}")
     return lines
+
+
+def _shown(node: Node) -> str:
+    """A scored node's score, named as pooled where it is (a small holdout's ranking score)."""
+    return f"{node.score:.6g}" + (" pooled" if node.holdout_score is not None else "")
 
 
 def _versus(graph: SearchGraph, node: Node, other: Node) -> str:

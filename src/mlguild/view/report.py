@@ -4,14 +4,14 @@ from the network) and ``report.md`` (the same facts as a Markdown summary), in t
 It is written at the end of every run and by ``mlguild report RUN``, from the journal alone
 (``view.runs``): the task, the budget used, the best node and the lineage that reached it,
 score over time, the outcome of each operation, the top nodes, failures, LLM cost, the floor,
-the final choice and the test grade. The plots need matplotlib (the ``web`` extra); without
+the final choice and the test grade, and what ``mlguild status`` shows of its standing (the
+baseline ladder, the autonomy count, the resources line: ``view.status.run_standing``). The plots need matplotlib (the ``web`` extra); without
 it the report is written without them and says how to get them.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,8 +22,10 @@ from ..core.graph import Node
 from ..core.score import format_score
 from ..final.confirm import confirmation_line
 from ..util.fs import atomic_write
+from . import report_plots
 from .importance import final_importance
 from .runs import RunView, load_run, pools
+from .status import autonomy_words, resources_words, run_standing
 
 TOP_K = 10
 HTML_NAME, MD_NAME = "report.html", "report.md"
@@ -39,7 +41,7 @@ def write_report(run_dir: Path) -> Written:
     """Write ``report.html`` and ``report.md`` into ``run_dir``; return what was written."""
     view = load_run(run_dir)
     facts = _facts(view)
-    plots, note = _plots(view)
+    plots, note = report_plots.plots(view)
     atomic_write(run_dir / MD_NAME, _markdown(view, facts))
     atomic_write(run_dir / HTML_NAME, _html(view, facts, plots, note))
     return Written([run_dir / HTML_NAME, run_dir / MD_NAME], note)
@@ -102,6 +104,7 @@ def _facts(view: RunView) -> dict[str, Any]:
         "examples": examples,
         "by_model": by_model,
         "budget": view.budget(),
+        "standing": run_standing(view.path, str(view.spec.get("metric", "")), view.state, view.records),
     }
 
 
@@ -118,6 +121,8 @@ def _summary_rows(view: RunView, facts: dict[str, Any]) -> list[tuple[str, str]]
         ("time used", f"{_clock(b['spent_s'])} of {_clock(b['time_s'])}"),
         ("nodes", f"{b['nodes']}" + (f" of {b['iterations']}" if b["iterations"] else "")),
         ("LLM", f"{len(view.calls)} calls, {b['tokens']:,} tokens, ${b['cost_usd']:.4f}"),
+        ("resources", resources_words(facts["standing"]["resources"])),
+        ("autonomy (every human touch is an intervention)", autonomy_words(facts["standing"]["autonomy"])),
         ("floor (constant prediction, holdout)", format_score(view.floor)),
         (
             "best (pooled: holdout and out-of-fold)" if best and best.holdout_score is not None else "best (holdout)",
@@ -165,6 +170,25 @@ def _score(node: Node) -> str:
     return format_score(node.score) + (" (pooled)" if node.holdout_score is not None else "")
 
 
+def _ladder_rows(facts: dict[str, Any]) -> list[list[object]]:
+    """The baseline ladder's rungs (mlguild.final.ladder): score, share of the headroom, what."""
+    share = lambda x: f"{100 * x:.1f}%" if x is not None else "—"
+    return [
+        [
+            r["rung"],
+            _fmt(r["score"]),
+            share(r.get("headroom")),
+            share(r.get("gained")),
+            " ".join(x for x in (r.get("node") or "", r.get("what") or "") if x) or "—",
+        ]
+        for r in facts["standing"]["ladder"]["rungs"]
+    ]
+
+
+LADDER_HEADERS = ["rung", "holdout", "headroom", "gained", "node, what"]
+LADDER_NOTE = "Each rung's share of the headroom from the floor to the ceiling, and what it adds over the rung below."
+
+
 def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -183,6 +207,8 @@ def _op_rows(facts: dict[str, Any]) -> list[list[object]]:
 def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     lines = [f"# Run {view.id}", ""]
     lines += _md_table(["", ""], [[k, v] for k, v in _summary_rows(view, facts)])
+    lines += ["", "## Baseline ladder", "", LADDER_NOTE, ""]
+    lines += _md_table(LADDER_HEADERS, _ladder_rows(facts))
     lines += ["", "## The best node's lineage", ""]
     lines += (
         _md_table(
@@ -225,102 +251,6 @@ def _markdown(view: RunView, facts: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ plots
-
-
-def _plots(view: RunView) -> tuple[list[tuple[str, str]], str]:
-    """(title, inline SVG) of each plot, and a note when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return [], "no plots: matplotlib is missing (pip install -e '.[web]')"
-    plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "svg.hashsalt": "mlguild"})
-    plots = [("Score over time", _score_plot(plt, view))]
-    failures = view.failures()
-    if failures:
-        plots.append(("Failures by class", _failure_plot(plt, failures)))
-    if view.calls:
-        plots.append(("LLM tokens and cost over time", _llm_plot(plt, view)))
-    whose, importance = final_importance(view)
-    if importance:
-        plots.append((f"Feature importance ({whose})", _importance_plot(plt, importance)))
-    return plots, ""
-
-
-def _importance_plot(plt: Any, pairs: list[tuple[str, float]]) -> str:
-    """The final model's largest importances as horizontal bars, the largest on top."""
-    fig, ax = plt.subplots(figsize=(7, 0.25 * len(pairs) + 0.8))
-    names = [name if len(name) <= 40 else name[:39] + "…" for name, _ in reversed(pairs)]
-    ax.barh(names, [value for _, value in reversed(pairs)], color="#2563eb")
-    ax.set_xlabel("importance (scaled to sum 1 over every feature)")
-    return _svg(plt, fig)
-
-
-def _svg(plt: Any, fig: Any) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg") :]  # inline: no XML prolog or doctype
-
-
-def _score_plot(plt: Any, view: RunView) -> str:
-    t0 = view.records[0]["ts"] if view.records else 0.0
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    by_worker: dict[int, list[tuple[float, float]]] = {}
-    for n in view.state.graph:
-        if n.ok and n.id in view.finished and n.score is not None:
-            by_worker.setdefault(view.worker.get(n.id, 1), []).append(((view.finished[n.id] - t0) / 60, n.score))
-    for worker, points in sorted(by_worker.items()):
-        xs, ys = zip(*points, strict=True)
-        ax.scatter(xs, ys, s=14, alpha=0.75, label=f"worker {worker}")
-    scores = {n.id: n.score for n in view.state.graph}
-    steps = [((ts - t0) / 60, scores[i]) for ts, i in view.best_changes if scores.get(i) is not None]
-    if steps:
-        end = max((view.finished.get(n.id, t0) - t0) / 60 for n in view.state.graph)
-        xs, ys = zip(*([*steps, (max(end, steps[-1][0]), steps[-1][1])]), strict=True)
-        ax.step(xs, ys, where="post", color="#d4a017", linewidth=2, label="best so far")
-    if view.floor is not None:
-        ax.axhline(view.floor, color="#888", linestyle="--", linewidth=1, label="floor")
-    ax.set_xlabel("minutes")
-    ax.set_ylabel(f"holdout {view.spec.get('metric', '')}")
-    ax.grid(alpha=0.3)
-    if by_worker or steps:
-        ax.legend(loc="best", fontsize=8)
-    return _svg(plt, fig)
-
-
-def _failure_plot(plt: Any, failures: Counter[str]) -> str:
-    items = failures.most_common()
-    fig, ax = plt.subplots(figsize=(6, 0.4 + 0.35 * len(items)))
-    ax.barh([k for k, _ in items][::-1], [v for _, v in items][::-1], color="#e45756")
-    ax.set_xlabel("nodes")
-    return _svg(plt, fig)
-
-
-def _llm_plot(plt: Any, view: RunView) -> str:
-    t0 = view.records[0]["ts"] if view.records else 0.0
-    xs, tokens, cost = [], [], []
-    total_t, total_c = 0, 0.0
-    for c in view.calls:
-        total_t += int(c.get("input_tokens") or 0) + int(c.get("output_tokens") or 0)
-        total_c += float(c.get("cost_usd") or 0.0)
-        xs.append((c["ts"] - t0) / 60)
-        tokens.append(total_t)
-        cost.append(total_c)
-    fig, ax = plt.subplots(figsize=(7.5, 3))
-    ax.plot(xs, tokens, color="#4c78a8", label="tokens")
-    ax.set_xlabel("minutes")
-    ax.set_ylabel("tokens (cumulative)")
-    other = ax.twinx()
-    other.plot(xs, cost, color="#e45756", label="USD")
-    other.set_ylabel("USD (cumulative)")
-    return _svg(plt, fig)
-
-
 # ------------------------------------------------------------------ HTML
 
 _STYLE = """
@@ -350,6 +280,8 @@ def _html(view: RunView, facts: dict[str, Any], plots: list[tuple[str, str]], no
         f"<h1>Run {html.escape(view.id)}</h1>",
         _table(["", ""], [[k, v] for k, v in _summary_rows(view, facts)], "summary"),
     ]
+    parts.append(f"<h2>Baseline ladder</h2><p>{html.escape(LADDER_NOTE)}</p>")
+    parts.append(_table(LADDER_HEADERS, _ladder_rows(facts), "ladder"))
     if note:
         parts.append(f"<p class=note>{html.escape(note)}</p>")
     for title, svg in plots:

@@ -229,6 +229,7 @@ def node_summary(view: RunView, node: Node) -> dict[str, Any]:
         "title": node.title,
         "status": node.status,
         "score": node.score,
+        "holdout_score": node.holdout_score,  # not null: ``score`` is the pooled score (a small holdout)
         "failure": _last_line(node.failure),
         "worker": view.worker.get(node.id, 1),
         "branch": node.branch,
@@ -250,7 +251,9 @@ def run_summary(view: RunView) -> dict[str, Any]:
         "direction": view.direction,
         "brain": view.brain(),
         "budget": view.budget(),
-        "best": {"id": best.id, "score": best.score, "title": best.title} if best else None,
+        "best": {"id": best.id, "score": best.score, "title": best.title, "pooled": best.holdout_score is not None}
+        if best
+        else None,
         "final": view.state.final_choice,
         "final_score": view.final_score(),
         "floor": view.floor,

@@ -62,31 +62,52 @@ def resources(records: list[dict[str, Any]], state: RunState, config: Config | N
     }
 
 
-def resources_line(found: dict[str, Any]) -> str:
+def resources_words(found: dict[str, Any]) -> str:
+    """The resources spent, in words (the value of ``resources_line``)."""
     cap = found["iterations_cap"]
     wall = found["wall_cap_s"]
     cost = f"${found['cost_usd']:.4f}" + ("" if found["cost_known"] else " (some unpriced)")
     return (
-        f"resources: {found['iterations']} of {cap if cap is not None else '∞'} iterations; "
+        f"{found['iterations']} of {cap if cap is not None else '∞'} iterations; "
         f"{found['wall_s']:.0f} s of {f'{wall:g} s' if wall is not None else '∞'} wall clock; "
         f"{found['tokens']:,} tokens; {cost}"
     )
 
 
-def autonomy_line(found: dict[str, Any]) -> str:
+def resources_line(found: dict[str, Any]) -> str:
+    return f"resources: {resources_words(found)}"
+
+
+def autonomy_words(found: dict[str, Any]) -> str:
+    """The autonomy count, in words (the value of ``autonomy_line``)."""
     if not found["interventions"]:
-        return f"autonomy: no intervention; {found['nodes_since_last']} nodes, {found['hours_since_last']:.2f} h unattended"
+        return f"no intervention; {found['nodes_since_last']} nodes, {found['hours_since_last']:.2f} h unattended"
     kinds = ", ".join(f"{k}×{n}" if n > 1 else k for k, n in Counter(found["kinds"]).items())
     per_hour = f"{found['per_hour']:g} per hour" if found["per_hour"] is not None else "— per hour"
     return (
-        f"autonomy: {found['interventions']} interventions ({kinds}), {per_hour}; since the last: "
+        f"{found['interventions']} interventions ({kinds}), {per_hour}; since the last: "
         f"{found['nodes_since_last']} nodes, {found['hours_since_last']:.2f} h"
     )
 
 
-def run_ladder(records: list[dict[str, Any]], state: RunState, spec: TaskSpec, config: Config | None) -> dict[str, Any]:
+def autonomy_line(found: dict[str, Any]) -> str:
+    return f"autonomy: {autonomy_words(found)}"
+
+
+def run_ladder(records: list[dict[str, Any]], state: RunState, metric: str, config: Config | None) -> dict[str, Any]:
     reference = config.final.reference_score if config else None
-    return ladder(records, state.graph, state.best_id, state.final_choice, spec.metric, reference)
+    return ladder(records, state.graph, state.best_id, state.final_choice, metric, reference)
+
+
+def run_standing(path: Path, metric: str, state: RunState, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The baseline ladder, the autonomy count and the resources of the run at ``path``: what
+    ``mlguild status`` (as lines and in its JSON document) and the run report show."""
+    config = run_config(path)
+    return {
+        "ladder": run_ladder(records, state, metric, config),
+        "autonomy": autonomy(records, state.graph, state.spent_s),
+        "resources": resources(records, state, config),
+    }
 
 
 def status_document(path: Path, spec: TaskSpec, state: RunState, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -130,7 +151,5 @@ def status_document(path: Path, spec: TaskSpec, state: RunState, records: list[d
         "best": {"id": best.id, "score": best.score} if best else None,
         "final": state.final_choice,
         "grade": state.final_grade,
-        "ladder": run_ladder(records, state, spec, config),
-        "autonomy": autonomy(records, graph, state.spent_s),
-        "resources": resources(records, state, config),
+        **run_standing(path, spec.metric, state, records),
     }

@@ -28,6 +28,7 @@ class Snapshot:
     direction: str  # "maximize" | "minimize"
     workers: dict[int, str] = field(default_factory=dict)  # worker -> what it does now ("" idle)
     best: tuple[str, float, str] | None = None  # (node id, holdout score, title)
+    best_pooled: bool = False  # the best's score is the pooled score of a small holdout
     scores: list[float] = field(default_factory=list)  # scored nodes, in the order they finished
     floor: float | None = None
     spent_s: float = 0.0
@@ -91,7 +92,7 @@ def _best_text(s: Snapshot, room: int | None = None) -> str:
     if s.best is None:
         return "—"
     node, score, title = s.best
-    head = f"{s.metric} {format_score(score)} ({node}: "
+    head = f"{s.metric} {'pooled ' if s.best_pooled else ''}{format_score(score)} ({node}: "
     if room is not None and len(head) + len(title) + 1 > room:
         title = title[: max(0, room - len(head) - 2)] + "…"
     return f"{head}{title})"

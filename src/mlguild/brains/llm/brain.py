@@ -26,6 +26,7 @@ from ...coder.stepwise import STEP_ORDER, assemble_parts
 from ...config import BrainConfig, Config
 from ...config.llm import LLMConfig
 from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal, ReportRequest, WrittenReport
+from ...core.score import POOLED_LABEL
 from ...core.titles import title_of
 from ...core.vocabulary import Op
 from ...llm.base import LLM, Message
@@ -323,7 +324,7 @@ def _tried_line(item) -> str:
     """One earlier node: its title (whole), and its score or its failure with the error's last line."""
     what = item.title or item.meta.get("summary") or item.meta.get("recipe") or item.op
     if item.score is not None:
-        return f"{item.node_id} {what} -> {item.score:.5g}"
+        return f"{item.node_id} {what} -> {item.score:.5g}" + (f" ({POOLED_LABEL})" if item.pooled else "")
     last = ((item.failure or "").strip().splitlines() or [""])[-1][:200]
     return f"{item.node_id} {what} -> failed ({item.status}){': ' + last if last else ''}"
 

@@ -71,7 +71,7 @@ async function runsPage() {
     const rows = runs.map(r => h("tr", { "data-run": r.id },
       h("td", {}, h("a", { href: `#/run/${encodeURIComponent(r.id)}` }, r.id)),
       h("td", {}, r.task), h("td", {}, r.brain), h("td", {}, budgetText(r.budget)),
-      h("td", { class: "num" }, r.best ? `${fmt(r.best.score)} (${r.best.id})` : "—"),
+      h("td", { class: "num" }, r.best ? `${fmt(r.best.score)}${r.best.pooled ? " pooled" : ""} (${r.best.id})` : "—"),
       h("td", { class: "num" }, r.final_score !== null && r.final_score !== undefined ? fmt(r.final_score) : "—"),
       h("td", { class: "num" }, fmt(r.floor)),
       h("td", {}, r.stopped || "running or killed")));
@@ -124,13 +124,16 @@ function llmPlot(run) {
     linePlot([{ name: "cost", kind: "line", points: cs, color: "#e45756" }], { xlabel: "minutes", ylabel: "USD (cumulative)", height: 180 })];
 }
 
+// A node ranked by the pooled score of a small holdout (holdout and out-of-fold rows) has its holdout score apart.
+const isPooled = n => n.holdout_score !== null && n.holdout_score !== undefined;
+
 function topTable(run, rid, k) {
   const sign = run.direction === "minimize" ? 1 : -1;
   const top = run.nodes.filter(n => n.status === "scored" && n.score !== null).sort((a, b) => sign * (a.score - b.score)).slice(0, k);
   return h("table", { id: "top-table" }, h("thead", {}, h("tr", {}, ["node", "title", "op", "worker", "holdout", "run s"].map(t => h("th", {}, t)))),
     h("tbody", {}, top.map(n => h("tr", { class: n.id === run.best?.id ? "best" : null },
       h("td", {}, h("a", { href: `#/run/${encodeURIComponent(rid)}/node/${n.id}` }, n.id)), h("td", {}, n.title), h("td", {}, n.op),
-      h("td", {}, n.worker), h("td", { class: "num" }, fmt(n.score)), h("td", { class: "num" }, fmt(n.exec_s))))));
+      h("td", {}, n.worker), h("td", { class: "num" }, fmt(n.score) + (isPooled(n) ? " (pooled)" : "")), h("td", { class: "num" }, fmt(n.exec_s))))));
 }
 
 function workersCard(run) {
@@ -177,7 +180,7 @@ async function runPage(rid) {
     parts.head.replaceChildren(h("dl", { class: "kv" },
       h("dt", {}, "task"), h("dd", {}, `${run.task} (${run.metric}, ${run.direction})`), h("dt", {}, "brain"), h("dd", {}, run.brain),
       h("dt", {}, "budget used"), h("dd", {}, budgetText(b)),
-      h("dt", {}, "best"), h("dd", {}, run.best ? h("a", { href: `#/run/${encodeURIComponent(rid)}/node/${run.best.id}` }, `${run.best.id} ${fmt(run.best.score)}: ${run.best.title}`) : "—"),
+      h("dt", {}, "best"), h("dd", {}, run.best ? h("a", { href: `#/run/${encodeURIComponent(rid)}/node/${run.best.id}` }, `${run.best.id} ${fmt(run.best.score)}${run.best.pooled ? " (pooled)" : ""}: ${run.best.title}`) : "—"),
       h("dt", {}, "floor"), h("dd", {}, fmt(run.floor)),
       h("dt", {}, "final"), h("dd", {}, run.final ? `${run.final.node}: ${run.final.reason}` : "—"),
       h("dt", {}, "test grade"), h("dd", {}, run.final_score !== null && run.final_score !== undefined ? fmt(run.final_score) : "—"),
@@ -220,7 +223,10 @@ async function nodePage(rid, nid) {
       h("div", { class: "card" }, h("dl", { class: "kv" },
         h("dt", {}, "operation"), h("dd", {}, n.op, n.parents.length ? [" of ", ...n.parents.flatMap((p, i) => i ? [", ", link(p)] : [link(p)])] : ""),
         h("dt", {}, "status"), h("dd", {}, pill(n.status), n.failure ? ` ${n.failure}` : ""),
-        h("dt", {}, "holdout score"), h("dd", {}, fmt(n.score), " (harness, sealed labels)"),
+        ...(isPooled(n) ? [
+          h("dt", {}, "pooled score"), h("dd", { id: "pooled-score" }, fmt(n.score), " (holdout and out-of-fold, weighted by their rows: how the search ranks nodes on a small holdout)"),
+          h("dt", {}, "holdout score"), h("dd", {}, fmt(n.holdout_score), " (harness, sealed labels)"),
+        ] : [h("dt", {}, "holdout score"), h("dd", {}, fmt(n.score), " (harness, sealed labels)")]),
         h("dt", {}, "confirmation"), h("dd", {}, n.confirmations.length ? n.confirmations.map(fmt).join(", ") + " (re-runs with other seeds)" : "—"),
         h("dt", {}, "public score"), h("dd", {}, n.public_score !== null && n.public_score !== undefined ? fmt(n.public_score) : "—"),
         h("dt", {}, "printed (untrusted)"), h("dd", {}, fmt(n.printed_score)),

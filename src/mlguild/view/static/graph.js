@@ -101,7 +101,7 @@ function drawGraph(box, run, state, onPick) {
     if (n.status === "pending") g.appendChild(svgEl("circle", { r: 11, fill: "none", stroke: "#eeca3b", "stroke-dasharray": "3 2" }));
     const title = n.title.length > 28 ? n.title.slice(0, 27) + "…" : n.title;
     g.appendChild(svgEl("text", { x: 12, y: 4 }, `${n.id} ${title}${best ? " ★" : ""}`));
-    g.appendChild(svgEl("title", {}, `${n.id} · ${n.op} · ${n.status}${n.score !== null ? " · " + fmt(n.score) : ""} · worker ${n.worker}\n${n.title}${n.failure ? "\n" + n.failure : ""}`));
+    g.appendChild(svgEl("title", {}, `${n.id} · ${n.op} · ${n.status}${n.score !== null ? " · " + fmt(n.score) + (n.holdout_score !== null && n.holdout_score !== undefined ? " pooled" : "") : ""} · worker ${n.worker}\n${n.title}${n.failure ? "\n" + n.failure : ""}`));
     g.addEventListener("click", ev => { if (!state.dragged) onPick(n.id); ev.stopPropagation(); });
     dots.appendChild(g);
   }
