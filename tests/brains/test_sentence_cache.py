@@ -13,7 +13,7 @@ from conftest import Workspace
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.render import render_script
 from mlguild.memory.embed import model_path
-from mlguild.run.executor import EMBEDDINGS_ENV, keep_embeddings
+from mlguild.run.embeddings_cache import EMBEDDINGS_ENV, keep_embeddings
 
 # Generous: a script stops adding folds when half its budget is gone, and on a busy machine the
 # encoder's run would then average fewer folds than the cached one (other predictions).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlguild.run.executor import keep_embeddings
+from mlguild.run.embeddings_cache import keep_embeddings
 
 
 def test_only_plain_numeric_matrices_not_yet_kept_enter_the_cache(tmp_path):
