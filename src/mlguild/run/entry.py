@@ -3,8 +3,8 @@
 ``start`` and ``resume`` are what the CLI (``mlguild run``, ``mlguild resume``), the bench
 runner (through ``mlguild run`` in a child process) and the tests call. Everything that wires
 a run lives here, once: the checks of a configuration before anything is created, the
-brain, its LLM, the sandbox (and Ray), the Kaggle submitter, the brief and the idea pool, the
-session and its loop, then the final stage. The caller is told what happens through two
+brain, its LLM and the sandbox (built by ``run.parts``; Ray too), the Kaggle submitter, the
+brief and the idea pool, the session and its loop, then the final stage. The caller is told what happens through two
 callbacks: ``say(line, warning)`` for the lines a run announces itself with, and the
 session's event handler, which ``watch`` may wrap (the CLI's live progress).
 
@@ -14,8 +14,6 @@ it, raised before the run folder is created whenever the configuration alone sho
 
 from __future__ import annotations
 
-import itertools
-import os
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,28 +21,22 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..brains import LLM_CODE_BRAINS, get_brain, resolve_brain_name
-from ..brains.llm.brain import LLMBrainOptions
-from ..brains.llm.cycle import stand_in_answer
-from ..brains.scripted import PRIOR_SCRIPT
+from ..brains import LLM_CODE_BRAINS, resolve_brain_name
 from ..coder.diagnose import diagnose
 from ..config import Config, load_config, save_config
 from ..core.errors import ConfigError, KaggleError, RunError
 from ..core.graph import Node, SearchGraph
-from ..core.protocols import Brain, Sandbox
 from ..core.vocabulary import Op
 from ..final.stage import Finish, finish
 from ..firewall.time_split import split_line
 from ..kaggle.api import competition_slug
 from ..kaggle.submitter import Submitter, kaggle_slug
 from ..llm.base import LLM
-from ..llm.reach import local_server_warnings, unreachable_local
+from ..llm.reach import local_server_warnings
 from ..llm.registry import make_llm
-from ..llm.router import build_router
-from ..llm.scripted import ScriptedLLM
 from ..metrics import get_metric
 from ..pools import Pools, fill_run_guild, fill_run_ideas
-from ..sandbox import describe_layer, get_sandbox, is_strong
+from ..sandbox import get_sandbox
 from ..scoring.floors import check_learned, floors
 from ..search import get_policy
 from ..sources.resolve import resolve_task
@@ -55,6 +47,7 @@ from .disk_full import resumable_when_full
 from .folder import RunDir, create_run, open_run
 from .interventions import mark_seen, on_resume
 from .loop import Agent
+from .parts import brain_for, brain_line, llm_for, sandbox_for
 from .session import EventHandler, Session
 
 Say = Callable[[str, bool], None]  # (line, is_warning)
@@ -171,7 +164,7 @@ def start(
     try:
         with resumable_when_full(run.path):  # a disk that fills up: one line, and the run resumes
             if not launch:
-                llm = _llm_for(run, brain_name, dry_run)
+                llm = llm_for(run, brain_name, dry_run)
                 _write_brief(run, None if dry_run else llm, say)
                 return run
             return drive(run, dry_run=dry_run, brain_name=brain_name, say=say, watch=watch, on_event=on_event)
@@ -237,14 +230,14 @@ def drive(
     it (the final stage and grade, the Kaggle submission at the end)."""
     cfg = run.config
     name = brain_name or resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)
-    sandbox, sandbox_line, weak = _sandbox_for(cfg, name)
+    sandbox, sandbox_line, weak = sandbox_for(cfg, name)
     if cfg.search.ray:
         from .ray_workers import RaySandbox, connect
 
         sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
         sandbox = RaySandbox(sandbox)
-    llm = _llm_for(run, name, dry_run)
-    brain = _brain_for(cfg, name, llm, review=not (dry_run and not cfg.llm.models))  # no stand-in reviews
+    llm = llm_for(run, name, dry_run)
+    brain = brain_for(cfg, name, llm, review=not (dry_run and not cfg.llm.models))  # no stand-in reviews
     submitter = _submitter_for(run, say)
     _write_brief(run, None if dry_run else llm, say)
     _fill_ideas(run, None if dry_run else llm, say)
@@ -257,7 +250,7 @@ def drive(
             f"task  {run.spec.name}: {run.spec.task_type}, metric {run.spec.metric} ({direction}) on a sealed holdout",
             False,
         )
-        say(f"brain {_brain_line(cfg, name, dry_run)}", False)
+        say(f"brain {brain_line(cfg, name, dry_run)}", False)
         # Its clauses are wrapped to 80 columns (under the word after "sandbox "), not by the terminal.
         width = 80 - (len("warning: ") if weak else 0)
         for i, part in enumerate(textwrap.wrap(sandbox_line, width, subsequent_indent=" " * 8, break_on_hyphens=False)):
@@ -295,67 +288,6 @@ def _watching(session: Session, watch: Watch | None, on_event: EventHandler | No
         return
     with watch(session) as handler:
         yield handler
-
-
-def _llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
-    """The run's LLM when its brain needs one (its keys checked), a stand-in for a dry run
-    with no model, or None."""
-    cfg = run.config
-    if brain_name not in LLM_CODE_BRAINS:
-        return None
-    if dry_run and not cfg.llm.models:
-        numbers = itertools.count(1)
-        # Each reply a distinct script (numbered): several workers never run one script twice.
-        # The cycle's refine and report requests get DONE and no report (brains.llm.cycle).
-        default = lambda messages: (
-            stand_in_answer(messages[-1].content)
-            or f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
-        )
-        return ScriptedLLM(model="scripted/prior", default=default)
-    records = [r for r in run.journal.records if r["type"] == "llm_call"]
-    router = build_router(
-        cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
-    )
-    for down in unreachable_local(cfg.llm.models):  # warned about before the run; the rest of the chain serves
-        router.park(down.model, f"no server answers at {down.url} ({down.reason})")
-    return router
-
-
-def _brain_for(cfg: Config, name: str, llm: LLM | None, review: bool = True) -> Brain:
-    options = LLMBrainOptions.from_config(cfg, threads=cfg.sandbox.threads or os.cpu_count() or 1)
-    options.review = options.review and review
-
-    def llm_factory() -> LLM:
-        assert llm is not None, "an LLM brain's model is built before the brain"
-        return llm
-
-    return get_brain(name, seed=cfg.brain.seed, llm_factory=llm_factory, options=options)
-
-
-def _brain_line(cfg: Config, name: str, dry_run: bool) -> str:
-    chain = " → ".join(cfg.llm.models) or ("scripted fake LLM" if dry_run else "")
-    return {
-        "recipes": "recipes (offline recipes; no LLM configured)" if not cfg.llm.models else "recipes (offline)",
-        "llm": f"llm ({chain})",
-        "hybrid": f"hybrid (recipes draft; {chain} improves and repairs)",
-        "scripted": "scripted (dry run)",
-    }[name]
-
-
-def _sandbox_for(cfg: Config, brain_name: str) -> tuple[Sandbox, str, bool]:
-    """The sandbox the config asks for, the one line that says what it is and what it does
-    not cover, and whether that line is a warning ("auto" fell back to the weak local
-    layer). Raises ConfigError when "auto" would run LLM-written scripts unconfined
-    (get_sandbox), or --strict finds only the weak layer."""
-    kind = cfg.sandbox.kind
-    sandbox = get_sandbox(kind, llm_code=brain_name in LLM_CODE_BRAINS, gpu=cfg.sandbox.gpu)
-    if cfg.sandbox.strict and not is_strong(sandbox):
-        raise ConfigError(
-            f"--strict: only the weaker sandbox layer is available ({describe_layer(sandbox)})",
-            "apt-get install -y bubblewrap (as root), or run without --strict",
-        )
-    line = "sandbox " + describe_layer(sandbox).removeprefix("sandbox: ")
-    return sandbox, line, kind == "auto" and not is_strong(sandbox)  # the harness's own scripts only
 
 
 def _submitter_for(run: RunDir, say: Say) -> Submitter | None:
