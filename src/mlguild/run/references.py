@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..brains.recipes.brain import check_supported
 from ..brains.recipes.catalog import RECIPES, recipe_modality
 from ..brains.recipes.draft import draft_meta
 from ..brains.recipes.render import render_script
+from ..brains.recipes.supported import check_supported
 from ..core.errors import MoveUnavailable
 from ..core.protocols import Action, Proposal
 from ..core.vocabulary import Op

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ...coder.diagnose import diagnose
-from ...core.errors import MoveUnavailable
 from ...core.protocols import LAST_RESORT, Action, Context, ParentView, Proposal
 from ...core.titles import title_of
 from ...core.vocabulary import FailureKind, Op
@@ -30,10 +29,10 @@ from .earlier import earlier_best_lines, earlier_best_meta, next_earlier_best
 from .fuse import fuse_proposal
 from .ideas import cited, idea_hints, with_ideas
 from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
-from .ranking import ranking_supported
 from .recipe import Recipe, RecipeMeta, recipe_meta
-from .render import prediction_kind, render_script
+from .render import render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
+from .supported import check_supported
 
 _SLOW = (FailureKind.TIMEOUT, FailureKind.MEMORY)
 
@@ -308,39 +307,6 @@ class RecipeBrain:
     def _rng(self, context: Context, *key: str) -> random.Random:
         # A string seed hashes the same way in every process (unlike hash()), so runs replay.
         return random.Random(":".join([str(self.seed), str(context.seed), str(context.iteration), *key]))
-
-
-def check_supported(task: dict[str, Any]) -> None:
-    fix = "use a brain that writes its own code for this task (not --brain recipes)"
-    if task["task_type"] == "ranking" and not ranking_supported(task):
-        raise MoveUnavailable("the recipe brain has no recipes for this ranking task", fix)
-    if len(task["target_columns"]) != 1:
-        _check_several_targets(task, fix)
-        return
-    kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1 - len(task.get("key_columns") or [])
-    n_classes = len(task.get("classes") or task["submission_columns"][1:])
-    if n_pred != (n_classes if kind == "class_probabilities" else 1):
-        raise MoveUnavailable(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
-
-
-def _check_several_targets(task: dict[str, Any], fix: str) -> None:
-    """Several targets: one submission column per target (values, or a probability or a label
-    per binary label column); the multi-target template fills exactly those."""
-    targets, kind = task["target_columns"], prediction_kind(task)
-    if sorted(targets) != sorted(task["submission_columns"][1:]):
-        raise MoveUnavailable(
-            f"the recipe brain fills one submission column per target; this task's submission has "
-            f"{task['submission_columns'][1:]} for the targets {targets}",
-            fix,
-        )
-    wanted = {"regression": ("value",), "binary": ("probability", "label")}.get(task["task_type"], ())
-    if kind not in wanted:
-        raise MoveUnavailable(
-            f"the recipe brain handles several targets of a regression task (values) or a binary one "
-            f"(multi-label: probabilities or labels per column); this is a {task['task_type']} task "
-            f"with a {kind!r} metric",
-            fix,
-        )
 
 
 def _citing(ideas: list[str], chosen: tuple, hints: Mapping[str, tuple[str, str]]) -> list[tuple[str, Any]]:
