@@ -38,12 +38,12 @@ import pandas as pd
 
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.render import render_script
-from mlguild.firewall.workspace import read_csv_exact
 from mlguild.sandbox import backbones
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 from mlguild.task.profile import profile_workspace
+from mlguild.util.exact_csv import read_csv_exact
 
 
 def workspace(example: Path, dest: Path) -> tuple[dict, dict, pd.DataFrame]:

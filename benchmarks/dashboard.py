@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from mlguild.core.graph import Node
-from mlguild.run.journal import Journal
-from mlguild.run.records import Outcome, record_finished, record_started
+from mlguild.rundir.journal import Journal
+from mlguild.rundir.records import Outcome, record_finished, record_started
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

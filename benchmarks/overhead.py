@@ -25,8 +25,8 @@ import pandas as pd
 
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.scoring.scorer import Scorer
 from mlguild.search import get_policy

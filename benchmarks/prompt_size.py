@@ -22,8 +22,8 @@ from mlguild.brains.llm.brain import LLMBrain
 from mlguild.brains.scripted import PRIOR_SCRIPT
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example

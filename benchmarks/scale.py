@@ -10,7 +10,7 @@ column sweep repeats its measurements, renamed, to 10, 1,000 and 50,000 columns 
 costs measured are the harness's, never a model's:
 
 - init: reading the CSV into a task folder (target, metric, time order and text columns inferred);
-- firewall, verifier, profile: the three parts of creating a run (``run/folder``);
+- firewall, verifier, profile: the three parts of creating a run (``rundir/folder``);
 - score: scoring one holdout submission on the sealed labels (``scoring/scorer``);
 - pools, memory: what a finished node adds to the run's pools and to the memory (per node);
 - draft: the first draft's context and the recipe brain writing it (the draft's script is
@@ -39,10 +39,10 @@ from mlguild import memory as memory_module
 from mlguild import pools as pools_module
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.config import load_config
-from mlguild.run import folder as folder_module
 from mlguild.run.context import ContextBuilder
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir import folder as folder_module
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.scoring.held_rows import HeldRows
 from mlguild.scoring.scorer import Scorer

@@ -94,8 +94,8 @@ from mlguild.memory.embed import QueryVectors, load_embedder
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import measure_transfer, transfer_by_type
 from mlguild.metrics import get_metric
-from mlguild.run.folder import open_run, scorers_for
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import open_run, scorers_for
+from mlguild.rundir.replay import replay
 from mlguild.search import MCGSPolicy, Node, SearchGraph
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.task.folder import load_task

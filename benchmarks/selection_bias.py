@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from mlguild.config import load_config
-from mlguild.run import Finished, start
-from mlguild.run.journal import read_journal
+from mlguild.launch import Finished, start
+from mlguild.rundir.journal import read_journal
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task

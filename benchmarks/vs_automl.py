@@ -74,10 +74,10 @@ from pathlib import Path
 
 from mlguild.config import parse_duration
 from mlguild.core.errors import SubmissionError
-from mlguild.firewall.workspace import read_csv_exact
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import EXAMPLES, build_example
 from mlguild.task.folder import Task, load_task
+from mlguild.util.exact_csv import read_csv_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_DIR = ROOT / "benchmarks" / "peers"

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from mlguild.config import load_config, parse_duration
-from mlguild.run.folder import create_run
+from mlguild.rundir.folder import create_run
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 

@@ -21,9 +21,9 @@ from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.core.protocols import Action, Context, HistoryItem, Proposal
 from mlguild.metrics import get_metric
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import backbones, get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example

@@ -8,7 +8,7 @@
     result = mlguild.open("runs/price-20261202-101500-ab12")   # a run made earlier, or by the CLI
 
 ``fit`` builds a task from the frame (as ``mlguild init csv:`` does), then calls the same
-library entry as ``mlguild run`` (``mlguild.run.start``), so a run made here is a run like
+library entry as ``mlguild run`` (``mlguild.launch.start``), so a run made here is a run like
 any other: ``mlguild status``, ``serve`` and ``resume`` work on it.
 """
 
@@ -51,7 +51,7 @@ def fit(
     ``settings``: configuration values, as ``--set`` takes them (``{"search.workers": 2}``).
     Raises what ``mlguild run`` reports as an error (an ``MlguildError``, with a ``fix``)."""
     from .config import load_config, mlguild_home, parse_duration
-    from .run.entry import Finished, start
+    from .launch.entry import Finished, start
     from .sources.csv_source import build_from_csv
     from .sources.resolve import task_name
     from .task.folder import load_task
@@ -246,9 +246,9 @@ def _oof_score(view: RunView, node: Node) -> float | None:
     """The node's out-of-fold predictions scored on the training labels (which the
     workspace holds; the holdout's stay sealed). None without them, or when they cannot be scored."""
     from .core.errors import SubmissionError
-    from .firewall.workspace import read_csv_exact
     from .scoring.scorer import Scorer
     from .task.spec import TaskSpec
+    from .util.exact_csv import read_csv_exact
 
     oof = view.path / "nodes" / node.id / "output" / "oof.csv"
     spec = TaskSpec.model_validate(view.spec)

@@ -95,7 +95,7 @@ def test_the_fix_loop_stops_at_its_step_bound(tmp_path):
 
 
 def test_a_resume_after_a_fix_runs_the_fixed_script(tmp_path):
-    from mlguild.run.replay import replay
+    from mlguild.rundir.replay import replay
 
     agent, run, llm = _cycle_agent(tmp_path, [], **{"budget.iterations": 1})
     idea = agent.session.pools.ideas.all()[0]

@@ -14,9 +14,9 @@ from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.llm.report import parse_report
 from mlguild.llm.scripted import ScriptedLLM
 from mlguild.pools.ideas import REPORT
-from mlguild.run.folder import open_run
 from mlguild.run.loop import Agent
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import open_run
+from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.util.fs import sha256_text

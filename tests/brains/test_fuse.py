@@ -19,8 +19,8 @@ from mlguild.brains.recipes.fuse import render_fuse
 from mlguild.config import SearchConfig, load_config
 from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.protocols import Action
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.search.blend import blend_members

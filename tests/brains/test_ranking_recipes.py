@@ -21,9 +21,9 @@ from mlguild.core.protocols import Action, Context, HistoryItem
 from mlguild.final.stage import finish
 from mlguild.firewall.guard import check_code
 from mlguild.metrics import Score
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.csv_source import build_from_csv

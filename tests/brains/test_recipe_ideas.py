@@ -16,8 +16,8 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Action, ParentView
 from mlguild.memory import MovePrior
 from mlguild.pools import fill_run_ideas
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

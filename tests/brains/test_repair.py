@@ -18,8 +18,8 @@ from mlguild.coder.diagnose import diagnose
 from mlguild.config import load_config
 from mlguild.core.errors import BrainBroken
 from mlguild.core.protocols import LAST_RESORT, Action, Context, Proposal
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -10,7 +10,7 @@ from mlguild.brains.llm.review import parse_review
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
 from mlguild.llm.base import Completion
-from mlguild.run.journal import read_journal
+from mlguild.rundir.journal import read_journal
 
 # A script whose validation is leaky: a feature made from the target.
 LEAKY = GOOD.replace(

@@ -1,6 +1,7 @@
-"""The trunk's shape, checked from the source: no import circles (type-only and
-function-level imports included), capabilities declared rather than probed, one vocabulary,
-and one place where a node's script is journaled and run."""
+"""The trunk's shape, checked from the source: no import circles among modules nor loops
+among folders (type-only and function-level imports included), the folders in
+ARCHITECTURE.md's bottom-up order, capabilities declared rather than probed, one
+vocabulary, and one place where a node's script is journaled and run."""
 
 from __future__ import annotations
 
@@ -44,8 +45,27 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
 
 
 def import_circles(modules: dict[str, Path]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    """The strongly connected components of more than one module."""
+    return _circles({name: _imports(name, path, modules) for name, path in modules.items()})
+
+
+def _folder(module: str) -> str:
+    """The top-level folder (or top-level module) of ``mlguild.a.b``: ``a``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def folder_imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which folders each folder of the package imports (its own left out)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        mine = _folder(name)
+        graph.setdefault(mine, set()).update(_folder(t) for t in _imports(name, path, modules) if _folder(t) != mine)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one vertex (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -83,18 +103,59 @@ def test_the_package_has_no_import_circles():
     assert import_circles(_modules()) == []
 
 
-def test_the_circle_check_finds_a_type_only_circle(tmp_path, monkeypatch):
-    # The check itself must catch what it is for: two modules importing each other, one of
-    # them only for a type annotation.
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from .b import B\n")
-    (pkg / "b.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\nclass B: ...\n"
+def test_no_folder_imports_a_folder_that_imports_it_back():
+    assert _circles(folder_imports(_modules())) == []
+
+
+def test_core_imports_nothing_of_mlguild_outside_core():
+    graph = folder_imports(_modules())
+    assert graph["core"] == set()
+
+
+def _architecture_order() -> list[str]:
+    """The folders of ARCHITECTURE.md's "Folders, bottom up" table, in its order."""
+    text = (PACKAGE.parents[1] / "ARCHITECTURE.md").read_text()
+    table = text.split("## Folders, bottom up", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)/` \|", table, re.M)
+
+
+def test_architecture_lists_the_folders_bottom_up():
+    # A folder may import only the folders above it in the table: the table is then a
+    # true order, and a new folder or a new upward import shows here first.
+    order = _architecture_order()
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert sorted(folders - set(order)) == [], "folders missing from ARCHITECTURE.md's table"
+    place = {name: i for i, name in enumerate(order)}
+    upward = sorted(
+        f"{a} imports {b}"
+        for a, targets in folder_imports(_modules()).items()
+        if a in place
+        for b in targets
+        if b in place and place[b] > place[a]
     )
-    modules = {"pkg": pkg / "__init__.py", "pkg.a": pkg / "a.py", "pkg.b": pkg / "b.py"}
-    assert import_circles(modules) == [["pkg.a", "pkg.b"]]
+    assert upward == []
+
+
+def test_the_folder_check_finds_a_loop_through_a_function_level_import(tmp_path):
+    # Two folders whose modules import each other, one only inside a function: no module
+    # circle (x imports y, y imports nothing of x's module), and yet a folder loop.
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a/__init__.py": "",
+        "pkg/a/x.py": "def f():\n    from ..b.y import g\n",
+        "pkg/a/z.py": "",
+        "pkg/b/__init__.py": "",
+        "pkg/b/y.py": "from ..a.z import *\ndef g(): ...\n",
+    }
+    modules = {}
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        parts = Path(rel).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    assert import_circles(modules) == []
+    assert _circles(folder_imports(modules)) == [["a", "b"]]
 
 
 def _source_lines() -> list[tuple[str, int, str]]:

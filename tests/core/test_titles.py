@@ -7,9 +7,9 @@ from conftest import scripted_agent
 from mlguild.core.graph import Node
 from mlguild.core.titles import LIMIT, title_of
 from mlguild.metrics import get_metric
-from mlguild.run.journal import Journal, read_journal
-from mlguild.run.records import record_started
-from mlguild.run.replay import replay
+from mlguild.rundir.journal import Journal, read_journal
+from mlguild.rundir.records import record_started
+from mlguild.rundir.replay import replay
 
 
 def test_a_plan_gives_its_title_line_else_its_heading_else_its_first_line():

@@ -16,16 +16,17 @@ from mlguild.core.protocols import Proposal
 from mlguild.final.stage import final_base, finish
 from mlguild.firewall.confirm import CONFIRM_ANSWERS, held_answers
 from mlguild.firewall.verifier import verify_workspace
-from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace, read_csv_exact
-from mlguild.run import Finished, resume, start
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
+from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace
+from mlguild.launch import Finished, resume, start
 from mlguild.run.loop import Agent
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
+from mlguild.util.exact_csv import read_csv_exact
 
 # A logistic curve on x0 with seeded noise: every seed a different, honest score. It writes
 # a prediction for every row of the holdout inputs file, as the script contract says, and

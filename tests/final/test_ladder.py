@@ -14,9 +14,9 @@ from mlguild.core.errors import MoveUnavailable
 from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.vocabulary import Op, Status
 from mlguild.final.ladder import ladder, ladder_lines
-from mlguild.run import start
-from mlguild.run.journal import read_journal
+from mlguild.launch import start
 from mlguild.run.references import reference_proposal
+from mlguild.rundir.journal import read_journal
 
 
 def _node(node_id: str, score: float | None, **meta) -> Node:

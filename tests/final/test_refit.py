@@ -18,11 +18,11 @@ from mlguild.core.protocols import Action, Proposal
 from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage
 from mlguild.firewall.guard import check_code
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
 from mlguild.run.refit import agreement, full_data_dir, refit_reserve, refit_seconds
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -12,8 +12,8 @@ import pytest
 from conftest import mlguild
 
 from mlguild.metrics import Score
-from mlguild.run.journal import read_journal
 from mlguild.run.refit import agreement
+from mlguild.rundir.journal import read_journal
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task

@@ -10,8 +10,9 @@ from mlguild.config import FirewallConfig
 from mlguild.core.errors import FirewallError, TaskError
 from mlguild.firewall.confirm import held_answers
 from mlguild.firewall.verifier import verify_workspace
-from mlguild.firewall.workspace import HOLDOUT_INPUTS, Workspace, build_workspace, read_csv_exact, split_holdout
+from mlguild.firewall.workspace import HOLDOUT_INPUTS, Workspace, build_workspace, split_holdout
 from mlguild.task.folder import load_task
+from mlguild.util.exact_csv import read_csv_exact
 
 # An independent search, written without the verifier's code: for every CSV in the workspace
 # and every column under any name, do that column's values reproduce the sealed labels on the
@@ -175,7 +176,7 @@ def test_workspace_is_not_built_twice(small_task, tmp_path):
 )
 def test_labels_and_answers_are_checked_before_any_work(tmp_path, breakage, message):
     from mlguild.config import load_config
-    from mlguild.run.folder import create_run
+    from mlguild.rundir.folder import create_run
 
     root = make_task(tmp_path / "t")
     breakage(root)
@@ -203,7 +204,7 @@ def test_repeated_ids_are_split_by_whole_groups(tmp_path):
     import yaml
 
     from mlguild.config import load_config
-    from mlguild.run.folder import create_run
+    from mlguild.rundir.folder import create_run
 
     rng = np.random.default_rng(0)
     users = np.repeat([f"u{i:03d}" for i in range(120)], 8)

@@ -17,8 +17,8 @@ from mlguild.core.errors import TaskError
 from mlguild.firewall.time_split import time_holdout
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, build_workspace
-from mlguild.run.entry import start
-from mlguild.run.journal import read_journal
+from mlguild.launch.entry import start
+from mlguild.rundir.journal import read_journal
 from mlguild.task.brief import read_brief
 from mlguild.task.folder import load_task
 

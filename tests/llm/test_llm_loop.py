@@ -11,9 +11,9 @@ from conftest import make_task
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.config import load_config
 from mlguild.llm import Ledger, Router, make_llm
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -18,7 +18,7 @@ from mlguild.llm import (
     make_llm,
 )
 from mlguild.llm.router import build_router
-from mlguild.run.journal import Journal, read_journal
+from mlguild.rundir.journal import Journal, read_journal
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
 from .servers import auth_error, quota, rate_limited, reply, server_error

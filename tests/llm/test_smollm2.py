@@ -26,9 +26,9 @@ from mlguild.brains.llm.brain import LLMBrainOptions
 from mlguild.config import load_config
 from mlguild.core.vocabulary import FAILURES, Status
 from mlguild.llm.router import build_router
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

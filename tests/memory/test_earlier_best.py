@@ -14,8 +14,8 @@ from mlguild.config import load_config, mlguild_home
 from mlguild.memory import MemoryStore, TaskTraits
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import earlier_bests
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -24,8 +24,8 @@ from mlguild.final.stage import finish
 from mlguild.llm import ScriptedLLM
 from mlguild.memory import Memory, MemoryStore, MovePrior, Retriever, TaskTraits
 from mlguild.memory.experience import Experience
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

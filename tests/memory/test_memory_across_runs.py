@@ -31,8 +31,8 @@ from mlguild.memory import MemoryStore, TaskTraits
 from mlguild.memory.experience import Experience
 from mlguild.pools import Pools, fill_run_guild
 from mlguild.pools.guild import similar_records
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -13,8 +13,8 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
 from mlguild.llm import ScriptedLLM
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

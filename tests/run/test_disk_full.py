@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import make_task, mlguild, one_line
 
-from mlguild.run.disk_full import DiskFull, resumable_when_full
-from mlguild.run.journal import Journal
+from mlguild.rundir.disk_full import DiskFull, resumable_when_full
+from mlguild.rundir.journal import Journal
 from mlguild.util.fs import atomic_write
 
 

@@ -14,9 +14,9 @@ from mlguild.config import load_config
 from mlguild.final.grade import grade_once
 from mlguild.final.stage import finish
 from mlguild.metrics import Score
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -1,12 +1,12 @@
-"""The library entry (mlguild.run.start / resume), driven as docs/guides/export.md shows it."""
+"""The library entry (mlguild.launch.start / resume), driven as docs/guides/export.md shows it."""
 
 from __future__ import annotations
 
 from conftest import make_task
 
 from mlguild.config import load_config
-from mlguild.run import Finished, resume, start
-from mlguild.run.folder import RunDir
+from mlguild.launch import Finished, resume, start
+from mlguild.rundir.folder import RunDir
 
 
 def test_start_runs_a_task_to_its_final_choice_and_resume_continues_it(tmp_path):

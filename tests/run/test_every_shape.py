@@ -20,7 +20,7 @@ import pytest
 from conftest import mlguild
 
 from mlguild.core.vocabulary import Op, Status
-from mlguild.run.journal import read_journal
+from mlguild.rundir.journal import read_journal
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task

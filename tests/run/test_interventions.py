@@ -7,12 +7,12 @@ from conftest import make_task
 
 from mlguild.config import load_config
 from mlguild.core.protocols import Action, Context, Proposal
+from mlguild.launch import resume, start
 from mlguild.metrics import get_metric
-from mlguild.run import resume, start
-from mlguild.run.folder import RunDir
-from mlguild.run.interventions import autonomy
-from mlguild.run.journal import read_journal
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import RunDir
+from mlguild.rundir.interventions import autonomy
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 
 
 def _touches(run_path):
@@ -64,8 +64,8 @@ def test_the_harness_own_writes_and_a_plain_resume_are_not_edits(tmp_path):
 
 def test_a_ctrl_c_is_an_intervention(tmp_path):
     from mlguild.brains.scripted import ScriptedBrain
-    from mlguild.run.folder import create_run
     from mlguild.run.loop import INTERRUPTED, Agent
+    from mlguild.rundir.folder import create_run
     from mlguild.sandbox import get_sandbox
     from mlguild.search import get_policy
     from mlguild.task.folder import load_task

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from mlguild.core.errors import JournalCorrupt
-from mlguild.run.journal import Journal, read_journal
+from mlguild.rundir.journal import Journal, read_journal
 
 WRITER = """
 import sys
-from mlguild.run.journal import Journal
+from mlguild.rundir.journal import Journal
 j = Journal(sys.argv[1])
 start = int(sys.argv[2])
 for i in range(start, start + 100000):

@@ -10,8 +10,8 @@ from conftest import BAD_HEADER, CHEAT, CRASH, GOOD, HANG, NO_OUTPUT, SYNTAX, ki
 from conftest import scripted_agent as _agent
 
 from mlguild.final.grade import grade_once
-from mlguild.run.journal import read_journal
-from mlguild.run.replay import replay
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 
 
 def test_loop_scores_failures_and_best(small_task, tmp_path):
@@ -106,7 +106,7 @@ RUNNER = r"""
 import sys
 from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
-from mlguild.run.folder import create_run, open_run
+from mlguild.rundir.folder import create_run, open_run
 from mlguild.config import load_config
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
@@ -148,7 +148,7 @@ from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.core.protocols import Proposal
-from mlguild.run.folder import create_run, open_run
+from mlguild.rundir.folder import create_run, open_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -18,10 +18,10 @@ from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.protocols import Action, Context, Proposal
 from mlguild.core.vocabulary import Op
 from mlguild.final.stage import finish
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent, instead_of
-from mlguild.run.replay import replay
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

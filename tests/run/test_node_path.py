@@ -17,9 +17,9 @@ from mlguild.core.protocols import Action, Context, FixRequest, Proposal
 from mlguild.core.vocabulary import Op, Status
 from mlguild.final.stage import finish
 from mlguild.run.budget import Stop
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task

@@ -8,8 +8,8 @@ from conftest import CRASH, GOOD, scripted_agent
 
 from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
-from mlguild.run.results import COLUMNS, RESULTS
 from mlguild.run.session import Session
+from mlguild.rundir.results import COLUMNS, RESULTS
 
 
 def _rows(run_path):

@@ -10,9 +10,9 @@ from mlguild.brains import get_brain
 from mlguild.config import load_config
 from mlguild.final.stage import finish
 from mlguild.metrics import Score
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example

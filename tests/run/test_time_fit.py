@@ -14,8 +14,8 @@ from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.protocols import Action, Proposal
 from mlguild.core.vocabulary import Op, Status
 from mlguild.run.budget import affordable
-from mlguild.run.folder import create_run
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.task.folder import load_task
 

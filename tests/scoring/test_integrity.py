@@ -9,8 +9,8 @@ from conftest import scripted_agent as _agent
 
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.final.grade import audit_path, grade_once
-from mlguild.run.journal import read_journal
-from mlguild.run.replay import replay
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 
 PERFECT = GOOD.replace('1 / (1 + (-3 * frame["x0"]).map(__import__("math").exp))', '(frame["x0"] > 0).astype(int)')
 

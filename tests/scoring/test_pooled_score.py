@@ -17,9 +17,9 @@ from mlguild.core.vocabulary import Op
 from mlguild.final.stage import finish
 from mlguild.memory.experience import TaskTraits, experience_of
 from mlguild.run.context import leaders, outcome_line, why_chosen
-from mlguild.run.folder import create_run
-from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
+from mlguild.rundir.folder import create_run
+from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.sources.examples import build_example

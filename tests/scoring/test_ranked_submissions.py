@@ -12,11 +12,12 @@ import pytest
 from mlguild.config import FirewallConfig
 from mlguild.core.errors import SubmissionError
 from mlguild.firewall.confirm import confirm_ids, held_answers, split_predictions
-from mlguild.firewall.workspace import build_workspace, read_csv_exact
+from mlguild.firewall.workspace import build_workspace
 from mlguild.scoring.floors import write_prior_submission
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import TaskSpec, load_task
+from mlguild.util.exact_csv import read_csv_exact
 
 LISTS = TaskSpec(
     name="baskets", task_type="ranking", metric="map_at_k", metric_params={"k": 3}, id_column="query",

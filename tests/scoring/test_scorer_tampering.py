@@ -50,7 +50,7 @@ from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.core.protocols import Proposal
-from mlguild.run.folder import create_run
+from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.core.graph import Node

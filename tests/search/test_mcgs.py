@@ -13,8 +13,8 @@ import pytest
 from conftest import kill_after_finished
 
 from mlguild.config import BudgetConfig, MCGSConfig, SearchConfig, load_config
-from mlguild.run.journal import read_journal
-from mlguild.run.replay import replay
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import replay
 from mlguild.search import MCGSPolicy, Node, SearchGraph, get_policy
 from mlguild.search.tree_stats import ROOT
 
@@ -213,7 +213,7 @@ RUNNER = r"""
 import sys
 from mlguild.run.loop import Agent
 from mlguild.brains.scripted import ScriptedBrain
-from mlguild.run.folder import create_run, open_run
+from mlguild.rundir.folder import create_run, open_run
 from mlguild.config import load_config
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy

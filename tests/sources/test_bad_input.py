@@ -21,7 +21,7 @@ from mlguild.config import load_config
 from mlguild.core.errors import FirewallError, RunError, TaskError
 from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import build_workspace
-from mlguild.run.folder import create_run, new_run_id
+from mlguild.rundir.folder import create_run, new_run_id
 from mlguild.task.folder import Task, load_task
 
 

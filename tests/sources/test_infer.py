@@ -148,7 +148,7 @@ def test_unknown_keys_in_task_yaml_name_the_known_ones(tmp_path):
 
 def test_a_runs_folder_inside_the_data_is_refused(tmp_path):
     from mlguild.config import load_config
-    from mlguild.run.folder import create_run
+    from mlguild.rundir.folder import create_run
 
     task = load_task(make_task(tmp_path / "t"))
     with pytest.raises(RunError, match="inside the task's data folder"):

@@ -9,7 +9,7 @@ import yaml
 
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
-from mlguild.run.folder import create_run
+from mlguild.rundir.folder import create_run
 from mlguild.task.brief import ensure_brief
 from mlguild.task.folder import load_task
 

@@ -15,8 +15,8 @@ import urllib.request
 
 from mlguild.core.graph import Node
 from mlguild.llm.ledger import Ledger
-from mlguild.run.journal import Journal, read_journal
-from mlguild.run.records import Outcome, record_finished, record_started
+from mlguild.rundir.journal import Journal, read_journal
+from mlguild.rundir.records import Outcome, record_finished, record_started
 
 from .conftest import free_port, screenshot
 

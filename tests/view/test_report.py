@@ -11,8 +11,8 @@ import sys
 
 from mlguild.core.graph import Node
 from mlguild.core.score import format_score
-from mlguild.run.journal import Journal, read_journal
-from mlguild.run.records import Outcome, record_finished, record_started
+from mlguild.rundir.journal import Journal, read_journal
+from mlguild.rundir.records import Outcome, record_finished, record_started
 from mlguild.scoring.floors import floors
 from mlguild.view.report import write_report
 

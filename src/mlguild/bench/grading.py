@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 from ..core.errors import SubmissionError, TaskError
-from ..firewall.workspace import read_csv_exact
 from ..metrics import get_metric
 from ..scoring.scorer import Scorer
 from ..task.folder import Task, load_task
+from ..util.exact_csv import read_csv_exact
 from .medals import Leaderboard, medal_report
 
 LEADERBOARD = "leaderboard.csv"

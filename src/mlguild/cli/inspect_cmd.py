@@ -16,10 +16,10 @@ from ..final.confirm import confirmation_line
 from ..final.ladder import ladder_lines
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
-from ..run.folder import check_run_dir
-from ..run.journal import read_journal
 from ..run.node_report import review_lines
-from ..run.replay import replay
+from ..rundir.folder import check_run_dir
+from ..rundir.journal import read_journal
+from ..rundir.replay import replay
 from ..task.folder import TaskSpec
 from ..view.status import autonomy_line, resources_line, run_standing, status_document
 from .common import (

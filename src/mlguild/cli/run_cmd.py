@@ -10,8 +10,8 @@ import typer
 from ..config import MIN_RUN_S, load_config, parse_duration
 from ..core.errors import ConfigError
 from ..core.score import format_score
-from ..run.entry import Finished, start
-from ..run.entry import resume as resume_run
+from ..launch.entry import Finished, start
+from ..launch.entry import resume as resume_run
 from .common import console, default_runs_dir, plain, print_wrapped, resolve_run, user_errors
 from .progress import Progress
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ..core.errors import MlguildError
-from ..run.folder import check_run_dir
+from ..rundir.folder import check_run_dir
 from .common import console, default_runs_dir, plain, resolve_run, user_errors
 
 WEB_FIX = "install the dashboard's extra: pip install -e '.[web]' (or pip install 'mlguild[web]')"

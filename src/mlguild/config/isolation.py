@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..sandbox.base import (
+from ..core.execution import (
     DEFAULT_DISK_MB,
     DEFAULT_FSIZE_MB,
     DEFAULT_MAX_FILES,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..metrics import Direction, Score
+from .score import Direction, Score
 from .vocabulary import FAILURES, Op, Status
 
 

@@ -18,10 +18,10 @@ from .vocabulary import Op
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..memory import EarlierBest, MovePrior, Recall
-    from ..metrics import Score
-    from ..sandbox.base import ExecResult, Limits
+    from .execution import ExecResult, Limits
     from .graph import SearchGraph
+    from .recall import EarlierBest, MovePrior, Recall
+    from .score import Score
 
 # A proposal whose meta has this key set is its brain's safest pipeline: the loop stops a
 # run whose nodes all fail the same way only once such a proposal has failed that way too.

@@ -24,12 +24,12 @@ import pandas as pd
 
 from ..config import load_config
 from ..core.errors import RunError, SubmissionError, TaskError
-from ..firewall.workspace import read_csv_exact
 from ..run.executor import PARENT_OUTPUTS
 from ..sandbox import backbones, devices, get_sandbox
 from ..sandbox.local import safe_env
 from ..scoring.scorer import Scorer
 from ..task.spec import TaskSpec
+from ..util.exact_csv import read_csv_exact
 from ..util.fs import atomic_write, read_no_follow
 from .bundle import EXPORT_FILE, export_run
 

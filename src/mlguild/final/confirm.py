@@ -88,7 +88,7 @@ def confirm_after_search(session: Session) -> dict | None:
         "seconds": round(time.monotonic() - started, 3),  # what the audit cost
     }
     session.run.journal.append("confirmation_scored", **record)
-    state.confirmation = {**record, "scores": {**done, **new}}  # as mlguild.run.replay rebuilds it
+    state.confirmation = {**record, "scores": {**done, **new}}  # as mlguild.rundir.replay rebuilds it
     audit_path(session).parent.mkdir(exist_ok=True)
     atomic_write(audit_path(session), json.dumps(state.confirmation, indent=2))
     return state.confirmation

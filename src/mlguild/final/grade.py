@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from ..core.errors import SubmissionError
-from ..run.folder import RunDir
-from ..run.replay import RunState
+from ..rundir.folder import RunDir
+from ..rundir.replay import RunState
 from ..scoring.scorer import Scorer
 from ..util.fs import atomic_write, sha256_file
 

@@ -1,7 +1,7 @@
 """The final stage: choosing the submission a run ends with, then grading it once.
 
 When the search ends by its budget, ``finish`` (the one call that finishes a run, for the
-library entry ``mlguild.run.start`` and for any code that drives a session itself):
+library entry ``mlguild.launch.start`` and for any code that drives a session itself):
 
 1. picks the base node (``final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
@@ -33,9 +33,7 @@ from ..core.graph import Node, SearchGraph
 from ..core.protocols import Proposal
 from ..core.score import Score
 from ..core.vocabulary import Op, Status
-from ..firewall.workspace import read_csv_exact
 from ..run.budget import Stop
-from ..run.folder import RunDir
 from ..run.node import finish_node, run_node
 from ..run.refit import (
     agreement,
@@ -48,8 +46,10 @@ from ..run.refit import (
     refit_seconds,
 )
 from ..run.session import Session
+from ..rundir.folder import RunDir
 from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
+from ..util.exact_csv import read_csv_exact
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
 from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..config import FirewallConfig
 from ..task.spec import HOLDOUT_INPUTS
+from ..util.exact_csv import read_csv_exact
 from .draws import split_holdout
 from .time_split import time_holdout
 
@@ -126,9 +127,6 @@ def confirm_ids(data_dir: Path, sealed_dir: Path, id_column: str) -> set[str] | 
 def held_answers(data_dir: Path, holdout_answers: Path, id_column: str) -> pd.DataFrame:
     """The sealed answers of every row of the holdout inputs file, in its order: the holdout
     answers, with the confirmation answers put back in the places their rows hold."""
-
-    def read_csv_exact(path: Path) -> pd.DataFrame:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
 
     answers = read_csv_exact(holdout_answers)
     confirm_path = holdout_answers.parent / CONFIRM_ANSWERS

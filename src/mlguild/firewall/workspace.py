@@ -22,9 +22,9 @@ import pandas as pd
 
 from ..config import FirewallConfig
 from ..core.errors import FirewallError, TaskError
-from ..scoring.submission import KNOWN_LABELS
 from ..task.folder import Task
-from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, RESERVED_NAMES, plain_relative_name
+from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, KNOWN_LABELS, RESERVED_NAMES, plain_relative_name
+from ..util.exact_csv import read_csv_exact
 from ..util.fs import sha256_file
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
 from .copies import copied_columns
@@ -33,16 +33,6 @@ from .time_split import random_holdout_warning, task_times, time_holdout, time_s
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
 TEST_ANSWERS = "test_answers.csv"
-
-
-def read_csv_exact(path: Path, sep: str = ",") -> pd.DataFrame:
-    """Read a CSV keeping every value as the exact string written ("001" stays "001", "NA" stays "NA")."""
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False, sep=sep)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise TaskError(
-            f"cannot read {path} as CSV: {exc}", f"check {path}: one header row, the same number of fields in every row"
-        ) from exc
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import KaggleError, MlguildError
-from ..run.folder import RunDir
+from ..rundir.folder import RunDir
 from ..util.fs import sha256_file
 from .api import KaggleClient, competition_slug
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..coder.diagnose import diagnose
 from ..config import MemoryConfig
 from ..core.graph import Node, SearchGraph
+from ..core.recall import Recall
 from ..core.vocabulary import Op
 from .embed import Embedder, QueryVectors, load_embedder
 from .experience import FAILED, FIRST, GAIN, NO_GAIN, Experience, ScoreSpread, TaskTraits, experience_of
@@ -35,22 +36,6 @@ from .retrieve import Retriever
 from .store import MemoryStore, StoredRepair
 
 _PRIOR_RECORDS = 5000  # the newest records of tasks of this type the priors are built from
-
-
-@dataclass(frozen=True)
-class Recall:
-    """What a brain is shown before one proposal, each record as one bounded line."""
-
-    this_run: tuple[str, ...] = ()
-    other_tasks: tuple[str, ...] = ()
-    transfer: str = ""  # how far another task's records count here, one sentence ("" when none is shown)
-
-    def lines(self) -> list[str]:
-        """Every record shown, this run's first (what the journal keeps of a recall)."""
-        return [*self.this_run, *self.other_tasks]
-
-    def __bool__(self) -> bool:
-        return bool(self.this_run or self.other_tasks)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
+from ..core.recall import EarlierBest, MovePrior
 from ..core.vocabulary import Op
 from ..metrics import get_metric
 from .experience import CUT_SHORT, FAILED, Experience, TaskTraits
@@ -40,18 +41,6 @@ _MIN_TRANSFER_PAIRS = 10
 DEFAULT_GAIN_TRUST = 0.0
 DEFAULT_COST_TRUST = 0.5
 DEFAULT_FAMILY_TRUST = 0.0
-
-
-@dataclass(frozen=True)
-class MovePrior:
-    """What a recipe move (or family) did on similar tasks: how many observations its gain
-    counts as (similarity- and transfer-weighted), the mean gain in score spreads, the mean
-    log run-time ratio and how many observations that counts as."""
-
-    weight: float
-    gain: float
-    log_cost: float
-    cost_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -255,20 +244,6 @@ def _weighted(rows: list[tuple[float, float, float | None, float]]) -> MovePrior
         log_cost=sum(wc * c for wc, c in costs) / cost_weight if cost_weight else 0.0,
         cost_weight=round(cost_weight, 6),
     )
-
-
-@dataclass(frozen=True)
-class EarlierBest:
-    """A recipe configuration that made (or, as a blend's member, helped make) the best node
-    of an earlier run on this very task: the settings to make it again, where it came from
-    (``run``/``node``, the best node ``best`` and its holdout ``score``) and its run time."""
-
-    config: dict
-    run: str
-    node: str
-    best: str
-    score: float
-    exec_s: float | None
 
 
 def earlier_bests(records: list[Experience], task: str, traits: TaskTraits, runs: int = 3) -> list[EarlierBest]:

@@ -20,8 +20,8 @@ from ..core.protocols import WrittenReport
 from ..llm.base import LLM, Message
 from ..memory import TaskTraits
 from ..prompts import render
-from ..run.disk_full import full_disk_detail
-from ..run.folder import RunDir
+from ..rundir.disk_full import full_disk_detail
+from ..rundir.folder import RunDir
 from ..task.knowledge import Item, list_items
 from ..util.fs import read_text_no_follow
 from .extract import MAX_IDEAS_PER_ITEM, fill_from_corpus, item_excerpt, parse_ideas, rule_ideas
@@ -49,7 +49,7 @@ class Pools:
         try:
             store = PoolStore.of_run(run_dir)
         except sqlite3.DatabaseError as exc:  # a damaged file: everything in it can be rebuilt
-            if full_disk_detail(exc) is not None:  # not damaged: the disk is full (run/disk_full says so)
+            if full_disk_detail(exc) is not None:  # not damaged: the disk is full (rundir/disk_full says so)
                 raise
             raise RunError(
                 f"the run's pools file {run_dir / FILE} cannot be read ({exc})",

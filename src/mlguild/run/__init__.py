@@ -1,20 +1,8 @@
-"""A run, from its folder to its last node: the run folder and its journal, the replayed state,
-the session that holds a run's services, the loop and the one function that runs a node.
+"""A run's search: the session that holds a run's services, the budget, the context of a
+node, the loop and the one function that runs a node (``node``), the workers, refits and
+the baseline ladder's reference models.
 
-``mlguild.run.start`` and ``mlguild.run.resume`` (``mlguild.run.entry``) are the library's
-entry point; they load lazily, so that importing a part of a run does not import them all.
+The run folder and its journal are ``mlguild.rundir`` (a layer below, which everything may
+read); the library's entry point, ``mlguild.launch.start`` and ``resume``, is the layer
+above that wires a run together.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-_ENTRY = ("start", "resume", "Finished")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ENTRY:
-        from . import entry
-
-        return getattr(entry, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,10 +19,10 @@ from ..core.errors import BudgetExhausted
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action
 from ..core.vocabulary import FailureKind, Op
-from .folder import RunDir
-from .records import Outcome
+from ..rundir.folder import RunDir
+from ..rundir.records import Outcome
+from ..rundir.replay import RunState
 from .refit import in_flight_reserve, own_refit_limit, refit_reserve
-from .replay import RunState
 
 MIN_SCRIPT_S = 5.0  # below this much time left, a script (a node, a fix step) cannot do useful work
 

@@ -19,12 +19,12 @@ from ..memory import Memory, Recall, repaired_recipe
 from ..metrics import get_metric
 from ..pools import Pools
 from ..pools.ideas import idea_ids, in_flight, key_words
+from ..rundir.folder import RunDir
 from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
 from .budget import full_limit_s
 from .executor import OUTPUT_TAIL
-from .folder import RunDir
 
 _TRIED_SHOWN = 8  # children of a parent a prompt lists
 _LEADERS_SHOWN = 5  # branches a prompt lists the best node of

@@ -17,7 +17,7 @@ import threading
 from ..core.graph import Node
 from ..core.protocols import Reporter, ReportRequest
 from ..pools.reports import is_reported, report_of
-from .records import Outcome, apply_outcome
+from ..rundir.records import Outcome, apply_outcome
 from .session import Session
 
 

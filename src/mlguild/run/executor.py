@@ -22,6 +22,8 @@ from ..core.protocols import Sandbox
 from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
+from ..rundir.folder import RunDir
+from ..rundir.records import Outcome, record_finished
 from ..sandbox import ExecStatus, backbones, devices, safe_env
 from ..scoring.flags import LEAKY_CV, describe, result_flags
 from ..scoring.held_rows import HeldRows
@@ -29,9 +31,7 @@ from ..scoring.oof import OofScorer, leaky_cv, pooled
 from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
 from ..util.fs import atomic_write, read_no_follow
 from .embeddings_cache import EMBEDDINGS, EMBEDDINGS_ENV, keep_embeddings
-from .folder import RunDir
 from .node_report import result_lines
-from .records import Outcome, record_finished
 from .workers import current_worker
 
 # "cv_score: 0.84" or "validation auc = 0.84  (5 folds)": a name, then the first number.

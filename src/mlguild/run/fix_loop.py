@@ -19,11 +19,11 @@ from pathlib import Path
 from ..core.graph import Node
 from ..core.protocols import Fixer, FixRequest, Refiner
 from ..core.vocabulary import FailureKind, Status
+from ..rundir.records import Outcome, record_step
 from ..util.fs import read_text_no_follow
 from .budget import MIN_SCRIPT_S
 from .executor import OUTPUT_TAIL
 from .node import run_step
-from .records import Outcome, record_step
 from .session import Session
 from .steps import fall_back, kept_outputs, score_once
 

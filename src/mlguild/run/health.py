@@ -8,7 +8,7 @@ from ..coder.diagnose import Diagnosis, diagnose
 from ..core.errors import BrainBroken
 from ..core.protocols import LAST_RESORT, HasLastResort
 from ..core.vocabulary import NO_CODE
-from .folder import RunDir
+from ..rundir.folder import RunDir
 from .session import Session
 
 

@@ -15,17 +15,17 @@ from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reporter, Reviewer, Sandbox
 from ..core.vocabulary import FailureKind, Op
 from ..pools.ideas import idea_ids
+from ..rundir.folder import RunDir
+from ..rundir.interventions import fingerprint, interrupted
+from ..rundir.records import Outcome
 from ..search.evidence import converged
 from ..util.fs import sha256_text
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .context import offer
 from .cycle_report import ask_report
 from .fix_loop import fix_loop
-from .folder import RunDir
 from .health import check_brain_health
-from .interventions import fingerprint, interrupted
 from .node import finish_node, resume_interrupted, run_node, sync_best
-from .records import Outcome
 from .references import References
 from .session import EventHandler, Session
 from .workers import run_workers

@@ -20,12 +20,12 @@ from pathlib import Path
 from ..core.graph import Node
 from ..core.protocols import Proposal
 from ..core.vocabulary import FailureKind, Op, Status
+from ..rundir import results
+from ..rundir.interventions import mark_seen
+from ..rundir.records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
-from . import results
 from .budget import MIN_SCRIPT_S, mark_cut_short
-from .interventions import mark_seen
-from .records import Outcome, apply_outcome, record_finished, record_restarted, record_started
 from .session import Session
 from .steps import kept_step, settle_resumed
 from .workers import current_worker

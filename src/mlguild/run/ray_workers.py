@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.execution import ExecResult, ExecStatus, Limits
 from ..core.protocols import Sandbox
-from ..sandbox.base import ExecResult, ExecStatus, Limits
 
 _remote_run: Any = None  # the Ray task, made once Ray is imported
 

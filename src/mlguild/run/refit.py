@@ -26,10 +26,11 @@ import pandas as pd
 from ..core.errors import RunError
 from ..core.graph import Node, SearchGraph
 from ..firewall.confirm import held_answers
-from ..firewall.workspace import Workspace, read_csv_exact
+from ..firewall.workspace import Workspace
+from ..rundir.folder import RunDir
 from ..task.spec import HOLDOUT_FILES, TaskSpec
+from ..util.exact_csv import read_csv_exact
 from ..util.fs import read_no_follow
-from .folder import RunDir
 
 _SAFETY = 1.25  # reserve this much more than the measured run times
 _PACED = 0.5  # a script that used this share of its time budget is paced by it

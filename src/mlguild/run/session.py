@@ -23,15 +23,15 @@ from ..core.protocols import Brain, Cancellable, Concurrent, Policy, Sandbox
 from ..memory import Memory, TaskTraits
 from ..metrics import get_metric
 from ..pools import Pools, community_code
+from ..rundir import results
+from ..rundir.folder import RunDir, scorers_for
+from ..rundir.replay import RunState, replay
 from ..sandbox.runner import stop_running_scripts
 from ..scoring.scorer import fingerprint
 from ..util.fs import read_text_no_follow
-from . import results
 from .budget import BudgetClock
 from .context import ContextBuilder
 from .executor import Executor
-from .folder import RunDir, scorers_for
-from .replay import RunState, replay
 
 EventHandler = Callable[[str, dict], None]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..core.graph import Node
 from ..core.vocabulary import Status
+from ..rundir.records import Outcome, record_step
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .executor import parse_printed_score
-from .records import Outcome, record_step
 from .session import Session
 
 _LOGS = ("solution.py", "stdout.txt", "stderr.txt")

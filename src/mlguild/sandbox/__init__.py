@@ -20,7 +20,7 @@ refuse to start in a strict mode.
 from __future__ import annotations
 
 from mlguild.core.errors import ConfigError
-from mlguild.sandbox.base import ExecResult, ExecStatus, Limits
+from mlguild.core.execution import ExecResult, ExecStatus, Limits
 from mlguild.sandbox.bwrap import BwrapSandbox, probe
 from mlguild.sandbox.local import LocalSandbox, safe_env
 from mlguild.sandbox.plan import drop_target

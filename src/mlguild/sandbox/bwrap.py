@@ -63,8 +63,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mlguild.core.execution import Limits
 from mlguild.sandbox.backbones import mounts as backbone_mounts
-from mlguild.sandbox.base import Limits
 from mlguild.sandbox.namespace import Binds, gpu_devices, namespace_args, system_binds
 from mlguild.sandbox.plan import MIB, Plan, drop_target, grant_workdir, python_paths, restore_workdir, rlimits_for
 from mlguild.sandbox.runner import SupervisedSandbox

@@ -83,7 +83,7 @@ import tempfile
 from pathlib import Path
 
 from mlguild.core.errors import ConfigError
-from mlguild.sandbox.base import Limits
+from mlguild.core.execution import Limits
 from mlguild.sandbox.plan import Plan, drop_target, grant_workdir, python_paths, rlimits_for
 from mlguild.sandbox.runner import SupervisedSandbox
 

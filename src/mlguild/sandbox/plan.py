@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlguild.sandbox.base import Limits
+from mlguild.core.execution import Limits
 
 MIB = 1024 * 1024
 

@@ -24,9 +24,10 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from mlguild.core.execution import STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, ExecResult, Limits
 from mlguild.sandbox import procfs
 from mlguild.sandbox import supervisor as _sup
-from mlguild.sandbox.base import STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, ExecResult, Limits, classify
+from mlguild.sandbox.base import classify
 from mlguild.sandbox.plan import Plan, restore_workdir
 from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
 from mlguild.sandbox.sweep import kill_session, kill_tree

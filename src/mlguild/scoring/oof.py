@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..core.errors import SubmissionError
 from ..core.score import Direction
-from ..firewall.workspace import read_csv_exact
 from ..task.spec import TaskSpec
+from ..util.exact_csv import read_csv_exact
 from .scorer import Scorer
 
 

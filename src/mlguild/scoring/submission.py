@@ -35,9 +35,8 @@ import pandas as pd
 from mlguild.core.errors import SubmissionError
 from mlguild.metrics import Metric
 from mlguild.scoring.strict_csv import fail, preview, read_table, to_frame, to_objects
+from mlguild.task.spec import KNOWN_LABELS
 
-KNOWN_LABELS = "labels.json"
-"""Beside a sealed answers file: {target column: every label of the task's training rows}."""
 _ATTR = "mlguild_known_labels"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 

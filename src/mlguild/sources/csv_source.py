@@ -13,10 +13,10 @@ import pandas as pd
 
 from ..core.errors import TaskError
 from ..core.suggest import closest, did_you_mean, listing
-from ..firewall.workspace import read_csv_exact
 from ..metrics import get_metric
 from ..task.folder import TaskSpec
 from ..task.time_order import date_columns, infer_time_column
+from ..util.exact_csv import read_csv_exact
 from ..util.frames import mean_lengths
 from .columns import default_metric, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking

@@ -20,10 +20,10 @@ import yaml
 
 from ..core.errors import TaskError
 from ..core.suggest import did_you_mean, listing
-from ..firewall.workspace import read_csv_exact
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
+from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
 from .file_columns import FILE_PROBE, file_column
 from .shapes import (

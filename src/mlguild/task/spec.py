@@ -17,6 +17,8 @@ Modality = Literal["tabular", "text", "image_array", "image_files", "audio_files
 HOLDOUT_INPUTS = "holdout.csv"
 HOLDOUT_SAMPLE = "holdout_sample_submission.csv"
 HOLDOUT_FILES = "holdout_files"  # the holdout rows' input files, under neutral names
+KNOWN_LABELS = "labels.json"
+"""Beside a sealed answers file: {target column: every label of the task's training rows}."""
 RESERVED_NAMES = (HOLDOUT_INPUTS, HOLDOUT_SAMPLE, "task.json", "description.md", HOLDOUT_FILES)
 # Files of a task folder that are never data, even when the data lie beside them (data_dir: .);
 # "runs" is where `mlguild run` writes by default when started inside that folder.

@@ -27,8 +27,8 @@ from ..core.errors import RunError
 from ..core.graph import Node
 from ..core.vocabulary import Op, Status
 from ..metrics import get_metric
-from ..run.journal import read_journal
-from ..run.replay import RunState, replay
+from ..rundir.journal import read_journal
+from ..rundir.replay import RunState, replay
 from ..scoring.floors import floors
 from ..util.fs import read_text_no_follow
 

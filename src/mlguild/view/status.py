@@ -16,7 +16,7 @@ format) has these keys:
 - ``ladder``: the baseline ladder (mlguild.final.ladder): ``metric``, ``direction``, ``rungs``
   (``rung``, ``score``, ``headroom``, ``gained``, ``node``, ``what``)
 - ``autonomy``: ``interventions``, ``kinds``, ``nodes_since_last``, ``hours_since_last``,
-  ``per_hour`` (mlguild.run.interventions)
+  ``per_hour`` (mlguild.rundir.interventions)
 - ``resources``: ``iterations`` and ``iterations_cap``, ``wall_s`` and ``wall_cap_s``,
   ``tokens``, ``cost_usd`` (LLM requests; 0 without an LLM), ``cost_known``
 """
@@ -32,8 +32,8 @@ from ..core.vocabulary import Op
 from ..final.ladder import ladder
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
-from ..run.interventions import autonomy
-from ..run.replay import RunState
+from ..rundir.interventions import autonomy
+from ..rundir.replay import RunState
 from ..task.folder import TaskSpec
 
 FORMAT = 1

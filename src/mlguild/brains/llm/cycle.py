@@ -104,7 +104,7 @@ def cycle_fix(talk: Conversation, request: FixRequest) -> tuple[str, str]:
     return talk.full_script(prompt, "cycle:fix", request.node)
 
 
-# How a dry run's stand-in model (mlguild.run.entry) knows the cycle's requests that want no
+# How a dry run's stand-in model (mlguild.launch.entry) knows the cycle's requests that want no
 # script: the lines the refine and report prompts end with (prompts/cycle_refine.j2, report.j2).
 _REFINE_ASK = "reply with the single word DONE"
 _REPORT_ASK = "Write the report of one experiment"

@@ -18,8 +18,8 @@ from ..llm.base import LLM
 from ..llm.reach import unreachable_local
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
+from ..rundir.folder import RunDir
 from ..sandbox import describe_layer, get_sandbox, is_strong
-from .folder import RunDir
 
 
 def llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:

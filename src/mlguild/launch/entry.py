@@ -36,19 +36,19 @@ from ..llm.reach import local_server_warnings
 from ..llm.registry import make_llm
 from ..metrics import get_metric
 from ..pools import Pools, fill_run_guild, fill_run_ideas
+from ..run.budget import Stop, spent_budget
+from ..run.loop import Agent
+from ..run.session import EventHandler, Session
+from ..rundir.disk_full import resumable_when_full
+from ..rundir.folder import RunDir, create_run, open_run
+from ..rundir.interventions import mark_seen, on_resume
 from ..sandbox import get_sandbox
 from ..scoring.floors import check_learned, floors
 from ..search import get_policy
 from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task, test_gap
-from .budget import Stop, spent_budget
-from .disk_full import resumable_when_full
-from .folder import RunDir, create_run, open_run
-from .interventions import mark_seen, on_resume
-from .loop import Agent
 from .parts import brain_for, brain_line, llm_for, sandbox_for
-from .session import EventHandler, Session
 
 Say = Callable[[str, bool], None]  # (line, is_warning)
 Watch = Callable[[Session], AbstractContextManager[EventHandler]]
@@ -202,7 +202,7 @@ def _check_not_finished(run: RunDir, config: Config) -> SearchGraph:
     """Refuse to resume a run whose budget is spent, before its banner: say so, and how to
     give it more (a new total budget). Returns the run's graph, replayed."""
     from ..metrics import get_metric
-    from .replay import replay
+    from ..rundir.replay import replay
 
     state = replay(run.journal.records, get_metric(run.spec.metric).direction)
     spent = spent_budget(config, state)
@@ -232,7 +232,7 @@ def drive(
     name = brain_name or resolve_brain_name(cfg.brain.name, bool(cfg.llm.models) or dry_run)
     sandbox, sandbox_line, weak = sandbox_for(cfg, name)
     if cfg.search.ray:
-        from .ray_workers import RaySandbox, connect
+        from ..run.ray_workers import RaySandbox, connect
 
         sandbox_line += f"; scripts run on a {connect(cfg.search.ray)} ({cfg.search.workers} worker(s))"
         sandbox = RaySandbox(sandbox)

@@ -300,8 +300,8 @@ def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> f
     every real model must beat. Scoring it at creation also proves that the answers and the
     scorer agree, so a broken answers file is found now, not after hours of search. None when
     the metric's value is not a finite number (Score keeps no NaN or infinity)."""
-    from ..firewall.workspace import read_csv_exact
     from ..metrics import get_metric
+    from ..util.exact_csv import read_csv_exact
 
     # The template's own labels are its to predict, even a stand-in value that is no class.
     template = (
