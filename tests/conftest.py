@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import time_budget
 import yaml
 from threadpoolctl import threadpool_limits
 
@@ -29,6 +30,14 @@ from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import TaskSpec, load_task
 from mlguild.task.profile import profile_workspace
+
+
+def pytest_addoption(parser):
+    time_budget.addoption(parser)
+
+
+def pytest_configure(config):
+    time_budget.configure(config)
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,8 @@ ray = pytest.importorskip("ray")
 
 from mlguild.run.ray_workers import RaySandbox, connect  # noqa: E402  (after the skip: needs ray)
 
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance for the module, on one worker
+
 
 def test_an_unreachable_cluster_is_a_clear_error(monkeypatch):
     from mlguild.core.errors import ConfigError
