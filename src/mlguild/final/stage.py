@@ -6,7 +6,10 @@ library entry ``mlguild.run.start`` and for any code that drives a session itsel
 1. picks the base node (``final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
-   in the time the search kept back: for a blend, each weighted member, then the blend;
+   in the time the search kept back (``mlguild.run.reserve``): for a blend, each weighted
+   member, then the blend. When the base's refit, as this run measured it, cannot finish in
+   the time left, the best node whose refit can is refitted instead, and ``final.json`` says
+   which and why (``refit_fallback``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's
    (a refit cannot be scored: its holdout is training data); otherwise the base node;
 4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals
@@ -42,11 +45,11 @@ from ..run.refit import (
     best_blend,
     build_full_data,
     growth,
-    is_paced,
-    node_refit_seconds,
+    refit_budget,
     refit_chain,
     refit_seconds,
 )
+from ..run.reserve import harness_seconds, refittable
 from ..run.session import Session
 from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
@@ -82,8 +85,10 @@ def finish(session: Session, stop: Stop) -> Finish:
         if config.final.refit:
             remaining = session.clock.remaining_s()
             timeout = config.sandbox.script_timeout_s
+            if remaining is not None:  # the grade comes after the refit, and takes the harness's time per node
+                timeout = min(timeout, remaining - (harness_seconds(state.graph) if config.final.grade_test else 0.0))
             try:
-                choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
+                choice = stage.run_refit(timeout)
             except StopRun:
                 raise
             except Exception as exc:  # a shape the refit cannot handle must not cost the run its final stage
@@ -163,6 +168,7 @@ class FinalStage:
         self.run, self.state, self.scorers = session.run, session.state, session.scorers
         self.held = session.executor.held
         self.base_reason = ""
+        self.fallback: dict[str, Any] | None = None  # the base could not be refitted in time: what was instead
 
     def _best_node(self) -> Node:
         """The best node of the search (``finish`` runs the final stage only when there is one)."""
@@ -186,12 +192,22 @@ class FinalStage:
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
-            return self._choose(
-                best,
-                None,
+            short = (
                 f"not enough time left to refit {best.id} as long as the search ran it "
-                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
             )
+            other = refittable(self.run, graph, timeout_s, best)
+            if other is None:
+                return self._choose(best, None, short)
+            # A model trained on every labelled row, rather than the search's share of them.
+            other_s = refit_seconds(self.run, graph, other)
+            self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
+            self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
+            self.base_reason = (
+                f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
+            )
+            self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
+            best = other
         deadline = time.monotonic() + timeout_s
         grow = growth(self.run)
         data = build_full_data(self.run)
@@ -201,9 +217,7 @@ class FinalStage:
                 left = deadline - time.monotonic()
                 if left < _MIN_REFIT_S:
                     return self._choose(best, None, f"no time left to refit {original.id}")
-                # A paced script gets the budget it sized its work to (scaled); others all that is left.
-                budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
-                node = self._refit_node(original, refitted, data, budget)
+                node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
@@ -256,6 +270,8 @@ class FinalStage:
         return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
 
     def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
+        if refit is None and self.fallback is not None:  # the stand-in's refit failed: the base's own submission
+            best = self.state.graph[self.fallback["wanted"]]
         chosen = refit or best
         source = self.run.node_dir(chosen.id) / "output" / "submission.csv"
         out = final_dir(self.run)
@@ -270,6 +286,7 @@ class FinalStage:
             "refit": refit is not None,
             "reason": reason,
             "agreement": None if agreement_score is None else round(agreement_score, 6),
+            **({"refit_fallback": self.fallback} if self.fallback else {}),
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
         # The holdout score of the choice beside its confirmation score (mlguild.final.confirm).

@@ -1,0 +1,91 @@
+"""The final stage's reserve: the time the search keeps back for what comes after it, as
+this run measured it.
+
+The final stage (mlguild.final.stage) scores its candidates once on the confirmation split,
+refits one of them on every labelled row, and grades the final submission once. Each part
+is priced from this run's own measurements, re-estimated whenever a node finishes:
+
+- a refit: the candidate's own fit time (a blend: its weighted members' and its own), scaled
+  to the larger training file (``refit.node_refit_seconds``);
+- the audit and the grade: the harness's measured seconds per node (scoring one file and
+  writing its report), once per candidate, the constant baseline and the grade.
+
+The candidates are the best node, the best blend and a blend the search is about to make.
+The reserve is capped at ``final.max_refit_share`` of the budget: a refit that needs more is
+not waited for; the final stage then refits the best node whose refit fits the time left
+(``refittable``), which is what the capped reserve is sized for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import Op
+from .folder import RunDir
+from .refit import best_blend, expected_refit_seconds, growth, planned_blend_seconds, refit_seconds
+
+_DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """What the search keeps back, in seconds: ``refit_s`` for the refit (of ``node``, the
+    candidate it is sized for, or None), ``audit_s`` for the confirmation audit and the grade."""
+
+    refit_s: float
+    audit_s: float
+    node: str | None = None
+
+    @property
+    def total_s(self) -> float:
+        return self.refit_s + self.audit_s
+
+
+def harness_seconds(graph: SearchGraph) -> float:
+    """The harness's measured seconds per node it scored (the mean over scored search nodes)."""
+    measured = [n.timing["harness_s"] for n in graph if n.ok and n.op != Op.REFIT and "harness_s" in n.timing]
+    return sum(measured) / len(measured) if measured else _DEFAULT_HARNESS_S
+
+
+def audit_seconds(graph: SearchGraph) -> float:
+    """The confirmation audit (the best node, the best single node, the best blend, the constant
+    baseline) and the once-only grade, each one scoring as long as the harness's per node."""
+    return (3 + 1 + 1) * harness_seconds(graph) if graph.best() is not None else 0.0
+
+
+def refittable(run: RunDir, graph: SearchGraph, left_s: float, first: Node | None = None) -> Node | None:
+    """The node the final stage refits with ``left_s`` seconds: ``first`` (the final base)
+    when its refit fits, else the best-ranked scored node whose refit fits; None when none does."""
+    order = [first] if first is not None else []
+    order += [n for n in graph.ranked() if first is None or n.id != first.id]
+    return next((n for n in order if refit_seconds(run, graph, n) <= left_s), None)
+
+
+def final_reserve(
+    run: RunDir, graph: SearchGraph, planned: Iterable[str] = (), in_flight: Iterable[float] = ()
+) -> Reserve:
+    """The time the search keeps back for the final stage (see the module docstring):
+    ``planned``, the members of a blend about to be made; ``in_flight``, the seconds the
+    scripts running now are expected to take (any of them may become the best, and its refit
+    needs that much times the growth of the training file)."""
+    audit = audit_seconds(graph)
+    if not run.config.final.refit:
+        return Reserve(0.0, audit)
+    best = graph.best()
+    candidates: list[tuple[Node | None, float]] = [
+        (n, refit_seconds(run, graph, n)) for n in (best, best_blend(graph)) if n is not None
+    ]
+    planned = tuple(planned)
+    if planned:
+        candidates.append((None, planned_blend_seconds(run, graph, planned)))
+    grow = growth(run)
+    candidates += [(None, expected_refit_seconds(grow, seconds)) for seconds in in_flight]
+    node, needed = max(candidates, key=lambda c: c[1], default=(None, 0.0))
+    budget = run.config.budget.time_s
+    cap = None if budget is None else run.config.final.max_refit_share * budget
+    if cap is not None and needed > cap:  # not waited for: the best node whose refit fits the cap
+        fallback = refittable(run, graph, cap, best)
+        node, needed = fallback, refit_seconds(run, graph, fallback) if fallback is not None else 0.0
+    return Reserve(needed, audit, node.id if node is not None else None)
