@@ -16,14 +16,14 @@ from mlguild.core.errors import BudgetExhausted
 from mlguild.core.graph import Node
 from mlguild.core.protocols import Action, Proposal
 from mlguild.final.grade import grade_once
-from mlguild.final.stage import FinalStage
+from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
 from mlguild.run.folder import create_run
 from mlguild.run.journal import read_journal
 from mlguild.run.loop import Agent
 from mlguild.run.refit import agreement, full_data_dir, refit_seconds
-from mlguild.run.reserve import final_reserve
 from mlguild.run.replay import replay
+from mlguild.run.reserve import final_reserve
 from mlguild.sandbox import get_sandbox
 from mlguild.search import get_policy
 from mlguild.task.folder import load_task
@@ -291,3 +291,52 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
     assert final_base(run, graph, agent.session.scorers.holdout, best)[0].id == "n0001"
+
+
+def test_the_reserve_follows_the_measured_refit_time(tmp_path):
+    # Issue 38: a 5-minute run kept back its nodes' whole time limits and ended a minute early.
+    run, agent, split = _searched(tmp_path)
+    graph = agent.session.state.graph
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    best = graph["n0001"]
+    run.config.budget.time_s = 300.0
+    best.timing.update(exec_s=2.0, budget_s=120.0)  # quick nodes
+    quick = final_reserve(run, graph)
+    best.timing.update(exec_s=40.0)  # slow ones (paced by their limit, too)
+    slow = final_reserve(run, graph)
+    assert quick.refit_s == pytest.approx(2.0 * growth * 1.25) and slow.refit_s == pytest.approx(40.0 * growth * 1.25)
+    assert slow.total_s > quick.total_s and slow.audit_s == quick.audit_s > 0
+    # A best node whose refit needs more than the cap (30% of the budget): the reserve is sized
+    # for the best node whose refit fits it (the one the final stage would refit), never nothing.
+    best.timing.update(exec_s=200.0)
+    cheap = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.5)
+    cheap.timing.update(exec_s=10.0, budget_s=120.0)
+    graph.add(cheap)
+    capped = final_reserve(run, graph)
+    assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * 1.25)
+
+
+def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
+    # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
+    # the final submission was trained on the search's rows alone.
+    run = _run(tmp_path, ["budget.iterations=2", "search.num_drafts=2"])
+    split = run.workspace.manifest()["split"]
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    weaker = good.replace('frame["x0"]', 'frame["x1"]')  # a worse model: the noise column
+    brain = ScriptedBrain([Proposal("logistic on x0", good, {}), Proposal("logistic on x1", weaker, {})])
+    agent = Agent(run, brain, get_policy(run.config.search), get_sandbox("auto"))
+    stop = agent.run_loop()
+    graph = agent.session.state.graph
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
+    graph["n0001"].timing.update(exec_s=300.0, budget_s=300.0)  # as measured: its refit needs about 500 s
+    graph["n0002"].timing.update(exec_s=1.0, budget_s=300.0)
+    _ends_in(agent, 60.0)  # what the overrun left
+    choice = finish(agent.session, stop).choice
+    assert choice is not None and choice["refit"] is True
+    assert choice["refit_fallback"]["wanted"] == "n0001" and choice["refit_fallback"]["refitted"] == "n0002"
+    assert choice["base"] == "n0002" and "the refit is of n0002" in choice["reason"]
+    refit = graph[choice["node"]]
+    assert refit.op == "refit" and refit.parents[0] == "n0002"
+    assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    saved = json.loads((run.path / "final" / "final.json").read_text())
+    assert saved["refit_fallback"] == choice["refit_fallback"]
