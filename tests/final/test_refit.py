@@ -340,3 +340,19 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
     saved = json.loads((run.path / "final" / "final.json").read_text())
     assert saved["refit_fallback"] == choice["refit_fallback"]
+
+
+def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
+    # A 2-minute run ended its search at 0:40 of 2:00: the blend it was about to make would
+    # need 80 s to refit, more than the 36 s cap, and the limit left for it came out negative.
+    run, agent, _ = _searched(tmp_path)
+    graph = agent.session.state.graph
+    graph["n0001"].timing.update(exec_s=14.5, budget_s=48.0)
+    for i, exec_s in ((2, 5.9), (3, 18.4)):
+        node = Node(id=f"n000{i}", op="draft", parents=(), iteration=i - 1, status="scored", score=0.5)
+        node.timing.update(exec_s=exec_s, budget_s=30.0)
+        graph.add(node)
+    _ends_in(agent, 80.0)  # the cap: 30% of about 90 s
+    reserve = agent.session.clock.reserve(graph, ("n0001", "n0002", "n0003"))
+    assert not reserve.planned and reserve.node == "n0001"  # sized for the best node's refit instead
+    assert agent.session.clock.next_limit_s(graph, ("n0001", "n0002", "n0003")) > 10.0

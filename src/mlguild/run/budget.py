@@ -71,7 +71,8 @@ class BudgetClock:
             reserve = self.reserve(graph, planned_blend)
             limit = remaining - reserve.total_s
             if graph.best() is not None:  # before the first scored node, a submission matters more than its refit
-                limit = min(limit, own_refit_limit(self.run, graph, remaining - reserve.audit_s, planned_blend))
+                planned = planned_blend if reserve.planned else ()  # a blend not waited for: its members neither
+                limit = min(limit, own_refit_limit(self.run, graph, remaining - reserve.audit_s, planned))
             if limit < MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
             nothing_fits(graph, limit, timeout)  # the brain's proposals cannot finish in the time left

@@ -10,8 +10,8 @@ is priced from this run's own measurements, re-estimated whenever a node finishe
 - the audit and the grade: the harness's measured seconds per node (scoring one file and
   writing its report), once per candidate, the constant baseline and the grade.
 
-The candidates are the best node, the best blend and a blend the search is about to make.
-The reserve is capped at ``final.max_refit_share`` of the budget: a refit that needs more is
+The candidates are the best node, the best blend and a blend the search is about to make
+(unless its refit alone is over the cap below). The reserve is capped at ``final.max_refit_share`` of the budget: a refit that needs more is
 not waited for; the final stage then refits the best node whose refit fits the time left
 (``refittable``), which is what the capped reserve is sized for.
 """
@@ -37,6 +37,7 @@ class Reserve:
     refit_s: float
     audit_s: float
     node: str | None = None
+    planned: bool = False  # it covers the refit of the blend about to be made
 
     @property
     def total_s(self) -> float:
@@ -70,22 +71,23 @@ def final_reserve(
     ``planned``, the members of a blend about to be made; ``in_flight``, the seconds the
     scripts running now are expected to take (any of them may become the best, and its refit
     needs that much times the growth of the training file)."""
-    audit = audit_seconds(graph)
+    audit, planned = audit_seconds(graph), tuple(planned)
     if not run.config.final.refit:
         return Reserve(0.0, audit)
     best = graph.best()
     candidates: list[tuple[Node | None, float]] = [
         (n, refit_seconds(run, graph, n)) for n in (best, best_blend(graph)) if n is not None
     ]
-    planned = tuple(planned)
-    if planned:
-        candidates.append((None, planned_blend_seconds(run, graph, planned)))
+    budget = run.config.budget.time_s
+    cap = None if budget is None else run.config.final.max_refit_share * budget
+    planned_s = planned_blend_seconds(run, graph, planned) if planned else 0.0
+    kept = bool(planned) and (cap is None or planned_s <= cap)  # a blend whose refit is over the cap: not waited for
+    if kept:
+        candidates.append((None, planned_s))
     grow = growth(run)
     candidates += [(None, expected_refit_seconds(grow, seconds)) for seconds in in_flight]
     node, needed = max(candidates, key=lambda c: c[1], default=(None, 0.0))
-    budget = run.config.budget.time_s
-    cap = None if budget is None else run.config.final.max_refit_share * budget
     if cap is not None and needed > cap:  # not waited for: the best node whose refit fits the cap
         fallback = refittable(run, graph, cap, best)
         node, needed = fallback, refit_seconds(run, graph, fallback) if fallback is not None else 0.0
-    return Reserve(needed, audit, node.id if node is not None else None)
+    return Reserve(needed, audit, node.id if node is not None else None, kept)
