@@ -345,7 +345,7 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
 def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
     # A 2-minute run ended its search at 0:40 of 2:00: the blend it was about to make would
     # need 80 s to refit, more than the 36 s cap, and the limit left for it came out negative.
-    run, agent, _ = _searched(tmp_path)
+    _, agent, _ = _searched(tmp_path)
     graph = agent.session.state.graph
     graph["n0001"].timing.update(exec_s=14.5, budget_s=48.0)
     for i, exec_s in ((2, 5.9), (3, 18.4)):
