@@ -27,7 +27,9 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     """The outcome of ``node`` when its proposal cannot finish in ``timeout`` (the time limit
     it would have), or None to start it. The estimate is what the budget expects it to take
     while it runs (``BudgetClock.in_flight``)."""
-    if not proposal.code.strip():
+    if not proposal.code.strip() or action.op == Op.RERUN:
+        # A seed check's re-run is gated before it is chosen (waive_seed_checks): one recorded
+        # as not started would count as the candidate failing with another seed.
         return None
     with session.lock:
         code_of = session.code
