@@ -189,7 +189,7 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     # A blend the search is about to make: every member's refit, and the blend's own rerun.
     planned = final_reserve(run, graph, planned=("n0001", *members)).refit_s
     assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
-    run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at 30% of the budget)
+    run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at half the budget)
     audit = agent.session.clock.reserve(graph).audit_s
     run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + audit + 3
     run.config.budget.iterations = None
@@ -306,7 +306,7 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
     slow = final_reserve(run, graph)
     assert quick.refit_s == pytest.approx(2.0 * growth * 1.25) and slow.refit_s == pytest.approx(40.0 * growth * 1.25)
     assert slow.total_s > quick.total_s and slow.audit_s == quick.audit_s > 0
-    # A best node whose refit needs more than the cap (30% of the budget): the reserve is sized
+    # A best node whose refit needs more than the cap (half the budget): the reserve is sized
     # for the best node whose refit fits it (the one the final stage would refit), never nothing.
     best.timing.update(exec_s=200.0)
     cheap = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.5)
@@ -319,17 +319,19 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
     # the final submission was trained on the search's rows alone.
-    run = _run(tmp_path, ["budget.iterations=2", "search.num_drafts=2"])
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
     split = run.workspace.manifest()["split"]
     good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")  # the same ranking: within noise of the best
     weaker = good.replace('frame["x0"]', 'frame["x1"]')  # a worse model: the noise column
-    brain = ScriptedBrain([Proposal("logistic on x0", good, {}), Proposal("logistic on x1", weaker, {})])
-    agent = Agent(run, brain, get_policy(run.config.search), get_sandbox("auto"))
+    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
+    agent = Agent(run, ScriptedBrain(replies), get_policy(run.config.search), get_sandbox("auto"))
     stop = agent.run_loop()
     graph = agent.session.state.graph
-    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok and graph["n0003"].ok
     graph["n0001"].timing.update(exec_s=300.0, budget_s=300.0)  # as measured: its refit needs about 500 s
     graph["n0002"].timing.update(exec_s=1.0, budget_s=300.0)
+    graph["n0003"].timing.update(exec_s=0.5, budget_s=300.0)
     _ends_in(agent, 60.0)  # what the overrun left
     choice = finish(agent.session, stop).choice
     assert choice is not None and choice["refit"] is True
@@ -340,6 +342,10 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
     saved = json.loads((run.path / "final" / "final.json").read_text())
     assert saved["refit_fallback"] == choice["refit_fallback"]
+    # Only a clearly worse node fits: the best node's own submission, not the worse model refitted.
+    graph["n0002"].timing.update(exec_s=100.0)
+    again = FinalStage(agent.session).run_refit(60.0)
+    assert again["node"] == "n0001" and again["refit"] is False and "nor any node within noise" in again["reason"]
 
 
 def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
@@ -352,7 +358,7 @@ def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
         node = Node(id=f"n000{i}", op="draft", parents=(), iteration=i - 1, status="scored", score=0.5)
         node.timing.update(exec_s=exec_s, budget_s=30.0)
         graph.add(node)
-    _ends_in(agent, 80.0)  # the cap: 30% of about 90 s
+    _ends_in(agent, 80.0)  # the cap: half of about 90 s
     reserve = agent.session.clock.reserve(graph, ("n0001", "n0002", "n0003"))
     assert not reserve.planned and reserve.node == "n0001"  # sized for the best node's refit instead
     assert agent.session.clock.next_limit_s(graph, ("n0001", "n0002", "n0003")) > 10.0

@@ -8,8 +8,8 @@ library entry ``mlguild.run.start`` and for any code that drives a session itsel
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
    in the time the search kept back (``mlguild.run.reserve``): for a blend, each weighted
    member, then the blend. When the base's refit, as this run measured it, cannot finish in
-   the time left, the best node whose refit can is refitted instead, and ``final.json`` says
-   which and why (``refit_fallback``);
+   the time left, the best node within noise of it whose refit can is refitted instead, and
+   ``final.json`` says which and why (``refit_fallback``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's
    (a refit cannot be scored: its holdout is training data); otherwise the base node;
 4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals
@@ -125,12 +125,7 @@ def final_base(
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
-    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
-    with ExitStack() as parts:
-        a, b = holdout_file(best), holdout_file(blend)
-        if held is not None:
-            a, b = parts.enter_context(held.parts(a))[0], parts.enter_context(held.parts(b))[0]
-        wins = holdout.bootstrap_wins(a, b, seed=run.config.brain.seed)
+    wins = bootstrap_wins(run, holdout, best, blend, held)
     needed = run.config.final.tie_share
     confirmed = _confirm_scores(confirmation, best.id, blend.id)
     if wins is not None and wins < needed and confirmed is not None:
@@ -151,6 +146,17 @@ def final_base(
         )
     share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
     return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
+
+
+def bootstrap_wins(run: RunDir, holdout: Scorer, a: Node, b: Node, held: HeldRows | None = None) -> float | None:
+    """The share of paired bootstrap resamples of the holdout rows on which ``a`` scores better
+    than ``b`` (the holdout part alone, when ``held`` hides a confirmation split among them)."""
+    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
+    with ExitStack() as parts:
+        path_a, path_b = holdout_file(a), holdout_file(b)
+        if held is not None:
+            path_a, path_b = parts.enter_context(held.parts(path_a))[0], parts.enter_context(held.parts(path_b))[0]
+        return holdout.bootstrap_wins(path_a, path_b, seed=run.config.brain.seed)
 
 
 def _confirm_scores(confirmation: dict | None, a: str, b: str) -> tuple[float, float] | None:
@@ -196,9 +202,9 @@ class FinalStage:
                 f"not enough time left to refit {best.id} as long as the search ran it "
                 f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
             )
-            other = refittable(self.run, graph, timeout_s, best)
+            other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
             if other is None:
-                return self._choose(best, None, short)
+                return self._choose(best, None, f"{short}, nor any node within noise of it")
             # A model trained on every labelled row, rather than the search's share of them.
             other_s = refit_seconds(self.run, graph, other)
             self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
@@ -225,6 +231,13 @@ class FinalStage:
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _within_noise(self, base: Node, other: Node) -> bool:
+        """Whether ``other`` may stand in for ``base``'s refit: ``base`` beats it on fewer than
+        ``final.tie_share`` of paired bootstrap resamples of the holdout (a model refitted on
+        every row gains less than a clearly better model is ahead by)."""
+        wins = bootstrap_wins(self.run, self.scorers.holdout, base, other, self.held)
+        return wins is not None and wins < self.run.config.final.tie_share
 
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph

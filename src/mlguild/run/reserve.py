@@ -18,7 +18,7 @@ not waited for; the final stage then refits the best node whose refit fits the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..core.graph import Node, SearchGraph
@@ -56,12 +56,21 @@ def audit_seconds(graph: SearchGraph) -> float:
     return (3 + 1 + 1) * harness_seconds(graph) if graph.best() is not None else 0.0
 
 
-def refittable(run: RunDir, graph: SearchGraph, left_s: float, first: Node | None = None) -> Node | None:
+def refittable(
+    run: RunDir,
+    graph: SearchGraph,
+    left_s: float,
+    first: Node | None = None,
+    may: Callable[[Node], bool] | None = None,
+) -> Node | None:
     """The node the final stage refits with ``left_s`` seconds: ``first`` (the final base)
-    when its refit fits, else the best-ranked scored node whose refit fits; None when none does."""
-    order = [first] if first is not None else []
-    order += [n for n in graph.ranked() if first is None or n.id != first.id]
-    return next((n for n in order if refit_seconds(run, graph, n) <= left_s), None)
+    when its refit fits, else the best-ranked scored node whose refit fits (and that ``may``
+    stand in for ``first``, when given); None when none does."""
+    order = ([first] if first is not None else []) + [n for n in graph.ranked() if first is None or n.id != first.id]
+    for node in order:  # ``may`` only of the nodes whose refit fits: it may be costly (a bootstrap)
+        if refit_seconds(run, graph, node) <= left_s and (node is first or may is None or may(node)):
+            return node
+    return None
 
 
 def final_reserve(
