@@ -56,12 +56,12 @@ def waive_seed_checks(session: Session) -> None:
     time left less the final stage's reserve; without a time budget, its iterations left).
     Called before the policy chooses, with the lock held."""
     graph, config = session.state.graph, session.run.config
-    remaining = session.clock.remaining_s()
-    search_left_s = None if remaining is None else max(0.0, remaining - session.clock.reserve(graph).total_s)
     evidence = graph.evidence
     candidate = graph.pending_evidence() if evidence is not None else None
     if evidence is None or candidate is None or candidate.id in graph.waived:
         return
+    remaining = session.clock.remaining_s()
+    search_left_s = None if remaining is None else max(0.0, remaining - session.clock.reserve(graph).total_s)
     needed = evidence.reruns - len(graph.rerun_groups().get(candidate.id, []))
     share = config.search.evidence_share
     iterations = config.budget.iterations
