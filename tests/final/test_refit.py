@@ -16,10 +16,11 @@ from mlguild.core.errors import BudgetExhausted
 from mlguild.core.graph import Node
 from mlguild.core.protocols import Action, Proposal
 from mlguild.final.grade import grade_once
-from mlguild.final.stage import FinalStage
+from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
 from mlguild.run.loop import Agent
-from mlguild.run.refit import agreement, full_data_dir, refit_reserve, refit_seconds
+from mlguild.run.refit import agreement, full_data_dir, refit_seconds
+from mlguild.run.reserve import final_reserve
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.rundir.replay import replay
@@ -144,30 +145,31 @@ def test_search_nodes_may_not_reach_the_refit_data(tmp_path):
 
 def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     run, agent, split = _searched(tmp_path)
-    best = agent.session.state.graph["n0001"]
+    graph = agent.session.state.graph
+    best = graph["n0001"]
     best.timing["exec_s"] = 20.0
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     best.timing["budget_s"] = 60.0
-    assert refit_seconds(run, agent.session.state.graph, best) == pytest.approx(20.0 * growth * 1.25)
-    best.timing["exec_s"] = 50.0  # it used most of its budget: the refit gets as much per row
-    assert refit_seconds(run, agent.session.state.graph, best) == pytest.approx(60.0 * growth)
-    assert refit_reserve(run, agent.session.state.graph, best) == pytest.approx(60.0 * growth)  # no time budget set
-    run.config.budget.time_s = 200.0
-    assert refit_reserve(run, agent.session.state.graph, best) == 0.0  # over 30% of the budget: no refit planned
+    assert refit_seconds(run, graph, best) == pytest.approx(20.0 * growth * 1.25)
+    best.timing["exec_s"] = 50.0  # paced by its budget: still what it measured, scaled (issue 38)
+    assert refit_seconds(run, graph, best) == pytest.approx(50.0 * growth * 1.25)
+    assert final_reserve(run, graph).refit_s == pytest.approx(50.0 * growth * 1.25)  # no time budget set
     best.timing["exec_s"] = 10.0
     run.config.budget.time_s = (
         agent.session.state.spent_s + agent.session.clock.elapsed() + 70
     )  # under the 60 s script limit after the reserve
     run.config.budget.iterations = None
     run.config.budget.script_share = 1.0
-    # The reserve for the best node's refit, and no longer than leaves the script's own refit time.
-    assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(
-        min(70 - 10.0 * growth * 1.25, 70 / (1 + growth)), abs=1.0
+    # The reserve (the refit, the audit and the grade), and no longer than leaves the script's own refit time.
+    reserve = agent.session.clock.reserve(graph)
+    assert reserve.refit_s == pytest.approx(10.0 * growth * 1.25)
+    assert agent.session.clock.next_limit_s(graph) == pytest.approx(
+        min(70 - reserve.total_s, (70 - reserve.audit_s) / (1 + growth * 1.25)), abs=1.0
     )
     run.config.budget.script_share = 0.1  # one script may use at most a tenth of the run's budget
-    assert agent.session.clock.next_limit_s(agent.session.state.graph) == pytest.approx(0.1 * run.config.budget.time_s)
+    assert agent.session.clock.next_limit_s(graph) == pytest.approx(0.1 * run.config.budget.time_s)
     run.config.final.refit = False
-    assert refit_seconds(run, agent.session.state.graph, best) == 0.0
+    assert refit_seconds(run, graph, best) == 0.0
 
 
 def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
@@ -182,13 +184,14 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
         node.timing.update(exec_s=exec_s, budget_s=60.0)
         graph.add(node)
         members.append(node.id)
-    alone = refit_reserve(run, graph, best)
+    alone = final_reserve(run, graph).refit_s
     assert alone == pytest.approx(10.0 * growth * 1.25)
     # A blend the search is about to make: every member's refit, and the blend's own rerun.
-    planned = refit_reserve(run, graph, best, planned=("n0001", *members))
+    planned = final_reserve(run, graph, planned=("n0001", *members)).refit_s
     assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
-    run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at 30% of the budget)
-    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + 3
+    run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at half the budget)
+    audit = agent.session.clock.reserve(graph).audit_s
+    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + audit + 3
     run.config.budget.iterations = None
     agent.session.clock.next_limit_s(agent.session.state.graph)  # time enough while no blend is planned
     with pytest.raises(BudgetExhausted):  # but not for the blend and its refit
@@ -211,14 +214,15 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     graph["n0001"].timing.update(exec_s=0.5, budget_s=60.0)  # the best so far refits in a second
     _ends_in(agent, 30.0)
+    audit = clock.reserve(graph).audit_s
     limit = clock.next_limit_s(graph)
-    assert limit == pytest.approx(30.0 / (1 + growth), abs=0.5)  # not 30 s less the best's second
-    # The script uses all of it (so it is paced) and becomes the best: its refit still fits.
+    assert limit == pytest.approx((30.0 - audit) / (1 + growth * 1.25), abs=0.5)  # not 30 s less the best's second
+    # The script uses all of it and becomes the best: its refit still fits.
     draft = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.99)
     draft.timing.update(exec_s=limit, budget_s=limit)
     graph.add(draft)
     assert graph.best().id == "n0002"
-    assert refit_seconds(run, graph, draft) <= 30.0 - limit + 1e-6
+    assert refit_seconds(run, graph, draft) <= 30.0 - audit - limit + 1e-6
     _ends_in(agent, 10.0)  # too little left for a script and its refit: the search stops
     with pytest.raises(BudgetExhausted):
         clock.next_limit_s(graph)
@@ -231,10 +235,11 @@ def test_the_scripts_other_workers_run_keep_back_their_refits_too(tmp_path):
     graph["n0001"].timing.update(exec_s=0.5, budget_s=60.0)
     _ends_in(agent, 60.0)
     run.config.final.max_refit_share = 1.0
-    clock.in_flight["n0002"] = 40.0  # another worker's script, allowed 40 s: it may become the best
-    assert clock.next_limit_s(graph) == pytest.approx(60.0 - 40.0 * growth, abs=0.5)
+    audit = clock.reserve(graph).audit_s
+    clock.in_flight["n0002"] = 28.0  # another worker's script, expected to take 28 s: it may become the best
+    assert clock.next_limit_s(graph) == pytest.approx(60.0 - 28.0 * growth * 1.25 - audit, abs=0.5)
     clock.in_flight.clear()
-    assert clock.next_limit_s(graph) == pytest.approx(60.0 / (1 + growth), abs=0.5)
+    assert clock.next_limit_s(graph) == pytest.approx((60.0 - audit) / (1 + growth * 1.25), abs=0.5)
 
 
 def test_agreement_measures():
@@ -286,3 +291,74 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
     frame["y"] = 1 - frame["y"]
     frame.to_csv(holdout, index=False)
     assert final_base(run, graph, agent.session.scorers.holdout, best)[0].id == "n0001"
+
+
+def test_the_reserve_follows_the_measured_refit_time(tmp_path):
+    # Issue 38: a 5-minute run kept back its nodes' whole time limits and ended a minute early.
+    run, agent, split = _searched(tmp_path)
+    graph = agent.session.state.graph
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    best = graph["n0001"]
+    run.config.budget.time_s = 300.0
+    best.timing.update(exec_s=2.0, budget_s=120.0)  # quick nodes
+    quick = final_reserve(run, graph)
+    best.timing.update(exec_s=40.0)  # slow ones (paced by their limit, too)
+    slow = final_reserve(run, graph)
+    assert quick.refit_s == pytest.approx(2.0 * growth * 1.25) and slow.refit_s == pytest.approx(40.0 * growth * 1.25)
+    assert slow.total_s > quick.total_s and slow.audit_s == quick.audit_s > 0
+    # A best node whose refit needs more than the cap (half the budget): the reserve is sized
+    # for the best node whose refit fits it (the one the final stage would refit), never nothing.
+    best.timing.update(exec_s=200.0)
+    cheap = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.5)
+    cheap.timing.update(exec_s=10.0, budget_s=120.0)
+    graph.add(cheap)
+    capped = final_reserve(run, graph)
+    assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * 1.25)
+
+
+def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
+    # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
+    # the final submission was trained on the search's rows alone.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")  # the same ranking: within noise of the best
+    weaker = good.replace('frame["x0"]', 'frame["x1"]')  # a worse model: the noise column
+    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
+    agent = Agent(run, ScriptedBrain(replies), get_policy(run.config.search), get_sandbox("auto"))
+    stop = agent.run_loop()
+    graph = agent.session.state.graph
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok and graph["n0003"].ok
+    graph["n0001"].timing.update(exec_s=300.0, budget_s=300.0)  # as measured: its refit needs about 500 s
+    graph["n0002"].timing.update(exec_s=1.0, budget_s=300.0)
+    graph["n0003"].timing.update(exec_s=0.5, budget_s=300.0)
+    _ends_in(agent, 60.0)  # what the overrun left
+    choice = finish(agent.session, stop).choice
+    assert choice is not None and choice["refit"] is True
+    assert choice["refit_fallback"]["wanted"] == "n0001" and choice["refit_fallback"]["refitted"] == "n0002"
+    assert choice["base"] == "n0002" and "the refit is of n0002" in choice["reason"]
+    refit = graph[choice["node"]]
+    assert refit.op == "refit" and refit.parents[0] == "n0002"
+    assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    saved = json.loads((run.path / "final" / "final.json").read_text())
+    assert saved["refit_fallback"] == choice["refit_fallback"]
+    # Only a clearly worse node fits: the best node's own submission, not the worse model refitted.
+    graph["n0002"].timing.update(exec_s=100.0)
+    again = FinalStage(agent.session).run_refit(60.0)
+    assert again["node"] == "n0001" and again["refit"] is False and "nor any node within noise" in again["reason"]
+
+
+def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
+    # A 2-minute run ended its search at 0:40 of 2:00: the blend it was about to make would
+    # need 80 s to refit, more than the 36 s cap, and the limit left for it came out negative.
+    _, agent, _ = _searched(tmp_path)
+    graph = agent.session.state.graph
+    graph["n0001"].timing.update(exec_s=14.5, budget_s=48.0)
+    for i, exec_s in ((2, 5.9), (3, 18.4)):
+        node = Node(id=f"n000{i}", op="draft", parents=(), iteration=i - 1, status="scored", score=0.5)
+        node.timing.update(exec_s=exec_s, budget_s=30.0)
+        graph.add(node)
+    _ends_in(agent, 80.0)  # the cap: half of about 90 s
+    reserve = agent.session.clock.reserve(graph, ("n0001", "n0002", "n0003"))
+    assert not reserve.planned and reserve.node == "n0001"  # sized for the best node's refit instead
+    assert agent.session.clock.next_limit_s(graph, ("n0001", "n0002", "n0003")) > 10.0

@@ -88,10 +88,10 @@ class FinalConfig(_Section):
         description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).",
     )
     max_refit_share: float = Field(
-        0.3,
+        0.5,
         gt=0,
         le=1,
-        description="Most of the run's time budget the search keeps back for the final refit; a refit that needs more is not planned.",
+        description="Most of the run's time budget the search keeps back for the final refit (the reserve is what this run's candidates measured); a refit that needs more is not waited for, and the final stage refits the best node whose refit fits the time left.",
     )
     reference_models: bool = Field(
         True,

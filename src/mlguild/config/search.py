@@ -107,6 +107,12 @@ class SearchConfig(_Section):
         ge=0,
         description="Re-runs with other seeds a node needs before it becomes the best when it beats the best by less than the noise margin (0 = promote on the holdout score alone).",
     )
+    evidence_share: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="A near tie's re-runs are made only when they cost at most this share of the search's time (or nodes) left; otherwise the candidate stays behind the best.",
+    )
     evidence_z: float = Field(
         1.0, ge=0, description="The noise margin, in units of the task's seed spread (the noise floor)."
     )

@@ -81,6 +81,9 @@ class SearchGraph:
         self.evidence = evidence
         self.nodes: dict[str, Node] = {}
         self._reruns: list[Node] = []  # the re-run nodes, kept apart: evidence reads them often
+        # Near-tie candidates whose seed check was waived (mlguild.run.gate): they stay behind
+        # the best, and no re-run of them is asked for.
+        self.waived: set[str] = set()
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())

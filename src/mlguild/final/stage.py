@@ -6,7 +6,10 @@ library entry ``mlguild.launch.start`` and for any code that drives a session it
 1. picks the base node (``final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
-   in the time the search kept back: for a blend, each weighted member, then the blend;
+   in the time the search kept back (``mlguild.run.reserve``): for a blend, each weighted
+   member, then the blend. When the base's refit, as this run measured it, cannot finish in
+   the time left, the best node within noise of it whose refit can is refitted instead, and
+   ``final.json`` says which and why (``refit_fallback``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's
    (a refit cannot be scored: its holdout is training data); otherwise the base node;
 4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals
@@ -40,11 +43,11 @@ from ..run.refit import (
     best_blend,
     build_full_data,
     growth,
-    is_paced,
-    node_refit_seconds,
+    refit_budget,
     refit_chain,
     refit_seconds,
 )
+from ..run.reserve import harness_seconds, refittable
 from ..run.session import Session
 from ..rundir.folder import RunDir
 from ..scoring.held_rows import HeldRows
@@ -82,8 +85,10 @@ def finish(session: Session, stop: Stop) -> Finish:
         if config.final.refit:
             remaining = session.clock.remaining_s()
             timeout = config.sandbox.script_timeout_s
+            if remaining is not None:  # the grade comes after the refit, and takes the harness's time per node
+                timeout = min(timeout, remaining - (harness_seconds(state.graph) if config.final.grade_test else 0.0))
             try:
-                choice = stage.run_refit(timeout if remaining is None else min(timeout, remaining))
+                choice = stage.run_refit(timeout)
             except StopRun:
                 raise
             except Exception as exc:  # a shape the refit cannot handle must not cost the run its final stage
@@ -120,12 +125,7 @@ def final_base(
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
-    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
-    with ExitStack() as parts:
-        a, b = holdout_file(best), holdout_file(blend)
-        if held is not None:
-            a, b = parts.enter_context(held.parts(a))[0], parts.enter_context(held.parts(b))[0]
-        wins = holdout.bootstrap_wins(a, b, seed=run.config.brain.seed)
+    wins = bootstrap_wins(run, holdout, best, blend, held)
     needed = run.config.final.tie_share
     confirmed = _confirm_scores(confirmation, best.id, blend.id)
     if wins is not None and wins < needed and confirmed is not None:
@@ -148,6 +148,17 @@ def final_base(
     return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
 
 
+def bootstrap_wins(run: RunDir, holdout: Scorer, a: Node, b: Node, held: HeldRows | None = None) -> float | None:
+    """The share of paired bootstrap resamples of the holdout rows on which ``a`` scores better
+    than ``b`` (the holdout part alone, when ``held`` hides a confirmation split among them)."""
+    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
+    with ExitStack() as parts:
+        path_a, path_b = holdout_file(a), holdout_file(b)
+        if held is not None:
+            path_a, path_b = parts.enter_context(held.parts(path_a))[0], parts.enter_context(held.parts(path_b))[0]
+        return holdout.bootstrap_wins(path_a, path_b, seed=run.config.brain.seed)
+
+
 def _confirm_scores(confirmation: dict | None, a: str, b: str) -> tuple[float, float] | None:
     """The confirmation scores of nodes ``a`` and ``b``, when both have one."""
     scores = (confirmation or {}).get("scores", {})
@@ -163,6 +174,7 @@ class FinalStage:
         self.run, self.state, self.scorers = session.run, session.state, session.scorers
         self.held = session.executor.held
         self.base_reason = ""
+        self.fallback: dict[str, Any] | None = None  # the base could not be refitted in time: what was instead
 
     def _best_node(self) -> Node:
         """The best node of the search (``finish`` runs the final stage only when there is one)."""
@@ -186,12 +198,22 @@ class FinalStage:
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
         if needed > timeout_s:
-            return self._choose(
-                best,
-                None,
+            short = (
                 f"not enough time left to refit {best.id} as long as the search ran it "
-                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
             )
+            other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
+            if other is None:
+                return self._choose(best, None, f"{short}, nor any node within noise of it")
+            # A model trained on every labelled row, rather than the search's share of them.
+            other_s = refit_seconds(self.run, graph, other)
+            self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
+            self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
+            self.base_reason = (
+                f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
+            )
+            self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
+            best = other
         deadline = time.monotonic() + timeout_s
         grow = growth(self.run)
         data = build_full_data(self.run)
@@ -201,9 +223,7 @@ class FinalStage:
                 left = deadline - time.monotonic()
                 if left < _MIN_REFIT_S:
                     return self._choose(best, None, f"no time left to refit {original.id}")
-                # A paced script gets the budget it sized its work to (scaled); others all that is left.
-                budget = min(left, node_refit_seconds(original, grow)) if is_paced(original) else left
-                node = self._refit_node(original, refitted, data, budget)
+                node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
@@ -211,6 +231,13 @@ class FinalStage:
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _within_noise(self, base: Node, other: Node) -> bool:
+        """Whether ``other`` may stand in for ``base``'s refit: ``base`` beats it on fewer than
+        ``final.tie_share`` of paired bootstrap resamples of the holdout (a model refitted on
+        every row gains less than a clearly better model is ahead by)."""
+        wins = bootstrap_wins(self.run, self.scorers.holdout, base, other, self.held)
+        return wins is not None and wins < self.run.config.final.tie_share
 
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph
@@ -256,6 +283,8 @@ class FinalStage:
         return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
 
     def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
+        if refit is None and self.fallback is not None:  # the stand-in's refit failed: the base's own submission
+            best = self.state.graph[self.fallback["wanted"]]
         chosen = refit or best
         source = self.run.node_dir(chosen.id) / "output" / "submission.csv"
         out = final_dir(self.run)
@@ -270,6 +299,7 @@ class FinalStage:
             "refit": refit is not None,
             "reason": reason,
             "agreement": None if agreement_score is None else round(agreement_score, 6),
+            **({"refit_fallback": self.fallback} if self.fallback else {}),
             "submission_sha256": sha256_bytes(read_no_follow(out / "submission.csv")),
         }
         # The holdout score of the choice beside its confirmation score (mlguild.final.confirm).

@@ -3,10 +3,10 @@ left, and the time limit the next script may have.
 
 A run's time budget spans every session (the journal keeps what earlier ones spent); its
 iteration budget counts search nodes only (refits are the final stage, an exploration the
-preparation). Near the end a script gets only the time left, less the time the final refit
-of the current best node will need (mlguild.run.refit), and no more than leaves time to refit
-the script itself should it become the best, so a run that ends its budget can still be
-refitted.
+preparation). Near the end a script gets only the time left, less the final stage's reserve
+(mlguild.run.reserve: the refit, the audit and the grade, as this run measured them), and no
+more than leaves time to refit the script itself should it become the best, so a run that
+ends its budget can still be refitted, and ends close to its budget.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from ..core.vocabulary import FailureKind, Op
 from ..rundir.folder import RunDir
 from ..rundir.records import Outcome
 from ..rundir.replay import RunState
-from .refit import in_flight_reserve, own_refit_limit, refit_reserve
+from .cost import nothing_fits
+from .refit import own_refit_limit
+from .reserve import Reserve, final_reserve
 
 MIN_SCRIPT_S = 5.0  # below this much time left, a script (a node, a fix step) cannot do useful work
 
@@ -33,8 +35,9 @@ class BudgetClock:
     def __init__(self, run: RunDir, state: RunState):
         self.run, self.state = run, state
         self._session_start = time.monotonic()
-        # The limits of the scripts running now (several workers): each may become the best,
-        # and its refit is kept back too. Changed under the session's lock, as the graph is.
+        # The seconds the scripts running now are expected to take (their limits, or their
+        # estimated cost once it is known: mlguild.run.cost): each may become the best, and its
+        # refit is kept back too. Changed under the session's lock, as the graph is.
         self.in_flight: dict[str, float] = {}
 
     @property
@@ -65,18 +68,20 @@ class BudgetClock:
         timeout = self.full_limit_s()
         remaining = self.remaining_s()
         if remaining is not None and budget.time_s is not None:  # both or neither (remaining_s)
-            best = graph.best()
-            reserve = max(
-                refit_reserve(self.run, graph, best, planned_blend),
-                in_flight_reserve(self.run, self.in_flight.values()),
-            )
-            limit = remaining - reserve
-            if best is not None:  # before the first scored node, a submission matters more than its refit
-                limit = min(limit, own_refit_limit(self.run, graph, remaining, planned_blend))
+            reserve = self.reserve(graph, planned_blend)
+            limit = remaining - reserve.total_s
+            if graph.best() is not None:  # before the first scored node, a submission matters more than its refit
+                planned = planned_blend if reserve.planned else ()  # a blend not waited for: its members neither
+                limit = min(limit, own_refit_limit(self.run, graph, remaining - reserve.audit_s, planned))
             if limit < MIN_SCRIPT_S:
                 raise BudgetExhausted("time")
+            nothing_fits(graph, limit, timeout)  # the brain's proposals cannot finish in the time left
             timeout = min(timeout, limit)
         return timeout
+
+    def reserve(self, graph: SearchGraph, planned_blend: tuple[str, ...] = ()) -> Reserve:
+        """What the search keeps back now for the final stage (mlguild.run.reserve)."""
+        return final_reserve(self.run, graph, planned_blend, self.in_flight.values())
 
     def within_remaining(self, timeout: float, brain_s: float = 0.0) -> float:
         """``timeout`` cut to the time left (at least a second): the brain's own time comes

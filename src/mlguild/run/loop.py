@@ -24,6 +24,7 @@ from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .context import offer
 from .cycle_report import ask_report
 from .fix_loop import fix_loop
+from .gate import unaffordable, waive_seed_checks
 from .health import check_brain_health
 from .node import finish_node, resume_interrupted, run_node, sync_best
 from .references import References
@@ -122,6 +123,7 @@ class Agent:
         reference = self.references.next_action()  # the harness's own models first
         if reference is not None:
             return reference, self.references.time_limit(timeout)
+        waive_seed_checks(s)  # a seed check only where its decision can still be acted on
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
         action = affordable(action, graph, timeout, s.clock.full_limit_s())  # no script the time left cannot run
         if action.op == Op.BLEND:
@@ -183,6 +185,8 @@ class Agent:
             proposal = replace(proposal, meta={**proposal.meta, "ideas_offered": node.meta["ideas_offered"]})
         brain_s = s.clock.elapsed() - started
         timeout = s.clock.within_remaining(timeout, brain_s)  # the brain's own time comes out of the script's
+        if failure is None:  # a script its estimated cost says cannot finish is not started
+            failure = unaffordable(s, node, action, proposal, timeout)
         refine = None
         if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's refine loop
             deadline = started + brain_s + timeout

@@ -151,7 +151,8 @@ def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
         if add_findings(session.run.path, node.id, stdout, failure):
             mark_seen(session.run)  # the harness's own edit of the brief, not a person's
         session.contexts.brief = None  # the next proposal reads the brief with the findings
-    if node.op not in (Op.RERUN, Op.EDA):  # a re-run repeats its node: nothing new to remember
+    # A re-run repeats its node, a node not started for its cost never ran: nothing to remember.
+    if node.op not in (Op.RERUN, Op.EDA) and node.status != FailureKind.OVER_BUDGET:
         session.memory.record(node, graph, "" if node.ok else session.code(node), session.columns)
         session.report_warnings()
     is_best = sync_best(session)

@@ -7,7 +7,7 @@ labels (``build_full_data``); a blend's refit first refits each member it weight
 (``refit_chain``). This module says what a refit needs (its chain, its time, its data) and
 how to tell a sound one (``agreement``); the final stage (``mlguild.final.stage``) runs the
 refits and chooses the final submission. The search keeps back the time a refit needs
-(``refit_reserve``).
+(``mlguild.run.reserve``).
 
 The full-data directory holds sealed labels, so it exists only while refit nodes run, is
 forbidden to the guard of every other node, and is deleted afterwards.
@@ -68,18 +68,29 @@ def growth(run: RunDir) -> float:
 
 
 def node_refit_seconds(node: Node, grow: float) -> float:
-    """How long the refit of one node needs. A script that ran far inside its time budget
-    needs its measured time, scaled to the larger file; one that used most of its budget is
-    paced by it (it sizes its own work to MLGUILD_TIME_BUDGET), so its refit gets as much
-    budget per row, or it would train less than the node it replaces."""
-    if is_paced(node):
-        return grow * node.timing["budget_s"]
-    return grow * node.timing.get("exec_s", 0.0) * _SAFETY
+    """How long the refit of one node is expected to take: its measured fit time on this run,
+    scaled to the larger training file, with a margin. A paced script (one that sized its
+    work to its time budget) is given more when the time left allows (``refit_budget``), but
+    what the search keeps back for it is what it measured (issue 38: a 5-minute run kept back
+    its nodes' whole time limits and ended a minute early)."""
+    return expected_refit_seconds(grow, node.timing.get("exec_s", 0.0))
+
+
+def expected_refit_seconds(grow: float, exec_s: float) -> float:
+    """The refit of a script that takes ``exec_s`` on the search's rows, with the margin."""
+    return grow * exec_s * _SAFETY
 
 
 def is_paced(node: Node) -> bool:
     budget_s = node.timing.get("budget_s", 0.0)
     return bool(budget_s) and node.timing.get("exec_s", 0.0) >= _PACED * budget_s
+
+
+def refit_budget(node: Node, grow: float, left_s: float) -> float:
+    """The time limit of ``node``'s refit with ``left_s`` seconds left: a paced script gets as
+    much budget per row as the search gave it, when that fits (or it would train less than the
+    node it replaces); any other script all that is left (it stops when it is done)."""
+    return min(left_s, grow * node.timing["budget_s"]) if is_paced(node) else left_s
 
 
 def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
@@ -105,43 +116,18 @@ def planned_blend_seconds(run: RunDir, graph: SearchGraph, members: Iterable[str
     return sum(node_refit_seconds(graph[m], grow) for m in members if m in graph.nodes) + own
 
 
-def refit_reserve(run: RunDir, graph: SearchGraph, node: Node | None, planned: Iterable[str] = ()) -> float:
-    """Time the search keeps back for the refit of ``node`` (or of the best blend, which the
-    final stage may choose instead, or of the blend of ``planned`` members the search is about
-    to make): what the most demanding of them needs, every member of a blend counted, unless
-    that is more than ``final.max_refit_share`` of the budget (then no refit is planned and the
-    search goes on)."""
-    needed = max(
-        refit_seconds(run, graph, node),
-        refit_seconds(run, graph, best_blend(graph)),
-        planned_blend_seconds(run, graph, planned) if planned else 0.0,
-    )
-    budget = run.config.budget.time_s
-    return needed if budget is None or needed <= run.config.final.max_refit_share * budget else 0.0
-
-
 def own_refit_limit(run: RunDir, graph: SearchGraph, remaining: float, planned: Iterable[str] = ()) -> float:
     """The longest a script starting now may run and still leave the time its own refit
     needs, should it become the best node (for a blend about to be made, after the refits of
-    its ``planned`` members): a script that uses its whole limit ``t`` is paced, and its refit
-    needs ``growth * t``, so ``t + growth * t`` must fit in ``remaining``. Without this, a node
-    started near the end could become the best and leave its refit no time (issue 25)."""
+    its ``planned`` members): a script that uses its whole limit ``t`` needs about
+    ``growth * t`` (with the margin of ``node_refit_seconds``) to refit, so both must fit in
+    ``remaining``. Without this, a node started near the end could become the best and leave
+    its refit no time (issue 25)."""
     if not run.config.final.refit:
         return math.inf
     grow = growth(run)
     members = sum(node_refit_seconds(graph[m], grow) for m in planned if m in graph.nodes)
-    return (remaining - members) / (1 + grow)
-
-
-def in_flight_reserve(run: RunDir, limits: Iterable[float]) -> float:
-    """Time kept back for the refits of nodes running now (other workers' scripts, each as
-    long as its limit, the most a refit of it may need): any of them may become the best."""
-    if not run.config.final.refit:
-        return 0.0
-    grow = growth(run)
-    needed = max((grow * t for t in limits), default=0.0)
-    budget = run.config.budget.time_s
-    return needed if budget is None or needed <= run.config.final.max_refit_share * budget else 0.0
+    return (remaining - members) / (1 + grow * _SAFETY)
 
 
 def build_full_data(run: RunDir) -> Path:

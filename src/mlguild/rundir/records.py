@@ -120,6 +120,14 @@ def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: f
     )
 
 
+def record_seed_check_waived(
+    journal: Journal, candidate: str, best: str | None, reason: str, elapsed_s: float | None = None
+) -> None:
+    """Journal that ``candidate``'s seed check (its re-runs with other seeds) is not made, and
+    why (mlguild.run.gate): it stays behind ``best``, and no re-run of it is asked for again."""
+    journal.append("seed_check_waived", candidate=candidate, best=best, reason=reason, **_clock(elapsed_s))
+
+
 def node_from_started(data: dict[str, Any]) -> Node:
     """The node a first ``node_started`` record describes (the inverse of ``record_started``)."""
     node = Node(

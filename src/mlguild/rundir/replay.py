@@ -71,6 +71,8 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
             state.confirmation = {**kept, "scores": scores}
         elif kind == "final_graded":
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
+        elif kind == "seed_check_waived":  # mlguild.run.gate: the candidate stays behind the best
+            graph.waived.add(rec["candidate"])
         elif kind == "move_skipped":
             state.unavailable.setdefault(rec["op"], rec["reason"])
         elif kind == "session_ended":

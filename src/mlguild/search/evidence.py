@@ -23,6 +23,8 @@ def evidence_action(graph: SearchGraph, cfg: SearchConfig) -> Action | None:
         return None
     groups = graph.rerun_groups()
     candidate, why = graph.pending_evidence(), "beats the best by less than the noise margin"
+    if candidate is not None and candidate.id in graph.waived:  # not worth its cost (mlguild.run.gate)
+        candidate = None
     if candidate is None and cfg.stop_on_convergence and graph.noise_floor(groups) is None:
         scored = sum(1 for n in graph if n.ok and n.op != Op.RERUN)
         candidate = graph.best() if scored >= cfg.convergence_window else None

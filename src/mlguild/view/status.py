@@ -6,7 +6,11 @@ format) has these keys:
 
 - ``format``: 1; ``run``: ``{"id", "path"}``; ``task``: ``{"name", "task_type", "metric", "direction"}``
 - ``budget``: ``{"time_s", "iterations"}`` (the caps, None when unlimited), ``spent_s``,
-  ``sessions``, ``last_stop``
+  ``sessions``, ``last_stop``; ``search_s`` and ``final_s`` (the search's seconds and the
+  final stage's, over all sessions), ``used_share`` (``{"search", "final", "total"}``: each as
+  a share of ``time_s``, null without a time budget), ``timed_out`` (search nodes killed by
+  their time limit; ``cut_short`` of them under a limit the run's end had shortened),
+  ``not_started`` (proposals whose estimated cost exceeded the time left, mlguild.run.gate)
 - ``nodes``: one object per node in creation order: ``id``, ``parents``, ``op``, ``status``,
   ``score`` (holdout, by the harness), ``oof_score``, ``title``, ``flags``, ``seconds``,
   ``reference`` (the ladder rung it stands for, or null), ``review`` (the code review's
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, load_config
-from ..core.vocabulary import Op
+from ..core.vocabulary import FailureKind, Op
 from ..final.ladder import ladder
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
@@ -45,6 +49,34 @@ def run_config(path: Path) -> Config | None:
         return load_config(path / "config.yaml", [])
     except Exception:  # a hand-broken config.yaml must not hide the run's nodes
         return None
+
+
+def time_use(records: list[dict[str, Any]], state: RunState, time_s: float | None) -> dict[str, Any]:
+    """How the run spent its time: the search's seconds (each session's, up to its
+    ``session_ended``) and the final stage's (after it), each as a share of ``time_s``, and
+    how many search nodes their time limit killed or the estimate of their cost kept from starting."""
+    search = final = latest = 0.0
+    ended: float | None = None  # a session killed before its end was all search
+    for rec in [*records, {"type": "session_started"}]:  # a sentinel closes the last session
+        if rec["type"] == "session_started":
+            stop = latest if ended is None else ended
+            search, final = search + stop, final + max(0.0, latest - stop)
+            ended, latest = None, 0.0
+        elif rec["type"] == "session_ended":
+            ended = float(rec.get("session_elapsed_s", 0.0))
+        if "session_elapsed_s" in rec:
+            latest = max(latest, float(rec["session_elapsed_s"]))
+    nodes = [n for n in state.graph if n.op not in (Op.REFIT, Op.EDA)]
+    timed_out = [n for n in nodes if n.status == FailureKind.TIMEOUT]
+    share = (lambda seconds: round(seconds / time_s, 4)) if time_s else (lambda seconds: None)
+    return {
+        "search_s": round(search, 3),
+        "final_s": round(final, 3),
+        "used_share": {"search": share(search), "final": share(final), "total": share(search + final)},
+        "timed_out": len(timed_out),
+        "cut_short": sum(1 for n in timed_out if n.timing.get("cut_short")),
+        "not_started": sum(1 for n in nodes if n.status == FailureKind.OVER_BUDGET),
+    }
 
 
 def resources(records: list[dict[str, Any]], state: RunState, config: Config | None) -> dict[str, Any]:
@@ -146,6 +178,7 @@ def status_document(path: Path, spec: TaskSpec, state: RunState, records: list[d
             "spent_s": round(state.spent_s, 3),
             "sessions": state.sessions,
             "last_stop": state.finished_reason,
+            **time_use(records, state, config.budget.time_s if config else None),
         },
         "nodes": nodes,
         "best": {"id": best.id, "score": best.score} if best else None,

@@ -1,0 +1,131 @@
+"""Work that cannot finish is not started: a proposal's cost estimated from this run's own
+measurements (mlguild.run.cost), the gate before its script starts and the seed checks'
+(mlguild.run.gate), and what ``status --json`` says of the time used. Time is driven through
+the nodes' recorded timings and the budget's clock, never through how fast this machine is."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_task, scripted_agent
+
+from mlguild.brains.scripted import PRIOR_SCRIPT
+from mlguild.core.errors import BudgetExhausted
+from mlguild.core.graph import Evidence, Node, SearchGraph
+from mlguild.core.protocols import Action, Proposal
+from mlguild.core.vocabulary import FailureKind, Op
+from mlguild.metrics import get_metric
+from mlguild.run.cost import estimate, family, nothing_fits
+from mlguild.run.gate import waive_seed_checks
+from mlguild.rundir.journal import read_journal
+from mlguild.rundir.replay import RunState, replay
+from mlguild.search.evidence import evidence_action
+from mlguild.view.status import time_use
+
+PRIOR = PRIOR_SCRIPT.format(shrink=0.5)
+# The prior predictor as a LightGBM script: the import is what names its family to the estimate.
+LGBM = "import lightgbm  # noqa: F401\n" + PRIOR
+
+
+def _recipe_node(node_id: str, recipe: str, exec_s: float, folds: int = 5, seeds: int = 1) -> Node:
+    node = Node(id=node_id, op=Op.DRAFT, parents=(), iteration=int(node_id[1:]), status="scored", score=0.8)
+    node.meta = {"brain": "recipes", "recipe": recipe, "run": {"n_folds": folds, "seeds": seeds}}
+    node.timing, node.code_sha256 = {"exec_s": exec_s, "budget_s": 120.0}, "x"
+    return node
+
+
+def test_a_drafts_cost_is_its_familys_measured_seconds_per_fold_on_this_run():
+    graph = SearchGraph("maximize")
+    graph.add(_recipe_node("n0001", "lightgbm", exec_s=50.0, folds=5))
+    graph.add(_recipe_node("n0002", "catboost", exec_s=5.0))
+    draft = Proposal(
+        "a lightgbm draft", "", {"brain": "recipes", "recipe": "lightgbm", "run": {"n_folds": 3, "seeds": 2}}
+    )
+    found = estimate(graph, Action(Op.DRAFT, ()), draft, lambda n: "", n_train=1000)
+    assert found is not None and found.seconds == pytest.approx(50.0 / 5 * 6)  # 10 s a fold, 3 folds x 2 seeds
+    assert "recipe lightgbm" in found.basis
+    fresh = Proposal("a new family", "", {"brain": "recipes", "recipe": "forest", "run": {"n_folds": 5}})
+    assert estimate(graph, Action(Op.DRAFT, ()), fresh, lambda n: "", n_train=1000) is None  # nothing measured it
+    # An improve of n0001 that caps its rows at half: half the parent's measured seconds.
+    capped = Proposal("half the rows", "", {**draft.meta, "run": {"n_folds": 5, "seeds": 1, "max_train_rows": 500}})
+    found = estimate(graph, Action(Op.IMPROVE, ("n0001",)), capped, lambda n: "", n_train=1000)
+    assert found is not None and found.seconds == pytest.approx(25.0)
+    # An LLM's script has no recipe: the model library it imports is its family.
+    assert family({}, "import numpy as np\nfrom catboost import CatBoostRegressor\n") == "catboost"
+    assert family({}, "import pandas as pd\n") is None
+
+
+def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_path):
+    replies = [LGBM, "# another lightgbm draft\n" + LGBM, PRIOR]
+    agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})
+    first = agent.step(Action(Op.DRAFT, ()), 20)
+    assert first.ok
+    first.timing["exec_s"] = 100.0  # as measured on a slow machine: 100 s for a LightGBM script
+    slow = agent.step(Action(Op.DRAFT, ()), 30)
+    assert slow.status == FailureKind.OVER_BUDGET
+    assert "about 100 s" in (slow.failure or "") and "exceeds the 30 s" in (slow.failure or "")
+    assert not (run.node_dir(slow.id) / "stdout.txt").exists()  # its script never ran
+    finished = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_finished"]
+    assert finished[-1]["id"] == slow.id and finished[-1]["timing"]["estimate_s"] == pytest.approx(100.0)
+    other = agent.step(Action(Op.DRAFT, ()), 30)  # a family nothing has measured: started
+    assert other.ok
+
+
+def test_near_the_end_the_search_ends_when_the_proposals_cannot_finish():
+    graph = SearchGraph("maximize")
+    graph.add(_recipe_node("n0001", "lightgbm", exec_s=50.0))
+    over = Node(id="n0002", op=Op.DRAFT, parents=(), iteration=1, status=FailureKind.OVER_BUDGET)
+    graph.add(over)
+    nothing_fits(graph, limit=60.0, full_limit=60.0)  # not near the end: the brain may try again
+    with pytest.raises(BudgetExhausted):  # near it, and no measured script is under 20 s
+        nothing_fits(graph, limit=20.0, full_limit=60.0)
+    graph.add(_recipe_node("n0003", "catboost", exec_s=5.0))  # a fast family: worth another proposal
+    graph.add(Node(id="n0004", op=Op.DRAFT, parents=(), iteration=3, status=FailureKind.OVER_BUDGET))
+    nothing_fits(graph, limit=20.0, full_limit=60.0)
+    for i in (5, 6):  # three in a row that could not finish: the brain keeps asking for too much
+        graph.add(Node(id=f"n000{i}", op=Op.DRAFT, parents=(), iteration=i, status=FailureKind.OVER_BUDGET))
+    with pytest.raises(BudgetExhausted):
+        nothing_fits(graph, limit=20.0, full_limit=60.0)
+
+
+def test_a_seed_check_runs_only_where_its_reruns_fit_the_search_left(tmp_path):
+    agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, [PRIOR], **{"budget.iterations": 10})
+    best = agent.step(Action(Op.DRAFT, ()), 20)
+    graph, session = agent.session.state.graph, agent.session
+    assert graph.evidence is not None and best.ok and best.score is not None
+    near = Node(id="n0002", op=Op.DRAFT, parents=(), iteration=1, status="scored", score=best.score + 1e-6)
+    near.timing = {"exec_s": 100.0}  # a near tie whose every re-run takes 100 s
+    graph.add(near)
+    assert graph.pending_evidence() is near
+    run.config.budget.iterations = None
+    run.config.budget.time_s = session.state.spent_s + session.clock.elapsed() + 10_000  # time for them
+    waive_seed_checks(session)
+    action = evidence_action(graph, run.config.search)
+    assert action is not None and action.op == Op.RERUN and action.parents == ("n0002",)
+    run.config.budget.time_s = session.state.spent_s + session.clock.elapsed() + 300  # 200 s of re-runs in 300
+    waive_seed_checks(session)
+    assert evidence_action(graph, run.config.search) is None
+    assert graph.best() is best  # the near tie stays behind the best
+    records = read_journal(run.path / "journal.jsonl")
+    waived = [r for r in records if r["type"] == "seed_check_waived"]
+    assert [w["candidate"] for w in waived] == ["n0002"] and "200 s" in waived[0]["reason"]
+    assert "n0002" in replay(records, get_metric("roc_auc").direction).graph.waived  # a resume keeps it
+
+
+def test_status_reports_the_share_of_the_time_used_and_the_nodes_killed_by_their_limit():
+    records = [
+        {"type": "run_started"},
+        {"type": "session_started", "session_elapsed_s": 0.0},
+        {"type": "node_finished", "session_elapsed_s": 60.0},
+        {"type": "session_ended", "session_elapsed_s": 100.0},
+        {"type": "final_chosen", "session_elapsed_s": 114.0},
+    ]
+    state = RunState(SearchGraph("maximize", Evidence()))
+    timed_out = Node(id="n0001", op=Op.DRAFT, parents=(), iteration=0, status=FailureKind.TIMEOUT)
+    timed_out.timing = {"exec_s": 48.0, "cut_short": True}
+    state.graph.add(timed_out)
+    state.graph.add(Node(id="n0002", op=Op.DRAFT, parents=(), iteration=1, status=FailureKind.OVER_BUDGET))
+    found = time_use(records, state, 120.0)
+    assert found["search_s"] == 100.0 and found["final_s"] == 14.0
+    assert found["used_share"] == {"search": 0.8333, "final": 0.1167, "total": 0.95}
+    assert (found["timed_out"], found["cut_short"], found["not_started"]) == (1, 1, 1)
+    assert time_use(records, state, None)["used_share"]["total"] is None
