@@ -15,6 +15,8 @@ Commands (mlguild's venv)::
 
     .venv/bin/python benchmarks/gauntlet_mlebench.py            # the table, and the counts
     .venv/bin/python benchmarks/gauntlet_mlebench.py --docs     # rewrite docs/guides/mlebench-gauntlet.md
+    .venv/bin/python benchmarks/gauntlet_mlebench.py --descriptions mle-bench/mlebench/competitions
+        # each competition's whole description.md from a checkout of openai/mle-bench instead
 
 ``tests/sources/test_gauntlet_mlebench.py`` runs the same and asserts that none is wrong.
 """
@@ -87,14 +89,18 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
     raise ValueError(f"unknown value kind {kind!r}")
 
 
-def write_folder(name: str, spec: dict, root: Path) -> Path:
-    """Write ``spec`` as MLE-bench's public files would look; the competition folder's path."""
+def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Path:
+    """Write ``spec`` as MLE-bench's public files would look; the competition folder's path. The
+    description is the opening of its evaluation section, or ``descriptions/<name>/description.md``."""
     import pandas as pd
 
     rng = random.Random(name)
     public = root / name / "prepared" / "public"
     public.mkdir(parents=True)
-    (public / "description.md").write_text(f"# {name}\n\n## Evaluation\n\n{spec.get('eval', '')}\n")
+    text = f"# {name}\n\n## Evaluation\n\n{spec.get('eval', '')}\n"
+    if descriptions is not None:
+        text = (descriptions / name / "description.md").read_text(encoding="utf-8")
+    (public / "description.md").write_text(text, encoding="utf-8")
     files: dict[str, dict] = spec.get("files") or {}
     train_kinds = next((cols for f, cols in files.items() if "train" in f), {})
     frames: dict[str, pd.DataFrame] = {}
@@ -153,12 +159,12 @@ def describe(targets: list[str], id_column: str, keys: list[str], shape: str, me
     return f"{shape} {','.join(targets)} by {id_column}{keyed}; {metric}{at}"
 
 
-def judge(name: str, spec: dict, root: Path) -> Verdict:
+def judge(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Verdict:
     want = spec["expect"]
     expected = describe(
         want["targets"], want["id"], want.get("keys", []), want["shape"], want["metric"], want.get("params", {})
     )
-    folder = write_folder(name, spec, root)
+    folder = write_folder(name, spec, root, descriptions)
     lite = bool(spec.get("lite"))
     csvs = [f for f in spec.get("files") or {} if f.endswith(".csv") and "sample" not in f.lower()]
     layout = any("test" in f for f in csvs) and any("test" not in f for f in csvs)
@@ -185,10 +191,11 @@ def judge(name: str, spec: dict, root: Path) -> Verdict:
     return Verdict(name, lite, expected, inferred, "wrong" if differ else "right", ", ".join(differ), layout)
 
 
-def run_all(specs: dict[str, dict] | None = None) -> list[Verdict]:
+def run_all(specs: dict[str, dict] | None = None, descriptions: Path | None = None) -> list[Verdict]:
     specs = specs if specs is not None else load_specs()
     with tempfile.TemporaryDirectory(prefix="gauntlet-mlebench-") as tmp:
-        return [judge(name, spec, Path(tmp)) for name, spec in sorted(specs.items(), key=lambda kv: kv[0].lower())]
+        ordered = sorted(specs.items(), key=lambda kv: kv[0].lower())
+        return [judge(name, spec, Path(tmp), descriptions) for name, spec in ordered]
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:
@@ -233,7 +240,16 @@ match the grader's, **refused** when inference stops with one line naming what i
 fix is to write task.yaml, see [task folders](task-folders.md)), **wrong** when it states another
 task with confidence. `tests/sources/test_gauntlet_mlebench.py` fails on any wrong one.
 
-Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs`.
+Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs` (`--descriptions
+mle-bench/mlebench/competitions` reads each competition's whole description.md from a checkout of
+openai/mle-bench instead of the opening of its evaluation section; the verdicts are the same).
+
+What the refusals are, in the main: the test rows are listed only by the sample submission, with
+their images or sounds in a folder and no CSV of test rows (most image and audio competitions:
+mlguild needs a test file with the id column); the grader's metric is not in `mlguild.metrics`
+(Dice, IoU, Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the
+submission's id is built from other columns, or named otherwise than in the test file; the data
+are JSON, TSV, NumPy or BSON files, not CSV.
 
 {summary}
 
@@ -244,9 +260,12 @@ Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs`.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", action="store_true", help=f"rewrite {DOCS.relative_to(HERE.parent)}")
+    parser.add_argument(
+        "--descriptions", type=Path, help="a folder of <competition>/description.md (mle-bench's mlebench/competitions)"
+    )
     args = parser.parse_args(argv)
-    verdicts = run_all()
-    if args.docs:
+    verdicts = run_all(descriptions=args.descriptions)
+    if args.docs and args.descriptions is None:
         DOCS.write_text(_PAGE.format(summary=summary(verdicts), table=table(verdicts)))
         print(f"wrote {DOCS}")
     else:

@@ -76,6 +76,7 @@ def test_a_spec_folder_is_written_as_mlebench_lays_it_out(tmp_path: Path) -> Non
         ("Submissions are evaluated on the mean column-wise Spearman's correlation coefficient.", "Spearman"),
         ("The evaluation metric for this competition is Mean F1-Score.", "mean F1"),
         ("Submissions are evaluated on the weighted AUC.", "weighted AUC"),
+        ("Submissions are evaluated on a modified version of the F1 Score.", "modified"),
         ("Scored as the mean absolute error of the pressures. The expiratory phase is not scored.", "unscored"),
     ],
 )

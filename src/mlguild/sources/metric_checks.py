@@ -19,6 +19,11 @@ from ..core.errors import TaskError
 # Metrics descriptions name that the registry lacks, with the words that name them. Where one
 # of these starts before a registered metric's words (or where they start, and is longer), it is the metric.
 UNREGISTERED: list[tuple[str, str]] = [
+    (
+        "a modified metric",
+        r"\bmodified (version|form|variant) of (the )?\[?(\w+[- ]+){0,3}?(score|metric|coefficient|loss|error|f1|auc)",
+    ),
+    ("a combination of metrics", r"\bcombines (several|multiple|two|three) (sub-?)?metrics\b"),
     ("log of the MAE", r"\blog(arithm)? of the mean absolute error|\blog[- ]mae\b"),
     ("weighted AUC", r"\bweighted (roc[- ])?auc\b|\bweighted area under"),
     ("weighted log loss", r"\bweighted (multi[- ]label )?(logarithmic loss|log[- ]?loss)"),
