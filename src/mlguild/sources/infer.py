@@ -26,6 +26,7 @@ from ..task.time_order import infer_time_column_of_files
 from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
 from .file_columns import FILE_PROBE, file_column
+from .metric_checks import evaluation_section, refuse_one_hot_logloss, refuse_unregistered
 from .shapes import (
     ranking_shape,
     sample_is_probability,
@@ -55,7 +56,9 @@ def find_task_root(folder: Path) -> tuple[Path, str]:
     return folder, "."  # a Kaggle download: the data beside task.yaml
 
 
-def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str) -> Path:
+def _pick(
+    files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str, alone: list[Path] | None = None
+) -> Path:
     named = {p.relative_to(data_dir).as_posix(): p for p in files}
     for name in exact:
         if name in named:
@@ -63,7 +66,10 @@ def _pick(files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], 
     matches = [p for p in files if word in p.name.lower()]
     if len(matches) == 1:
         return matches[0]
-    found = ", ".join(sorted(named)) or "no CSV files"
+    if not matches and alone is not None and len(alone) == 1:
+        return alone[0]
+    shown = sorted(named)[:6] + ([f"and {len(named) - 6} more"] if len(named) > 6 else [])
+    found = ", ".join(shown) or "no CSV file is left for it"
     raise TaskError(
         f"cannot tell which file is the {role} in {data_dir} ({found})",
         f"write task.yaml naming it (see docs/guides/task-folders.md), or rename it to {exact[0]}",
@@ -118,8 +124,8 @@ def several_targets_metric(name: str) -> str:
 
 def metric_from_description(text: str) -> tuple[str, str, dict] | None:
     """(metric name, the phrase found, metric params) or None when the text names none known."""
-    section = re.search(r"^#+\s*evaluation.*?$(.*?)(?=^#+\s|\Z)", text, re.IGNORECASE | re.MULTILINE | re.DOTALL)
-    for body in ([section.group(1)] if section else []) + [text]:
+    section = evaluation_section(text)
+    for body in ([section] if section else []) + [text]:
         hits = []
         for name, pattern in _METRIC_PATTERNS:
             found = re.search(pattern, body, re.IGNORECASE)
@@ -154,8 +160,16 @@ def infer_task(
     ]
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     rest = [p for p in csvs if p != sample_path]
-    train_path = _pick(rest, data_dir, "train file", ("train.csv",), "train")
-    test_path = _pick([p for p in rest if p != train_path], data_dir, "test file", ("test.csv",), "test")
+    # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
+    train_path = _pick(
+        rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
+    )
+    if not (others := [p for p in rest if p != train_path]):  # the test rows are listed by the sample alone
+        raise TaskError(
+            f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}",
+            f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
+        )
+    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test")
     sample_header = read_header(sample_path)
     train_header, test_header = read_header(train_path), read_header(test_path)
     if len(sample_header) < 2:
@@ -177,6 +191,8 @@ def infer_task(
 
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
+    if metric is None:
+        refuse_unregistered(description, named[1] if named else None, folder)
     wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
     lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
     grouped = ranking_shape(sample, id_column, predicted, test_header)
@@ -256,6 +272,7 @@ def infer_task(
                 f"pass one: mlguild run {folder} --metric NAME (known: {', '.join(sorted(METRICS))})",
             )
         metric, phrase, params = named
+        refuse_one_hot_logloss(train, targets, metric, folder)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
         if len(targets) > 1:

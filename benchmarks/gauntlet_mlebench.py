@@ -1,0 +1,278 @@
+"""The MLE-bench gauntlet: does inference read each MLE-bench competition's public folder as the
+task its grader scores, or refuse in one line?
+
+``gauntlet_mlebench.yaml`` holds, per competition of openai/mle-bench, a tiny synthetic public
+folder (the real file names, headers, id conventions and value kinds; made-up values) and the
+task its ``grade.py`` computes. Each folder is written as ``<id>/prepared/public/`` with
+``description.md`` (the opening of its evaluation section) and no task.yaml, then read by
+``mlguild.sources.infer.infer_task``, as ``mlguild run FOLDER`` reads it. The verdict:
+
+* ``right``: the targets, the id and key columns, the shape and the metric all match;
+* ``refused``: a ``TaskError``, one line naming what is missing;
+* ``wrong``: a task stated with confidence that differs from the grader's.
+
+Commands (mlguild's venv)::
+
+    .venv/bin/python benchmarks/gauntlet_mlebench.py            # the table, and the counts
+    .venv/bin/python benchmarks/gauntlet_mlebench.py --docs     # rewrite docs/guides/mlebench-gauntlet.md
+    .venv/bin/python benchmarks/gauntlet_mlebench.py --descriptions mle-bench/mlebench/competitions
+        # each competition's whole description.md from a checkout of openai/mle-bench instead
+
+``tests/sources/test_gauntlet_mlebench.py`` runs the same and asserts that none is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from mlguild.core.errors import TaskError
+from mlguild.metrics import METRICS, get_metric
+from mlguild.sources.infer import infer_task
+from mlguild.task.spec import TaskSpec
+
+HERE = Path(__file__).resolve().parent
+SPECS = HERE / "gauntlet_mlebench.yaml"
+DOCS = HERE.parent / "docs" / "guides" / "mlebench-gauntlet.md"
+_ROWS = {"train": 40}  # rows of a file whose name says train; every other file has 20
+_OFFSET = {"train": 0, "test": 5000}  # id ranges per file, so train and test ids never meet
+
+
+def load_specs(path: Path = SPECS) -> dict[str, dict]:
+    specs = yaml.safe_load(path.read_text())
+    for name, spec in specs.items():
+        metric = spec["expect"]["metric"]
+        if metric != "unregistered" and metric not in METRICS:
+            raise ValueError(f"{name}: expected metric {metric!r} is not in mlguild.metrics (write unregistered)")
+    return specs
+
+
+def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str:
+    name, _, arg = kind.partition(":")
+    if name == "id":
+        return (arg or "{}").format(offset + i)
+    if name == "grp":
+        count, _, fmt = arg.partition(":")
+        return (fmt or "{}").format(offset + i * int(count) // rows)
+    if name == "int":
+        lo, hi = arg.split(":")
+        return str(rng.randint(int(lo), int(hi)))
+    if name == "float":
+        lo, hi = (float(x) for x in arg.split(":"))
+        return f"{rng.uniform(lo, hi):.4f}"
+    if name == "prob":
+        return f"{rng.random():.4f}"
+    if name == "cat":
+        options = arg.split("|")
+        return options[i % len(options)] if i < len(options) else rng.choice(options)
+    if name == "list":
+        options = arg.split("|")
+        return " ".join(rng.sample(options, rng.randint(1, min(3, len(options)))))
+    if name == "text":
+        words = ["the", "model", "reads", "every", "row", "of", "this", "small", "table", "again"]
+        return " ".join(rng.choices(words, k=rng.randint(4, 12))).capitalize() + "."
+    if name == "date":
+        from datetime import date, timedelta
+
+        return (date.fromisoformat(arg) + timedelta(days=offset // 50 + i)).isoformat()
+    if name == "hot":
+        k, n = (int(x) for x in arg.split(":"))
+        return "1" if i % n == k else "0"
+    if name == "const":
+        return arg
+    raise ValueError(f"unknown value kind {kind!r}")
+
+
+def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Path:
+    """Write ``spec`` as MLE-bench's public files would look; the competition folder's path. The
+    description is the opening of its evaluation section, or ``descriptions/<name>/description.md``."""
+    import pandas as pd
+
+    rng = random.Random(name)
+    public = root / name / "prepared" / "public"
+    public.mkdir(parents=True)
+    text = f"# {name}\n\n## Evaluation\n\n{spec.get('eval', '')}\n"
+    if descriptions is not None:
+        text = (descriptions / name / "description.md").read_text(encoding="utf-8")
+    (public / "description.md").write_text(text, encoding="utf-8")
+    files: dict[str, dict] = spec.get("files") or {}
+    train_kinds = next((cols for f, cols in files.items() if "train" in f), {})
+    frames: dict[str, pd.DataFrame] = {}
+    test_name = next((f for f in files if "test" in f), None)
+    for file, columns in sorted(files.items(), key=lambda item: "sample" in item[0] or "Submission" in item[0]):
+        role = "train" if "train" in file else "test"
+        rows = _ROWS.get(role, 20)
+        offset = _OFFSET[role]
+        data: dict[str, list[str]] = {}
+        source = frames.get(test_name) if test_name and file != test_name and role == "test" else None
+        for column, kind in columns.items():
+            if source is not None and column in source and kind is None:
+                data[column] = source[column].tolist()  # the sample submission lists the test rows
+                continue
+            kind = kind or train_kinds.get(column) or "text"
+            data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
+        frames[file] = pd.DataFrame(data)
+        sep = "\t" if file.endswith(".tsv") else ","
+        frames[file].to_csv(public / file, index=False, sep=sep)
+    for csv, column, folder, suffix in spec.get("media") or []:
+        (public / folder).mkdir(parents=True, exist_ok=True)
+        for value in frames[csv][column]:
+            (public / folder / f"{value}{suffix}").write_bytes(b"")
+    for other in spec.get("other") or []:
+        (public / other).parent.mkdir(parents=True, exist_ok=True)
+        (public / other).write_bytes(b"")
+    return root / name
+
+
+def shape_of(spec: TaskSpec) -> str:
+    if spec.classes is not None:
+        return "classes"
+    if len(spec.target_columns) > 1:
+        return "several"
+    if not spec.ids_unique:
+        return "grouped"
+    if get_metric(spec.metric).prediction == "ranked_list":
+        return "list"
+    return "single"
+
+
+@dataclass
+class Verdict:
+    competition: str
+    lite: bool
+    expected: str
+    inferred: str
+    verdict: str  # right, refused, wrong
+    why: str = ""
+    csv_layout: bool = False  # the public files include train and test rows as CSV files
+
+
+def describe(targets: list[str], id_column: str, keys: list[str], shape: str, metric: str, params: dict) -> str:
+    keyed = f" keys {','.join(keys)}" if keys else ""
+    at = "".join(f" {k}={v}" for k, v in params.items())
+    return f"{shape} {','.join(targets)} by {id_column}{keyed}; {metric}{at}"
+
+
+def judge(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Verdict:
+    want = spec["expect"]
+    expected = describe(
+        want["targets"], want["id"], want.get("keys", []), want["shape"], want["metric"], want.get("params", {})
+    )
+    folder = write_folder(name, spec, root, descriptions)
+    lite = bool(spec.get("lite"))
+    csvs = [f for f in spec.get("files") or {} if f.endswith(".csv") and "sample" not in f.lower()]
+    layout = any("test" in f for f in csvs) and any("test" not in f for f in csvs)
+    try:
+        got = infer_task(folder).spec
+    except TaskError as exc:
+        line = str(exc.args[0]).replace(str(folder / "prepared" / "public"), "public").replace(str(folder), name)
+        return Verdict(name, lite, expected, f"refused: {line}", "refused", csv_layout=layout)
+    inferred = describe(
+        got.target_columns, got.id_column, got.key_columns, shape_of(got), got.metric, got.metric_params
+    )
+    differ = [
+        what
+        for what, same in (
+            ("targets", sorted(got.target_columns) == sorted(want["targets"])),
+            ("id", got.id_column == want["id"]),
+            ("keys", sorted(got.key_columns) == sorted(want.get("keys", []))),
+            ("shape", shape_of(got) == want["shape"]),
+            ("metric", got.metric == want["metric"]),
+            ("params", all(got.metric_params.get(k) == v for k, v in want.get("params", {}).items())),
+        )
+        if not same
+    ]
+    return Verdict(name, lite, expected, inferred, "wrong" if differ else "right", ", ".join(differ), layout)
+
+
+def run_all(specs: dict[str, dict] | None = None, descriptions: Path | None = None) -> list[Verdict]:
+    specs = specs if specs is not None else load_specs()
+    with tempfile.TemporaryDirectory(prefix="gauntlet-mlebench-") as tmp:
+        ordered = sorted(specs.items(), key=lambda kv: kv[0].lower())
+        return [judge(name, spec, Path(tmp), descriptions) for name, spec in ordered]
+
+
+def counts(verdicts: list[Verdict]) -> dict[str, int]:
+    return {v: sum(1 for r in verdicts if r.verdict == v) for v in ("right", "refused", "wrong")}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(verdicts: list[Verdict]) -> str:
+    lines = ["| competition | expected (grader) | inferred | verdict |", "|---|---|---|---|"]
+    for r in verdicts:
+        mark = " (lite)" if r.lite else ""
+        verdict = r.verdict + (f": {r.why}" if r.why else "")
+        lines.append(f"| {r.competition}{mark} | {_cell(r.expected)} | {_cell(r.inferred)} | {verdict} |")
+    return "\n".join(lines)
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    total, lite = counts(verdicts), counts([v for v in verdicts if v.lite])
+    registered = [v for v in verdicts if not v.expected.endswith("unregistered")]
+    in_reach = [v for v in registered if v.csv_layout]
+    return (
+        f"{len(verdicts)} competitions: {total['right']} right, {total['refused']} refused, {total['wrong']} wrong "
+        f"({total['right'] / len(verdicts):.0%} right). The lite set ({sum(lite.values())}): {lite['right']} right, "
+        f"{lite['refused']} refused, {lite['wrong']} wrong. Those whose grader's metric mlguild has: "
+        f"{len(registered)}, {counts(registered)['right']} right; of them, those whose public files include a CSV "
+        f"of test rows: {len(in_reach)}, {counts(in_reach)['right']} right."
+    )
+
+
+_PAGE = """# MLE-bench gauntlet: inference on every competition's folder
+
+What `mlguild run FOLDER` makes of each MLE-bench competition's public folder when the folder has
+no task.yaml. `benchmarks/gauntlet_mlebench.yaml` holds a tiny synthetic copy of each folder
+(the file names, CSV headers, id conventions and kinds of values that the competition's
+`prepare.py` writes; made-up values) with the task its `grade.py` scores; each is written to a
+temporary folder and read by `mlguild.sources.infer`. A verdict is **right** when the targets,
+the id and key columns, the shape (single, classes, several, grouped, list) and the metric all
+match the grader's, **refused** when inference stops with one line naming what is missing (the
+fix is to write task.yaml, see [task folders](task-folders.md)), **wrong** when it states another
+task with confidence. `tests/sources/test_gauntlet_mlebench.py` fails on any wrong one.
+
+Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs` (`--descriptions
+mle-bench/mlebench/competitions` reads each competition's whole description.md from a checkout of
+openai/mle-bench instead of the opening of its evaluation section; the verdicts are the same).
+
+What the refusals are, in the main: the test rows are listed only by the sample submission, with
+their images or sounds in a folder and no CSV of test rows (most image and audio competitions:
+mlguild needs a test file with the id column); the grader's metric is not in `mlguild.metrics`
+(Dice, IoU, Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the
+submission's id is built from other columns, or named otherwise than in the test file; the data
+are JSON, TSV, NumPy or BSON files, not CSV.
+
+{summary}
+
+{table}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", action="store_true", help=f"rewrite {DOCS.relative_to(HERE.parent)}")
+    parser.add_argument(
+        "--descriptions", type=Path, help="a folder of <competition>/description.md (mle-bench's mlebench/competitions)"
+    )
+    args = parser.parse_args(argv)
+    verdicts = run_all(descriptions=args.descriptions)
+    if args.docs and args.descriptions is None:
+        DOCS.write_text(_PAGE.format(summary=summary(verdicts), table=table(verdicts)))
+        print(f"wrote {DOCS}")
+    else:
+        print(table(verdicts))
+    print(summary(verdicts))
+    return 1 if counts(verdicts)["wrong"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""What a competition's text and columns say against the registered metric inference would pick.
+
+A description that names a metric mlguild does not have (Spearman's correlation, a log of the
+MAE per type, a Dice coefficient, ...) often contains a registered metric's words too ("mean
+absolute error" in "the log of the mean absolute error"; "AUC" in "the weighted AUC"). Taking
+those words at face value states a task with confidence that the grader does not score, so
+inference refuses in one line instead, and asks for ``--metric``. The same for an evaluation
+that leaves some rows unscored, and for one-hot outcome columns scored by log loss (one
+class per row spread over columns: their column-wise mean is another number)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..core.errors import TaskError
+
+# Metrics descriptions name that the registry lacks, with the words that name them. Where one
+# of these starts before a registered metric's words (or where they start, and is longer), it is the metric.
+UNREGISTERED: list[tuple[str, str]] = [
+    (
+        "a modified metric",
+        r"\bmodified (version|form|variant) of (the )?\[?(\w+[- ]+){0,3}?(score|metric|coefficient|loss|error|f1|auc)",
+    ),
+    ("a combination of metrics", r"\bcombines (several|multiple|two|three) (sub-?)?metrics\b"),
+    ("log of the MAE", r"\blog(arithm)? of the mean absolute error|\blog[- ]mae\b"),
+    ("weighted AUC", r"\bweighted (roc[- ])?auc\b|\bweighted area under"),
+    ("weighted log loss", r"\bweighted (multi[- ]label )?(logarithmic loss|log[- ]?loss)"),
+    ("probabilistic F1", r"\bprobabilistic f1|\bpf1\b"),
+    ("Kaggle's mean F1 over label sets", r"\bmean ?f1[- ]?score\b|\bmeanfscore\b"),
+    ("Spearman's correlation", r"\bspearman"),
+    ("Pearson's correlation", r"\bpearson"),
+    ("Kendall's tau", r"\bkendall"),
+    ("Matthews correlation", r"\bmatthews"),
+    ("Kullback-Leibler divergence", r"\bkullback|\bkl[- ]divergence"),
+    ("Levenshtein distance", r"\blevenshtein|\bedit distance"),
+    ("Jaccard score", r"\bjaccard"),
+    ("Dice coefficient", r"\bdice\b|\bs(ø|o)rensen"),
+    ("intersection over union", r"\bintersection over union|\biou\b"),
+    ("detection mean average precision", r"\bmean average precision\b(?!\s*(@|at\s+\d))"),
+    ("angular error", r"\bangular (error|distance)"),
+    ("percentile distance error", r"\bpercentile distance"),
+    ("Laplace log likelihood", r"\blaplace log[- ]likelihood"),
+    ("lwlrap", r"\blwlrap\b|label[- ]weighted label[- ]ranking"),
+    ("top-1 error", r"\btop[- ]?1 (classification )?error"),
+]
+
+# Words saying the grader leaves some rows out: a metric over every row is then another number.
+_PARTIAL = r"\b(is|are|will be) not (scored|evaluated)\b"
+
+
+def evaluation_section(text: str) -> str | None:
+    """The body of the text's evaluation section (up to the next heading), if it has one."""
+    section = re.search(r"^#+\s*evaluation.*?$(.*?)(?=^#+\s|\Z)", text, re.IGNORECASE | re.MULTILINE | re.DOTALL)
+    return section.group(1) if section else None
+
+
+def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> None:
+    """TaskError when the text's metric is one the registry lacks: the evaluation section, else the
+    whole text, decides, and in it the words that start first (at the same start, the longer words)."""
+    section = evaluation_section(text)
+    for body in ([section] if section else []) + [text]:
+        hits = [(m.start(), name, m.group(0)) for name, p in UNREGISTERED if (m := re.search(p, body, re.I))]
+        known = body.lower().find(known_phrase.lower()) if known_phrase else -1
+        if hits:
+            start, name, phrase = min(hits)
+            if known < 0 or start < known or (start == known and len(phrase) > len(str(known_phrase))):
+                raise TaskError(
+                    f"the description's metric is {name} ({phrase!r}), which mlguild does not have",
+                    f"pass the registered metric to optimise instead: mlguild run {folder} --metric NAME",
+                )
+        if known >= 0 or hits:
+            break
+    if section and (found := re.search(_PARTIAL, section, re.I)):
+        raise TaskError(
+            f"the description's evaluation leaves some rows unscored ({found.group(0)!r}); mlguild scores every row",
+            f"pass --metric to score every row anyway: mlguild run {folder} --metric NAME",
+        )
+
+
+def refuse_one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str, folder: object) -> None:
+    """TaskError when several 0/1 target columns hold one outcome (exactly one 1 a row) and the
+    description's metric is log loss: that is a multi-class log loss over the columns."""
+    if len(targets) < 2 or metric != "logloss" or not all(t in train for t in targets):
+        return
+    values = train[targets].apply(pd.to_numeric, errors="coerce")
+    if values.isin([0, 1]).all().all() and (values.sum(axis=1) == 1).all():
+        raise TaskError(
+            f"the target columns {targets[:6]} are one outcome spread over 0/1 columns (one 1 a row), scored by "
+            "multi-class log loss: no registered metric scores that layout",
+            "write task.yaml with one class column as the target and its classes as submission columns "
+            "(see docs/guides/task-folders.md)",
+        )
