@@ -170,7 +170,9 @@ class Ledger:
         for model, t in sorted(self.by_model.items()):
             cost = f"${t.cost_usd:.4f}" if t.cost_known else f"${t.cost_usd:.4f} (price unknown)"
             cache = [f"{t.prompt_cache_tokens:,} from the prompt cache"] if t.prompt_cache_tokens else []
-            cache += [f"{t.prompt_cache_write_tokens:,} written to it"] if t.prompt_cache_write_tokens else []
+            cache += (
+                [f"{t.prompt_cache_write_tokens:,} written to the prompt cache"] if t.prompt_cache_write_tokens else []
+            )
             from_cache = f" ({', '.join(cache)})" if cache else ""
             lines.append(
                 f"  {model}: {t.calls} calls ({t.failed} failed, {t.cache_hits} cached), "

@@ -13,7 +13,8 @@ branch's reports, or for a draft the task's words), and what this run saw when i
 (a gain raises an idea, a failure or no gain lowers it; an idea nobody has tried yet gets a
 small bonus, so the pool is explored). A fourth keeps parallel workers apart: an idea the
 nodes in flight were offered or are trying loses what they hold of it (``busy``), so two
-workers offered ideas at once are offered different ones where the pool allows.
+workers offered ideas at once are offered different ones where the pool allows. Whatever the
+ranks, the idea the run's latest gain came from is always in the list.
 """
 
 from __future__ import annotations
