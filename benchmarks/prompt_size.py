@@ -84,6 +84,10 @@ def main() -> int:
         f"tokens, is {100 * shared_chars / max(all_chars, 1):.0f}% of all prompt tokens "
         f"(servable by a provider's prompt cache)"
     )
+    print(
+        f"all prompt tokens: {all_chars // CHARS_PER_TOKEN:,}; outside the stable prefix (billed in full): "
+        f"{(all_chars - shared_chars) // CHARS_PER_TOKEN:,}"
+    )
     return 0
 
 

@@ -141,3 +141,22 @@ def test_reviews_where_they_pay_and_an_improve_prompt_with_its_evidence(tmp_path
     assert (tally["asked"], tally["passed"], tally["revised"], tally["skipped"]) == (2, 2, 0, 2)
     assert "2 asked (2 passed, 0 revised" in reviews_line(tally) and "2 small edits not reviewed" in reviews_line(tally)
     run.close()
+
+
+def test_a_member_of_a_blend_is_shown_its_blend_and_a_blend_its_members(tmp_path):
+    other = DRAFT.replace("SLOPE = 3.0", "SLOPE = 2.5").replace("Line on x0", "Flatter line on x0")
+    llm = ScriptedLLM([DRAFT, other, SMALL_EDIT], default=None)
+    agent, run = _agent(tmp_path, llm)
+    agent.session.brain = LLMBrain(llm, LLMBrainOptions(threads=2, diff_mode=True))  # no reviews here
+    first = agent.step(Action(Op.DRAFT, (), "draft 1 of 2"), LIMIT_S)
+    second = agent.step(Action(Op.DRAFT, (), "draft 2 of 2"), LIMIT_S)
+    blend = agent.step(Action(Op.BLEND, (first.id, second.id), "blend the best of two branches"), LIMIT_S)
+    assert blend.ok, blend.failure
+    agent.step(Action(Op.IMPROVE, (first.id,), f"improve {first.id}"), LIMIT_S)
+    improve = llm.calls[-1]["messages"][-1].content
+    assert f"It feeds the blend {blend.id} with weight " in improve and "decides its weight" in improve
+    graph = agent.session.state.graph
+    shown = agent.session.contexts.parent_view(graph, graph[blend.id]).evidence
+    assert any(line.startswith(f"It is a blend of {first.id} (weight ") for line in shown)
+    assert any("fitted on its members' out-of-fold predictions" in line for line in shown)
+    run.close()

@@ -15,8 +15,9 @@ whole contract) and the revised script is what runs; it is not reviewed again.
 
 What happened is the proposal's ``meta["review"]``, journaled with the node
 (``node_started``): the findings, the status (``passed``, ``revised``, ``revision_failed``,
-``unreviewed`` or ``skipped``), what it read (``scope``: ``script`` or ``change``), the revision's diff and the requests' tokens and cost. The requests go
-through the run's LLM like any other, so they are cached and in the ledger (purposes
+``unreviewed`` or ``skipped``), what it read (``scope``: ``script`` or ``change``), the
+revision's diff and the requests' tokens and cost. The requests go through the run's LLM
+like any other, so they are cached and in the ledger (purposes
 ``review`` and ``revise``). A reply that cannot be read (truncated, garbage, hostile) never
 stops a run: the script runs unreviewed, and the record says why.
 """
