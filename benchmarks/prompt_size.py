@@ -7,18 +7,22 @@ prompt with a complete prior-predictor script), on the bundled churn task, and r
 prompt tokens of every call (estimated as characters / 4). Context isolation keeps them
 bounded: target <= 8k tokens at iteration 200. For contrast it prints what a design that
 pastes every previous node's plan and code into the prompt would send at the same iteration.
-It also prints the share of all prompt tokens that lie in the system turn every request shares
-word for word: what a provider's prompt cache can serve instead of billing again.
+It also prints the tokens per request and the share of all prompt tokens that lie in the run's
+stable prefix (the system turn the requests share byte for byte, the most common one): what a
+provider's prompt cache can serve instead of billing again. ``--review`` turns the code review
+on (its requests are counted like the others).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
-from mlguild.brains.llm.brain import LLMBrain
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.scripted import PRIOR_SCRIPT
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
@@ -35,6 +39,7 @@ CHARS_PER_TOKEN = 4
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--review", action="store_true", help="the LLM reviews its scripts (brain.review)")
     args = parser.parse_args()
     reply = f"Plan: a prior predictor.\n```python\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
     llm = ScriptedLLM(default=reply)
@@ -42,12 +47,16 @@ def main() -> int:
         task = load_task(build_example("churn", Path(tmp) / "churn"))
         cfg = load_config(None, [f"budget.iterations={args.iterations}", "search.draft_every=10"])
         run = create_run(task, cfg, Path(tmp) / "runs")
-        agent = Agent(run, LLMBrain(llm), get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
+        brain = LLMBrain(llm, LLMBrainOptions(review=args.review))
+        agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
         agent.run_loop()
         per_node: dict[str, int] = {}
-        systems = {c["messages"][0].content for c in llm.calls}
-        shared_chars = sum(len(m.content) for c in llm.calls for m in c["messages"] if m.role == "system")
+        systems = Counter(c["messages"][0].content for c in llm.calls if c["messages"][0].role == "system")
+        prefix = systems.most_common(1)[0][0] if systems else ""
+        shared_chars = sum(len(prefix) for c in llm.calls if c["messages"][0].content == prefix)
         all_chars = sum(len(m.content) for c in llm.calls for m in c["messages"])
+        per_request = [sum(len(m.content) for m in c["messages"]) // CHARS_PER_TOKEN for c in llm.calls]
+        purposes = Counter(str(c["purpose"]).split(":")[0] for c in llm.calls)
         for call in llm.calls:
             tokens = sum(len(m.content) for m in call["messages"]) // CHARS_PER_TOKEN
             per_node[call["node"]] = max(per_node.get(call["node"], 0), tokens)
@@ -67,8 +76,17 @@ def main() -> int:
         f"{'OK' if worst <= 8000 else 'MISSED'}"
     )
     print(
-        f"shared system turn: {len(systems)} distinct text(s), {100 * shared_chars / max(all_chars, 1):.0f}% of "
-        f"all prompt tokens over {len(llm.calls)} requests (servable by a provider's prompt cache)"
+        f"tokens per request: mean {statistics.fmean(per_request):,.0f}, median {statistics.median(per_request):,.0f} "
+        f"over {len(llm.calls)} requests ({', '.join(f'{p} {n}' for p, n in purposes.most_common())})"
+    )
+    print(
+        f"stable prefix: {len(systems)} distinct system text(s); the most common, {len(prefix) // CHARS_PER_TOKEN:,} "
+        f"tokens, is {100 * shared_chars / max(all_chars, 1):.0f}% of all prompt tokens "
+        f"(servable by a provider's prompt cache)"
+    )
+    print(
+        f"all prompt tokens: {all_chars // CHARS_PER_TOKEN:,}; outside the stable prefix (billed in full): "
+        f"{(all_chars - shared_chars) // CHARS_PER_TOKEN:,}"
     )
     return 0
 

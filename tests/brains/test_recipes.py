@@ -12,6 +12,7 @@ import copy
 import functools
 import importlib.util
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -249,6 +250,10 @@ def test_unsupported_tasks_are_refused_clearly(churn):
 def test_tabular_drafts_survive_messy_data(messy, recipe):
     done = messy.run(_draft(messy, recipe).code, f"draft-{recipe}")
     assert "f1 on" in done.stdout  # the script scores itself with the task's metric
+    # and each fold on its own, as the contract asks (the next prompt shows their spread)
+    assert (
+        re.search(r"^fold 0: (score -?\d|no score)", done.stdout, re.MULTILINE) and "folds completed: " in done.stdout
+    )
 
 
 @pytest.mark.slow

@@ -34,14 +34,19 @@ class Behaviour:
     tokens_in: int = 100
     tokens_out: int = 50
     cache_read: int = 0  # input tokens the "provider" says it read from its prompt cache
+    cache_write: int = 0  # input tokens it says it wrote into that cache (Anthropic's wire only)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     fixture: str = ""  # a file under tests/fixtures/llm/errors, "{wire}" filled in
     delay_s: float = 0.0
 
 
-def reply(text: str = "", tokens_in: int = 100, tokens_out: int = 50, cache_read: int = 0) -> Behaviour:
-    return Behaviour("reply", text=text, tokens_in=tokens_in, tokens_out=tokens_out, cache_read=cache_read)
+def reply(
+    text: str = "", tokens_in: int = 100, tokens_out: int = 50, cache_read: int = 0, cache_write: int = 0
+) -> Behaviour:
+    return Behaviour(
+        "reply", text=text, tokens_in=tokens_in, tokens_out=tokens_out, cache_read=cache_read, cache_write=cache_write
+    )
 
 
 def truncated(text: str = "def train(:\n    x = ") -> Behaviour:
@@ -180,7 +185,10 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, _reply_body(wire, model, "", "stop", 10, 0))
             else:
                 text = b.text or f"reply from {model}"
-                self._send(200, _reply_body(wire, model, text, b.finish, b.tokens_in, b.tokens_out, b.cache_read))
+                self._send(
+                    200,
+                    _reply_body(wire, model, text, b.finish, b.tokens_in, b.tokens_out, b.cache_read, b.cache_write),
+                )
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             self._send_raw(status, json.dumps(body).encode(), headers or {})
@@ -201,10 +209,18 @@ def _handler_for(server: LLMServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _reply_body(
-    wire: str, model: str, text: str, finish: str, tokens_in: int, tokens_out: int, cache_read: int = 0
+    wire: str,
+    model: str,
+    text: str,
+    finish: str,
+    tokens_in: int,
+    tokens_out: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
 ) -> dict[str, Any]:
     """A reply in ``wire``'s format. ``cache_read`` goes where each provider reports prompt-cache
-    reads; Anthropic counts them apart from ``input_tokens``, the others inside the prompt count."""
+    reads; Anthropic counts them (and ``cache_write``, the tokens written into its cache) apart
+    from ``input_tokens``, the others inside the prompt count."""
     if wire == "openai":
         return {
             "id": "chatcmpl-1",
@@ -229,8 +245,9 @@ def _reply_body(
             "stop_reason": "max_tokens" if finish == "length" else "end_turn",
             "stop_sequence": None,
             "usage": {
-                "input_tokens": tokens_in - cache_read,
+                "input_tokens": tokens_in - cache_read - cache_write,
                 "cache_read_input_tokens": cache_read,
+                "cache_creation_input_tokens": cache_write,
                 "output_tokens": tokens_out,
             },
         }

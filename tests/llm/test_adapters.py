@@ -85,6 +85,22 @@ def test_prompt_cache_reads_are_counted(case, server):
     assert "1,000 in (800 from the prompt cache)" in ledger.summary()
 
 
+@needs_anthropic
+def test_anthropic_prompt_cache_writes_are_counted_apart(server, point_at):
+    """Anthropic reports the tokens it wrote into its prompt cache in their own field: they are
+    input tokens (the budget counts them) and the ledger keeps them apart from the reads."""
+    point_at("anthropic")
+    model = "anthropic/claude-haiku-4-5"
+    server.script("claude-haiku-4-5", reply("ok", tokens_in=1000, tokens_out=20, cache_read=0, cache_write=900))
+    ledger = Ledger(sink=[].append)
+    c = Router([make_llm(model)], seed=0, ledger=ledger).complete(PROMPT, max_tokens=64, timeout_s=10)
+    assert (c.input_tokens, c.prompt_cache_tokens, c.prompt_cache_write_tokens) == (1000, 0, 900)
+    totals = ledger.by_model[model]
+    assert (totals.prompt_cache_tokens, totals.prompt_cache_write_tokens) == (0, 900)
+    assert "1,000 in (900 written to the prompt cache)" in ledger.summary()
+    assert ledger.by_purpose["other"].input_tokens == 1000  # no purpose given: counted as "other"
+
+
 def test_truncated_reply_is_length(case, server):
     _, model, name = case
     server.script(name, truncated("def train(:\n    x = "))

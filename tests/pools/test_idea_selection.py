@@ -58,6 +58,22 @@ def test_an_idea_in_flight_loses_rank_by_what_the_nodes_in_flight_hold_of_it():
     assert idea_ids([pool.get(lgbm.id).line(), "not an idea", f"[{blend.id}] x"]) == [lgbm.id, blend.id]
 
 
+def test_the_idea_the_latest_gain_came_from_is_always_offered():
+    pool = IdeaPool(PoolStore())
+    ideas = [pool.add(text, COMMUNITY, Source(f"k{k}", votes=10)) for k, text in enumerate(IDEAS)]
+    encoding = ideas[0]
+    pool.record_trial(ideas[5].id, "n0003", "gain")  # an older gain
+    pool.record_trial(encoding.id, "n0007", "gain")  # the latest: the target encoding worked
+    pool.record_trial(ideas[1].id, "n0008", "no gain")
+    # By relevance to the query the encoding idea is far down, and in flight elsewhere too:
+    # it is still in the list, in its last place (in a list of one, the only one).
+    busy = {encoding.id: 1.5}
+    ranked = [i.id for i in pool.ranked("lightgbm num_leaves interactions", 3, busy=busy)]
+    assert len(ranked) == 3 and ranked[-1] == encoding.id
+    assert ideas[2].id == ranked[0]  # the most relevant idea keeps the first place
+    assert [i.id for i in pool.ranked("lightgbm num_leaves interactions", 1, busy=busy)] == [encoding.id]
+
+
 def test_two_nodes_in_flight_are_offered_different_ideas(tmp_path):
     agent, _run, ids = _agent(tmp_path, ScriptedLLM(default=FULL))
     with agent.session.lock:  # two workers choosing one after the other, as run.workers does

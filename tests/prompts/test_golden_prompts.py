@@ -62,6 +62,12 @@ def test_each_prompt_carries_what_the_issue_asks_for(prompts):
     assert "within noise" in improve
     assert f"at most {NEAR_END_S} s this time: the run is near its end" in improve
     assert "Title:" in improve and "build on" in improve
+    # The parent's per-fold scores with their spread; fitting the time is part of the one change.
+    assert "Per-fold roc_auc (printed by the script, untrusted): 0.91, 0.92, 0.93, 0.94, 0.95" in improve
+    assert "spread (sd) 0.016" in improve and "is part of that one change" in improve
+    # The contract: per-fold score lines, early stopping on an inner split, the fold cut-off.
+    assert "`fold <k>: score <number>, <seconds> s`" in system and "inner split of the fold's training rows" in system
+    assert "Stop adding folds once half of the" in system
     evolve, fuse = prompts["evolve"], prompts["fuse"]
     assert "Why this branch:" in evolve and "within noise" in evolve and "within noise" in fuse
     assert "folds completed" in fuse

@@ -21,6 +21,7 @@ from ..rundir.folder import check_run_dir
 from ..rundir.journal import read_journal
 from ..rundir.replay import replay
 from ..task.folder import TaskSpec
+from ..view.reviews import reviews_line
 from ..view.status import autonomy_line, resources_line, run_standing, status_document
 from .common import (
     console,
@@ -152,6 +153,8 @@ def _ladder_and_autonomy(path: Path, spec: TaskSpec, state, records: list[dict])
         console.print(plain(line))
     print_wrapped(autonomy_line(standing["autonomy"]), "")
     print_wrapped(resources_line(standing["resources"]), "")
+    if line := reviews_line(standing["reviews"]):
+        print_wrapped(line, "")
 
 
 def _pools_line(path: Path, graph: SearchGraph) -> None:

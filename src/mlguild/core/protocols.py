@@ -59,6 +59,8 @@ class ParentView:
     oof_score: float | None = None  # its out-of-fold predictions scored by the harness on the training labels
     title: str = ""  # its one-line title (mlguild.core.titles)
     column_scores: dict[str, float] | None = None  # several targets: its holdout score on each column
+    branch_last_failed: bool = False  # the latest finished node of its branch failed (it, or one built on it)
+    evidence: tuple[str, ...] = ()  # what the harness measured of it beyond its score (mlguild.run.evidence)
 
 
 @dataclass(frozen=True)

@@ -98,4 +98,5 @@ class AnthropicLLM:
             cost_usd=cost_usd(self.model, tokens_in, tokens_out)[0],
             latency_s=round(latency_s, 4),
             prompt_cache_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+            prompt_cache_write_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
         )

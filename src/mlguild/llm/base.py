@@ -35,6 +35,8 @@ class Completion:
     for local models and for replies served from the cache (``cached=True``).
     ``prompt_cache_tokens``: how many of the input tokens the provider read from its own prompt
     cache (a prefix it had seen in an earlier request), when it says so; 0 otherwise.
+    ``prompt_cache_write_tokens``: how many it wrote into that cache (Anthropic bills writes apart,
+    above the plain input price); 0 where a provider does not say.
     """
 
     text: str
@@ -46,6 +48,7 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     prompt_cache_tokens: int = 0
+    prompt_cache_write_tokens: int = 0
 
     @property
     def truncated(self) -> bool:

@@ -24,6 +24,7 @@ FIELDS = (
     "outcome",
     "input_tokens",
     "prompt_cache_tokens",
+    "prompt_cache_write_tokens",
     "output_tokens",
     "cost_usd",
     "cost_known",
@@ -44,6 +45,7 @@ class ModelTotals:
     cache_hits: int = 0
     input_tokens: int = 0
     prompt_cache_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    prompt_cache_write_tokens: int = 0  # of input_tokens, written into it (the first request of a prefix)
     output_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
@@ -59,6 +61,7 @@ class ModelTotals:
             self.failed += 1
         self.input_tokens += int(rec.get("input_tokens") or 0)
         self.prompt_cache_tokens += int(rec.get("prompt_cache_tokens") or 0)
+        self.prompt_cache_write_tokens += int(rec.get("prompt_cache_write_tokens") or 0)
         self.output_tokens += int(rec.get("output_tokens") or 0)
         self.cost_usd += float(rec.get("cost_usd") or 0.0)
         self.cost_known = self.cost_known and bool(rec.get("cost_known", True))
@@ -73,6 +76,9 @@ class Ledger:
     def __init__(self, sink: Callable[[dict[str, Any]], Any] | None = None):
         self.sink = sink
         self.by_model: dict[str, ModelTotals] = {}
+        # The same totals by what the requests were for ("review", "improve"; a purpose's
+        # first word: "improve:diff_retry" counts as "improve"), so a run can see what each use costs.
+        self.by_purpose: dict[str, ModelTotals] = {}
         self._lock = threading.Lock()  # several workers' requests finish at once
 
     @staticmethod
@@ -85,6 +91,7 @@ class Ledger:
         node: str = "",
         input_tokens: int = 0,
         prompt_cache_tokens: int = 0,
+        prompt_cache_write_tokens: int = 0,
         output_tokens: int = 0,
         cost_usd: float = 0.0,
         latency_s: float = 0.0,
@@ -101,6 +108,7 @@ class Ledger:
             "outcome": outcome,
             "input_tokens": int(input_tokens),
             "prompt_cache_tokens": int(prompt_cache_tokens),
+            "prompt_cache_write_tokens": int(prompt_cache_write_tokens),
             "output_tokens": int(output_tokens),
             "cost_usd": round(float(cost_usd), 8),
             "cost_known": price_of(model) is not None,
@@ -121,6 +129,8 @@ class Ledger:
 
     def _count(self, rec: dict[str, Any]) -> None:
         self.by_model.setdefault(rec["model"], ModelTotals()).add(rec)
+        purpose = str(rec.get("purpose") or "").split(":", 1)[0] or "other"
+        self.by_purpose.setdefault(purpose, ModelTotals()).add(rec)
 
     @classmethod
     def from_records(
@@ -159,7 +169,11 @@ class Ledger:
         lines = []
         for model, t in sorted(self.by_model.items()):
             cost = f"${t.cost_usd:.4f}" if t.cost_known else f"${t.cost_usd:.4f} (price unknown)"
-            from_cache = f" ({t.prompt_cache_tokens:,} from the prompt cache)" if t.prompt_cache_tokens else ""
+            cache = [f"{t.prompt_cache_tokens:,} from the prompt cache"] if t.prompt_cache_tokens else []
+            cache += (
+                [f"{t.prompt_cache_write_tokens:,} written to the prompt cache"] if t.prompt_cache_write_tokens else []
+            )
+            from_cache = f" ({', '.join(cache)})" if cache else ""
             lines.append(
                 f"  {model}: {t.calls} calls ({t.failed} failed, {t.cache_hits} cached), "
                 f"{t.input_tokens:,} in{from_cache} / {t.output_tokens:,} out tokens, {cost}"

@@ -238,6 +238,7 @@ class Router:
                 node=node,
                 input_tokens=c.input_tokens if c else 0,
                 prompt_cache_tokens=c.prompt_cache_tokens if c else 0,
+                prompt_cache_write_tokens=c.prompt_cache_write_tokens if c else 0,
                 output_tokens=c.output_tokens if c else 0,
                 cost_usd=c.cost_usd if c else 0.0,
                 latency_s=c.latency_s if c else latency_s,

@@ -13,7 +13,8 @@ branch's reports, or for a draft the task's words), and what this run saw when i
 (a gain raises an idea, a failure or no gain lowers it; an idea nobody has tried yet gets a
 small bonus, so the pool is explored). A fourth keeps parallel workers apart: an idea the
 nodes in flight were offered or are trying loses what they hold of it (``busy``), so two
-workers offered ideas at once are offered different ones where the pool allows.
+workers offered ideas at once are offered different ones where the pool allows. Whatever the
+ranks, the idea the run's latest gain came from is always in the list.
 """
 
 from __future__ import annotations
@@ -179,10 +180,21 @@ class IdeaPool:
             for idea in ideas
         }
         order = {idea.id: i for i, idea in enumerate(ideas)}
-        return sorted(ideas, key=lambda i: (-ranks[i.id], order[i.id]))[:k]
+        chosen = sorted(ideas, key=lambda i: (-ranks[i.id], order[i.id]))[:k]
+        latest = _latest_worked(ideas)
+        if latest is not None and latest not in chosen:  # what just worked is always offered
+            chosen = [*chosen[: k - 1], latest]
+        return chosen
 
     def _put(self, idea: Idea) -> None:
         self.store.put("ideas", idea.id, json.dumps(asdict(idea)), idea.text)
+
+
+def _latest_worked(ideas: list[Idea]) -> Idea | None:
+    """The idea the run's latest gain came from (its trial's node is the newest with a gain or
+    a new best), or None: a list that leaves it out hides the one direction measured to work."""
+    worked = [(t.node, idea) for idea in ideas for t in idea.trials if t.outcome in ("gain", "new best")]
+    return max(worked, key=lambda w: w[0])[1] if worked else None
 
 
 def _community_signal(ideas: list[Idea], direction: str) -> dict[str, float]:

@@ -24,6 +24,7 @@ from ..scoring.flags import describe
 from ..task.brief import read_brief
 from ..util.fs import read_text_no_follow
 from .budget import full_limit_s
+from .evidence import Evidence
 from .executor import OUTPUT_TAIL
 
 _TRIED_SHOWN = 8  # children of a parent a prompt lists
@@ -52,6 +53,7 @@ class ContextBuilder:
         self._columns: dict[str, dict[str, float] | None] = {}
         self.profile = run.profile.to_dict()
         self.brief: str | None = None  # read at the first proposal: an edit takes effect on resume
+        self.evidence = Evidence(run)  # per-fold scores, where a node errs, its blend
 
     def build(self, graph: SearchGraph, action: Action, iteration: int, timeout: float, node: str = "") -> Context:
         """What the brain sees for ``action``; ``node``: the id of the node it is for (its own
@@ -219,6 +221,8 @@ class ContextBuilder:
         d = self.run.node_dir(node.id)
         # Never follow a link a script left in its directory: it could point at sealed labels.
         read = lambda name: read_text_no_follow(d / name)
+        stdout = read("stdout.txt")
+        branch = [n for n in graph if n.branch == node.branch and n.finished and n.op != Op.RERUN]
         return ParentView(
             node.id,
             node.op,
@@ -228,7 +232,7 @@ class ContextBuilder:
             node.score if node.holdout_score is None else node.holdout_score,  # shown as the holdout's
             node.failure,
             node.meta,
-            read("stdout.txt")[-OUTPUT_TAIL:],
+            stdout[-OUTPUT_TAIL:],
             read("stderr.txt")[-OUTPUT_TAIL:],
             exec_s=node.timing.get("exec_s"),
             budget_s=node.timing.get("budget_s"),
@@ -239,6 +243,8 @@ class ContextBuilder:
             oof_score=node.oof_score,
             title=node.title,
             column_scores=self.column_scores(node),
+            branch_last_failed=not node.ok or bool(branch and not branch[-1].ok),
+            evidence=self.evidence.lines(graph, node, stdout),
         )
 
     def column_scores(self, node: Node) -> dict[str, float] | None:

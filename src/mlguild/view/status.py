@@ -21,6 +21,9 @@ format) has these keys:
   (``rung``, ``score``, ``headroom``, ``gained``, ``node``, ``what``)
 - ``autonomy``: ``interventions``, ``kinds``, ``nodes_since_last``, ``hours_since_last``,
   ``per_hour`` (mlguild.rundir.interventions)
+- ``reviews``: whether the LLM's code reviews paid (mlguild.view.reviews): ``asked``, ``passed``,
+  ``revised``, ``revision_failed``, ``unreviewed``, ``skipped``, ``revised_scored``,
+  ``revised_compared``, ``revised_better``, ``tokens``, ``cost_usd``
 - ``resources``: ``iterations`` and ``iterations_cap``, ``wall_s`` and ``wall_cap_s``,
   ``tokens``, ``cost_usd`` (LLM requests; 0 without an LLM), ``cost_known``
 """
@@ -39,6 +42,7 @@ from ..metrics import get_metric
 from ..rundir.interventions import autonomy
 from ..rundir.replay import RunState
 from ..task.folder import TaskSpec
+from .reviews import review_tally
 
 FORMAT = 1
 
@@ -139,6 +143,7 @@ def run_standing(path: Path, metric: str, state: RunState, records: list[dict[st
         "ladder": run_ladder(records, state, metric, config),
         "autonomy": autonomy(records, state.graph, state.spent_s),
         "resources": resources(records, state, config),
+        "reviews": review_tally(state.graph, records, get_metric(metric).direction),
     }
 
 

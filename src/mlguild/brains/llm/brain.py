@@ -42,7 +42,7 @@ from .conversation import Conversation, RequestOptions
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal, cycle_refine
 from .planner import plan_recall, recall_meta, revised_plan
 from .report import write_report
-from .review import needs_review
+from .review import edited_parent, needs_review, skip_reason, skipped
 from .review import review as review_script
 
 _SUMMARY_THRESHOLD = 2500  # shorter descriptions are used as they are (no summary call)
@@ -180,11 +180,14 @@ class LLMBrain:
         reviews are on and an LLM wrote it; otherwise unchanged (``Reviewer``)."""
         if not self.options.review or not needs_review(action, proposal):
             return proposal
-        self._prepare(context)  # the revision talks with the system turn
+        if (why := skip_reason(action, context, proposal)) is not None:  # a small edit: not worth a request
+            return skipped(proposal, why)
+        self._prepare(context)  # the review and the revision start with the system turn
         # The planner's memory, asked with the script's own plan: the review weighs the plan
         # against it, in the request it makes anyway (mlguild.brains.llm.planner).
         recall = None if "plan_recall" in proposal.meta else plan_recall(context, proposal.plan)
-        reviewed = review_script(self.talk, context, proposal, f"n{context.iteration + 1:04d}", recall)
+        node, parent = f"n{context.iteration + 1:04d}", edited_parent(action, context)
+        reviewed = review_script(self.talk, context, proposal, node, recall, parent)
         if recall is None:
             return reviewed
         return replace(reviewed, meta={**reviewed.meta, "plan_recall": recall_meta(proposal.plan, recall)})

@@ -1,18 +1,23 @@
 """The LLM's code review of a script before it spends its budget, and the one revision a
 serious finding earns it.
 
-A script the LLM wrote is read against the brief and the script contract by one small
-request (``prompts/review.j2``: a compact task line, an excerpt of the brief, the contract's
-checks and the numbered script, never the run's history): leakage in its validation,
+A review pays where a script is new: a draft, a fuse, a large rewrite. A small edit of a
+working script (at most ``SMALL_EDIT_LINES`` lines, a SEARCH/REPLACE improve's usual size) is not
+reviewed unless the branch's last node failed: its record says ``skipped`` and why. A script
+is read against the script contract by one request that starts with the brain's system turn
+(the run's stable prefix: task, brief, data, contract, served by the provider's prompt cache)
+and asks, in ``prompts/review.j2``, the contract's checks of the numbered script, or of an
+edit only the sections it touched, whole (mlguild.coder.sections): leakage in its validation,
 contract breaks, wasted time. The reply is a list of findings, one line each
 (``FINDING: serious | name | line | why``) and a verdict. A serious finding sends the
 script back once (``prompts/revise.j2``, through the brain's conversation, so it sees the
 whole contract) and the revised script is what runs; it is not reviewed again.
 
 What happened is the proposal's ``meta["review"]``, journaled with the node
-(``node_started``): the findings, the status (``passed``, ``revised``, ``revision_failed``
-or ``unreviewed``), the revision's diff and the requests' tokens and cost. The requests go
-through the run's LLM like any other, so they are cached and in the ledger (purposes
+(``node_started``): the findings, the status (``passed``, ``revised``, ``revision_failed``,
+``unreviewed`` or ``skipped``), what it read (``scope``: ``script`` or ``change``), the
+revision's diff and the requests' tokens and cost. The requests go through the run's LLM
+like any other, so they are cached and in the ledger (purposes
 ``review`` and ``revise``). A reply that cannot be read (truncated, garbage, hostile) never
 stops a run: the script runs unreviewed, and the record says why.
 """
@@ -24,8 +29,9 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ...coder.sections import change, change_view
 from ...core.errors import StopRun
-from ...core.protocols import Action, Context, Proposal
+from ...core.protocols import Action, Context, ParentView, Proposal
 from ...core.vocabulary import Op
 from ...llm.base import Completion, Message
 from ...prompts import render
@@ -37,7 +43,8 @@ if TYPE_CHECKING:
 SERIOUS, MINOR = "serious", "minor"
 MAX_FINDINGS = 12  # a longer list is not a review any more: the rest are dropped
 REVIEW_MAX_TOKENS = 1500  # a review is a few lines; a long reply is cut, then unreadable
-_BRIEF_CHARS = 2000  # the brief's excerpt the review sees
+SMALL_EDIT_LINES = 40  # an edit of a working script this small is not worth a review request
+_CHANGE_SHARE = 0.6  # an edit touching more of the script than this is reviewed as a whole script
 _FINDING = re.compile(
     r"^\W*FINDING\W*\s*(serious|minor)\s*\|\s*([A-Za-z][\w\- ]{0,60}?)\s*\|\s*(\d+|-|none|n/a)?\s*\|\s*(.+)$",
     re.IGNORECASE,
@@ -90,6 +97,32 @@ def needs_review(action: Action, proposal: Proposal) -> bool:
     )
 
 
+def edited_parent(action: Action, context: Context) -> ParentView | None:
+    """The one parent ``action`` edits (an improve, a repair, an evolve), or None (a draft,
+    a fuse of several: a new script)."""
+    if action.op in (Op.IMPROVE, Op.DEBUG, Op.EVOLVE) and len(context.parents) == 1 and context.parents[0].code:
+        return context.parents[0]
+    return None
+
+
+def skip_reason(action: Action, context: Context, proposal: Proposal) -> str | None:
+    """Why ``proposal`` is not worth a review (a small edit of a working script on a branch
+    whose last node did not fail), or None: it is reviewed."""
+    parent = edited_parent(action, context)
+    if parent is None or parent.branch_last_failed or parent.score is None:
+        return None
+    size = change(parent.code, proposal.code).lines
+    if size > SMALL_EDIT_LINES:
+        return None
+    return f"a small edit ({size} lines) of a working script, on a branch whose last node did not fail"
+
+
+def skipped(proposal: Proposal, why: str) -> Proposal:
+    """``proposal`` unchanged, with the record saying why no review was asked for."""
+    record = {"status": "skipped", "note": why[:300], "findings": [], **_cost([])}
+    return replace(proposal, meta={**proposal.meta, "review": record})
+
+
 def numbered(code: str) -> str:
     """The script with its line numbers, so the review can cite them."""
     return "\n".join(f"{i:4d}| {line}" for i, line in enumerate(code.splitlines(), 1))
@@ -102,16 +135,26 @@ def unreviewed(proposal: Proposal, why: str, spent: list[Completion] | None = No
 
 
 def review(
-    talk: Conversation, context: Context, proposal: Proposal, node: str, recall: Recall | None = None
+    talk: Conversation,
+    context: Context,
+    proposal: Proposal,
+    node: str,
+    recall: Recall | None = None,
+    parent: ParentView | None = None,
 ) -> Proposal:
     """``proposal`` reviewed (and revised once when a finding is serious), with its record
     in ``meta["review"]``. ``recall``: the memory's records most like its plan (a plan that
     repeats a recorded failure is a serious finding; mlguild.brains.llm.planner). Never raises
     but a StopRun (a spent budget, every model parked): whatever else goes wrong, the script
-    runs unreviewed and the record says why."""
+    runs unreviewed and the record says why. ``parent``: the script ``proposal`` edits; the
+    review then reads the sections the edit touched (unless it rewrote most of the script)."""
     spent: list[Completion] = []
+    view = change_view(parent.code, proposal.code) if parent is not None else ""
+    scope = "change" if view and _share(parent, proposal) <= _CHANGE_SHARE else "script"
     try:
-        reply = talk.ask(_review_messages(context, proposal, recall), "review", node)
+        reply = talk.ask(
+            _review_messages(talk, context, proposal, recall, view if scope == "change" else ""), "review", node
+        )
     except StopRun:
         raise
     except Exception as exc:  # a failed request must not cost the node its script
@@ -122,7 +165,7 @@ def review(
     findings = parse_review(reply.text, len(proposal.code.splitlines()))
     if findings is None:
         return unreviewed(proposal, "the review reply had no FINDING or VERDICT line", spent)
-    record: dict[str, Any] = {"findings": [asdict(f) for f in findings]}
+    record: dict[str, Any] = {"findings": [asdict(f) for f in findings], "scope": scope}
     serious = [f for f in findings if f.severity == SERIOUS]
     if not serious:
         return replace(proposal, meta={**proposal.meta, "review": {"status": "passed", **record, **_cost(spent)}})
@@ -146,19 +189,29 @@ def review(
     return Proposal(revised_plan, code, {**proposal.meta, "review": record}, proposal.title)
 
 
-def _review_messages(context: Context, proposal: Proposal, recall: Recall | None = None) -> list[Message]:
-    task = context.task
+def _share(parent: ParentView | None, proposal: Proposal) -> float:
+    """How much of ``proposal``'s script the edit of ``parent`` touched (1.0: all of it)."""
+    if parent is None:
+        return 1.0
+    lines = max(len(proposal.code.splitlines()), 1)
+    return sum(b - a + 1 for a, b in change(parent.code, proposal.code).sections) / lines
+
+
+def _review_messages(
+    talk: Conversation, context: Context, proposal: Proposal, recall: Recall | None, view: str
+) -> list[Message]:
+    """The brain's system turn (the run's stable prefix), then the review's own request."""
     prompt = render(
         "review",
-        task=task,
-        brief=context.brief[:_BRIEF_CHARS],
+        task=context.task,
         time_budget_s=int(context.script_timeout_s),
         plan=proposal.plan.strip()[:1500],
-        script=numbered(proposal.code),
+        script="" if view else numbered(proposal.code),
+        change=view,
+        lines=len(proposal.code.splitlines()),
         records=recall.lines() if recall else [],
     )
-    system = "You review machine-learning training scripts before they run. You are precise and brief."
-    return [Message("system", system), Message("user", prompt)]
+    return talk.messages(prompt)
 
 
 def _cost(spent: list[Completion]) -> dict[str, Any]:
