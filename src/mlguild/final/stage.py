@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import StopRun
+from ..core.errors import StopRun, SubmissionError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Proposal
 from ..core.score import Score
@@ -243,6 +243,30 @@ class FinalStage:
         candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
         kind = self.scorers.holdout.metric.prediction
         score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns)
+        # Ranked lists, and models of data ordered in time (a refit sees the latest rows, the
+        # search's never did), honestly differ from the node they refit: two sound fits of one
+        # list script share far fewer items than 0.8, so agreement would refuse them. There a
+        # refit is judged by the metric instead: on the holdout rows it must be no worse than
+        # the base node beyond noise (a broken refit is far worse; a sound one, having trained
+        # on those rows or on the rows just before them, is as good or better).
+        if kind == "ranked_list" or spec.time_column:
+            wins = self._holdout_wins(best, refit)
+            if wins is not None:
+                needed_share, why = (
+                    self.run.config.final.tie_share,
+                    "ranked lists" if kind == "ranked_list" else "rows ordered in time",
+                )
+                versus = f"{best.id} is better on {wins:.0%} of bootstrap resamples of the holdout rows"
+                if wins >= needed_share:
+                    return self._choose(
+                        best, None, f"the refit {refit.id} scores worse than {best.id} on the holdout rows beyond noise "
+                        f"({versus}, {needed_share:.0%} or more)", score,
+                    )  # fmt: skip
+                return self._choose(
+                    best, refit, f"refit on all labelled rows; within noise of {best.id} on the holdout rows or better "
+                    f"({versus}; for {why} the refit is judged by its metric, test-prediction agreement {score:.3f})",
+                    score,
+                )  # fmt: skip
         needed = self.run.config.final.refit_min_agreement
         if score < needed:
             return self._choose(
@@ -254,6 +278,22 @@ class FinalStage:
                 score,
             )
         return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
+
+    def _holdout_wins(self, best: Node, refit: Node) -> float | None:
+        """The share of bootstrap resamples of the holdout rows on which the base node scores
+        better than its refit, scored by the harness on the sealed holdout answers (only the
+        holdout part of files that also predict the confirmation rows); None when the refit
+        wrote no holdout predictions the scorer can read."""
+        files = [self.run.node_dir(n.id) / "output" / "holdout.csv" for n in (best, refit)]
+        if not all(f.is_file() and not f.is_symlink() for f in files):
+            return None
+        with ExitStack() as parts:
+            if self.held is not None:
+                files = [parts.enter_context(self.held.parts(f))[0] for f in files]
+            try:
+                return self.scorers.holdout.bootstrap_wins(files[0], files[1], seed=self.run.config.brain.seed)
+            except (SubmissionError, ValueError):
+                return None
 
     def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
         chosen = refit or best

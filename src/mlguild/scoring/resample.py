@@ -1,6 +1,6 @@
 """Bootstrap resamples of a holdout's rows, for the noise of a score and paired comparisons.
 
-Rows are drawn with replacement. A grouped metric (GAUC, nDCG within a group) is scored within
+Rows are drawn with replacement (a ranked list's rows, each a query, too). A grouped metric (GAUC, nDCG within a group) is scored within
 groups, so there whole groups are drawn, each draw a group of its own (a group drawn twice
 counts twice, as a row drawn twice does): the noise of a grouped score is that of its groups.
 """
@@ -21,8 +21,8 @@ def resampled(
 ) -> Iterator[list[float]]:
     """For each bootstrap resample of the rows (or of the groups, see the module) that can be
     scored, the metric of every prediction array on it (paired: the same rows for each)."""
-    truth = np.asarray(truth)
-    arrays = [np.asarray(p) for p in predictions]
+    truth = _rows(truth)
+    arrays = [_rows(p) for p in predictions]
     rng = np.random.default_rng(seed)
     groups = params.get("groups")
     if groups is None:
@@ -45,3 +45,15 @@ def resampled(
             yield [metric(truth[rows], p[rows], **{**params, "groups": drawn_groups}) for p in arrays]
         except ValueError:
             continue
+
+
+def _rows(values: Any) -> np.ndarray:
+    """An array indexable by row: ranked lists (a list of lists, ragged) as an object array."""
+    if isinstance(values, np.ndarray):
+        return values
+    if len(values) and isinstance(values[0], list):
+        out = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            out[i] = value
+        return out
+    return np.asarray(values)

@@ -250,10 +250,8 @@ def bootstrap_wins(
 ) -> float | None:
     """The share of bootstrap resamples of the answer rows on which submission ``a`` scores
     strictly better than ``b`` (paired: both scored on the same resampled rows; for a grouped
-    metric, whole groups). None for ranked lists, or when no resample could be scored. Same
-    validation as ``score_submission``."""
-    if metric.prediction == "ranked_list":
-        return None
+    metric, whole groups). None when no resample could be scored. Same validation as
+    ``score_submission``."""
     args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels)
     truth, pred_a, params, _ = _prepared(path_a, *args)
     _, pred_b, _, _ = _prepared(path_b, *args)
@@ -278,10 +276,8 @@ def bootstrap_spread(
     labels: Collection[str] | None = None,
 ) -> float | None:
     """The standard deviation of the submission's score over bootstrap resamples of its rows.
-    (for a grouped metric, of its groups). None for ranked lists, or where fewer than half the
-    resamples could be scored. Same validation as ``score_submission``."""
-    if metric.prediction == "ranked_list":
-        return None
+    (for a grouped metric, of its groups). None where fewer than half the resamples could be
+    scored. Same validation as ``score_submission``."""
     truth, pred, params, _ = _prepared(
         path, answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels
     )
