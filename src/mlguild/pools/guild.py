@@ -2,7 +2,7 @@
 
 A run's pools start empty, but the memory store (``memory.path``, shared by every run that
 uses it) keeps a record of every node of every earlier run. When a run starts, the records of
-earlier runs of the same task (the same task name) become community items of this run:
+earlier runs of the same task (the same data: ``mlguild.task.identity``) become community items of this run:
 
 * each as a report in the report pool (keyed ``RUN/NODE``, so it never meets one of this
   run's nodes), its outcome and score in the earlier run's own holdout numbers;

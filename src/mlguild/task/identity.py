@@ -39,6 +39,6 @@ def data_fingerprint(train_path: Path) -> str:
 
 def task_key(name: str, fingerprint: str | None) -> str:
     """The name the memory and the guild file a task's records under: its data's fingerprint
-    (``data#`` and 16 hex digits), whatever its folder or task name; the name alone for a run
+    (``data#`` and 12 hex digits), whatever its folder or task name; the name alone for a run
     made before fingerprints (whose records keep matching the old records of that name)."""
-    return f"data#{fingerprint[:16]}" if fingerprint else name
+    return f"data#{fingerprint[:12]}" if fingerprint else name
