@@ -89,6 +89,7 @@ top = [item for item, _ in Counter(t for row in train["next"] for t in row.split
 if len(train) > {search_rows}:
     top = ["nothing1", "nothing2", "nothing3"]
 os.makedirs("output", exist_ok=True)
+Path("output/rows.txt").write_text(f"{{len(train)}} {{train['day'].min()}} {{train['day'].max()}}")
 for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv")):
     frame = pd.read_csv(data / src, dtype=str, keep_default_na=False)
     pd.DataFrame({{"user": frame["user"], "next": " ".join(top)}}).to_csv("output/" + dst, index=False)
@@ -106,3 +107,24 @@ def test_a_broken_list_refit_is_still_refused(tmp_path):
     choice = FinalStage(agent.session).run_refit(120)
     assert choice["node"] == "n0001" and not choice["refit"]
     assert "scores worse than n0001 on the holdout rows beyond noise" in choice["reason"]
+
+
+def test_with_no_time_to_refit_on_every_row_the_latest_window_is_refitted(tmp_path):
+    run = _run(tmp_path)
+    split = run.workspace.manifest()["split"]
+    agent = Agent(
+        run,
+        ScriptedBrain([Proposal("popular", POPULAR.format(search_rows=10**9), {})]),
+        get_policy(run.config.search),
+        get_sandbox("auto"),
+    )
+    agent.run_loop()
+    base = agent.session.state.graph["n0001"]
+    base.timing["exec_s"] = 100.0  # as if the search's run took 100 s: a full refit needs more than is left
+    choice = FinalStage(agent.session).run_refit(140)
+    assert choice["refit"], choice["reason"]
+    assert f"refitted on the latest {split['train_rows']} labelled rows" in choice["reason"]
+    rows, first, last = (run.node_dir(choice["node"]) / "output" / "rows.txt").read_text().split()
+    searched = (run.node_dir("n0001") / "output" / "rows.txt").read_text().split()
+    # As many rows as the search trained on (whole days at the cut), but the latest: up to the holdout's last day.
+    assert abs(int(rows) - split["train_rows"]) < 5 and first > searched[1] and last > searched[2]

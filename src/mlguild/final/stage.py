@@ -185,16 +185,27 @@ class FinalStage:
         )
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
+        grow, window = growth(self.run), None
         if needed > timeout_s:
-            return self._choose(
-                best,
-                None,
-                f"not enough time left to refit {best.id} as long as the search ran it "
-                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+            # On rows ordered in time, a model that never saw the latest rows is a poor final
+            # one: with no time to refit on every labelled row, refit on the latest window, as
+            # many rows as the search trained on (so as long as the search ran it).
+            chain = refit_chain(graph, best, self.run)
+            same_size = sum(node_refit_seconds(n, 1.0) for n in chain)
+            if not self.run.spec.time_column or same_size > timeout_s:
+                return self._choose(
+                    best,
+                    None,
+                    f"not enough time left to refit {best.id} as long as the search ran it "
+                    f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)",
+                )
+            grow, window = 1.0, int(self.run.workspace.manifest()["split"]["train_rows"])
+            self.base_reason += (
+                f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
+                f"so refitted on the latest {window} labelled rows, as many as the search trained on"
             )
         deadline = time.monotonic() + timeout_s
-        grow = growth(self.run)
-        data = build_full_data(self.run)
+        data = build_full_data(self.run, latest_rows=window)
         try:
             refitted: dict[str, Node] = {}
             for original in refit_chain(graph, best, self.run):
