@@ -85,7 +85,7 @@ def test_a_second_run_carries_the_first_runs_records_and_its_repair_without_a_re
     assert "debug" not in _purposes(second_llm) and _purposes(second_llm) == ["improve"]
     prompt = second_llm.calls[-1]["messages"][-1].content
     assert "In earlier runs" in prompt
-    assert f"[run {first_run.path.name}, task {first_run.task_key}: {broken.id}, draft]" in prompt
+    assert f"[run {first_run.path.name}, task {task.name}: {broken.id}, draft]" in prompt
     second.session.close()
     store = MemoryStore(mlguild_home() / "memory.sqlite")
     store.forget(run=first_run.path.name)  # `mlguild memory forget --run`: its repairs go with its records

@@ -89,7 +89,7 @@ def report_of_record(exp: Experience, weight: float = 1.0) -> Report:
         score = f"{exp.score:.5g}" if exp.score is not None else "?"
         result = f"holdout {score}{against} in run {exp.run}"
         if weight < 1.0:
-            result += f" on the similar task {exp.task} (weight {weight:.2f})"
+            result += f" on the similar task {exp.name or exp.task} (weight {weight:.2f})"
         helped = f"{'helped' if exp.outcome == GAIN else 'did not help'}: {exp.change}" if exp.change else ""
     return Report(
         node=f"{exp.run}/{exp.node}",
