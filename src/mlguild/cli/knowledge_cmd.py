@@ -140,7 +140,7 @@ def _guild_rows(task_name: str) -> tuple[list[list[str]], list[list[str]]]:
     others = [
         [
             plain(f"{r.run}/{r.node}"),
-            plain(r.task),
+            plain(r.name or r.task),
             f"{w:.2f}",
             plain(r.outcome.replace("_", " ")),
             score(r),
