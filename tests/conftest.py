@@ -218,9 +218,9 @@ def draft_of(ws: Workspace, recipe: str):
     """The recipe brain's draft of ``recipe`` on ``ws``: earlier families in the draft order
     count as drafted, so the brain's next draft is this family."""
     from mlguild.brains.recipes import RecipeBrain
-    from mlguild.brains.recipes.catalog import DRAFT_ORDER
+    from mlguild.brains.recipes.catalog import DRAFT_ORDER, recipe_modality
 
-    order = DRAFT_ORDER[ws.task["modality"]]
+    order = DRAFT_ORDER[recipe_modality(ws.task)]
     history = [
         HistoryItem(f"d{i}", "draft", "scored", 0.5, {"brain": "recipes", "recipe": r})
         for i, r in enumerate(order[: order.index(recipe)])

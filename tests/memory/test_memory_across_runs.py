@@ -66,7 +66,7 @@ def test_a_second_run_carries_the_first_runs_records_and_its_repair_without_a_re
     fixed = first.step(Action(Op.DEBUG, (broken.id,)), 60)
     assert fixed.ok and _purposes(first_llm) == ["debug"]
     first.session.close()
-    stored = MemoryStore(mlguild_home() / "memory.sqlite").repairs(task.name)
+    stored = MemoryStore(mlguild_home() / "memory.sqlite").repairs(first_run.task_key)  # filed by its data
     assert [(r.recipe, r.run, r.node) for r in stored] == [("curve", first_run.path.name, fixed.id)]
     assert "RuntimeError" in stored[0].failure  # keyed by what failed
 
@@ -89,7 +89,7 @@ def test_a_second_run_carries_the_first_runs_records_and_its_repair_without_a_re
     second.session.close()
     store = MemoryStore(mlguild_home() / "memory.sqlite")
     store.forget(run=first_run.path.name)  # `mlguild memory forget --run`: its repairs go with its records
-    assert store.repairs(task.name) == []
+    assert store.repairs(first_run.task_key) == []
 
 
 def test_the_stepwise_planner_asks_the_memory_with_its_plan_and_revises_it(tmp_path):
@@ -269,7 +269,9 @@ def test_the_recipe_brain_drafts_a_recipe_with_an_earlier_runs_repair_of_it(tmp_
     assert fixed != code
     store = MemoryStore(mlguild_home() / "memory.sqlite")
     recipe = drafted.meta["recipe"]
-    store.add_repair(StoredRepair(task.name, recipe, "ValueError in step 'columns'", "old", "n0002", code, fixed))
+    store.add_repair(
+        StoredRepair(first_run.task_key, recipe, "ValueError in step 'columns'", "old", "n0002", code, fixed)
+    )
 
     second, second_run = recipe_run()
     draft = second.step(Action(Op.DRAFT), 120)

@@ -40,6 +40,8 @@ def test_the_ridership_example_runs_to_a_final_submission_that_beats_its_floor(t
         if node.op == "draft":
             assert "time_folds(train[TIME_COLUMN], N_FOLDS)" in (run.node_dir(node.id) / "solution.py").read_text()
 
+    # Honest expanding-window scores on the past beat the future holdout: no leaky_cv alarm.
+    assert not [n.id for n in graph if "leaky_cv" in n.flags]
     floor = read_journal(run.path / "journal.jsonl")[0]["floor_score"]
     direction = agent.session.scorers.holdout.metric.direction
     best = graph[agent.session.state.best_id]

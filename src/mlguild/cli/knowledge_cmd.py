@@ -76,13 +76,14 @@ def list_(task: Path = _TASK) -> None:
     names the author); then what earlier runs of the task learnt, which a new run's pools start
     with (the guild: the shared memory's records of those runs), and what earlier runs of
     similar tasks learnt, each with its weight (similarity times measured transfer)."""
+    from ..task.identity import data_fingerprint, task_key
     from ..task.knowledge import list_items
     from .task_cmd import folder_task
 
     with user_errors():
         found = folder_task(task, None, None)
         items = list_items(found.root)
-        guild, similar = _guild_rows(found.spec.name)
+        guild, similar = _guild_rows(task_key(found.spec.name, data_fingerprint(found.train_path)))
     rows = []
     for item in items:
         score = f"{item.public_score:g}" if item.public_score is not None else ""
@@ -139,7 +140,7 @@ def _guild_rows(task_name: str) -> tuple[list[list[str]], list[list[str]]]:
     others = [
         [
             plain(f"{r.run}/{r.node}"),
-            plain(r.task),
+            plain(r.name or r.task),
             f"{w:.2f}",
             plain(r.outcome.replace("_", " ")),
             score(r),

@@ -85,7 +85,7 @@ class FinalConfig(_Section):
         0.8,
         ge=0,
         le=1,
-        description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels).",
+        description="A refit is used only if its test predictions agree this much with the best node's (rank correlation, or share of equal labels); ranked lists and time-ordered tasks judge a refit by its holdout metric instead.",
     )
     max_refit_share: float = Field(
         0.5,

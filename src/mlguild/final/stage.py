@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import StopRun
+from ..core.errors import StopRun, SubmissionError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Proposal
 from ..core.score import Score
@@ -43,6 +43,7 @@ from ..run.refit import (
     best_blend,
     build_full_data,
     growth,
+    node_refit_seconds,
     refit_budget,
     refit_chain,
     refit_seconds,
@@ -197,26 +198,36 @@ class FinalStage:
         )
         self.base_reason = why
         needed = refit_seconds(self.run, graph, best)
+        grow, window = growth(self.run), None
         if needed > timeout_s:
             short = (
                 f"not enough time left to refit {best.id} as long as the search ran it "
                 f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
             )
-            other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
-            if other is None:
-                return self._choose(best, None, f"{short}, nor any node within noise of it")
-            # A model trained on every labelled row, rather than the search's share of them.
-            other_s = refit_seconds(self.run, graph, other)
-            self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
-            self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
-            self.base_reason = (
-                f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
-            )
-            self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
-            best = other
+            # On rows ordered in time, a model that never saw the latest rows is a poor final
+            # one: with no time to refit on every labelled row, refit on the latest window, as
+            # many rows as the search trained on (so as long as the search ran it).
+            chain = refit_chain(graph, best, self.run)
+            same_size = sum(node_refit_seconds(n, 1.0) for n in chain)
+            if self.run.spec.time_column and same_size <= timeout_s:
+                grow, window = 1.0, int(self.run.workspace.manifest()["split"]["train_rows"])
+                self.base_reason += (
+                    f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
+                    f"so refitted on the latest {window} labelled rows, as many as the search trained on"
+                )
+            else:
+                other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
+                if other is None:
+                    return self._choose(best, None, f"{short}, nor any node within noise of it")
+                # A model trained on every labelled row, rather than the search's share of them.
+                other_s = refit_seconds(self.run, graph, other)
+                self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
+                self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
+                self.base_reason = f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
+                self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
+                best = other
         deadline = time.monotonic() + timeout_s
-        grow = growth(self.run)
-        data = build_full_data(self.run)
+        data = build_full_data(self.run, latest_rows=window)
         try:
             refitted: dict[str, Node] = {}
             for original in refit_chain(graph, best, self.run):
@@ -270,6 +281,30 @@ class FinalStage:
         candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
         kind = self.scorers.holdout.metric.prediction
         score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns)
+        # Ranked lists, and models of data ordered in time (a refit sees the latest rows, the
+        # search's never did), honestly differ from the node they refit: two sound fits of one
+        # list script share far fewer items than 0.8, so agreement would refuse them. There a
+        # refit is judged by the metric instead: on the holdout rows it must be no worse than
+        # the base node beyond noise (a broken refit is far worse; a sound one, having trained
+        # on those rows or on the rows just before them, is as good or better).
+        if kind == "ranked_list" or spec.time_column:
+            wins = self._holdout_wins(best, refit)
+            if wins is not None:
+                needed_share, why = (
+                    self.run.config.final.tie_share,
+                    "ranked lists" if kind == "ranked_list" else "rows ordered in time",
+                )
+                versus = f"{best.id} is better on {wins:.0%} of bootstrap resamples of the holdout rows"
+                if wins >= needed_share:
+                    return self._choose(
+                        best, None, f"the refit {refit.id} scores worse than {best.id} on the holdout rows beyond noise "
+                        f"({versus}, {needed_share:.0%} or more)", score,
+                    )  # fmt: skip
+                return self._choose(
+                    best, refit, f"refit on all labelled rows; within noise of {best.id} on the holdout rows or better "
+                    f"({versus}; for {why} the refit is judged by its metric, test-prediction agreement {score:.3f})",
+                    score,
+                )  # fmt: skip
         needed = self.run.config.final.refit_min_agreement
         if score < needed:
             return self._choose(
@@ -281,6 +316,22 @@ class FinalStage:
                 score,
             )
         return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
+
+    def _holdout_wins(self, best: Node, refit: Node) -> float | None:
+        """The share of bootstrap resamples of the holdout rows on which the base node scores
+        better than its refit, scored by the harness on the sealed holdout answers (only the
+        holdout part of files that also predict the confirmation rows); None when the refit
+        wrote no holdout predictions the scorer can read."""
+        files = [self.run.node_dir(n.id) / "output" / "holdout.csv" for n in (best, refit)]
+        if not all(f.is_file() and not f.is_symlink() for f in files):
+            return None
+        with ExitStack() as parts:
+            if self.held is not None:
+                files = [parts.enter_context(self.held.parts(f))[0] for f in files]
+            try:
+                return self.scorers.holdout.bootstrap_wins(files[0], files[1], seed=self.run.config.brain.seed)
+            except (SubmissionError, ValueError):
+                return None
 
     def _choose(self, best: Node, refit: Node | None, reason: str, agreement_score: float | None = None) -> dict:
         if refit is None and self.fallback is not None:  # the stand-in's refit failed: the base's own submission

@@ -44,6 +44,7 @@ class Memory:
     task: str
     traits: TaskTraits
     cfg: MemoryConfig = field(default_factory=MemoryConfig)
+    name: str = ""  # the task's name for people and prompts (``task`` is its data's key)
     shared: Retriever | None = None
     local: Retriever = field(default_factory=lambda: Retriever(MemoryStore()))
     warnings: list[str] = field(default_factory=list)
@@ -58,11 +59,12 @@ class Memory:
     _code_of: Callable[[Node], str] | None = None  # a node's script (kept by ``replay``), for its repair
 
     @classmethod
-    def open(cls, run: str, task: str, traits: TaskTraits, cfg: MemoryConfig, home: Path) -> Memory:
-        """This run's memory; the shared store too when ``cfg.enabled``."""
+    def open(cls, run: str, task: str, traits: TaskTraits, cfg: MemoryConfig, home: Path, name: str = "") -> Memory:
+        """This run's memory; the shared store too when ``cfg.enabled``. ``task`` is the task's
+        key (its data's, mlguild.task.identity), ``name`` the name its records show."""
         embedder: Embedder | None = load_embedder() if cfg.embeddings else None
         queries = QueryVectors(embedder) if embedder is not None else None  # one recall, one embedding
-        memory = cls(run, task, traits, cfg, local=Retriever(MemoryStore(), embedder, queries))
+        memory = cls(run, task, traits, cfg, name=name, local=Retriever(MemoryStore(), embedder, queries))
         if cfg.embeddings and embedder is None:
             memory.warnings.append(
                 "memory.embeddings is on but the [embeddings] extra is not installed: retrieval uses BM25 alone"
@@ -92,7 +94,8 @@ class Memory:
     def _experience(self, node: Node, graph: SearchGraph, code: str, columns: tuple[str, ...]) -> Experience:
         if node.ok and node.score is not None:
             self._spread.add(node.score)
-        return experience_of(node, graph, self.run, self.task, self.traits, self._spread.value(), code, columns)
+        spread = self._spread.value()
+        return experience_of(node, graph, self.run, self.task, self.traits, spread, code, columns, self.name)
 
     def remember(self, exp: Experience) -> None:
         """Keep ``exp`` in this run's memory and in the shared store. A shared store that

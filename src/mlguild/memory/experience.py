@@ -107,6 +107,9 @@ class Experience:
     # rules included): the newest record of a run names the best that run found.
     run_best: str = ""
     pooled: bool = False  # ``score`` is the pooled score of a small holdout (a record made before: False)
+    # The task's name, for people and prompts; ``task`` is its identity, the data's key
+    # (mlguild.task.identity). Empty in a record made before: ``task`` was the name then.
+    name: str = ""
 
     def text(self) -> str:
         """What full-text search reads."""
@@ -115,7 +118,8 @@ class Experience:
     def line(self, source: bool = False) -> str:
         """One bounded line for a prompt; with ``source``, it names the run and the task it
         came from (a record of another run)."""
-        where = f"run {self.run}, task {self.task}: " if source else f"{self.task} "
+        task = self.name or self.task
+        where = f"run {self.run}, task {task}: " if source else f"{task} "
         head = f"[{where}{self.node}, {self.op}" + (f" of {self.parent}" if self.parent else "") + "] "
         if self.outcome in (FAILED, CUT_SHORT):
             result = f"failed ({self.status}): {self.change}"
@@ -172,6 +176,7 @@ def experience_of(
     spread: float,
     code: str = "",
     columns: list[str] | tuple[str, ...] = (),
+    name: str = "",
 ) -> Experience:
     """The record of a finished node. ``spread`` is the spread of the task's scores (a gain is
     recorded in units of it); ``code`` (its solution.py) and ``columns`` (the task's input
@@ -199,6 +204,7 @@ def experience_of(
     return Experience(
         run=run,
         task=task,
+        name=name,
         node=node.id,
         op=node.op,
         status=node.status,

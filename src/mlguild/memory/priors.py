@@ -248,7 +248,7 @@ def _weighted(rows: list[tuple[float, float, float | None, float]]) -> MovePrior
 
 def earlier_bests(records: list[Experience], task: str, traits: TaskTraits, runs: int = 3) -> list[EarlierBest]:
     """What a second run on this task should make first: for each of the ``runs`` best
-    earlier runs of this very task (same name and traits; another task's best says little
+    earlier runs of this very task (same data, ``task/identity``, and traits; another task's best says little
     here, see ``measure_transfer``), best run first, the configuration of its best node (the
     one its search chose, ``Experience.run_best``, evidence rules included), or
     of each recipe member of its best node when that is a blend (the best member first),

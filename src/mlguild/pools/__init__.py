@@ -157,8 +157,9 @@ def fill_run_guild(run: RunDir, pools: Pools) -> str | None:
         return None
     traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
     try:
-        records = earlier_records(store, run.spec.name, run.path.name)
-        similar = similar_records(store, run.spec.name, run.path.name, traits, run.config.memory.max_distance)
+        key = run.task_key  # the task's data, not its folder name (task/identity)
+        records = earlier_records(store, key, run.path.name)
+        similar = similar_records(store, key, run.path.name, traits, run.config.memory.max_distance)
     finally:
         store.close()
     ideas_before = len(pools.ideas.all())

@@ -2,7 +2,7 @@
 
 A run's pools start empty, but the memory store (``memory.path``, shared by every run that
 uses it) keeps a record of every node of every earlier run. When a run starts, the records of
-earlier runs of the same task (the same task name) become community items of this run:
+earlier runs of the same task (the same data: ``mlguild.task.identity``) become community items of this run:
 
 * each as a report in the report pool (keyed ``RUN/NODE``, so it never meets one of this
   run's nodes), its outcome and score in the earlier run's own holdout numbers;
@@ -89,7 +89,7 @@ def report_of_record(exp: Experience, weight: float = 1.0) -> Report:
         score = f"{exp.score:.5g}" if exp.score is not None else "?"
         result = f"holdout {score}{against} in run {exp.run}"
         if weight < 1.0:
-            result += f" on the similar task {exp.task} (weight {weight:.2f})"
+            result += f" on the similar task {exp.name or exp.task} (weight {weight:.2f})"
         helped = f"{'helped' if exp.outcome == GAIN else 'did not help'}: {exp.change}" if exp.change else ""
     return Report(
         node=f"{exp.run}/{exp.node}",

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.graph import Node, SearchGraph
-from ..firewall.workspace import read_csv_exact
 from ..rundir.folder import RunDir
+from ..util.exact_csv import read_csv_exact
 from ..util.fs import read_text_no_follow
 
 _NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"

@@ -259,9 +259,12 @@ class Executor:
             return
         outcome.oof_score = oof.score
         z = self.run.config.scorer.leaky_cv_z
-        better = oof.score > value if self.metric.direction == "maximize" else oof.score < value
+        # On rows ordered in time, the out-of-fold rows nearest the holdout (the latest fold's):
+        # older folds score the past, which honest models predict better than the future.
+        compared = (self.oof_scorer.score(oof_path, latest=rows) if self.run.spec.time_column else None) or oof
+        better = compared.score > value if self.metric.direction == "maximize" else compared.score < value
         holdout_spread = self.scorers.holdout.spread(holdout) if small or (z and better and not blend) else None
-        if not blend and z and better and leaky_cv(value, holdout_spread, rows, oof, self.metric.direction, z):
+        if not blend and z and better and leaky_cv(value, holdout_spread, rows, compared, self.metric.direction, z):
             outcome.flags.append(LEAKY_CV)
         if small and LEAKY_CV not in outcome.flags:
             score, spread = pooled(value, holdout_spread, rows, oof)

@@ -130,15 +130,19 @@ def own_refit_limit(run: RunDir, graph: SearchGraph, remaining: float, planned: 
     return (remaining - members) / (1 + grow * _SAFETY)
 
 
-def build_full_data(run: RunDir) -> Path:
-    """A copy of the workspace data whose training file also holds the holdout rows and labels."""
-    return write_full_data(run.spec, run.workspace, full_data_dir(run.path))
+def build_full_data(run: RunDir, latest_rows: int | None = None) -> Path:
+    """A copy of the workspace data whose training file also holds the holdout rows and labels
+    (with ``latest_rows``, on a task ordered in time, only the latest rows: see ``write_full_data``)."""
+    return write_full_data(run.spec, run.workspace, full_data_dir(run.path), latest_rows)
 
 
-def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
+def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, latest_rows: int | None = None) -> Path:
     """Write to ``dest`` a copy of ``ws``'s data whose training file also holds the holdout
     rows and their labels, the confirmation split's among them (what a refit trains on, and
-    what an export hands over: both come after the confirmation split was scored)."""
+    what an export hands over: both come after the confirmation split was scored). With
+    ``latest_rows`` and a ``time_column``: about that many of the latest labelled rows only,
+    the earliest dropped (rows, or whole groups by their latest time, sharing the time at the
+    cut kept together): the latest window, for a refit with no time to train on them all."""
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(ws.data_dir, dest)
@@ -156,6 +160,12 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path) -> Path:
         )
     labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})
     full = pd.concat([train, labelled[train.columns]], ignore_index=True)
+    if latest_rows and spec.time_column and latest_rows < len(full):
+        when = pd.to_datetime(full[spec.time_column], format="mixed", utc=True, errors="coerce")
+        if not spec.ids_unique:
+            when = when.groupby(full[spec.id_column].to_numpy()).transform("max")
+        cut = when.sort_values(ascending=False, na_position="last").iloc[latest_rows - 1]
+        full = full[(when >= cut).to_numpy()].reset_index(drop=True)
     target = dest / spec.train_file
     target.unlink()
     full.to_csv(target, index=False)

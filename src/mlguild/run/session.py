@@ -56,7 +56,9 @@ class Session:
         self.interrupted = threading.Event()  # the user stopped the run: workers leave their nodes unfinished
         self.columns = tuple(c.name for c in run.profile.columns)
         traits = TaskTraits.of(run.spec.public_dict(), run.profile.to_dict())
-        self.memory = Memory.open(run.path.name, run.spec.name, traits, run.config.memory, mlguild_home())
+        self.memory = Memory.open(
+            run.path.name, run.task_key, traits, run.config.memory, mlguild_home(), name=run.spec.name
+        )
         self.memory.replay(self.state.graph, self.code, self.columns)
         self.pools = Pools.open(run.path, community_code(run))
         self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported

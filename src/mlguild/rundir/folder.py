@@ -35,6 +35,7 @@ from ..scoring.floors import write_prior_submission
 from ..scoring.scorer import RunScorers, Scorer, fingerprint
 from ..scoring.strict_csv import read_table
 from ..task.folder import Task, TaskSpec, short
+from ..task.identity import data_fingerprint, task_key
 from ..task.profile import DataProfile, profile_workspace
 from .journal import Journal
 
@@ -87,6 +88,13 @@ class RunDir:
     def task_root(self) -> Path:
         """The task folder the run was made from (its knowledge/ lives there)."""
         return Path(json.loads((self.path / "task.json").read_text())["root"])
+
+    @property
+    def task_key(self) -> str:
+        """The task's name in the memory and the guild: its name and its data's fingerprint
+        (``mlguild.task.identity``); the name alone for a run made before fingerprints."""
+        snapshot = json.loads((self.path / "task.json").read_text())
+        return task_key(self.spec.name, snapshot.get("fingerprint"))
 
     @property
     def profile(self) -> DataProfile:
@@ -157,7 +165,12 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
     """Everything of a run but its journal; returns (the sample submission's floor score, the
     training prior's floor score, why there is none when it could not be made, files verified)."""
     save_config(config, path / "config.yaml")
-    snapshot = {"spec": task.spec.model_dump(), "root": str(task.root), "description": task.description}
+    snapshot = {
+        "spec": task.spec.model_dump(),
+        "root": str(task.root),
+        "description": task.description,
+        "fingerprint": data_fingerprint(task.train_path),  # the task's identity across runs (task/identity)
+    }
     (path / "task.json").write_text(json.dumps(snapshot, indent=2))
     ws = build_workspace(task, path, config.firewall)
     report = verify_workspace(path, task.spec.id_column, task.spec.target_columns)

@@ -7,6 +7,12 @@ out-of-fold score far better than the holdout's, beyond the noise of both, means
 validation leaked (a target-derived feature, a preprocessor fitted across folds, groups or
 near-duplicates split between folds): such a node is flagged ``leaky_cv``, and its
 out-of-fold predictions, which would mislead a blend's weights, are kept out of every blend.
+
+On rows ordered in time (a ``time_column``) the holdout is the future of every training row,
+and honest out-of-fold scores on the past beat it (drift, not a leak): there the check
+compares like with like, the out-of-fold rows nearest the holdout in time (as many as it
+holds: the latest validation fold's) against the holdout. A grouped ranking's out-of-fold
+rows are matched to their labels by (group, item) keys.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import TemporaryDirectory
 
 import pandas as pd
 
@@ -38,29 +45,59 @@ class OofScorer:
         self.spec, self.train_path = spec, train_path
         self._labels: pd.DataFrame | None = None
 
+    def _keys(self) -> list[str]:
+        """The columns that name a training row: the id, and where ids repeat the item keys."""
+        return [self.spec.id_column, *([] if self.spec.ids_unique else self.spec.key_columns)]
+
     def _train_labels(self) -> pd.DataFrame:
+        """One row per key (see ``_keys``) with its labels and, for a task ordered in time, its
+        time (``_when``; for a grouped ranking its group's latest, as the firewall's split uses)."""
         if self._labels is None:
-            columns = [self.spec.id_column, *self.spec.target_columns]
-            train = read_csv_exact(self.train_path)[columns]
-            self._labels = train.drop_duplicates(self.spec.id_column).set_index(self.spec.id_column)
+            spec, keys = self.spec, self._keys()
+            train = read_csv_exact(self.train_path)
+            labels = train[[*keys, *spec.target_columns]].copy()
+            if spec.time_column and spec.time_column in train.columns:
+                when = pd.to_datetime(train[spec.time_column], format="mixed", utc=True, errors="coerce")
+                if not spec.ids_unique:
+                    when = when.groupby(train[spec.id_column].to_numpy()).transform("max")
+                labels["_when"] = when.to_numpy()
+            if not spec.ids_unique and labels.duplicated(keys).any():
+                labels = labels.iloc[0:0]  # (group, item) repeats: rows cannot be matched to labels
+            self._labels = labels.drop_duplicates(keys).set_index(keys)
         return self._labels
 
-    def score(self, path: Path, spread: bool = False) -> OofResult | None:
+    def score(self, path: Path, spread: bool = False, latest: int | None = None) -> OofResult | None:
         """The out-of-fold file's score and rows (and, with ``spread``, its bootstrap spread), or
-        None where it cannot be scored row by row against training labels (repeated ids,
-        unknown ids, values the metric cannot take)."""
-        if not self.spec.ids_unique:
-            return None
+        None where it cannot be scored row by row against training labels (unknown rows, keys
+        that repeat, values the metric cannot take). With ``latest`` on a task ordered in time:
+        the score of its latest rows only, about ``latest`` of them (rows, or whole groups, that
+        share the time at the cut kept together); None on a task with no time column."""
+        keys = self._keys()
         try:
-            ids = pd.read_csv(path, dtype=str, keep_default_na=False, usecols=[self.spec.id_column])
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
             labels = self._train_labels()
-            answers = labels.loc[ids[self.spec.id_column]].reset_index()
+            rows = pd.MultiIndex.from_frame(frame[keys]) if len(keys) > 1 else pd.Index(frame[keys[0]])
+            answers = labels.loc[rows].reset_index()
+            if latest is not None:
+                if "_when" not in answers.columns or not latest:
+                    return None
+                when = answers["_when"]
+                cut = when.sort_values(ascending=False).iloc[min(latest, len(when)) - 1]
+                chosen = (when >= cut).to_numpy()
+                if chosen.all() or not chosen.any():
+                    return None  # no earlier rows to tell apart from the latest
+                frame, answers = frame[chosen], answers[chosen].reset_index(drop=True)
+            answers = answers.drop(columns=["_when"], errors="ignore")
             known = {v for c in self.spec.target_columns for v in labels[c].unique().tolist()}
             scorer = Scorer(self.spec, answers=answers, max_bytes=None, labels=known)
-            value = scorer.score(path).value
-            if value is None:  # not a finite number (Score keeps none)
-                return None
-            return OofResult(value, len(answers), scorer.spread(path) if spread else None)
+            with TemporaryDirectory() as tmp:
+                if latest is not None:  # the scorer reads a file: the latest rows as one
+                    path = Path(tmp) / "oof_latest.csv"
+                    frame.to_csv(path, index=False)
+                value = scorer.score(path).value
+                if value is None:  # not a finite number (Score keeps none)
+                    return None
+                return OofResult(value, len(answers), scorer.spread(path) if spread else None)
         except (SubmissionError, ValueError, KeyError, OSError):
             return None
 

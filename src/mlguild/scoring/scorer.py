@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ import pandas as pd
 
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.metrics import Metric, Score, get_metric, per_column
+from mlguild.scoring.resample import resampled
 from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import (
     SubmissionFormat,
@@ -248,35 +249,17 @@ def bootstrap_wins(
     labels: Collection[str] | None = None,
 ) -> float | None:
     """The share of bootstrap resamples of the answer rows on which submission ``a`` scores
-    strictly better than ``b`` (paired: both scored on the same resampled rows). None for
-    grouped metrics and ranked lists, whose rows cannot be resampled one by one, or when no
-    resample could be scored. Same validation as ``score_submission``."""
-    if metric.grouped or metric.prediction == "ranked_list":
-        return None
+    strictly better than ``b`` (paired: both scored on the same resampled rows; for a grouped
+    metric, whole groups). None when no resample could be scored. Same validation as
+    ``score_submission``."""
     args = (answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels)
     truth, pred_a, params, _ = _prepared(path_a, *args)
     _, pred_b, _, _ = _prepared(path_b, *args)
     wins = scored = 0
-    for a, b in _resampled(metric, params, truth, [pred_a, pred_b], n_resamples, seed):
+    for a, b in resampled(metric, params, truth, [pred_a, pred_b], n_resamples, seed):
         scored += 1
         wins += Score(a, metric.direction).better_than(Score(b, metric.direction))
     return wins / scored if scored else None
-
-
-def _resampled(
-    metric: Metric, params: dict, truth: Any, predictions: list[Any], n_resamples: int, seed: int
-) -> Iterator[list[float]]:
-    """For each bootstrap resample of the rows that can be scored, the metric of every
-    prediction array on it (paired: the same rows for each)."""
-    truth = np.asarray(truth)
-    arrays = [np.asarray(p) for p in predictions]
-    rng = np.random.default_rng(seed)
-    for _ in range(n_resamples):
-        rows = rng.integers(0, len(truth), size=len(truth))
-        try:
-            yield [metric(truth[rows], p[rows], **params) for p in arrays]
-        except ValueError:  # e.g. a resample with one class only, for AUC
-            continue
 
 
 def bootstrap_spread(
@@ -293,14 +276,12 @@ def bootstrap_spread(
     labels: Collection[str] | None = None,
 ) -> float | None:
     """The standard deviation of the submission's score over bootstrap resamples of its rows.
-    None where rows cannot be resampled one by one (grouped metrics, ranked lists) or fewer
-    than half the resamples could be scored. Same validation as ``score_submission``."""
-    if metric.grouped or metric.prediction == "ranked_list":
-        return None
+    (for a grouped metric, of its groups). None where fewer than half the resamples could be
+    scored. Same validation as ``score_submission``."""
     truth, pred, params, _ = _prepared(
         path, answers, fmt, metric, target_columns, metric_params, positive_label, classes, labels
     )
-    values = [v for (v,) in _resampled(metric, params, truth, [pred], n_resamples, seed) if np.isfinite(v)]
+    values = [v for (v,) in resampled(metric, params, truth, [pred], n_resamples, seed) if np.isfinite(v)]
     return float(np.std(values, ddof=1)) if len(values) >= max(2, n_resamples // 2) else None
 
 

@@ -1,7 +1,7 @@
 """A second run on a task starts where the earlier runs on it ended.
 
 The memory keeps each recipe node's settings (``memory.Experience.config``); for a task that
-earlier runs have worked on (the same name and traits), it lists the configurations behind
+earlier runs have worked on (the same data, ``task/identity``, and traits), it lists the configurations behind
 their best nodes, best first: the best node's own, or, when that was a blend, each of its
 recipe members' (``memory.priors.earlier_bests``). Before anything else, the recipe brain
 drafts each of them again as it was (same recipe, parameters, features and run settings, so
