@@ -235,6 +235,14 @@ def _check_files(task: Task) -> None:
             f"{task.test_path} contains the target column(s) {leaked}",
             "move test answers to private/answers.csv and drop them from public/",
         )
+    for header, path in ((train_header, task.train_path), (test_header, task.test_path)):
+        absent = [c for c in spec.key_columns if c not in header]
+        if absent:  # key columns are copied from the test rows (and the holdout's from train's)
+            which = "group_column/key_columns" if spec.group_column in absent else "key_columns"
+            raise TaskError(
+                f"{path} has no key column(s) {absent}; it has {header[:20]}",
+                f"fix {which} in {task.root}/task.yaml",
+            )
     if spec.file_column is not None:
         for header, path in ((train_header, task.train_path), (test_header, task.test_path)):
             if spec.file_column not in header:
