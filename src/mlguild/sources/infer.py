@@ -242,7 +242,7 @@ def infer_task(
         )
     if shape is not None and shape.ranked_file:
         notes.append(f"the file's order within each group ranks by {targets[0]!r}, best first")
-    elif len(targets) == 1 and targets[0] not in predicted and (ranking or lists) and len(predicted) == 1:
+    elif len(targets) == 1 and targets[0] not in predicted and (shape or lists) and len(predicted) == 1:
         # One prediction column scores the one target, whatever it is called (as the scorer does).
         notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r}")
     elif len(targets) == 1 and targets[0] not in predicted:
