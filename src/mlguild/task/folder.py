@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..core.errors import TaskError
+from ..core.errors import MlguildError, TaskError
 from .spec import NOT_DATA, TaskSpec, short
 
 
@@ -155,7 +155,9 @@ def _read_spec(root: Path) -> TaskSpec:
         if any(e["type"] == "extra_forbidden" for e in exc.errors()):
             problems += f" (the known keys: {', '.join(TaskSpec.model_fields)})"
         raise TaskError(f"{spec_path} is invalid: {problems}", f"edit {spec_path}") from exc
-    except Exception as exc:  # unknown metric, an unreadable file and similar
+    except MlguildError as exc:  # an unknown metric, a mean of metrics that cannot be: its own fix
+        raise TaskError(f"{spec_path} is invalid: {exc.message}", f"edit {spec_path}: {exc.fix}") from exc
+    except Exception as exc:  # an unreadable file and similar
         raise TaskError(f"{spec_path} is invalid: {exc}", f"edit {spec_path}") from exc
 
 
