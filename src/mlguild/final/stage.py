@@ -242,7 +242,7 @@ class FinalStage:
         reference = read_csv_exact(self.run.node_dir(best.id) / "output" / "submission.csv")
         candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
         kind = self.scorers.holdout.metric.prediction
-        score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns)
+        score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns, spec.group_column)
         needed = self.run.config.final.refit_min_agreement
         if score < needed:
             return self._choose(

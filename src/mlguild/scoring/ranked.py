@@ -11,7 +11,7 @@ from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import SubmissionFormat
 
 
-def _row_keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def row_keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """One string per row: its key columns and its place among the rows with the same keys
     (a (group, item) pair that repeats is told apart by the order of its rows)."""
     joined = frame[columns].astype(str).agg("\x1f".join, axis=1) if len(frame) else pd.Series([], dtype=str)
@@ -26,7 +26,7 @@ def ranked_scores(sub: pd.DataFrame, answers: pd.DataFrame, fmt: SubmissionForma
     columns = list(dict.fromkeys([fmt.id_column, *fmt.key_columns]))
     group = fmt.group_column or fmt.id_column
     place = sub.groupby(sub[group].to_numpy(), sort=False).cumcount().to_numpy()
-    file_keys, want_keys = _row_keys(sub, columns), _row_keys(answers, columns)
+    file_keys, want_keys = row_keys(sub, columns), row_keys(answers, columns)
     codes = pd.factorize(np.concatenate([want_keys, file_keys]))[0]
     n = len(want_keys)
     where = codes[n:]
