@@ -15,6 +15,7 @@ Conventions for ``Metric.fn(y_true, y_pred, **params) -> float``:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from typing import Any, Literal
 from mlguild.core.errors import ConfigError
 from mlguild.core.score import Direction, Score
 from mlguild.core.suggest import closest
-from mlguild.metrics import combined
+from mlguild.metrics import combined, python_file
 from mlguild.metrics.functions import (
     _binary_logloss_1d,
     _columnwise,
@@ -250,6 +251,8 @@ def metric_name(name: str, where: str = "task.yaml's 'metric'") -> str:
     ``ConfigError`` with a did-you-mean whose fix names ``where`` it was given."""
     if combined.is_combined(name):
         return _combined(name, where).name
+    if python_file.is_python(name):
+        return _python(name, where).name
     folded = _fold(name)
     if folded in METRICS:
         return folded
@@ -270,7 +273,26 @@ def get_metric(name: str) -> Metric:
     metrics; ``ConfigError`` with a did-you-mean otherwise."""
     if combined.is_combined(name):
         return _combined(name, "task.yaml's 'metric'")
+    if python_file.is_python(name):
+        return _python(name, "task.yaml's 'metric'")
     return METRICS[metric_name(name)]
+
+
+def _python(name: str, where: str) -> Metric:
+    """The Metric of ``python(FILE, DIRECTION, ...)``: the user's file, run by the scorer."""
+    try:
+        path, direction, kind, grouped = python_file.parse(name)
+    except ValueError as exc:
+        raise ConfigError(str(exc), f"correct {where}: e.g. python(metric.py, maximize)") from None
+    return Metric(
+        python_file.spelled(path, direction, kind, grouped),
+        direction,  # type: ignore[arg-type]
+        kind,  # type: ignore[arg-type]
+        python_file.function(path, grouped),
+        f"score(y_true, y_pred) of the task's metric file {path}",
+        params=("groups",) if grouped else (),
+        perfect=math.nan,  # unknown: reaching some value is never taken for a leak
+    )
 
 
 _MEANS: dict[str, Metric] = {}  # means built so far, by the name as given and as canonical

@@ -406,6 +406,7 @@ SOURCES = (
     "metrics/functions.py",
     "metrics/ranking.py",
     "metrics/combined.py",
+    "metrics/python_file.py",
     "core/score.py",
 )
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

@@ -354,7 +354,7 @@ def infer_task(
         source=f"folder:{folder.resolve()}",
     )
     try:
-        spec = TaskSpec(**fields)  # type: ignore[arg-type]
+        spec = TaskSpec(**fields)
     except ValueError as exc:  # the files disagree with each other: say where, never guess
         first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
         raise TaskError(

@@ -26,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..core.errors import MlguildError, TaskError
+from ..metrics import python_file
 from .spec import NOT_DATA, TaskSpec, short
 
 
@@ -131,6 +132,14 @@ def load_task(root: str | Path) -> Task:
             "create one with `mlguild init csv:train.csv --target COLUMN` or `mlguild init example:churn`",
         )
     spec = _read_spec(root)
+    if python_file.is_python(spec.metric):  # the user's metric: beside task.yaml, imported now
+        name = python_file.parse(spec.metric)[0]
+        if not (root / name).is_file():
+            raise TaskError(
+                f"the metric {spec.metric} names the file {name}, which is not in {root}",
+                f"put {name} beside task.yaml, or correct metric in {root}/task.yaml",
+            )
+        python_file.bind(name, root / name)
     description = _read_description(root, spec)
     task = Task(root=root, spec=spec, description=description)
     _check_inside(task)
