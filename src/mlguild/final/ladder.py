@@ -66,6 +66,8 @@ def ladder(
     else:
         rungs.append({"rung": "final", "score": None, "what": "not chosen yet"})
     ceiling = reference_score if reference_score is not None else metric.perfect
+    if ceiling is not None and ceiling != ceiling:  # NaN: a user's metric file, whose best value nobody knows
+        ceiling = None
     source = "--reference-score" if reference_score is not None else "the metric's best value"
     rungs.append({"rung": "ceiling", "score": ceiling, "what": source})
     _headroom(rungs, floor, ceiling)

@@ -280,7 +280,7 @@ class FinalStage:
         reference = read_csv_exact(self.run.node_dir(best.id) / "output" / "submission.csv")
         candidate = read_csv_exact(self.run.node_dir(refit.id) / "output" / "submission.csv")
         kind = self.scorers.holdout.metric.prediction
-        score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns)
+        score = agreement(kind, reference, candidate, spec.id_column, spec.key_columns, spec.group_column)
         # Ranked lists, and models of data ordered in time (a refit sees the latest rows, the
         # search's never did), honestly differ from the node they refit: two sound fits of one
         # list script share far fewer items than 0.8, so agreement would refuse them. There a

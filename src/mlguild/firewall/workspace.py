@@ -123,22 +123,22 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     times = split_words.pop("times", None)
     if split_words["kind"] == "time":
         mask = split_words.pop("mask")
-    elif spec.ids_unique:
+    elif spec.group_key is None:
         mask = split_holdout(train[spec.target_columns[0]], fraction, cap, cfg.seed, stratify)
     else:
-        # Repeated ids are groups (a user's impressions): a group is wholly in train or in the
-        # holdout, or its rows would leak between the two.
-        groups = pd.Series(train[spec.id_column].unique())
+        # Groups (a user's impressions: a repeated id, or a group_column beside a row id) are
+        # wholly in train or in the holdout, or their rows would leak between the two.
+        groups = pd.Series(train[spec.group_key].unique())
         chosen = split_holdout(groups, fraction, cap, cfg.seed, stratify=False)
-        mask = train[spec.id_column].isin(set(groups[chosen])).to_numpy()
+        mask = train[spec.group_key].isin(set(groups[chosen])).to_numpy()
     confirm = confirm_mask(
-        train, mask, n_confirm, spec.target_columns[0], spec.id_column, grouped=not spec.ids_unique,
-        stratify=stratify, times=times, seed=cfg.seed,
+        train, mask, n_confirm, spec.target_columns[0], spec.group_key or spec.id_column,
+        grouped=spec.group_key is not None, stratify=stratify, times=times, seed=cfg.seed,
     )  # fmt: skip
     fit_rows, holdout_rows = train[~mask], train[mask]
     in_confirm = confirm[mask]
     if in_confirm.any():  # the confirmation rows hide among the holdout rows, in a seeded shuffle
-        order = shuffled_order(holdout_rows[spec.id_column], cfg.seed)
+        order = shuffled_order(holdout_rows[spec.group_key or spec.id_column], cfg.seed)
         holdout_rows, in_confirm = holdout_rows.iloc[order], in_confirm[order]
     files: dict[str, dict] = {}
     out = ws.data_dir
@@ -236,14 +236,15 @@ def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: Firew
         times = task_times(train, spec.time_column, str(task.train_path))
         n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
         n_holdout += n_confirm
-        groups = None if spec.ids_unique else train[spec.id_column]
+        groups = None if spec.group_key is None else train[spec.group_key]
         mask = time_holdout(times, n_holdout, groups)
         if not mask.any():
             raise TaskError(
                 f"every labelled row of {task.train_path} has the same {spec.time_column!r}: no row is later than another",
                 "set time_column: null in task.yaml for a random holdout",
             )
-        return {"mask": mask, "times": times, **time_split_record(times, mask, spec.time_column, not spec.ids_unique)}
+        grouped = spec.group_key is not None
+        return {"mask": mask, "times": times, **time_split_record(times, mask, spec.time_column, grouped)}
     warning = random_holdout_warning(train, test, skip, forced=spec.time_column is not None)
     return {"kind": "random", **({"warning": warning} if warning else {})}
 

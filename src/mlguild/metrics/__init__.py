@@ -15,6 +15,7 @@ Conventions for ``Metric.fn(y_true, y_pred, **params) -> float``:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from typing import Any, Literal
 from mlguild.core.errors import ConfigError
 from mlguild.core.score import Direction, Score
 from mlguild.core.suggest import closest
+from mlguild.metrics import combined, python_file
 from mlguild.metrics.functions import (
     _binary_logloss_1d,
     _columnwise,
@@ -244,8 +246,13 @@ def _fold(name: str) -> str:
 
 
 def metric_name(name: str, where: str = "task.yaml's 'metric'") -> str:
-    """The registered name of the metric a user called ``name`` (``auc`` is ``roc_auc``). An
-    unknown name is a ``ConfigError`` with a did-you-mean whose fix names ``where`` it was given."""
+    """The registered name of the metric a user called ``name`` (``auc`` is ``roc_auc``; a mean of
+    metrics, ``mean(gauc, ndcg@5)``, its canonical spelling). An unknown name is a
+    ``ConfigError`` with a did-you-mean whose fix names ``where`` it was given."""
+    if combined.is_combined(name):
+        return _combined(name, where).name
+    if python_file.is_python(name):
+        return _python(name, where).name
     folded = _fold(name)
     if folded in METRICS:
         return folded
@@ -262,6 +269,70 @@ def metric_name(name: str, where: str = "task.yaml's 'metric'") -> str:
 
 
 def get_metric(name: str) -> Metric:
-    """The registered metric called ``name`` or one of its ``ALIASES``; ``ConfigError`` with a
-    did-you-mean otherwise."""
+    """The registered metric called ``name`` or one of its ``ALIASES``, or a mean of registered
+    metrics; ``ConfigError`` with a did-you-mean otherwise."""
+    if combined.is_combined(name):
+        return _combined(name, "task.yaml's 'metric'")
+    if python_file.is_python(name):
+        return _python(name, "task.yaml's 'metric'")
     return METRICS[metric_name(name)]
+
+
+def _python(name: str, where: str) -> Metric:
+    """The Metric of ``python(FILE, DIRECTION, ...)``: the user's file, run by the scorer."""
+    try:
+        path, direction, kind, grouped = python_file.parse(name)
+    except ValueError as exc:
+        raise ConfigError(str(exc), f"correct {where}: e.g. python(metric.py, maximize)") from None
+    return Metric(
+        python_file.spelled(path, direction, kind, grouped),
+        direction,  # type: ignore[arg-type]
+        kind,  # type: ignore[arg-type]
+        python_file.function(path, grouped),
+        f"score(y_true, y_pred) of the task's metric file {path}",
+        params=("groups",) if grouped else (),
+        perfect=math.nan,  # unknown: reaching some value is never taken for a leak
+    )
+
+
+_MEANS: dict[str, Metric] = {}  # means built so far, by the name as given and as canonical
+
+
+def _combined(name: str, where: str) -> Metric:
+    """The Metric of ``mean(...)``: its parts' direction, prediction kind and truth, which must
+    agree (values and 0/1 truths mix: a binary part reads a value above 0 as relevant)."""
+    if name in _MEANS:
+        return _MEANS[name]
+    fix = f"correct {where}: e.g. mean(gauc, ndcg@5), or mean(0.7*gauc, 0.3*ndcg@5)"
+    try:
+        parts = combined.parse(name, lambda part: metric_name(part, where))
+    except ValueError as exc:
+        raise ConfigError(str(exc), fix) from None
+    metrics = [METRICS[p.name] for p in parts]
+    spelled = combined.spelled(parts)
+    directions, predictions = {m.direction for m in metrics}, {m.prediction for m in metrics}
+    truths = {m.truth for m in metrics}
+    why = None
+    if len(directions) > 1:
+        why = "its metrics do not share a direction (some are maximized, some minimized)"
+    elif len(predictions) > 1 and predictions != {"value", "probability"}:
+        why = f"its metrics score different predictions ({', '.join(sorted(predictions))})"
+    elif len(truths) > 1 and truths != {"value", "binary"}:
+        why = f"its metrics read the truth differently ({', '.join(sorted(str(t) for t in truths))})"
+    no_k = [p.name for p, m in zip(parts, metrics) if p.k is not None and "k" not in m.params]
+    if no_k:
+        why = f"{', '.join(no_k)} take(s) no cut-off @k"
+    if why:
+        raise ConfigError(f"metric {name!r}: {why}", fix)
+    value_truth = len(truths) > 1
+    metric = Metric(
+        spelled,
+        metrics[0].direction,
+        "probability" if "probability" in predictions else metrics[0].prediction,
+        combined.mean_of(parts, metrics, value_truth),
+        "weighted mean of " + ", ".join(p.spelled(True) for p in parts),
+        truth="value" if value_truth else metrics[0].truth,
+        params=("groups",) if any(m.grouped for m in metrics) else (),
+    )
+    _MEANS[name] = _MEANS[spelled] = metric
+    return metric

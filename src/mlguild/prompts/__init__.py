@@ -60,6 +60,14 @@ def prediction_help(task: dict) -> str:
     text = PREDICTION_HELP.get(kind, "predictions in the sample submission's format").format(
         positive=positive, classes=classes
     )
+    group = task.get("group_column") or (task.get("id_column") if not task.get("ids_unique", True) else None)
+    if task.get("ranked_file"):  # no score column: the order of the rows is the prediction
+        return (
+            f"no score column: the sample submission's rows (columns {task['submission_columns']}, copied), each "
+            f"{group!r} group's rows in ranked order, best first; the metric scores a row by its place in its group"
+        )
     if task.get("key_columns"):  # a grouped ranking: the score column is what is predicted
         text += f"; one score per row, higher ranks first (the key columns {task['key_columns']} are copied)"
+        if task.get("group_column"):
+            text += f"; rows are ranked within each {task['group_column']!r}"
     return text

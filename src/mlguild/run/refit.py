@@ -28,6 +28,7 @@ from ..core.graph import Node, SearchGraph
 from ..firewall.confirm import held_answers
 from ..firewall.workspace import Workspace
 from ..rundir.folder import RunDir
+from ..scoring.ranked import row_keys
 from ..task.spec import HOLDOUT_FILES, TaskSpec
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import read_no_follow
@@ -176,20 +177,33 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, latest_rows: int 
 
 
 def agreement(
-    kind: str, reference: pd.DataFrame, refit: pd.DataFrame, id_column: str, key_columns: Sequence[str] = ()
+    kind: str,
+    reference: pd.DataFrame,
+    refit: pd.DataFrame,
+    id_column: str,
+    key_columns: Sequence[str] = (),
+    group_column: str | None = None,
 ) -> float:
     """How much two submissions for the same rows agree: Spearman correlation of the values
     (probabilities, regression values, ranking scores; per column, the lowest), the share of
     rows with the same label (labels, cell by cell for several label columns; the most probable
     class for probability matrices), or for ranked lists the mean share of items two lists have
     in common. Where ids repeat (rows align by position), ``key_columns`` are the item columns,
-    which are not predictions."""
+    which are not predictions. Two ranked files (no column but the id and keys) agree as the
+    Spearman correlation of their rows' places within their groups (``group_column``, else the id)."""
+    if all(c == id_column or c in key_columns for c in reference.columns):
+        columns = list(dict.fromkeys([id_column, *key_columns]))
+        places = []
+        for frame in (reference, refit):
+            place = frame.groupby(frame[group_column or id_column].to_numpy(), sort=False).cumcount()
+            places.append(pd.Series(place.to_numpy(dtype=float), index=row_keys(frame, columns)))
+        return _rank_agreement(places[0], places[1].loc[places[0].index])
     if not reference[id_column].is_unique:  # a ranking's (group, item) rows: both in the sample's order
         a, b = reference.drop(columns=list(key_columns)), refit.drop(columns=list(key_columns))
         a, b = a.set_index(id_column), b.set_index(id_column)
-    else:
-        a = reference.set_index(id_column)
-        b = refit.set_index(id_column).loc[a.index]
+    else:  # key columns beside a row id (its group, its item) are copied, not predicted
+        a = reference.drop(columns=list(key_columns)).set_index(id_column)
+        b = refit.drop(columns=list(key_columns)).set_index(id_column).loc[a.index]
     if kind == "ranked_list":
         return _list_overlap(a.iloc[:, 0], b.iloc[:, 0])
     if kind == "label":  # several label columns (multi-label): the share of equal cells

@@ -31,6 +31,7 @@ from ..core.errors import RunError, SubmissionError, TaskError
 from ..firewall.confirm import confirm_ids, split_predictions
 from ..firewall.verifier import verify_workspace
 from ..firewall.workspace import HOLDOUT_SAMPLE, Workspace, build_workspace
+from ..metrics import python_file
 from ..scoring.floors import write_prior_submission
 from ..scoring.scorer import RunScorers, Scorer, fingerprint
 from ..scoring.strict_csv import read_table
@@ -157,6 +158,8 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
             os.close(lock_fd)
             raise
     # The lock taken on the partial folder's .lock moved with it: it is this run's lock now.
+    if python_file.is_python(task.spec.metric):  # from now on the run's nodes score with its sealed copy
+        python_file.bind(python_file.parse(task.spec.metric)[0], path / "sealed" / python_file.SEALED_NAME)
     journal = Journal(path / "journal.jsonl")
     return RunDir(path, config, task.spec, task.description, journal, lock_fd)
 
@@ -178,6 +181,10 @@ def _build(task: Task, config: Config, path: Path) -> tuple[float | None, float 
         raise RunError(
             f"firewall verification failed: {report.problems}", "report this as a bug; the run was not started"
         )
+    if python_file.is_python(task.spec.metric):  # the run scores with its own sealed copy of the user's metric
+        name, copy = python_file.parse(task.spec.metric)[0], ws.sealed_dir / python_file.SEALED_NAME
+        shutil.copyfile(task.root / name, copy)  # bound once the run has its final path (create_run)
+        copy.chmod(0o600)
     confirm = confirm_ids(ws.data_dir, ws.sealed_dir, task.spec.id_column)  # floors are the holdout part's
     with split_predictions(ws.data_dir / HOLDOUT_SAMPLE, confirm, task.spec.id_column) as (sample, _):
         floor = floor_score(task.spec, sample, ws.holdout_answers, "holdout labels")
@@ -370,6 +377,9 @@ def open_run(path: str | Path) -> RunDir:
         raise RunError(
             f"{path} is incomplete or damaged ({type(exc).__name__}: {exc})", "start a new run with `mlguild run TASK`"
         ) from exc
+    if python_file.is_python(spec.metric) and (path / "sealed" / python_file.SEALED_NAME).is_file():
+        # unchecked: a run whose metric file broke can still be shown; scoring says what is wrong
+        python_file.bind(python_file.parse(spec.metric)[0], path / "sealed" / python_file.SEALED_NAME, check=False)
     lock_fd = take_lock(path)
     try:
         journal = Journal(path / "journal.jsonl")

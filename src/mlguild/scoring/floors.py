@@ -30,7 +30,7 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
     target = target[target != ""]
     frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
     columns = spec.prediction_columns
-    if target.empty:
+    if target.empty or not columns:  # no columns: a ranked file, whose floor is the sample's own order
         return False
     if kind == "ranked_list":
         # The k items the most training rows list (a single label counts as a list of one):

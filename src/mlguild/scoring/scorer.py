@@ -20,6 +20,7 @@ import pandas as pd
 
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.metrics import Metric, Score, get_metric, per_column
+from mlguild.scoring.ranked import ranked_scores
 from mlguild.scoring.resample import resampled
 from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import (
@@ -66,7 +67,7 @@ class Scorer:
         self.metric = get_metric(spec.metric)
         self.format = SubmissionFormat(
             spec.id_column, spec.submission_columns, spec.ids_unique, max_bytes=max_bytes,
-            key_columns=tuple(spec.key_columns),
+            key_columns=tuple(spec.key_columns), ranked=spec.ranked_file, group_column=spec.group_column,
         )  # fmt: skip
         self.answers = answers
         self.expected_ids = ids
@@ -309,6 +310,9 @@ def _prepared(
             return values
         return values[pos] if isinstance(values, np.ndarray) else [values[i] for i in pos]
 
+    if fmt.ranked:  # no score column: a row's place among its group's rows is its score
+        y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
+        return y_true, ranked_scores(sub, answers, fmt), _with_groups(metric, params, answers, fmt), len(sub)
     for key in fmt.key_columns:  # e.g. the item of a (user, item) row: must match row for row
         keys, want = aligned(sub[key].to_numpy()), answers[key].to_numpy()
         if (keys != want).any():
@@ -355,12 +359,18 @@ def _prepared(
         if "positive_label" in metric.params and "positive_label" not in params:
             params["positive_label"] = positive_label or _infer_positive(y_true, target_columns[0])
 
+    return y_true, y_pred, _with_groups(metric, params, answers, fmt), len(sub)
+
+
+def _with_groups(metric: Metric, params: dict, answers: pd.DataFrame, fmt: SubmissionFormat) -> dict:
+    """``params`` with each answer row's group for a grouped metric: the ``group_column`` of the
+    metric params or the format, else the id column."""
     if metric.grouped and "groups" not in params:
-        group_column = params.pop("group_column", idc)
+        group_column = params.pop("group_column", fmt.group_column or fmt.id_column)
         if group_column not in answers.columns:
             raise ValueError(f"group column {group_column!r} is not in the answers")
         params["groups"] = answers[group_column].to_numpy()
-    return y_true, y_pred, params, len(sub)
+    return params
 
 
 # ----------------------------------------------------------------- integrity
@@ -371,10 +381,14 @@ def _prepared(
 SOURCES = (
     "scoring/scorer.py",
     "scoring/submission.py",
+    "scoring/ranked.py",
+    "scoring/resample.py",
     "scoring/strict_csv.py",
     "metrics/__init__.py",
     "metrics/functions.py",
     "metrics/ranking.py",
+    "metrics/combined.py",
+    "metrics/python_file.py",
     "core/score.py",
 )
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

@@ -56,6 +56,11 @@ class SubmissionFormat:
     key_columns: tuple[str, ...] = ()
     """Other key columns (e.g. the item of a (user, item) row): never parsed as predictions,
     and when scoring they must equal the answers' values row for row."""
+    ranked: bool = False
+    """The file's order is the ranking (no score column): each group's rows may come in any
+    order, and a row's place among its group's rows is its rank (see ``ranked_scores``)."""
+    group_column: str | None = None
+    """The column of the groups a ranked file orders (None: the id column)."""
 
     def __post_init__(self) -> None:
         if len(set(self.columns)) != len(self.columns):
@@ -152,9 +157,39 @@ def load_rows(
     sub = to_frame(header, cols, pd.Index(np.arange(1, len(ids) + 1), name="row"))
     if ids == expected:  # the common case, compared at C speed before any hashing
         return sub, None
+    if not fmt.ids_unique and fmt.ranked:
+        return sub, _align_groups(ids, expected)
     if not fmt.ids_unique:
         _reject_positional(ids, expected)
     return sub, _align_unique(ids, expected)
+
+
+def _align_groups(ids: list[str], expected: list[str]) -> np.ndarray:
+    """For each expected row, a file row of the same repeated id (a group's k-th expected row
+    takes its k-th row in the file): a ranked file reorders rows within their group, so only
+    each id's count is checked here; the scorer then matches rows by their keys."""
+    n = len(expected)
+    codes = pd.factorize(to_objects(expected + ids))[0]
+    want, got = codes[:n], codes[n:]
+    extra = got >= (int(want.max()) + 1 if n else 0)
+    if extra.any():
+        raise fail(
+            "extra_ids",
+            f"{int(extra.sum()):,} row(s) have ids that are not expected, e.g. {_show([ids[i] for i in np.flatnonzero(extra)])}",
+        )
+    size = int(want.max()) + 1 if n else 0
+    have, need = np.bincount(got, minlength=size), np.bincount(want, minlength=size)
+    if (have != need).any():
+        g = int(np.argmax(have != need))
+        first = expected[int(np.argmax(want == g))]
+        raise fail(
+            "missing_ids" if have[g] < need[g] else "extra_ids",
+            f"id {preview(first)} has {int(have[g]):,} row(s) in the file, expected {int(need[g]):,}: a ranked "
+            "file lists every row of each group once, best first",
+        )
+    pos = np.empty(n, dtype=np.int64)
+    pos[np.argsort(want, kind="stable")] = np.argsort(got, kind="stable")
+    return pos
 
 
 def _reject_extra_rows(ids: list[str], expected: list[str], unique: bool) -> NoReturn:

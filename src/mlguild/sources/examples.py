@@ -17,6 +17,7 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
+from .example_choices import CHOICE_EXAMPLES
 from .example_photos import photo_crops, write_images
 from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
 
@@ -338,6 +339,7 @@ EXAMPLES: dict[str, Example] = {
             ),
             docs=(("dslabs", "movielens"),),
         ),
+        *(Example(**example) for example in CHOICE_EXAMPLES),  # a row id beside groups; a ranked file
     ]
 }
 
@@ -371,8 +373,8 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     stratify = target if spec.task_type in ("binary", "multiclass") else None
     if fixed_test is None and spec.time_column is not None:
         train, test = split_test_by_time(labelled, TEST_FRACTION, spec.time_column)  # the latest rows
-    elif fixed_test is None and not spec.ids_unique:
-        train, test = split_test_groups(labelled, spec.id_column, TEST_FRACTION, SPLIT_SEED)
+    elif fixed_test is None and spec.group_key is not None:  # whole groups (a repeated id, or a group_column)
+        train, test = split_test_groups(labelled, spec.group_key, TEST_FRACTION, SPLIT_SEED)
     elif fixed_test is None:
         train, test = split_test(labelled, TEST_FRACTION, SPLIT_SEED, stratify)
     else:

@@ -28,7 +28,7 @@ from .columns import holds_lists, infer_task_type, positive_label
 from .file_columns import FILE_PROBE, file_column
 from .metric_checks import evaluation_section, refuse_one_hot_logloss, refuse_unregistered
 from .shapes import (
-    ranking_shape,
+    key_shape,
     sample_is_probability,
     several_default,
     several_positive,
@@ -131,12 +131,44 @@ def metric_from_description(text: str) -> tuple[str, str, dict] | None:
             found = re.search(pattern, body, re.IGNORECASE)
             if found:
                 hits.append((found.start(), name, found.group(0)))
+        both = _mean_of_two(body)
+        if both is not None:
+            return both
         if hits:
             _, name, phrase = min(hits)
             params: dict = {}
             if name == "map_at_k" or (name == "ndcg_at_k" and re.search(r"\d", phrase)):
                 params["k"] = int(re.findall(r"\d+", phrase)[-1])
             return name, phrase, params
+    return None
+
+
+_MEAN_OF = re.compile(
+    r"\b(?:mean|average)\s+of\s+(?:the\s+)?(?P<a>[^.,;\n]{1,80}?)\s+and\s+(?:the\s+)?(?P<b>[^.,;\n]{1,80}?)"
+    r"(?=[.,;)\n]|$)",
+    re.IGNORECASE,
+)
+
+
+def _one_metric(text: str) -> tuple[str, str] | None:
+    """(metric, with its @k when it has one) of the first metric named in ``text``."""
+    found = sorted(
+        (m.start(), name, m.group(0)) for name, pattern in _METRIC_PATTERNS if (m := re.search(pattern, text, re.I))
+    )
+    if not found:
+        return None
+    _, name, phrase = found[0]
+    digits = re.findall(r"@\s*(\d+)", phrase)
+    return name, f"{name}@{digits[-1]}" if digits and name in ("map_at_k", "ndcg_at_k") else name
+
+
+def _mean_of_two(body: str) -> tuple[str, str, dict] | None:
+    """A metric the text says is the mean of two metrics ("the mean of GAUC and nDCG@5"): the
+    mean of those two, as ``mean(gauc, ndcg_at_k@5)``."""
+    for found in _MEAN_OF.finditer(body):
+        a, b = _one_metric(found["a"]), _one_metric(found["b"])
+        if a is not None and b is not None and a[0] != b[0]:
+            return f"mean({a[1]}, {b[1]})", found.group(0), {}
     return None
 
 
@@ -187,6 +219,7 @@ def infer_task(
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
     train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
     sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
+    test_rows = read_csv_exact(test_path).head(_SAMPLE_ROWS)
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
     description = _description_text(root, data_dir)
@@ -195,14 +228,12 @@ def infer_task(
         refuse_unregistered(description, named[1] if named else None, folder)
     wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
     lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
-    grouped = ranking_shape(sample, id_column, predicted, test_header)
-    if grouped is not None:
-        keys, score = grouped
-        notes.append(
-            f"ids repeat in {sample_path.name}: a grouped ranking, groups {id_column!r}, "
-            f"items {keys}, scores in {score!r}"
-        )
-        predicted = [score]
+    grouped_metric = None if wanted is None else get_metric(wanted).grouped
+    shape = key_shape(sample, test_rows, id_column, predicted, grouped_metric, sample_path.name)
+    ranking = shape is not None and (shape.group_column is not None or not shape.ids_unique)
+    if shape is not None:
+        notes.append(shape.words(id_column, sample_path.name))
+        predicted = shape.scores
 
     classes: list[str] | None = None
     if target:
@@ -213,7 +244,7 @@ def infer_task(
                     f"{train_path.name} has no column {name!r}{did_you_mean(name, train_header)}",
                     f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
                 )
-    elif all(c in train_header for c in predicted):
+    elif predicted and all(c in train_header for c in predicted):
         targets = predicted
         notes.append(f"target(s) {targets[:6]}: the prediction columns, found in {train_path.name}")
     elif len(only_in_train) == 1:
@@ -225,7 +256,9 @@ def infer_task(
             f"{train_path.name} has {len(only_in_train)} columns that {test_path.name} lacks ({only_in_train[:6]})",
             f"name it: mlguild run {folder} --target COLUMN",
         )
-    if len(targets) == 1 and targets[0] not in predicted and (grouped is not None or lists) and len(predicted) == 1:
+    if shape is not None and shape.ranked_file:
+        notes.append(f"the file's order within each group ranks by {targets[0]!r}, best first")
+    elif len(targets) == 1 and targets[0] not in predicted and (shape or lists) and len(predicted) == 1:
         # One prediction column scores the one target, whatever it is called (as the scorer does).
         notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r}")
     elif len(targets) == 1 and targets[0] not in predicted:
@@ -240,7 +273,7 @@ def infer_task(
                 "write task.yaml by hand (see docs/guides/task-folders.md)",
             )
 
-    if task_type is None and grouped is not None:
+    if task_type is None and ranking:
         task_type = "ranking"
         notes.append("task type ranking (a score per group and item)")
     elif task_type is None and lists and holds_lists(train[targets[0]]):
@@ -288,7 +321,7 @@ def infer_task(
     if kind == "label" and probabilities:
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
-    files = file_column(data_dir, train, read_csv_exact(test_path).head(FILE_PROBE), [id_column, *test_header])
+    files = file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
     if files is not None:
         notes.append(
             f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
@@ -309,10 +342,11 @@ def infer_task(
                 f"positive label {positive!r} (the description does not say which class is predicted; "
                 "set positive_label in task.yaml if it is the other)"
             )
-    answers = _answers_file(root, [id_column, *(grouped[0] if grouped else []), *targets], notes)
+    keys = shape.keys if shape is not None else []
+    answers = _answers_file(root, [id_column, *keys, *targets], notes)
     time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
     notes += time_notes
-    spec = TaskSpec(
+    fields = dict(
         time_column=time_column,
         name=_name(folder),
         task_type=task_type,
@@ -321,8 +355,10 @@ def infer_task(
         id_column=id_column,
         target_columns=targets,
         submission_columns=sample_header,
-        ids_unique=grouped is None,
-        key_columns=grouped[0] if grouped is not None else [],
+        ids_unique=shape is None or shape.ids_unique,
+        key_columns=keys,
+        group_column=shape.group_column if shape is not None else None,
+        ranked_file=shape is not None and shape.ranked_file,
         positive_label=positive,
         classes=classes,
         train_file=train_path.relative_to(data_dir).as_posix(),
@@ -334,6 +370,14 @@ def infer_task(
         description=None if _has_description(root, data_dir) else _generated_description(folder, targets, metric),
         source=f"folder:{folder.resolve()}",
     )
+    try:
+        spec = TaskSpec(**fields)
+    except ValueError as exc:  # the files disagree with each other: say where, never guess
+        first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise TaskError(
+            f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
+            "write task.yaml by hand (see docs/guides/task-folders.md)",
+        ) from None
     return Inferred(root=root, spec=spec, notes=notes)
 
 

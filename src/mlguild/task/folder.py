@@ -25,7 +25,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..core.errors import TaskError
+from ..core.errors import MlguildError, TaskError
+from ..metrics import python_file
 from .spec import NOT_DATA, TaskSpec, short
 
 
@@ -131,6 +132,14 @@ def load_task(root: str | Path) -> Task:
             "create one with `mlguild init csv:train.csv --target COLUMN` or `mlguild init example:churn`",
         )
     spec = _read_spec(root)
+    if python_file.is_python(spec.metric):  # the user's metric: beside task.yaml, imported now
+        name = python_file.parse(spec.metric)[0]
+        if not (root / name).is_file():
+            raise TaskError(
+                f"the metric {spec.metric} names the file {name}, which is not in {root}",
+                f"put {name} beside task.yaml, or correct metric in {root}/task.yaml",
+            )
+        python_file.bind(name, root / name)
     description = _read_description(root, spec)
     task = Task(root=root, spec=spec, description=description)
     _check_inside(task)
@@ -155,7 +164,9 @@ def _read_spec(root: Path) -> TaskSpec:
         if any(e["type"] == "extra_forbidden" for e in exc.errors()):
             problems += f" (the known keys: {', '.join(TaskSpec.model_fields)})"
         raise TaskError(f"{spec_path} is invalid: {problems}", f"edit {spec_path}") from exc
-    except Exception as exc:  # unknown metric, an unreadable file and similar
+    except MlguildError as exc:  # an unknown metric, a mean of metrics that cannot be: its own fix
+        raise TaskError(f"{spec_path} is invalid: {exc.message}", f"edit {spec_path}: {exc.fix}") from exc
+    except Exception as exc:  # an unreadable file and similar
         raise TaskError(f"{spec_path} is invalid: {exc}", f"edit {spec_path}") from exc
 
 
@@ -235,6 +246,14 @@ def _check_files(task: Task) -> None:
             f"{task.test_path} contains the target column(s) {leaked}",
             "move test answers to private/answers.csv and drop them from public/",
         )
+    for header, path in ((train_header, task.train_path), (test_header, task.test_path)):
+        absent = [c for c in spec.key_columns if c not in header]
+        if absent:  # key columns are copied from the test rows (and the holdout's from train's)
+            which = "group_column/key_columns" if spec.group_column in absent else "key_columns"
+            raise TaskError(
+                f"{path} has no key column(s) {absent}; it has {header[:20]}",
+                f"fix {which} in {task.root}/task.yaml",
+            )
     if spec.file_column is not None:
         for header, path in ((train_header, task.train_path), (test_header, task.test_path)):
             if spec.file_column not in header:

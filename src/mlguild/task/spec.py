@@ -78,6 +78,17 @@ class TaskSpec(BaseModel):
         description="Submission columns that name a row within its id's group (the item of a (query, item) row): "
         "copied from the test file, never predictions.",
     )
+    group_column: str | None = Field(
+        None,
+        description="The column whose rows are ranked against each other when the id column names each row "
+        "(ids unique): a key column of the submission, and the group of a grouped metric. None: where ids "
+        "repeat, the id is the group.",
+    )
+    ranked_file: bool = Field(
+        False,
+        description="True when a submission lists each group's rows best first with no score column: the order "
+        "of a group's rows in the file is the ranking.",
+    )
     positive_label: str | None = Field(None, description="Label of the positive class for binary probability metrics.")
     classes: list[str] | None = Field(
         None, description="Class labels, in submission column order for probability submissions."
@@ -157,6 +168,7 @@ class TaskSpec(BaseModel):
                 f"key_columns {keys} must be submission columns other than the id and the targets "
                 f"(submission_columns: {self.submission_columns})"
             )
+        self._check_groups()
         public = {
             "train_file": self.train_file,
             "test_file": self.test_file,
@@ -180,6 +192,41 @@ class TaskSpec(BaseModel):
                 f"got {', '.join(short(v) for v in public.values())}"
             )
         return self
+
+    def _check_groups(self) -> None:
+        """A grouped metric needs its groups, and a ranked file its groups and no score column."""
+        grouped = get_metric(self.metric).grouped
+        if self.group_column is not None:
+            if self.group_column not in self.key_columns:
+                raise ValueError(
+                    f"group_column {self.group_column!r} must be one of key_columns {self.key_columns} "
+                    "(the submission copies it from the test file)"
+                )
+        if grouped and self.group_key is None:
+            raise ValueError(
+                f"metric {self.metric} scores within groups, but no column names them: set group_column: COLUMN "
+                "(ids unique per row), or ids_unique: false (the repeated id is the group)"
+            )
+        if self.ranked_file:
+            extra = self.prediction_columns
+            if self.group_key is None or not grouped or get_metric(self.metric).prediction != "value":
+                raise ValueError(
+                    f"ranked_file: true needs a metric that scores within groups (gauc, ndcg_at_k), got {self.metric}, "
+                    "and the groups: group_column, or ids_unique: false"
+                )
+            if extra:
+                raise ValueError(
+                    f"ranked_file: true means no score column, but submission_columns has {extra} besides the id "
+                    f"and key_columns {self.key_columns}: add them to key_columns, or remove ranked_file"
+                )
+
+    @property
+    def group_key(self) -> str | None:
+        """The column a grouped metric groups by and the firewall seals whole: ``group_column``, or
+        the id where ids repeat; None for a task whose rows stand alone."""
+        if self.group_column is not None:
+            return self.group_column
+        return None if self.ids_unique else self.id_column
 
     @property
     def prediction_columns(self) -> list[str]:

@@ -25,6 +25,11 @@ def fuse_proposal(context: Context) -> Proposal:
         raise MoveUnavailable(
             "a blend aligns predictions by id, and this task's ids repeat", "set search.fuse_every=0 for this task"
         )
+    if task.get("ranked_file"):  # its members' files hold no scores to blend, only an order
+        raise MoveUnavailable(
+            "a blend weighs its members' scores, and this task's submissions are ranked files with none",
+            "set search.fuse_every=0 for this task",
+        )
     several = len(task["target_columns"]) > 1
     if several and (
         prediction_kind(task) not in ("value", "probability", "label")

@@ -340,7 +340,8 @@ def _ranking_context(task: dict[str, Any]) -> dict[str, Any]:
     score_columns = [c for c in task["submission_columns"][1:] if c not in keys]
     labels = task.get("positive_label")
     return {
-        "score_column": score_columns[0],
+        "score_column": score_columns[0] if score_columns else None,  # none: a ranked file
+        "group_column": task.get("group_column") or task["id_column"],
         "rank_k": int(params.get("k", 10)),
         "gain": str(params.get("gain", "linear")),
         "positive": None if labels is None else str(labels),

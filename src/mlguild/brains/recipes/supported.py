@@ -20,6 +20,8 @@ def check_supported(task: dict[str, Any]) -> None:
         _check_several_targets(task, fix)
         return
     kind, n_pred = prediction_kind(task), len(task["submission_columns"]) - 1 - len(task.get("key_columns") or [])
+    if task.get("ranked_file"):  # the rows' order is the prediction: no column to fill
+        return
     n_classes = len(task.get("classes") or task["submission_columns"][1:])
     if n_pred != (n_classes if kind == "class_probabilities" else 1):
         raise MoveUnavailable(f"the recipe brain cannot fill {n_pred} prediction columns for a {kind!r} metric", fix)
