@@ -25,8 +25,9 @@ from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
 from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
+from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
-from .metric_checks import evaluation_section, refuse_one_hot_logloss, refuse_unregistered
+from .metric_checks import refuse_one_hot_logloss, refuse_unregistered
 from .shapes import (
     key_shape,
     sample_is_probability,
@@ -74,102 +75,6 @@ def _pick(
         f"cannot tell which file is the {role} in {data_dir} ({found})",
         f"write task.yaml naming it (see docs/guides/task-folders.md), or rename it to {exact[0]}",
     )
-
-
-# Metric names as competition texts write them, most specific first: the first one the text
-# mentions (in its evaluation section when it has one) is the task's metric.
-_METRIC_PATTERNS: list[tuple[str, str]] = [
-    # several columns scored together, before the one-column names they contain
-    ("mcrmse", r"\bmcrmse\b|mean[- ]column[- ]?wise[- ](rmse\b|root[- ]mean[- ]squared?[- ]error)"),
-    (
-        "mean_columnwise_rmsle",
-        r"\bmcrmsle\b|mean[- ]column[- ]?wise[- ](rmsle\b|root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error)",
-    ),
-    ("mean_columnwise_roc_auc", r"mean[- ]column[- ]?wise[- ](roc[- ])?auc|column[- ]?wise[- ]mean[- ](roc[- ])?auc"),
-    ("mean_columnwise_logloss", r"mean[- ]column[- ]?wise[- ]log[- ]?loss|column[- ]?wise[- ]mean[- ]log[- ]?loss"),
-    ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
-    ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),
-    ("rmse", r"root[- ]mean[- ]squared?[- ]error|\brmse\b"),
-    ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
-    ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
-    ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),
-    ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
-    ("ndcg_at_k", r"\bndcg\s*@\s*\d+|normali[sz]ed discounted cumulative gain(\s*@\s*\d+)?|\bndcg\b"),
-    ("gauc", r"\bgauc\b|\bgroup(ed)?[- ]auc\b|\bauc (averaged )?(per|within each|over) (user|group|query|session)s?\b"),
-    ("roc_auc", r"area under (the )?(roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
-    ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
-    ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
-    ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),
-    ("accuracy", r"\baccuracy\b|classification rate"),
-]
-
-
-# A one-column metric named by a description of a task with several target columns is the
-# competition's column-wise form of it (the graders average it over the columns).
-_SEVERAL = {
-    "rmse": "mcrmse",
-    "rmsle": "mean_columnwise_rmsle",
-    "roc_auc": "mean_columnwise_roc_auc",
-    "logloss": "mean_columnwise_logloss",
-    "binary_logloss": "mean_columnwise_logloss",
-    "f1": "multilabel_f1_micro",
-    "f1_macro": "multilabel_f1_macro",
-}
-
-
-def several_targets_metric(name: str) -> str:
-    """The column-wise metric a task with several target columns means by ``name``."""
-    return _SEVERAL.get(name, name)
-
-
-def metric_from_description(text: str) -> tuple[str, str, dict] | None:
-    """(metric name, the phrase found, metric params) or None when the text names none known."""
-    section = evaluation_section(text)
-    for body in ([section] if section else []) + [text]:
-        hits = []
-        for name, pattern in _METRIC_PATTERNS:
-            found = re.search(pattern, body, re.IGNORECASE)
-            if found:
-                hits.append((found.start(), name, found.group(0)))
-        both = _mean_of_two(body)
-        if both is not None:
-            return both
-        if hits:
-            _, name, phrase = min(hits)
-            params: dict = {}
-            if name == "map_at_k" or (name == "ndcg_at_k" and re.search(r"\d", phrase)):
-                params["k"] = int(re.findall(r"\d+", phrase)[-1])
-            return name, phrase, params
-    return None
-
-
-_MEAN_OF = re.compile(
-    r"\b(?:mean|average)\s+of\s+(?:the\s+)?(?P<a>[^.,;\n]{1,80}?)\s+and\s+(?:the\s+)?(?P<b>[^.,;\n]{1,80}?)"
-    r"(?=[.,;)\n]|$)",
-    re.IGNORECASE,
-)
-
-
-def _one_metric(text: str) -> tuple[str, str] | None:
-    """(metric, with its @k when it has one) of the first metric named in ``text``."""
-    found = sorted(
-        (m.start(), name, m.group(0)) for name, pattern in _METRIC_PATTERNS if (m := re.search(pattern, text, re.I))
-    )
-    if not found:
-        return None
-    _, name, phrase = found[0]
-    digits = re.findall(r"@\s*(\d+)", phrase)
-    return name, f"{name}@{digits[-1]}" if digits and name in ("map_at_k", "ndcg_at_k") else name
-
-
-def _mean_of_two(body: str) -> tuple[str, str, dict] | None:
-    """A metric the text says is the mean of two metrics ("the mean of GAUC and nDCG@5"): the
-    mean of those two, as ``mean(gauc, ndcg_at_k@5)``."""
-    for found in _MEAN_OF.finditer(body):
-        a, b = _one_metric(found["a"]), _one_metric(found["b"])
-        if a is not None and b is not None and a[0] != b[0]:
-            return f"mean({a[1]}, {b[1]})", found.group(0), {}
-    return None
 
 
 def infer_task(
