@@ -58,7 +58,7 @@ class FailureKind(StrEnum):
     INTERRUPTED = "interrupted"
     SANDBOX_ERROR = "sandbox_error"
     SCORER_TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
-    DUPLICATE = "duplicate"  # its code is a node's already run or running: not run again (mlguild.run.loop)
+    DUPLICATE = "duplicate"  # its code is a node's already run or running: not run again (mlguild.run.propose)
 
 
 # A truncated node keeps its partial code, so a debug step can complete it; no_code and
