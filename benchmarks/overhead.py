@@ -26,10 +26,9 @@ import pandas as pd
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
-from mlguild.sandbox import get_sandbox
 from mlguild.scoring.scorer import Scorer
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import TaskSpec, load_task
 
@@ -56,7 +55,7 @@ def loop_overhead(iterations: int, workdir: Path, repeats: int = 3) -> list[floa
     for repeat in range(repeats):
         cfg = load_config(None, [f"budget.iterations={iterations}", "search.draft_every=0"])
         run = create_run(task, cfg, workdir / f"runs{repeat}")
-        agent = Agent(run, ScriptedBrain(), get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
+        agent = Agent(open_session(run, ScriptedBrain()))
         agent.run_loop()
         overheads += node_overheads(run.journal.records)[1:]
         run.close()

@@ -27,9 +27,8 @@ from mlguild.brains.scripted import PRIOR_SCRIPT
 from mlguild.config import load_config
 from mlguild.llm import ScriptedLLM
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 
@@ -47,8 +46,7 @@ def main() -> int:
         task = load_task(build_example("churn", Path(tmp) / "churn"))
         cfg = load_config(None, [f"budget.iterations={args.iterations}", "search.draft_every=10"])
         run = create_run(task, cfg, Path(tmp) / "runs")
-        brain = LLMBrain(llm, LLMBrainOptions(review=args.review))
-        agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
+        agent = Agent(open_session(run, LLMBrain(llm, LLMBrainOptions(review=args.review))))
         agent.run_loop()
         per_node: dict[str, int] = {}
         systems = Counter(c["messages"][0].content for c in llm.calls if c["messages"][0].role == "system")

@@ -41,12 +41,12 @@ from mlguild.brains.recipes import RecipeBrain
 from mlguild.config import load_config
 from mlguild.run.context import ContextBuilder
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir import folder as folder_module
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.scoring.held_rows import HeldRows
 from mlguild.scoring.scorer import Scorer
-from mlguild.search import get_policy
 from mlguild.sources.resolve import resolve_task
 from mlguild.task.spec import HOLDOUT_SAMPLE
 
@@ -136,7 +136,7 @@ def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
         with HeldRows(run.spec, ws.data_dir, ws.sealed_dir, scorer).parts(ws.data_dir / HOLDOUT_SAMPLE) as (held, _):
             scorer.score(held)
         times["score"] = time.perf_counter() - started
-        agent = Agent(run, RecipeBrain(seed=0), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+        agent = Agent(open_session(run, RecipeBrain(seed=0), get_sandbox("local")))
         agent.run_loop()
         agent.session.close()
     finally:

@@ -90,8 +90,8 @@ def bench_ray(nodes: int) -> None:
     from mlguild.llm import ScriptedLLM
     from mlguild.run.loop import Agent
     from mlguild.run.ray_workers import RaySandbox, connect
+    from mlguild.run.session import open_session
     from mlguild.sandbox import get_sandbox
-    from mlguild.search import get_policy
 
     work = Path(tempfile.mkdtemp(prefix="mlguild-ray-"))
     task = load_task(build_example("titanic", work / "task"))
@@ -107,7 +107,7 @@ def bench_ray(nodes: int) -> None:
         if where == "ray":
             sandbox = RaySandbox(sandbox)
         brain = LLMBrain(ScriptedLLM(default=TRIVIAL), LLMBrainOptions(diff_mode=False))
-        agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox)
+        agent = Agent(open_session(run, brain, sandbox))
         started = time.monotonic()
         agent.run_loop(workers=1)
         per_node[where] = (time.monotonic() - started) / nodes

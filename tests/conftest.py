@@ -23,10 +23,10 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Action, Context, HistoryItem, Proposal
 from mlguild.metrics import get_metric
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import backbones, get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import TaskSpec, load_task
 from mlguild.task.profile import profile_workspace
@@ -277,7 +277,7 @@ def scripted_agent(task_dir, tmp_path, replies, **overrides):
     cfg = load_config(None, sets)
     run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
     brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(replies)])
-    return Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
+    return Agent(open_session(run, brain, get_sandbox("local"))), run
 
 
 def script_head(ws: Workspace, code: str, monkeypatch, until: str = "model") -> dict:
@@ -351,7 +351,7 @@ SLOW_REPLY = f"Plan: logistic curve on x0, slowly.\n```python\n{SLOW}```\n"
 
 def slow_replies(n: int = 50) -> list:
     """SLOW_REPLY for ``n`` requests, each script a distinct one (a comment numbers it): several
-    workers never run one script twice (mlguild.run.loop), so identical replies would not run."""
+    workers never run one script twice (mlguild.run.session.Session.claim), so identical replies would not run."""
     return [SLOW_REPLY.replace("```python\n", f"```python\n# variant {i}\n", 1) for i in range(n)]
 
 
@@ -369,7 +369,7 @@ def llm_agent(tmp_path, brain, **sets):
     }
     cfg = load_config(None, [f"{k}={v}" for k, v in values.items()])
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
+    return Agent(open_session(run, brain)), run
 
 
 def run_while_killing_one(agent, run, find_pids) -> tuple:

@@ -15,10 +15,9 @@ from mlguild.brains.llm.report import parse_report
 from mlguild.llm.scripted import ScriptedLLM
 from mlguild.pools.ideas import REPORT
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import open_run
 from mlguild.rundir.replay import replay
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.util.fs import sha256_text
 
 # A script that works but models the noise column x1; it says so in its own validation.
@@ -166,8 +165,7 @@ def _resumed(path):
     """The run at ``path`` opened again, with an Agent whose model has no reply to give."""
     run = open_run(path)
     brain = LLMBrain(ScriptedLLM([], default=None), LLMBrainOptions(diff_mode=False, cycle=True))
-    cfg = run.config
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind)), run
+    return Agent(open_session(run, brain)), run
 
 
 def _killed_while_refining(tmp_path, refinement: str, kills: int = 1):

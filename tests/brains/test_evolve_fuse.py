@@ -12,9 +12,9 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Action
 from mlguild.llm import ScriptedLLM
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 FULL = f"Plan: logistic curve on x0.\n```python\n{GOOD}```\n"
@@ -24,7 +24,7 @@ SETS = ["search.num_drafts=2", "search.draft_every=0", "search.fuse_every=0", "s
 def _agent(tmp_path, brain, n=300):
     cfg = load_config(None, [*SETS, "budget.iterations=50"])
     run = create_run(load_task(make_task(tmp_path / "t", n=n)), cfg, tmp_path / "runs")
-    return Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
+    return Agent(open_session(run, brain, get_sandbox("local"))), run
 
 
 def test_the_llm_brain_fuses_the_code_of_several_parents_and_evolves_from_a_trajectory(tmp_path):

@@ -20,9 +20,9 @@ from mlguild.config import SearchConfig, load_config
 from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.protocols import Action
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.search.blend import blend_members
 from mlguild.search.greedy import GreedyPolicy
 from mlguild.task.folder import TaskSpec, load_task
@@ -225,9 +225,9 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     cfg = load_config(None, sets)
     run = create_run(load_task(task_dir), cfg, tmp_path / "runs")
     sandbox = get_sandbox("auto")
-    Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox).run_loop()
+    Agent(open_session(run, RecipeBrain(), sandbox)).run_loop()
 
-    agent = Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox)
+    agent = Agent(open_session(run, RecipeBrain(), sandbox))
     members = tuple(n.id for n in agent.session.state.graph.ranked() if "oof" in n.outputs)
     assert len(members) == 3, [(n.id, n.status, n.outputs, n.failure) for n in agent.session.state.graph]
     first = agent.step(Action("blend", members), 120)
@@ -241,7 +241,7 @@ def test_noise_in_the_sealed_holdout_labels_leaves_fused_weights_unchanged(tmp_p
     rng = np.random.default_rng(1)
     answers["y"] = rng.integers(0, 2, size=len(answers)).astype(str)
     answers.to_csv(run.workspace.holdout_answers, index=False)
-    noisy = Agent(run, RecipeBrain(), get_policy(cfg.search), sandbox)
+    noisy = Agent(open_session(run, RecipeBrain(), sandbox))
     second = noisy.step(Action("blend", members), 120)
     assert second.ok, second.failure
     assert _weights(run, second) == _weights(run, first)

@@ -14,10 +14,10 @@ from mlguild.config import load_config
 from mlguild.final.stage import finish
 from mlguild.metrics import Score
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 
@@ -45,7 +45,7 @@ def test_the_examples_are_the_conventions_they_name(tmp_path):
 def test_a_key_convention_example_runs_to_a_valid_final_submission_beating_its_floor(tmp_path, name):
     cfg = load_config(None, ["budget.iterations=4", "budget.time_s=400", "sandbox.script_timeout_s=200"])
     run = create_run(load_task(build_example(name, tmp_path / name)), cfg, tmp_path / "runs")
-    agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, get_brain("recipes"), get_sandbox(cfg.sandbox.kind)))
     done = finish(agent.session, agent.run_loop())
     graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}

@@ -16,9 +16,9 @@ from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
 from mlguild.llm import ScriptedLLM
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 from mlguild.view.reviews import review_tally, reviews_line
 
@@ -92,7 +92,7 @@ def _agent(tmp_path, llm):
     cfg = load_config(None, sets)
     run = create_run(load_task(_task(tmp_path / "task")), cfg, tmp_path / "runs", run_id="evidence")
     brain = LLMBrain(llm, LLMBrainOptions(threads=2, diff_mode=True, review=True))
-    return Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind)), run
+    return Agent(open_session(run, brain, get_sandbox(cfg.sandbox.kind))), run
 
 
 def test_reviews_where_they_pay_and_an_improve_prompt_with_its_evidence(tmp_path):

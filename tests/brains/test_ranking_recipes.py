@@ -22,10 +22,9 @@ from mlguild.final.stage import finish
 from mlguild.firewall.guard import check_code
 from mlguild.metrics import Score
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.csv_source import build_from_csv
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
@@ -100,7 +99,7 @@ def test_a_ranking_the_recipes_cannot_serve_is_refused_clearly(tasks, tmp_path):
 def test_a_ranking_example_runs_its_whole_budget_to_a_final_submission_beating_its_floor(tasks, tmp_path, name):
     cfg = load_config(None, ["budget.iterations=5", "budget.time_s=300", "sandbox.script_timeout_s=120"])
     run = create_run(load_task(tasks[name]), cfg, tmp_path / "runs")
-    agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, get_brain("recipes")))
     stop = agent.run_loop()
     done = finish(agent.session, stop)
     graph = agent.session.state.graph

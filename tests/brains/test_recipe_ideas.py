@@ -17,9 +17,9 @@ from mlguild.core.protocols import Action, ParentView
 from mlguild.memory import MovePrior
 from mlguild.pools import fill_run_ideas
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 from mlguild.task.knowledge import add_items
 
@@ -113,7 +113,7 @@ def test_a_knowledge_item_naming_a_family_leads_a_run_and_its_outcome_goes_back_
     add_items(task, [post], None)
     cfg = load_config(None, ["budget.iterations=1", "sandbox.script_timeout_s=120", "brain.eda=false"])
     run = create_run(load_task(task), cfg, tmp_path / "runs")
-    agent = Agent(run, RecipeBrain(), get_policy(cfg.search), get_sandbox("local"))
+    agent = Agent(open_session(run, RecipeBrain(), get_sandbox("local")))
     assert fill_run_ideas(run, agent.session.pools, None) is not None  # read by rules
     (idea,) = [i for i in agent.session.pools.ideas.all() if "CatBoost" in i.text]
     agent.run_loop()

@@ -19,9 +19,9 @@ from mlguild.config import load_config
 from mlguild.core.errors import BrainBroken
 from mlguild.core.protocols import LAST_RESORT, Action, Context, Proposal
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 # The date step as it was before the column parsers: a UTC "Z" timestamp parsed without
@@ -74,7 +74,7 @@ def _agent(task, tmp_path, brain, **overrides):
     ]
     cfg = load_config(None, sets)
     run = create_run(load_task(task), cfg, tmp_path / "runs")
-    return Agent(run, brain, get_policy(cfg.search), get_sandbox("local")), run
+    return Agent(open_session(run, brain, get_sandbox("local"))), run
 
 
 @pytest.mark.slow

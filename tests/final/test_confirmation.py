@@ -19,11 +19,11 @@ from mlguild.firewall.verifier import verify_workspace
 from mlguild.firewall.workspace import HOLDOUT_INPUTS, HOLDOUT_SAMPLE, build_workspace
 from mlguild.launch import Finished, resume, start
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 from mlguild.util.exact_csv import read_csv_exact
@@ -60,7 +60,7 @@ def _search(tmp_path, n_nodes: int):
     cfg = load_config(None, sets)
     run = create_run(load_task(make_task(tmp_path / "task", n=2400)), cfg, tmp_path / "runs")
     scripts = [Proposal(f"noisy {i}", NOISY.format(seed=i, noise=0.4 + 0.1 * i), {}) for i in range(n_nodes)]
-    agent = Agent(run, ScriptedBrain(scripts), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(run, ScriptedBrain(scripts), get_sandbox("local")))
     return run, agent
 
 

@@ -21,11 +21,11 @@ from mlguild.firewall.guard import check_code
 from mlguild.run.loop import Agent
 from mlguild.run.refit import agreement, full_data_dir, refit_seconds
 from mlguild.run.reserve import final_reserve
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 # A logistic curve on x0; it records how many labelled rows it trained on. FLIP makes it
@@ -60,9 +60,7 @@ def _searched(tmp_path, flip=False, crash=False):
     run = _run(tmp_path)
     split = run.workspace.manifest()["split"]
     code = SCRIPT.format(flip=flip, crash=crash, search_rows=split["train_rows"])
-    agent = Agent(
-        run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_policy(run.config.search), get_sandbox("auto")
-    )
+    agent = Agent(open_session(run, ScriptedBrain([Proposal("logistic on x0", code, {})]), get_sandbox("auto")))
     agent.run_loop()
     assert agent.session.state.best_id == "n0001"
     return run, agent, split
@@ -109,7 +107,7 @@ def test_a_refit_that_breaks_falls_back_to_the_best_node(tmp_path, how):
 
 def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     run = _run(tmp_path, ["search.num_drafts=2", "budget.iterations=2", "sandbox.script_timeout_s=120"])
-    agent = Agent(run, RecipeBrain(), get_policy(run.config.search), get_sandbox("auto"))
+    agent = Agent(open_session(run, RecipeBrain(), get_sandbox("auto")))
     agent.run_loop()
     members = tuple(n.id for n in agent.session.state.graph.ranked())
     fuse = agent.step(Action("blend", members), 120)
@@ -133,7 +131,7 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
 
 def test_search_nodes_may_not_reach_the_refit_data(tmp_path):
     run = _run(tmp_path)
-    agent = Agent(run, ScriptedBrain(), get_policy(run.config.search), get_sandbox("auto"))
+    agent = Agent(open_session(run, ScriptedBrain(), get_sandbox("auto")))
     code = "print(open('../../final/data/train.csv').read())\n"
     node_dir = run.node_dir("n0001")
     node_dir.mkdir(parents=True)
@@ -325,7 +323,7 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     tie = good.replace("-3 * sign", "-2.9 * sign")  # the same ranking: within noise of the best
     weaker = good.replace('frame["x0"]', 'frame["x1"]')  # a worse model: the noise column
     replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
-    agent = Agent(run, ScriptedBrain(replies), get_policy(run.config.search), get_sandbox("auto"))
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
     stop = agent.run_loop()
     graph = agent.session.state.graph
     assert agent.session.state.best_id == "n0001" and graph["n0002"].ok and graph["n0003"].ok

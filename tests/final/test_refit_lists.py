@@ -15,9 +15,9 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Proposal
 from mlguild.final.stage import FinalStage
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 
@@ -59,7 +59,7 @@ def _run(tmp_path):
 
 def test_a_time_ordered_list_refit_is_accepted_and_trains_on_the_latest_rows(tmp_path):
     run = _run(tmp_path)
-    agent = Agent(run, RecipeBrain(), get_policy(run.config.search), get_sandbox("auto"))
+    agent = Agent(open_session(run, RecipeBrain(), get_sandbox("auto")))
     agent.run_loop()
     best = agent.session.state.graph[agent.session.state.best_id]
     assert best.score is not None and "time_folds(" in (run.node_dir(best.id) / "solution.py").read_text()
@@ -99,9 +99,7 @@ for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv"))
 def test_a_broken_list_refit_is_still_refused(tmp_path):
     run = _run(tmp_path)
     code = POPULAR.format(search_rows=run.workspace.manifest()["split"]["train_rows"])
-    agent = Agent(
-        run, ScriptedBrain([Proposal("popular", code, {})]), get_policy(run.config.search), get_sandbox("auto")
-    )
+    agent = Agent(open_session(run, ScriptedBrain([Proposal("popular", code, {})]), get_sandbox("auto")))
     agent.run_loop()
     assert agent.session.state.best_id == "n0001"
     choice = FinalStage(agent.session).run_refit(120)
@@ -113,10 +111,9 @@ def test_with_no_time_to_refit_on_every_row_the_latest_window_is_refitted(tmp_pa
     run = _run(tmp_path)
     split = run.workspace.manifest()["split"]
     agent = Agent(
-        run,
-        ScriptedBrain([Proposal("popular", POPULAR.format(search_rows=10**9), {})]),
-        get_policy(run.config.search),
-        get_sandbox("auto"),
+        open_session(
+            run, ScriptedBrain([Proposal("popular", POPULAR.format(search_rows=10**9), {})]), get_sandbox("auto")
+        )
     )
     agent.run_loop()
     base = agent.session.state.graph["n0001"]

@@ -12,10 +12,9 @@ from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.config import load_config
 from mlguild.llm import Ledger, Router, make_llm
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 from .sdks import needs_anthropic, needs_gemini, needs_openai
@@ -74,7 +73,7 @@ def _run(tmp_path, models, sleeps, **sets):
     ledger = Ledger(sink=lambda rec: run.journal.append("llm_call", **rec))
     router = Router([make_llm(m) for m in models], sleep=sleeps, seed=0, ledger=ledger)
     brain = LLMBrain(router, LLMBrainOptions(max_tokens=4000, timeout_s=1.0))
-    agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, brain))
     agent.run_loop()
     return agent, run
 

@@ -27,10 +27,9 @@ from mlguild.config import load_config
 from mlguild.core.vocabulary import FAILURES, Status
 from mlguild.llm.router import build_router
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 pytestmark = pytest.mark.skipif(
@@ -111,7 +110,7 @@ def test_short_real_run_records_every_failure_by_name(llama_server, tmp_path, mo
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
     router = build_router(cfg.llm, run_dir=run.path, sink=lambda rec: run.journal.append("llm_call", **rec))
     brain = get_brain("hybrid", llm_factory=lambda: router, options=LLMBrainOptions(max_tokens=384))
-    agent = Agent(run, brain, get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, brain))
     assert str(agent.run_loop()) == "budget: iterations"
     statuses = [n.status for n in agent.session.state.graph]
     assert len(statuses) == 4 and all(s == Status.SCORED or s in FAILURES for s in statuses), statuses

@@ -15,9 +15,9 @@ from mlguild.memory import MemoryStore, TaskTraits
 from mlguild.memory.experience import Experience
 from mlguild.memory.priors import earlier_bests
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 TRAITS = TaskTraits("binary", "roc_auc", 5000, 20, "tabular", 0.01, 12)
@@ -94,7 +94,7 @@ def test_a_second_run_makes_the_first_runs_best_first_then_the_baseline_ladder(t
     sets = ["budget.iterations=6", "search.num_drafts=3", "search.policy=greedy", "search.fuse_every=0"]
     cfg = load_config(None, sets)
     first = create_run(task, cfg, tmp_path / "runs", run_id="first")
-    first_agent = Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    first_agent = Agent(open_session(first, RecipeBrain(), get_sandbox("local")))
     first_agent.run_loop()
     graph = first_agent.session.state.graph
     best = graph.best()
@@ -103,7 +103,7 @@ def test_a_second_run_makes_the_first_runs_best_first_then_the_baseline_ladder(t
     assert settings_key(stored[best.id].config or {}) == settings_key(best.meta)
 
     second = create_run(task, cfg, tmp_path / "runs", run_id="second")
-    agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(second, RecipeBrain(), get_sandbox("local")))
     agent.run_loop()
     nodes = list(agent.session.state.graph)
     made = nodes[0]
@@ -121,17 +121,13 @@ def test_a_run_on_another_task_does_not_make_that_tasks_best(tmp_path):
     first_task = load_task(make_task(tmp_path / "first", n=400))
     cfg = load_config(None, ["budget.iterations=2", "search.num_drafts=2", "search.policy=greedy"])
     Agent(
-        create_run(first_task, cfg, tmp_path / "runs", run_id="first"),
-        RecipeBrain(),
-        get_policy(cfg.search, cfg.budget),
-        get_sandbox("local"),
+        open_session(
+            create_run(first_task, cfg, tmp_path / "runs", run_id="first"), RecipeBrain(), get_sandbox("local")
+        )
     ).run_loop()
     other = load_task(make_task(tmp_path / "other", n=400, seed=1))
     agent = Agent(
-        create_run(other, cfg, tmp_path / "runs", run_id="second"),
-        RecipeBrain(),
-        get_policy(cfg.search, cfg.budget),
-        get_sandbox("local"),
+        open_session(create_run(other, cfg, tmp_path / "runs", run_id="second"), RecipeBrain(), get_sandbox("local"))
     )
     assert agent.session.memory.earlier_bests() == []
     agent.run_loop()

@@ -25,9 +25,9 @@ from mlguild.llm import ScriptedLLM
 from mlguild.memory import Memory, MemoryStore, MovePrior, Retriever, TaskTraits
 from mlguild.memory.experience import Experience
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 TRAITS = TaskTraits("binary", "roc_auc", 5000, 20, "tabular", 0.01, 12)
@@ -160,13 +160,13 @@ def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_prio
         None, ["budget.iterations=6", "search.num_drafts=1", "search.draft_every=0", "search.fuse_every=0"]
     )
     first = create_run(task, cfg, tmp_path / "runs", run_id="first")
-    Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local")).run_loop()
+    Agent(open_session(first, RecipeBrain(), get_sandbox("local"))).run_loop()
     store = MemoryStore(mlguild_home() / "memory.sqlite")
     improves = [e for _, e in store.recent(50, run="first") if e.op == "improve" and e.move]
     assert improves and all(e.gain_spreads is not None or e.outcome == "failed" for e in improves)
 
     second = create_run(task, cfg, tmp_path / "runs", run_id="second")
-    agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(second, RecipeBrain(), get_sandbox("local")))
     priors = agent.session.memory.move_priors()
     assert {e.move.split("+")[0] for e in improves} <= set(priors)
     recall = agent.session.memory.recall("improve lightgbm draft")
@@ -175,7 +175,7 @@ def test_a_second_run_reads_the_first_runs_records_and_starts_from_its_move_prio
     # --no-memory: nothing read, nothing written.
     clean_cfg = load_config(None, ["budget.iterations=1", "memory.enabled=false"])
     clean = create_run(task, clean_cfg, tmp_path / "runs", run_id="clean")
-    clean_agent = Agent(clean, RecipeBrain(), get_policy(clean_cfg.search), get_sandbox("local"))
+    clean_agent = Agent(open_session(clean, RecipeBrain(), get_sandbox("local")))
     assert clean_agent.session.memory.shared is None and not clean_agent.session.memory.move_priors()
     clean_agent.run_loop()
     assert store.count(run="clean") == 0
@@ -313,7 +313,7 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
     task = load_task(make_task(tmp_path / "task", n=400))
     cfg = load_config(None, ["budget.iterations=3", "search.num_drafts=3", "search.policy=greedy"])
     first = create_run(task, cfg, tmp_path / "runs", run_id="first")
-    first_agent = Agent(first, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    first_agent = Agent(open_session(first, RecipeBrain(), get_sandbox("local")))
     first_agent.run_loop()
     drafts = [n for n in first_agent.session.state.graph if n.op == "draft" and n.ok]
     assert len({n.meta["recipe"] for n in drafts}) == 3
@@ -322,7 +322,7 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
     assert chosen is not None
 
     second = create_run(task, load_config(None, ["budget.iterations=2"]), tmp_path / "runs", run_id="second")
-    agent = Agent(second, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(second, RecipeBrain(), get_sandbox("local")))
     priors = agent.session.memory.family_priors()
     assert max(priors.items(), key=lambda kv: kv[1].gain)[0] == best.meta["recipe"]
     agent.run_loop()
@@ -341,7 +341,7 @@ def test_the_llm_prompt_shows_this_runs_records(tmp_path):
     llm = ScriptedLLM([crash, full], default=full)
     cfg = load_config(None, ["budget.iterations=4", "search.num_drafts=2", "search.draft_every=0", "brain.eda=false"])
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
-    Agent(run, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), get_policy(cfg.search), get_sandbox("local")).run_loop()
+    Agent(open_session(run, LLMBrain(llm, LLMBrainOptions(diff_mode=False)), get_sandbox("local"))).run_loop()
     later = [c["messages"][-1].content for c in llm.calls[2:]]
     assert later and all("# What earlier attempts showed" in p for p in later)
     assert any("boom in feature engineering" in p for p in later)
@@ -366,7 +366,7 @@ def test_a_store_that_breaks_mid_run_becomes_a_warning(small_task, tmp_path):
 def test_resume_rebuilds_the_runs_own_memory(small_task, tmp_path):
     agent, run = _agent(small_task, tmp_path, [CRASH, GOOD], **{"budget.iterations": 3})
     agent.run_loop()
-    again = Agent(run, agent.session.brain, agent.session.policy, get_sandbox("local"))
+    again = Agent(open_session(run, agent.session.brain, get_sandbox("local"), policy=agent.session.policy))
     lines = again.session.memory.recall("improve boom RuntimeError").this_run
     assert again.session.memory.local.store.count() == 3 and any("boom" in line for line in lines)
 

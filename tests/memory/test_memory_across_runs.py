@@ -32,9 +32,9 @@ from mlguild.memory.experience import Experience
 from mlguild.pools import Pools, fill_run_guild
 from mlguild.pools.guild import similar_records
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 SETS = ["search.num_drafts=2", "search.draft_every=0", "search.fuse_every=0", "sandbox.script_timeout_s=60"]
@@ -50,7 +50,7 @@ def _hybrid_run(task, tmp_path, drafts: list[str], llm: ScriptedLLM):
     run = create_run(load_task(task), cfg, tmp_path / "runs")
     recipes = ScriptedBrain([Proposal("## Draft: curve recipe", code, dict(RECIPE)) for code in drafts])
     brain = HybridBrain(recipes, LLMBrain(llm, LLMBrainOptions(diff_mode=False)))
-    return Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
+    return Agent(open_session(run, brain, get_sandbox("local"))), run
 
 
 def _purposes(llm: ScriptedLLM) -> list[str]:
@@ -258,7 +258,7 @@ def test_the_recipe_brain_drafts_a_recipe_with_an_earlier_runs_repair_of_it(tmp_
 
     def recipe_run():
         run = create_run(load_task(task), cfg, tmp_path / "runs")
-        return Agent(run, RecipeBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local")), run
+        return Agent(open_session(run, RecipeBrain(), get_sandbox("local"))), run
 
     first, first_run = recipe_run()
     drafted = first.step(Action(Op.DRAFT), 120)

@@ -21,6 +21,7 @@ from mlguild.llm import ScriptedLLM
 from mlguild.pools.ideas import COMMUNITY, OFFERED, IdeaPool, Source, idea_ids, in_flight
 from mlguild.pools.reports import report_of
 from mlguild.pools.store import PoolStore
+from mlguild.run.propose import context_for
 
 # Six ideas of equal community signal: only relevance and the nodes in flight tell them apart.
 IDEAS = (
@@ -76,9 +77,10 @@ def test_the_idea_the_latest_gain_came_from_is_always_offered():
 
 def test_two_nodes_in_flight_are_offered_different_ideas(tmp_path):
     agent, _run, ids = _agent(tmp_path, ScriptedLLM(default=FULL))
-    with agent.session.lock:  # two workers choosing one after the other, as run.workers does
-        first, one = agent._reserve(Action(Op.DRAFT, reason="a draft"), 30.0)
-        second, two = agent._reserve(Action(Op.DRAFT, reason="another draft"), 30.0)
+    # two workers choosing one after the other, as run.workers does
+    first_draft = agent.session.reserve(lambda: (Action(Op.DRAFT, reason="a draft"), 30.0), context_for)
+    second_draft = agent.session.reserve(lambda: (Action(Op.DRAFT, reason="another draft"), 30.0), context_for)
+    (first, one), (second, two) = (first_draft.node, first_draft.context), (second_draft.node, second_draft.context)
     assert one is not None and two is not None
     offered_one, offered_two = idea_ids(one.ideas), idea_ids(two.ideas)
     assert len(offered_one) == len(offered_two) == 3 and set(offered_one) != set(offered_two)

@@ -18,9 +18,8 @@ from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
 from mlguild.llm import ScriptedLLM
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.brief import ensure_brief
 from mlguild.task.folder import load_task
 
@@ -152,7 +151,7 @@ def record_prompts(tmp: Path) -> dict[str, str]:
     run = create_run(load_task(make_task(tmp / "task", n=240)), cfg, tmp / "runs", run_id="golden")
     ensure_brief(run.path, run.spec, run.profile, run.description, llm)
     brain = LLMBrain(llm, LLMBrainOptions(threads=2))
-    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, brain))
     agent.step(Action(Op.EDA, (), "explore the data before the first draft"), LIMIT_S)
     first = agent.step(Action(Op.DRAFT, (), "draft 1 of 2"), LIMIT_S)
     broken = agent.step(Action(Op.DRAFT, (), "draft 2 of 2"), LIMIT_S)

@@ -14,9 +14,8 @@ from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
 from mlguild.llm import ScriptedLLM
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 # Predicts a from x0 well and b not at all (a constant): b's column must show the larger error.
@@ -58,7 +57,7 @@ def test_an_improve_prompt_shows_the_parents_holdout_score_on_each_target_column
     run = create_run(load_task(_two_targets(tmp_path / "t")), cfg, tmp_path / "runs")
     llm = ScriptedLLM(default=REPLY)
     brain = LLMBrain(llm, LLMBrainOptions(diff_mode=False))
-    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, brain))
     first = agent.step(Action(Op.DRAFT), 60)
     assert first.ok, first.failure
     agent.step(Action(Op.IMPROVE, (first.id,)), 60)

@@ -15,10 +15,9 @@ from mlguild.final.grade import grade_once
 from mlguild.final.stage import finish
 from mlguild.metrics import Score
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 pytestmark = pytest.mark.slow
@@ -34,7 +33,7 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     if name in SLICES:
         task = slice_task(task, tmp_path / name, *SLICES[name])
     run = create_run(load_task(task), cfg, tmp_path / "runs")
-    agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, get_brain("recipes")))
     stop = agent.run_loop()
     done = finish(agent.session, stop)
     graph = agent.session.state.graph

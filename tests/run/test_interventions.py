@@ -65,9 +65,9 @@ def test_the_harness_own_writes_and_a_plain_resume_are_not_edits(tmp_path):
 def test_a_ctrl_c_is_an_intervention(tmp_path):
     from mlguild.brains.scripted import ScriptedBrain
     from mlguild.run.loop import INTERRUPTED, Agent
+    from mlguild.run.session import open_session
     from mlguild.rundir.folder import create_run
     from mlguild.sandbox import get_sandbox
-    from mlguild.search import get_policy
     from mlguild.task.folder import load_task
 
     def stop(action: Action, context: Context) -> Proposal:
@@ -75,7 +75,7 @@ def test_a_ctrl_c_is_an_intervention(tmp_path):
 
     cfg = load_config(None, ["budget.iterations=3"])
     run = create_run(load_task(make_task(tmp_path / "task")), cfg, tmp_path / "runs")
-    agent = Agent(run, ScriptedBrain([stop]), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(run, ScriptedBrain([stop]), get_sandbox("local")))
     assert agent.run_loop() == INTERRUPTED
     agent.session.close()
     assert _touches(run.path) == [("interrupt", None)]

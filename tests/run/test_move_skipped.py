@@ -19,11 +19,11 @@ from mlguild.core.protocols import Action, Context, Proposal
 from mlguild.core.vocabulary import Op
 from mlguild.final.stage import finish
 from mlguild.run.loop import Agent, instead_of
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.rundir.replay import replay
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 
 # A logistic curve on x0 whose slope differs per node; it writes out-of-fold predictions
@@ -66,7 +66,7 @@ def _agent(tmp_path, iterations: int) -> Agent:
     ]
     cfg = load_config(None, sets)
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
-    return Agent(run, NoBlendBrain(), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    return Agent(open_session(run, NoBlendBrain(), get_sandbox("local")))
 
 
 def test_an_unavailable_blend_is_skipped_once_and_the_run_spends_its_whole_budget(tmp_path):

@@ -18,10 +18,10 @@ from mlguild.core.vocabulary import Op, Status
 from mlguild.final.stage import finish
 from mlguild.run.budget import Stop
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 from mlguild.util.fs import sha256_text
 
@@ -72,7 +72,7 @@ def test_every_node_kind_is_journaled_before_its_script_runs(tmp_path):
     cfg = load_config(None, ["budget.iterations=40", "sandbox.script_timeout_s=30", "brain.cycle_steps=3"])
     run = create_run(load_task(make_task(tmp_path / "task")), cfg, tmp_path / "runs")
     sandbox = JournalFirst()
-    agent = Agent(run, EveryKindBrain(replies), get_policy(cfg.search, cfg.budget), sandbox)
+    agent = Agent(open_session(run, EveryKindBrain(replies), sandbox))
     step = agent.step
     step(Action(Op.EDA), 20)
     draft = step(Action(Op.DRAFT), 20)

@@ -11,10 +11,9 @@ from mlguild.config import load_config
 from mlguild.final.stage import finish
 from mlguild.metrics import Score
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
-from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 
@@ -25,7 +24,7 @@ def test_the_ridership_example_runs_to_a_final_submission_that_beats_its_floor(t
     task = load_task(build_example("ridership", tmp_path / "ridership"))
     cfg = load_config(None, ["budget.iterations=4", "budget.time_s=240", "sandbox.script_timeout_s=120"])
     run = create_run(task, cfg, tmp_path / "runs")
-    agent = Agent(run, get_brain("recipes"), get_policy(cfg.search), get_sandbox(cfg.sandbox.kind))
+    agent = Agent(open_session(run, get_brain("recipes")))
     stop = agent.run_loop()
     assert stop.finished
     done = finish(agent.session, stop)

@@ -15,6 +15,7 @@ from mlguild.core.protocols import Action, Proposal
 from mlguild.core.vocabulary import Op, Status
 from mlguild.run.budget import affordable
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
 from mlguild.task.folder import load_task
@@ -57,7 +58,7 @@ def test_the_loop_never_asks_the_brain_to_improve_a_parent_the_time_left_cannot_
     cfg = load_config(None, sets)
     run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
     brain = ScriptedBrain([Proposal(f"Plan {i}", GOOD + f"# {i}\n", title=f"draft {i}") for i in range(4)])
-    agent = Agent(run, brain, _ImproveTheSlowOne(), get_sandbox("local"))
+    agent = Agent(open_session(run, brain, get_sandbox("local"), policy=_ImproveTheSlowOne()))
     slow, fast = agent.step(Action(Op.DRAFT), 30), agent.step(Action(Op.DRAFT), 30)
     assert slow.ok and fast.ok
     slow.timing["exec_s"], fast.timing["exec_s"] = 80.0, 1.0  # as if its pipeline had taken 80 s

@@ -214,3 +214,26 @@ def test_a_worker_whose_proposal_repeats_another_asks_the_brain_again(tmp_path):
     assert len(nodes) == 4 and all(n.ok for n in nodes), [(n.id, n.status, n.failure) for n in nodes]
     ran = _executed(run)
     assert len(ran) == 4 and len(set(ran.values())) == 4
+
+
+def test_a_run_of_two_workers_replays_to_the_graph_it_ran(tmp_path):
+    """The journal is the run's state: replayed, a run of two workers (ideas offered to the
+    nodes in flight together, a repeat of another worker's code asked again) gives back its
+    live graph, every field of every node, and the same best node."""
+    from mlguild.pools.ideas import COMMUNITY, Source
+    from mlguild.rundir.replay import replay
+
+    varied = slow_replies()
+    replies = [varied[0], varied[0], *varied[1:]]
+    llm = ScriptedLLM(default=None, replies=[lambda messages: replies.pop(0)] * 50)
+    brain = LLMBrain(llm, LLMBrainOptions(diff_mode=False))
+    agent, run = llm_agent(tmp_path, brain, **{"budget.iterations": 4, "pools.ideas_shown": 2})
+    for k, text in enumerate(("log-transform the skewed columns", "tune lightgbm leaves", "blend ridge and knn")):
+        agent.session.pools.ideas.add(text, COMMUNITY, Source(f"k{k}", kind="post", votes=10))
+    assert agent.run_loop(workers=2).finished
+    live = agent.session.state
+    assert len(live.graph) == 4 and all(n.ok for n in live.graph), [(n.id, n.status, n.failure) for n in live.graph]
+    assert all(n.meta.get("ideas_offered") for n in live.graph)
+    state = replay(run.journal.records, "maximize")
+    assert [n.to_dict() for n in state.graph] == [json.loads(json.dumps(n.to_dict())) for n in live.graph]
+    assert state.best_id == live.best_id is not None

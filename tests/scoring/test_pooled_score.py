@@ -18,10 +18,10 @@ from mlguild.final.stage import finish
 from mlguild.memory.experience import TaskTraits, experience_of
 from mlguild.run.context import leaders, outcome_line, why_chosen
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.rundir.journal import read_journal
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.sources.examples import build_example
 from mlguild.task.folder import load_task
 from mlguild.view.report import write_report
@@ -70,7 +70,7 @@ def test_on_a_small_holdout_the_choice_follows_the_pooled_score(tmp_path):
         Proposal("unlucky on the holdout", SCRIPT.format(flip=0.1, oof="rule"), {}),  # n0002
         Proposal("leaky validation", SCRIPT.format(flip=0.1, oof="labels"), {}),  # n0003
     ]
-    agent = Agent(run, ScriptedBrain(scripts), get_policy(cfg.search, cfg.budget), get_sandbox("local"))
+    agent = Agent(open_session(run, ScriptedBrain(scripts), get_sandbox("local")))
     stop = agent.run_loop()
     graph = agent.session.state.graph
     lucky, unlucky, leaky = graph["n0001"], graph["n0002"], graph["n0003"]

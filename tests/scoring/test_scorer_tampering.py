@@ -46,13 +46,13 @@ import json, sys
 from pathlib import Path
 import mlguild
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.core.errors import ScorerIntegrityError
 from mlguild.core.protocols import Proposal
 from mlguild.rundir.folder import create_run
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.core.graph import Node
 from mlguild.task.folder import load_task
 
@@ -63,7 +63,7 @@ cfg = load_config(None, ["budget.iterations=3", "search.num_drafts=3", "search.d
                          "sandbox.script_timeout_s=30", "sandbox.kind=local"])
 run = create_run(load_task(task), cfg, runs, run_id="r")
 brain = ScriptedBrain([Proposal(f"plan {i}", code, {"recipe": f"r{i}"}) for i, code in enumerate(codes)])
-agent = Agent(run, brain, get_policy(cfg.search), get_sandbox("local"))
+agent = Agent(open_session(run, brain, get_sandbox("local")))
 try:
     if mode == "loop":
         agent.run_loop()

@@ -212,11 +212,11 @@ def test_mcgs_is_chosen_by_config():
 RUNNER = r"""
 import sys
 from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.rundir.folder import create_run, open_run
 from mlguild.config import load_config
 from mlguild.sandbox import get_sandbox
-from mlguild.search import get_policy
 from mlguild.task.folder import load_task
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "new":
@@ -225,7 +225,7 @@ if mode == "new":
     run = create_run(load_task(sys.argv[3]), cfg, path, run_id="r")
 else:
     run = open_run(path)
-Agent(run, ScriptedBrain(), get_policy(run.config.search, run.config.budget), get_sandbox("local")).run_loop()
+Agent(open_session(run, ScriptedBrain(), get_sandbox("local"))).run_loop()
 """
 
 

@@ -38,13 +38,12 @@ from ..metrics import get_metric
 from ..pools import Pools, fill_run_guild, fill_run_ideas
 from ..run.budget import Stop, spent_budget
 from ..run.loop import Agent
-from ..run.session import EventHandler, Session
+from ..run.session import EventHandler, Session, open_session
 from ..rundir.disk_full import resumable_when_full
 from ..rundir.folder import RunDir, create_run, open_run
 from ..rundir.interventions import mark_seen, on_resume
 from ..sandbox import get_sandbox
 from ..scoring.floors import check_learned, floors
-from ..search import get_policy
 from ..sources.resolve import resolve_task
 from ..task.brief import brief_path, ensure_brief
 from ..task.folder import Task, test_gap
@@ -241,8 +240,7 @@ def drive(
     submitter = _submitter_for(run, say)
     _write_brief(run, None if dry_run else llm, say)
     _fill_ideas(run, None if dry_run else llm, say)
-    agent = Agent(run, brain, get_policy(cfg.search, cfg.budget), sandbox, on_event)
-    session = agent.session
+    session = open_session(run, brain, sandbox, on_event=on_event)
     try:
         say(f"run   {run.path}", False)
         direction = session.scorers.holdout.metric.direction
@@ -257,7 +255,7 @@ def drive(
             say(part, weak and i == 0)
         with _watching(session, watch, on_event) as handler:
             session.on_event = _with_submitter(handler, submitter)
-            stop = agent.run_loop()
+            stop = Agent(session).run_loop()
         done = finish(session, stop)
         _write_report(run, say)
         public: dict[str, float | None] = {}

@@ -1,15 +1,29 @@
 """Whether a run can still do useful work: a run whose brain produces no code, or whose
 nodes all fail in exactly the same way (a broken environment, not a bad idea), is stopped
-with the cause and what a user can do about it, instead of burning its budget."""
+with the cause and what a user can do about it, instead of burning its budget; so is a
+search that has converged, when the run asks for that (``search.stop_on_convergence``)."""
 
 from __future__ import annotations
 
 from ..coder.diagnose import Diagnosis, diagnose
-from ..core.errors import BrainBroken
+from ..core.errors import BrainBroken, BudgetExhausted
 from ..core.protocols import LAST_RESORT, HasLastResort
 from ..core.vocabulary import NO_CODE
 from ..rundir.folder import RunDir
+from ..search.evidence import converged
 from .session import Session
+
+
+def check_after_node(session: Session) -> None:
+    """After each node, holding the session's lock: raise BrainBroken for a broken brain
+    (``check_brain_health``), BudgetExhausted("converged") for a converged search."""
+    with session.lock:
+        check_brain_health(session)
+        if session.run.config.search.stop_on_convergence:
+            why = converged(session.state.graph, session.run.config.search)
+            if why is not None:
+                session.on_event("warning", {"message": f"converged: {why}"})
+                raise BudgetExhausted("converged")
 
 
 def check_brain_health(session: Session) -> None:

@@ -79,8 +79,7 @@ def resume_interrupted(session: Session, node: Node) -> None:
     outcome = _run_again(session, node, score=kept is None)
     if kept is not None:
         outcome = settle_resumed(session, node, kept, outcome)
-    with session.lock:
-        finish_node(session, node, outcome)
+    finish_node(session, node, outcome)
 
 
 def _run_again(session: Session, node: Node, score: bool = True) -> Outcome:
@@ -132,7 +131,12 @@ def run_step(
 def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
     """Record ``outcome`` as ``node``'s end: its report (and for a search node, its entry in
     the pools), the journal's ``node_finished``, what an exploration found (into the brief),
-    the memory's record, and best/ when the node is the new best. Called with the lock held."""
+    the memory's record, and best/ when the node is the new best. Holds the session's lock."""
+    with session.lock:
+        _finish(session, node, outcome)
+
+
+def _finish(session: Session, node: Node, outcome: Outcome) -> None:
     started = time.monotonic()
     apply_outcome(node, outcome)  # the report compares the node with its parent and the best
     graph = session.state.graph
