@@ -46,6 +46,7 @@ from ..run.refit import (
     refit_seconds,
 )
 from ..run.session import Session
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
@@ -280,7 +281,6 @@ class FinalStage:
             self.scorers.holdout.metric.name, self.run.config.final.reference_score,
         )  # fmt: skip
         atomic_write(out / "final.json", json.dumps(record, indent=2))
-        elapsed = round(self.session.clock.elapsed(), 3)
-        self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)
+        events.final_chosen(self.run.journal, record, self.session.clock.elapsed())
         self.state.final_choice = record
         return record

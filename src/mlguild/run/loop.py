@@ -13,8 +13,9 @@ from dataclasses import replace
 from ..core.errors import BudgetExhausted, MoveUnavailable, ProposalFailed, StopRun, TaskError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Brain, Context, Explorer, Fixer, Policy, Proposal, Reporter, Reviewer, Sandbox
-from ..core.vocabulary import FailureKind, Op
+from ..core.vocabulary import Event, FailureKind, Op
 from ..pools.ideas import idea_ids
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..rundir.interventions import fingerprint, interrupted
 from ..rundir.records import Outcome
@@ -54,9 +55,7 @@ class Agent:
         session is in the journal. ``workers`` (default ``search.workers``): how many nodes
         are proposed and run at once (mlguild.run.workers), each script pinned to its own CPUs."""
         s = self.session
-        s.run.journal.append(
-            "session_started", resumed=s.state.sessions > 0, fingerprint=fingerprint(s.run.path), session_elapsed_s=0.0
-        )
+        events.session_started(s.run.journal, resumed=s.state.sessions > 0, fingerprint=fingerprint(s.run.path))
         s.report_warnings()
         s.state.sessions += 1
         stop: Stop | None = None
@@ -78,11 +77,8 @@ class Agent:
             interrupted(s.run, round(s.clock.elapsed(), 3))
         finally:
             reason = str(stop) if stop is not None else "error"
-            s.run.journal.append(
-                "session_ended", reason=reason, fingerprint=fingerprint(s.run.path),
-                session_elapsed_s=round(s.clock.elapsed(), 3),
-            )  # fmt: skip
-            s.on_event("session_ended", {"reason": reason})
+            events.session_ended(s.run.journal, reason, fingerprint(s.run.path), s.clock.elapsed())
+            s.on_event(Event.SESSION_ENDED, {"reason": reason})
         return stop  # the loop ends only by an exception, and each one caught sets stop
 
     def next_node(self, cpus: tuple[int, ...] | None = None) -> Node:
@@ -134,11 +130,7 @@ class Agent:
         s = self.session
         s.state.graph.nodes.pop(node.id, None)
         s.state.unavailable.setdefault(action.op, exc.message)
-        elapsed = round(s.clock.elapsed(), 3)
-        s.run.journal.append(
-            "move_skipped", op=action.op, parents=list(action.parents), reason=exc.message, fix=exc.fix,
-            session_elapsed_s=elapsed,
-        )  # fmt: skip
+        events.move_skipped(s.run.journal, action.op, list(action.parents), exc.message, exc.fix, s.clock.elapsed())
         fix = f" ({exc.fix})" if exc.fix else ""
         s.on_event(
             "warning", {"message": f"no {action.op} for this task, the search goes on without: {exc.message}{fix}"}

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, load_config
-from ..core.vocabulary import Op
+from ..core.vocabulary import Event, Op
 from ..final.ladder import ladder
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
@@ -49,7 +49,7 @@ def run_config(path: Path) -> Config | None:
 
 def resources(records: list[dict[str, Any]], state: RunState, config: Config | None) -> dict[str, Any]:
     """Iterations and wall clock against their caps, and the LLM's tokens and cost."""
-    calls = [r for r in records if r["type"] == "llm_call"]
+    calls = [r for r in records if r["type"] == Event.LLM_CALL]
     ledger = Ledger.from_records(calls)
     return {
         "iterations": sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA)),
