@@ -270,3 +270,57 @@ def test_the_event_check_finds_a_spelled_name_and_a_stray_append():
         "view/x.py:5: 'llm_call'",
         "view/x.py:2: run.journal.append",
     ]
+
+
+def meta_keys(trees: dict[str, ast.AST]) -> set[str]:
+    """The keys of NodeMeta and of every TypedDict that extends it (a recipe node's meta, ...)."""
+    classes = {n.name: n for tree in trees.values() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    metas, grown = {"NodeMeta"}, True
+    while grown:
+        found = {name for name, c in classes.items() if any(ast.unparse(b) in metas for b in c.bases)}
+        grown, metas = not found <= metas, metas | found
+    return {
+        item.target.id
+        for name in metas
+        for item in classes[name].body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    }
+
+
+# A knowledge file's front matter is called meta too, and is no node's.
+NOT_NODE_META = {"task/knowledge.py"}
+
+
+def meta_reads_off_the_vocabulary(trees: dict[str, ast.AST]) -> list[str]:
+    """Reads of a node's meta (``node.meta["k"]``, ``meta.get("k")``, ``.pop``, ``.setdefault``)
+    by a key no NodeMeta declares: mypy checks a subscript's key, not a ``get``'s."""
+    keys, found = meta_keys(trees), []
+    for where, tree in trees.items():
+        if where in NOT_NODE_META:
+            continue
+        for node in ast.walk(tree):
+            target = key = None
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                target, key = node.value, node.slice.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                if node.func.attr in ("get", "pop", "setdefault") and isinstance(node.args[0], ast.Constant):
+                    target, key = node.func.value, node.args[0].value
+            if target is None or not isinstance(key, str):
+                continue
+            name = ast.unparse(target)
+            if (name == "meta" or name.endswith(".meta")) and key not in keys:
+                found.append(f"{where}:{node.lineno}: {name}[{key!r}]")
+    return found
+
+
+def test_a_node_meta_is_read_by_the_keys_it_declares():
+    # NodeMeta (mlguild.core.meta) lists what the harness reads of Node.meta; a recipe's meta
+    # extends it. A key read but declared nowhere is a typo or a key that needs declaring.
+    assert meta_reads_off_the_vocabulary(_trees()) == []
+
+
+def test_the_meta_check_finds_an_undeclared_key():
+    source = (
+        "class NodeMeta(TypedDict, total=False):\n    seed: int\n\ndef f(node):\n    return node.meta.get('sede')\n"
+    )
+    assert meta_reads_off_the_vocabulary({"run/x.py": ast.parse(source)}) == ["run/x.py:5: node.meta['sede']"]

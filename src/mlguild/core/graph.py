@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .meta import NodeMeta
 from .score import Direction, Score
 from .vocabulary import FAILURES, NodeStatus, Op, Status
 
@@ -22,7 +23,7 @@ class Node:
     parents: tuple[str, ...]
     iteration: int
     plan: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: NodeMeta = field(default_factory=NodeMeta)
     title: str = ""  # one line the brain wrote with its plan (mlguild.core.titles)
     status: NodeStatus = Status.PENDING
     score: float | None = None

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..core.errors import StopRun
 from ..core.graph import Node, SearchGraph
+from ..core.meta import NodeMeta
 from ..core.protocols import Proposal
 from ..core.score import Score
 from ..core.vocabulary import Op, Status
@@ -216,7 +217,7 @@ class FinalStage:
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
-        meta: dict[str, str | dict[str, str]] = {
+        meta: NodeMeta = {
             "refit_of": original.id,
             "data": "train + holdout (all labelled rows)",
         }

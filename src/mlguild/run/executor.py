@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..core.errors import ScorerIntegrityError, SubmissionError
 from ..core.graph import Node, SearchGraph
+from ..core.meta import NodeMeta
 from ..core.protocols import Sandbox
 from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
@@ -67,7 +68,7 @@ class Executor:
         ws, options = run.workspace, {"fingerprint": scorers.fingerprint, "max_bytes": scorers.holdout.format.max_bytes}
         self.held = HeldRows(run.spec, ws.data_dir, ws.sealed_dir, scorers.holdout, **options)
 
-    def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
+    def write_proposal(self, node: Node, plan: str, code: str, meta: NodeMeta) -> Path:
         node_dir = self.run.node_dir(node.id)
         node_dir.mkdir(parents=True, exist_ok=True)
         (node_dir / "plan.md").write_text(plan.strip() + "\n")
@@ -88,12 +89,12 @@ class Executor:
         ``data_dir`` (all labelled rows) and is validated, not scored. ``score`` False (a step
         of a refine loop): outputs that meet the contract end as ``checked``, scored by nobody.
 
-        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint:
-        before the script runs (changed outside any node), or after it, whatever its status
-        (this node changed them: it is first recorded as finished with status
-        ``scorer_tampered``, in its report and the journal, so the error and a resume name
-        it, and a resume does not run it again). ``cpus``: the CPUs the script is pinned to
-        (a worker's share); its thread count follows."""
+        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint
+        before the script runs (changed outside any node); when they differ after it, whatever
+        its status, this node changed them and its outcome is ``scorer_tampered`` (the node
+        path, mlguild.run.node, finishes it in its report and the journal, so the error and a
+        resume name it and a resume does not run it again, then stops the run). ``cpus``: the
+        CPUs the script is pinned to (a worker's share); its thread count follows."""
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()

@@ -6,7 +6,9 @@ every further script of a node (a step of the community cycle's fix loop) by ``r
 it (``node_started``, ``node_step``), and only then run it: the journal is first, so a kill
 at any moment leaves a record a resume can act on. ``finish_node`` then scores nothing
 itself (the executor scored the outputs on sealed labels) but records the outcome: the
-node's report, the pools, the journal's ``node_finished``, the memory and best/.
+node's report, the pools, the journal's ``node_finished``, the memory and best/. A fall
+back to a refine loop's earlier step (``fall_back``) is journaled here too, and a script that
+changed the scorer's files finishes its node here (``_execute``) before the run stops.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def resume_interrupted(session: Session, node: Node) -> None:
     stage reruns its refits) or no time left finishes it as ``interrupted`` instead. A node
     the kill caught refining a working step (the community cycle's refine loop) ends by the
     loop's rule: its step run again is checked, and if it does not work the node falls back
-    to the working step (mlguild.run.steps); its final script is scored once."""
+    to the working step (``settle_resumed``, with what mlguild.run.steps kept); its final
+    script is scored once."""
     kept = kept_step(session.run.node_dir(node.id))
     outcome = _run_again(session, node, score=kept is None)
     if kept is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..brains.recipes.catalog import RECIPES, recipe_modality
 from ..brains.recipes.draft import draft_meta
+from ..brains.recipes.recipe import RecipeMeta
 from ..brains.recipes.render import render_script
 from ..brains.recipes.supported import check_supported
 from ..core.errors import MoveUnavailable
@@ -122,7 +123,7 @@ def reference_proposal(rung: str, task: dict[str, Any], profile: dict[str, Any])
     if not RECIPES[name].available():
         raise MoveUnavailable(f"{name} needs {RECIPES[name].needs}, which is not installed", fix)
     check_supported(task)  # a shape the recipe scripts cannot fill
-    meta: dict[str, Any] = {**draft_meta(name, task, profile), "reference": rung}
+    meta: RecipeMeta = {**draft_meta(name, task, profile), "reference": rung}
     recipe = RECIPES[name]
     summary = f"The baseline ladder's {NAMES[rung]}: {recipe.title}, default settings."
     plan = (

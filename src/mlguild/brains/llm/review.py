@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import StopRun
+from ...core.meta import NodeMeta
 from ...core.protocols import Action, Context, Proposal
 from ...core.vocabulary import Op
 from ...llm.base import Completion, Message
@@ -134,7 +135,10 @@ def review(
         raise
     except Exception as exc:  # the revision failed: the script as it was, said so
         why = f"the revision failed ({type(exc).__name__}: {str(exc)[:200]}); the script runs as first written"
-        meta = {**proposal.meta, "review": {"status": "revision_failed", **record, "note": why, **_cost(spent)}}
+        meta: NodeMeta = {
+            **proposal.meta,
+            "review": {"status": "revision_failed", **record, "note": why, **_cost(spent)},
+        }
         return replace(proposal, meta=meta)
     diff = "".join(
         difflib.unified_diff(
