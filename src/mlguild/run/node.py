@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..core.errors import ScorerIntegrityError
 from ..core.graph import Node
@@ -179,10 +178,19 @@ def settle_resumed(session: Session, node: Node, kept: int, outcome: Outcome) ->
     return score_once(session, node, node_dir, kept_outcome(node_dir / "steps" / f"{kept:02d}"))
 
 
-def _execute(session: Session, node: Node, timeout_s: float, **how: Any) -> Outcome:
+def _execute(
+    session: Session,
+    node: Node,
+    timeout_s: float,
+    *,
+    seed: int,
+    data_dir: Path | None = None,
+    cpus: tuple[int, ...] | None = None,
+    score: bool = True,
+) -> Outcome:
     """Run the node's written script (mlguild.run.executor); a script that changed the scorer's
     files finishes its node as ``scorer_tampered`` (report, journal) and stops the run, named."""
-    outcome = session.executor.execute(node, timeout_s, **how)
+    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=score)
     if outcome.status != FailureKind.SCORER_TAMPERED:
         return outcome
     session.executor.write_report(node, outcome)
