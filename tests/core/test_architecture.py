@@ -1,7 +1,8 @@
 """The trunk's shape, checked from the source: no import circles among modules nor loops
 among folders (type-only and function-level imports included), the folders in
 ARCHITECTURE.md's bottom-up order, capabilities declared rather than probed, one
-vocabulary, and one place where a node's script is journaled and run."""
+vocabulary (a node's words and the journal's events, each named once), and one place where a
+node's script is journaled and run."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from pathlib import Path
 
 import mlguild
+from mlguild.core.vocabulary import Event
 
 PACKAGE = Path(mlguild.__file__).resolve().parent
 
@@ -191,15 +193,134 @@ def test_ops_and_statuses_are_not_spelled_as_string_literals():
     assert found == []
 
 
+def _calls(tree: ast.AST) -> list[tuple[ast.Call, str]]:
+    """Every call in ``tree`` with what it calls as written (``session.run.journal.append``)."""
+    return [(n, ast.unparse(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+
+
+def _trees() -> dict[str, ast.AST]:
+    return {str(p.relative_to(PACKAGE)): ast.parse(p.read_text()) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+# What journals a node's script (its first run, a restart, a refine-loop step), runs it, and
+# journals its outcome.
+SCRIPT_CALLS = re.compile(
+    r"(^|\.)(record_started|record_restarted|record_step_script|record_finished|executor\.execute|runner\.execute)$"
+)
+
+
+def scripts_journaled_or_run(trees: dict[str, ast.AST]) -> dict[str, list[int]]:
+    """Per module, the lines where it journals or runs a node's script (calls over several lines included)."""
+    found: dict[str, list[int]] = {}
+    for where, tree in trees.items():
+        for call, name in _calls(tree):
+            if SCRIPT_CALLS.search(name):
+                found.setdefault(where, []).append(call.lineno)
+    return found
+
+
 def test_scripts_are_journaled_and_run_in_one_module():
-    # Every node's script is written, journaled and run by mlguild.run.node (the executor
-    # records only the node that tampered with the scorer, and then stops the run).
-    start = re.compile(r"\brecord_(started|restarted)\(")
-    execute = re.compile(r"\bexecutor\.execute\(|\brunner\.execute\(")
-    step = re.compile(r"""append\(\s*["']node_step["']""")
-    places = {
-        where
-        for where, _, line in _source_lines()
-        if (start.search(line) and "def record_" not in line) or execute.search(line) or step.search(line)
+    # Every node's script is written, journaled and run, and its outcome journaled, by
+    # mlguild.run.node: a first run, a restart, a refine-loop step, a fall back to an earlier
+    # step, the node that tampered with the scorer (ARCHITECTURE.md's invariant). The writers
+    # themselves are mlguild.rundir.records'.
+    assert set(scripts_journaled_or_run(_trees())) == {"run/node.py"}
+
+
+def test_the_node_path_check_reads_calls_over_several_lines():
+    tree = ast.parse(
+        "def f(session, node):\n    record_step_script(\n        session.run.journal, node, 2, 'why'\n    )\n"
+    )
+    assert scripts_journaled_or_run({"run/steps.py": tree}) == {"run/steps.py": [2]}
+
+
+EVENT_WRITERS = {"rundir/records.py", "rundir/events.py"}
+
+
+def event_names_spelled(trees: dict[str, ast.AST]) -> list[str]:
+    """Journal event names written as strings outside core/vocabulary (``append("node_step", ...)``,
+    ``r["type"] == "llm_call"``, ``kind in ("watched", ...)``, or anywhere else), and journal
+    appends outside the writers of mlguild.rundir.records and mlguild.rundir.events."""
+    names = {e.value for e in Event}
+    found = []
+    for where, tree in trees.items():
+        if where == "core/vocabulary.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{where}:{node.lineno}: {node.value!r}")
+        if where not in EVENT_WRITERS:
+            found += [f"{where}:{c.lineno}: {name}" for c, name in _calls(tree) if name.endswith("journal.append")]
+    return found
+
+
+def test_journal_events_are_named_once():
+    # Each event is an Event member written by one function (mlguild.rundir.records for a
+    # node's, mlguild.rundir.events for the rest); readers compare ``type`` with the members.
+    assert event_names_spelled(_trees()) == []
+
+
+def test_the_event_check_finds_a_spelled_name_and_a_stray_append():
+    source = (
+        "def f(run, records):\n"
+        "    run.journal.append(\n        Event.WATCHED, fingerprint={}\n    )\n"
+        "    return [r for r in records if r['type'] == 'llm_call']\n"
+    )
+    assert event_names_spelled({"view/x.py": ast.parse(source)}) == [
+        "view/x.py:5: 'llm_call'",
+        "view/x.py:2: run.journal.append",
+    ]
+
+
+def meta_keys(trees: dict[str, ast.AST]) -> set[str]:
+    """The keys of NodeMeta and of every TypedDict that extends it (a recipe node's meta, ...)."""
+    classes = {n.name: n for tree in trees.values() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    metas, grown = {"NodeMeta"}, True
+    while grown:
+        found = {name for name, c in classes.items() if any(ast.unparse(b) in metas for b in c.bases)}
+        grown, metas = not found <= metas, metas | found
+    return {
+        item.target.id
+        for name in metas
+        for item in classes[name].body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
     }
-    assert places == {"run/node.py"}
+
+
+# A knowledge file's front matter is called meta too, and is no node's.
+NOT_NODE_META = {"task/knowledge.py"}
+
+
+def meta_reads_off_the_vocabulary(trees: dict[str, ast.AST]) -> list[str]:
+    """Reads of a node's meta (``node.meta["k"]``, ``meta.get("k")``, ``.pop``, ``.setdefault``)
+    by a key no NodeMeta declares: mypy checks a subscript's key, not a ``get``'s."""
+    keys, found = meta_keys(trees), []
+    for where, tree in trees.items():
+        if where in NOT_NODE_META:
+            continue
+        for node in ast.walk(tree):
+            target = key = None
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                target, key = node.value, node.slice.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                if node.func.attr in ("get", "pop", "setdefault") and isinstance(node.args[0], ast.Constant):
+                    target, key = node.func.value, node.args[0].value
+            if target is None or not isinstance(key, str):
+                continue
+            name = ast.unparse(target)
+            if (name == "meta" or name.endswith(".meta")) and key not in keys:
+                found.append(f"{where}:{node.lineno}: {name}[{key!r}]")
+    return found
+
+
+def test_a_node_meta_is_read_by_the_keys_it_declares():
+    # NodeMeta (mlguild.core.meta) lists what the harness reads of Node.meta; a recipe's meta
+    # extends it. A key read but declared nowhere is a typo or a key that needs declaring.
+    assert meta_reads_off_the_vocabulary(_trees()) == []
+
+
+def test_the_meta_check_finds_an_undeclared_key():
+    source = (
+        "class NodeMeta(TypedDict, total=False):\n    seed: int\n\ndef f(node):\n    return node.meta.get('sede')\n"
+    )
+    assert meta_reads_off_the_vocabulary({"run/x.py": ast.parse(source)}) == ["run/x.py:5: node.meta['sede']"]

@@ -8,7 +8,10 @@ import time
 import pytest
 
 from mlguild.core.errors import JournalCorrupt
+from mlguild.core.vocabulary import FailureKind, Op, Status
 from mlguild.rundir.journal import Journal, read_journal
+from mlguild.rundir.records import Outcome, record_finished
+from mlguild.rundir.replay import replay
 
 WRITER = """
 import sys
@@ -80,3 +83,42 @@ def test_sigkill_at_random_points_loses_no_acknowledged_record(tmp_path):
         assert [r["seq"] for r in records] == list(range(len(records)))
         next_i = max(seen) + 1
     assert len(acked) > 40
+
+
+def test_a_journal_written_before_the_vocabulary_replays_to_its_members(tmp_path):
+    # Records as a run wrote them before events, ops and statuses were StrEnums: plain JSON
+    # strings. They read back equal, and the graph holds members again.
+    lines = [
+        {"type": "run_started", "scorer_sha256": "abc"},
+        {"type": "session_started", "resumed": False, "session_elapsed_s": 0.0},
+        {
+            "type": "node_started",
+            "node": {
+                "id": "n0001",
+                "op": "draft",
+                "parents": [],
+                "iteration": 0,
+                "plan": "p",
+                "meta": {"recipe": "lightgbm"},
+            },
+        },
+        {"type": "node_finished", "id": "n0001", "status": "scored", "score": 0.8},
+        {"type": "node_started", "node": {"id": "n0002", "op": "debug", "parents": ["n0001"], "iteration": 1}},
+        {"type": "node_finished", "id": "n0002", "status": "crash", "score": None, "failure": "boom"},
+        {"type": "best_changed", "id": "n0001", "score": 0.8, "session_elapsed_s": 12.5},
+        {"type": "move_skipped", "op": "blend", "parents": [], "reason": "no ids", "fix": ""},
+        {"type": "session_ended", "reason": "budget: iterations", "session_elapsed_s": 20.0},
+    ]
+    path = tmp_path / "journal.jsonl"
+    path.write_text("".join(json.dumps({"v": 1, "seq": i, "ts": 0.0, **r}) + "\n" for i, r in enumerate(lines)))
+    state = replay(read_journal(path), "maximize")
+    draft, debug = state.graph["n0001"], state.graph["n0002"]
+    assert (draft.op, draft.status, debug.op, debug.status) == (Op.DRAFT, Status.SCORED, Op.DEBUG, FailureKind.CRASH)
+    assert all(isinstance(v, Op | Status | FailureKind) for v in (draft.op, draft.status, debug.op, debug.status))
+    assert state.best_id == "n0001" and state.scorer_fingerprint == "abc" and state.spent_s == 20.0
+    assert state.unavailable == {"blend": "no ids"} and state.finished_reason == "budget: iterations"
+    # What a writer appends now is the same line a run wrote then.
+    with Journal(tmp_path / "new.jsonl") as journal:
+        record_finished(journal, debug, Outcome(FailureKind.CRASH, failure="boom"))
+    written = json.loads((tmp_path / "new.jsonl").read_text())
+    assert written["type"] == "node_finished" and written["status"] == "crash" and type(written["status"]) is str

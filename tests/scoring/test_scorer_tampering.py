@@ -40,13 +40,14 @@ for src, dst in (("holdout.csv", "holdout.csv"), ("test.csv", "submission.csv"))
 """
 
 # mode "loop": the agent loop, the tampering node first, then an honest one.
-# mode "refit": a refit node run by the NodeRunner directly.
+# mode "refit": a refit node run through the node path directly (mlguild.run.node.run_node).
 AGENT = r"""
 import json, sys
 from pathlib import Path
 import mlguild
 from mlguild.run.loop import Agent
 from mlguild.run.session import open_session
+from mlguild.run.node import run_node
 from mlguild.brains.scripted import ScriptedBrain
 from mlguild.config import load_config
 from mlguild.core.errors import ScorerIntegrityError
@@ -69,8 +70,8 @@ try:
         agent.run_loop()
     else:
         node = Node(id="n0001", op="refit", parents=(), iteration=0)
-        agent.session.executor.write_proposal(node, "refit", codes[0], {})
-        agent.session.executor.execute(node, 30, seed=0, data_dir=run.workspace.data_dir)
+        run_node(agent.session, node, Proposal("refit", codes[0], {}), reason="refit", timeout_s=30, seed=0,
+                 data_dir=run.workspace.data_dir)
 except ScorerIntegrityError as exc:
     print("STOPPED", exc.message)
     print("FIX", exc.fix)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import TaskError
+from ..core.vocabulary import Event
 from ..task.folder import Task
 from .grading import grade_submission, submission_of
 
@@ -83,7 +84,7 @@ def _llm_cost(run_dir: Path) -> float:
                 record = json.loads(line)
             except ValueError:
                 continue  # a torn last line after a kill
-            if record.get("type") == "llm_call":
+            if record.get("type") == Event.LLM_CALL:
                 total += float(record.get("cost_usd") or 0.0)
     return total
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 
 from ..coder.edits import Edit, apply_edits
+from ..core.meta import NodeMeta
 from ..core.protocols import Context, Proposal
 
 _CONTEXT_LINES = 2
@@ -64,6 +65,6 @@ def with_repairs(proposal: Proposal, context: Context) -> Proposal:
                 f"**Repaired in advance:** node `{repair.node_id}` repaired an earlier `{repair.recipe}` "
                 f"script on {where}; the same change is applied to this draft.\n"
             )
-            meta = {**proposal.meta, "repaired_by": repair.node_id}
+            meta: NodeMeta = {**proposal.meta, "repaired_by": repair.node_id}
             return Proposal(f"{proposal.plan}\n{note}", code, meta, proposal.title)
     return proposal

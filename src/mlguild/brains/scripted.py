@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from ..core.meta import NodeMeta
 from ..core.protocols import Action, Context, Proposal
 from ..core.vocabulary import Op
 
@@ -77,6 +78,12 @@ print("cv_score: 0.5")
 Reply = Proposal | Callable[[Action, Context], Proposal]
 
 
+class PriorMeta(NodeMeta, total=False):
+    """A stand-in prior's meta: how far it shrinks towards the training prior."""
+
+    shrink: float
+
+
 class ScriptedBrain:
     """Answers from a queue of replies (Proposals or callables); then from the prior script."""
 
@@ -97,6 +104,6 @@ class ScriptedBrain:
             plan=f"{action.op}: prior predictor with shrink {shrink:.2f} ({action.reason})",
             # numbered by the node's iteration: two workers' stand-ins are distinct scripts
             code=f"# stand-in for node {context.iteration + 1}\n" + PRIOR_SCRIPT.format(shrink=shrink),
-            meta={"recipe": "prior", "shrink": shrink},
+            meta=PriorMeta(recipe="prior", shrink=shrink),
             title=f"{action.op.capitalize()}: prior predictor, shrink {shrink:.2f}",
         )

@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from ..core.errors import ConfigError, RunError
 from ..core.graph import SearchGraph
 from ..core.score import format_score
-from ..core.vocabulary import Status
+from ..core.vocabulary import Event, Status
 from ..final.confirm import confirmation_line
 from ..final.ladder import ladder_lines
 from ..llm.ledger import Ledger
@@ -67,9 +67,9 @@ def status(
             print(json.dumps(status_document(path, spec, state, records), indent=2, default=str))
             return
         # Kaggle's public leaderboard scores of submitted nodes: shown, never used by the search.
-        public = {r["node"]: r.get("public_score") for r in records if r["type"] == "kaggle_scored"}
+        public = {r["node"]: r.get("public_score") for r in records if r["type"] == Event.KAGGLE_SCORED}
         # What each node's script ran on (sandbox/devices): a column once any used a GPU.
-        device = {r["id"]: (r.get("exec") or {}).get("device") for r in records if r["type"] == "node_finished"}
+        device = {r["id"]: (r.get("exec") or {}).get("device") for r in records if r["type"] == Event.NODE_FINISHED}
         gpu = any(d and d != "cpu" for d in device.values())
         rows, styles = [], []
         for node in state.graph:
@@ -128,7 +128,7 @@ def status(
         else:
             console.print("noise floor: not measured yet (no node has been re-run with another seed)")
         _pools_line(path, state.graph)
-        calls = [r for r in records if r["type"] == "llm_call"]
+        calls = [r for r in records if r["type"] == Event.LLM_CALL]
         if calls:
             console.print("LLM spend: " + Ledger.from_records(calls).summary(), markup=False)
         if state.final_choice:

@@ -13,8 +13,7 @@ from rich.markup import render
 
 from ..core.graph import Node
 from ..core.score import Score, format_score
-from ..core.vocabulary import Op, Status
-from ..llm.ledger import RECORD_TYPE
+from ..core.vocabulary import Event, Op, Status
 from ..run.session import Session
 from ..run.workers import current_worker
 from ..scoring.floors import floors
@@ -42,7 +41,7 @@ class Progress:
         a = self.session
         records = a.run.journal.records
         for rec in records[self._seen :]:
-            if rec["type"] == RECORD_TYPE:
+            if rec["type"] == Event.LLM_CALL:
                 self.tokens += int(rec.get("input_tokens") or 0) + int(rec.get("output_tokens") or 0)
                 self.cost += float(rec.get("cost_usd") or 0.0)
         self._seen = len(records)
@@ -86,7 +85,7 @@ class Progress:
             console.print(f"[yellow]warning:[/] {plain(data['message'])}")
         elif kind == "node_proposing":
             self.workers[current_worker()] = f"{data['op']} {data['id']}: {data['reason']}"
-        elif kind == "node_finished":
+        elif kind == Event.NODE_FINISHED:
             node = data["node"]
             if node.ok and node.score is not None:
                 self.scores.append(node.score)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ProposalFailed
-from ..core.vocabulary import FailureKind, Status
+from ..core.vocabulary import FAILURES, FailureKind
 
 MESSAGE_LIMIT = 600
 DETAIL_LIMIT = 4000
@@ -28,7 +28,7 @@ class Failure:
     ``MESSAGE_LIMIT`` characters and is written for the next prompt; ``detail`` holds the
     longer material behind it (partial code for ``truncated``, a traceback excerpt)."""
 
-    kind: str
+    kind: FailureKind
     message: str
     detail: str = ""
 
@@ -44,7 +44,7 @@ class CoderFailure(ProposalFailed):
         super().__init__(str(failure))
         self.failure = failure
 
-    def as_record(self) -> tuple[str, str, str]:
+    def as_record(self) -> tuple[FailureKind, str, str]:
         partial = self.failure.detail if self.failure.kind == FailureKind.TRUNCATED else ""
         return self.failure.kind, self.failure.message, partial
 
@@ -213,8 +213,9 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
     and how to stay under it; output and guard failures pass the harness's message through.
     Raises ValueError for a status that is not a failure (``scored``, ``pending``).
     """
-    if status in (Status.SCORED, Status.PENDING):
+    if status not in FAILURES:
         raise ValueError(f"node status {status!r} is not a failure")
+    kind = FailureKind(status)
     text = (failure_text or "").strip()
     reason = text.splitlines()[0] if text else ""
     stderr = stderr_tail or ("\n".join(text.splitlines()[1:]) if text else "")
@@ -232,7 +233,7 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
         last = _last_line(stderr)
         where = f" Last stderr line: {clip(last, 150)}." if last else ""
         return Failure(
-            "timeout",
+            FailureKind.TIMEOUT,
             clip(f"The script {what} before writing its outputs.{where} {_TIMEOUT_HINT}"),
             clip(stderr, DETAIL_LIMIT),
         )
@@ -264,7 +265,7 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
         return Failure(FailureKind.MISSING_OUTPUT, clip(message), clip(stderr, DETAIL_LIMIT))
     if status == FailureKind.DISK:
         return Failure(
-            "disk",
+            FailureKind.DISK,
             clip(
                 f"{reason or 'the script wrote too much to disk'}. Do not save models, "
                 "caches or intermediate files; write only the two output CSVs."
@@ -273,13 +274,13 @@ def failure_from_node(status: str, failure_text: str | None, stderr_tail: str = 
         )
     if status == FailureKind.PROCS:
         return Failure(
-            "procs",
+            FailureKind.PROCS,
             clip(f"{reason or 'too many processes'}. Use n_jobs=MLGUILD_THREADS and do not spawn processes in a loop."),
             clip(stderr, DETAIL_LIMIT),
         )
     if status in _PASS_THROUGH:
         # The harness's (or coder's) message already names the file, reason code and row.
-        return Failure(status, clip(text or status.replace("_", " ")), clip(stderr, DETAIL_LIMIT))
-    # sandbox_error, interrupted and statuses added later: the first line is the reason and
+        return Failure(kind, clip(text or status.replace("_", " ")), clip(stderr, DETAIL_LIMIT))
+    # sandbox_error, interrupted and kinds added later: the first line is the reason and
     # the rest is an output tail that belongs in detail, not in the prompt.
-    return Failure(status, clip(reason or status.replace("_", " ")), clip(text, DETAIL_LIMIT))
+    return Failure(kind, clip(reason or status.replace("_", " ")), clip(text, DETAIL_LIMIT))

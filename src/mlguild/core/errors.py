@@ -20,7 +20,7 @@ class ProposalFailed(Exception):
 
     kind = FailureKind.BRAIN_ERROR
 
-    def as_record(self) -> tuple[str, str, str]:
+    def as_record(self) -> tuple[FailureKind, str, str]:
         """(failure kind, message for the record and the next prompt, code the proposal still
         had, e.g. a truncated reply's, which a debug step can complete)."""
         return self.kind, str(self), ""

@@ -11,20 +11,21 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .meta import NodeMeta
 from .score import Direction, Score
-from .vocabulary import FAILURES, Op, Status
+from .vocabulary import FAILURES, NodeStatus, Op, Status
 
 
 @dataclass
 class Node:
     id: str
-    op: str
+    op: Op
     parents: tuple[str, ...]
     iteration: int
     plan: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: NodeMeta = field(default_factory=NodeMeta)
     title: str = ""  # one line the brain wrote with its plan (mlguild.core.titles)
-    status: str = Status.PENDING
+    status: NodeStatus = Status.PENDING
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from .meta import NodeMeta
 from .vocabulary import Op
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class ParentView:
     status: str  # "scored" or a failure kind name
     score: float | None
     failure: str | None = None  # failure message for debug prompts
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: NodeMeta = field(default_factory=NodeMeta)
     stdout_tail: str = ""
     stderr_tail: str = ""
     exec_s: float | None = None  # how long its script ran
@@ -71,7 +72,7 @@ class HistoryItem:
     op: str
     status: str
     score: float | None
-    meta: dict[str, Any]
+    meta: NodeMeta
     exec_s: float | None = None  # how long its script ran (None: it never ran)
     failure: str | None = None  # the end of its failure message, when it failed
     cut_short: bool = False  # it timed out under a limit the run's end had shortened
@@ -134,7 +135,7 @@ class Proposal:
 
     plan: str
     code: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: NodeMeta = field(default_factory=NodeMeta)
     title: str = ""  # one line for every view (mlguild.core.titles); empty: taken from the plan
 
 

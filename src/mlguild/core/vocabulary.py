@@ -1,4 +1,5 @@
-"""The words a node is described with: its operation, its status, the ways it can fail.
+"""The words a node is described with (its operation, its status, the ways it can fail) and
+the kinds of record the journal holds (``Event``).
 
 Named once here, as StrEnums: the graph, the policies, the executor, the loop, the brains
 and the final stage all speak them, and the journal stores them as their plain strings
@@ -81,3 +82,39 @@ DEBUGGABLE = frozenset(
 # Failures in which the brain produced no script at all.
 NO_CODE = frozenset({FailureKind.BRAIN_ERROR, FailureKind.LLM_ERROR, FailureKind.NO_CODE})
 FAILURES = frozenset(FailureKind)  # for membership tests of plain strings read back from the journal
+
+# A node's status: how it stands, or how it failed.
+NodeStatus = Status | FailureKind
+
+
+def node_status(value: str) -> NodeStatus:
+    """The member a status read back from the journal (a plain string) names."""
+    return Status(value) if value in Status._value2member_map_ else FailureKind(value)
+
+
+class Event(StrEnum):
+    """The kinds of journal record (its ``type``). Each is written by one function of
+    mlguild.rundir.records (a node's) or mlguild.rundir.events (the rest); readers compare
+    a record's ``type`` with these members."""
+
+    RUN_STARTED = "run_started"  # the run folder was built: its split, floors, scorer fingerprint
+    SESSION_STARTED = "session_started"
+    SESSION_ENDED = "session_ended"
+    NODE_STARTED = "node_started"  # a node's script was written (or a killed node restarted)
+    NODE_STEP = "node_step"  # a refine-loop step's script, or a fall back to an earlier step's
+    NODE_FINISHED = "node_finished"
+    NODE_REPORT = "node_report"  # who wrote a community-cycle node's report
+    BEST_CHANGED = "best_changed"
+    MOVE_SKIPPED = "move_skipped"  # an op the task does not allow
+    REFERENCE_SKIPPED = "reference_skipped"  # a rung of the baseline ladder the task does not allow
+    SEED_CHECK_WAIVED = "seed_check_waived"  # a candidate's seed reruns would not fit: it stays behind the best
+    WATCHED = "watched"  # the hashes of the files a person may edit, as the harness left them
+    INTERVENTION = "intervention"  # a person's touch: a resume, changed settings, an edit, Ctrl-C
+    LLM_CALL = "llm_call"
+    CONFIRMATION_SCORED = "confirmation_scored"
+    FINAL_CHOSEN = "final_chosen"
+    FINAL_GRADED = "final_graded"
+    KAGGLE_SUBMITTED = "kaggle_submitted"
+    KAGGLE_SUBMIT_SKIPPED = "kaggle_submit_skipped"
+    KAGGLE_SUBMIT_FAILED = "kaggle_submit_failed"
+    KAGGLE_SCORED = "kaggle_scored"

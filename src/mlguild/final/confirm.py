@@ -30,6 +30,7 @@ from ..core.graph import Node
 from ..core.vocabulary import Op
 from ..firewall.confirm import split_predictions
 from ..run.refit import best_blend
+from ..rundir import events
 from ..scoring.floors import write_prior_submission
 from ..task.spec import HOLDOUT_SAMPLE
 from ..util.fs import atomic_write
@@ -87,7 +88,7 @@ def confirm_after_search(session: Session) -> dict | None:
         "last_node": finished[-1].id if finished else None,
         "seconds": round(time.monotonic() - started, 3),  # what the audit cost
     }
-    session.run.journal.append("confirmation_scored", **record)
+    events.confirmation_scored(session.run.journal, record)
     state.confirmation = {**record, "scores": {**done, **new}}  # as mlguild.rundir.replay rebuilds it
     audit_path(session).parent.mkdir(exist_ok=True)
     atomic_write(audit_path(session), json.dumps(state.confirmation, indent=2))

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import SubmissionError
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..rundir.replay import RunState
 from ..scoring.scorer import Scorer
@@ -56,7 +57,7 @@ def grade_once(run: RunDir, state: RunState, scorer: Scorer | None) -> dict | No
     audit = audit_path(run)
     if audit.exists():  # graded, then killed before the journal said so
         graded = json.loads(audit.read_text())
-        run.journal.append("final_graded", **graded)
+        events.final_graded(run.journal, graded)
         state.final_grade = graded
         return graded
     # The final stage's choice (a refit on all labelled rows, or the best node) when it ran.
@@ -82,7 +83,7 @@ def grade_once(run: RunDir, state: RunState, scorer: Scorer | None) -> dict | No
     except ValueError as exc:
         record.update(test_score=None, valid=False, error=f"cannot be scored with {spec.metric}: {exc}")
     _write_once(audit, record)
-    run.journal.append("final_graded", **record)
+    events.final_graded(run.journal, record)
     atomic_write(run.best_dir / "final_grade.json", json.dumps(record, indent=2))
     state.final_grade = record
     return record

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.graph import Node, SearchGraph
+from ..core.vocabulary import Event
 from ..metrics import get_metric
 from ..scoring.floors import floors
 
@@ -46,7 +47,7 @@ def ladder(
     measured = floors(records)
     floor = max(measured, key=lambda f: sign * f) if measured else None
     rungs.append({"rung": "floor", "score": floor, "what": "the best constant prediction"})
-    skipped = {str(r["rung"]): str(r["reason"]) for r in records if r["type"] == "reference_skipped"}
+    skipped = {str(r["rung"]): str(r["reason"]) for r in records if r["type"] == Event.REFERENCE_SKIPPED}
     for rung in ("linear", "lightgbm"):
         node = next((n for n in graph if n.meta.get("reference") == rung), None)
         if node is not None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.errors import StopRun, SubmissionError
 from ..core.graph import Node, SearchGraph
+from ..core.meta import NodeMeta
 from ..core.protocols import Proposal
 from ..core.score import Score
 from ..core.vocabulary import Op, Status
@@ -50,6 +51,7 @@ from ..run.refit import (
 )
 from ..run.reserve import harness_seconds, refittable
 from ..run.session import Session
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..scoring.held_rows import HeldRows
 from ..scoring.scorer import Scorer
@@ -253,7 +255,7 @@ class FinalStage:
     def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
-        meta: dict[str, str | dict[str, str]] = {
+        meta: NodeMeta = {
             "refit_of": original.id,
             "data": "train + holdout (all labelled rows)",
         }
@@ -361,7 +363,6 @@ class FinalStage:
             self.scorers.holdout.metric.name, self.run.config.final.reference_score,
         )  # fmt: skip
         atomic_write(out / "final.json", json.dumps(record, indent=2))
-        elapsed = round(self.session.clock.elapsed(), 3)
-        self.run.journal.append("final_chosen", **record, session_elapsed_s=elapsed)
+        events.final_chosen(self.run.journal, record, self.session.clock.elapsed())
         self.state.final_choice = record
         return record

@@ -29,7 +29,7 @@ _JOIN_FUNCS = {"join", "Path", "PurePath", "PosixPath"}
 @dataclass(frozen=True)
 class GuardVerdict:
     ok: bool
-    kind: str | None = None  # "syntax_error" or FailureKind.GUARD_REJECTED
+    kind: FailureKind | None = None  # SYNTAX_ERROR or GUARD_REJECTED
     reason: str = ""
 
 
@@ -121,7 +121,7 @@ def check_code(code: str, node_dir: Path, forbidden: list[Path], data_dir: Path 
         if hit is not None:
             return GuardVerdict(
                 False,
-                "guard_rejected",
+                FailureKind.GUARD_REJECTED,
                 f"line {node.lineno}: the path {text!r} reaches {hit.name}, which scripts may not read; "
                 "read inputs only from the MLGUILD_DATA directory and write only under output/",
             )

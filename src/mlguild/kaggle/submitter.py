@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import KaggleError, MlguildError
+from ..core.vocabulary import Event
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..util.fs import sha256_file
 from .api import KaggleClient, competition_slug
@@ -51,32 +53,32 @@ class Submitter:
         self.daily_limit = min(limits)
 
     # --- what was submitted, from the journal ---
-    def _records(self, kind: str) -> list[dict[str, Any]]:
+    def _records(self, kind: Event) -> list[dict[str, Any]]:
         return [r for r in self.run.journal.records if r["type"] == kind]
 
     def submitted_today(self) -> int:
         now = time.time()
-        return sum(1 for r in self._records("kaggle_submitted") if now - float(r["ts"]) < _DAY_S)
+        return sum(1 for r in self._records(Event.KAGGLE_SUBMITTED) if now - float(r["ts"]) < _DAY_S)
 
     def submit(self, node_id: str, csv: Path, why: str) -> bool:
         """Submit ``csv`` (node ``node_id``'s predictions) unless the daily limit is reached."""
         digest = sha256_file(csv)
-        if any(r["sha256"] == digest for r in self._records("kaggle_submitted")):
+        if any(r["sha256"] == digest for r in self._records(Event.KAGGLE_SUBMITTED)):
             return False  # the same predictions are on the leaderboard already
         if self.submitted_today() >= self.daily_limit:
             self.warn(
                 f"not submitted {node_id}: {self.daily_limit} submissions in the last 24 hours (kaggle.daily_limit)"
             )
-            self.run.journal.append("kaggle_submit_skipped", node=node_id, reason="daily limit")
+            events.kaggle_submit_skipped(self.run.journal, node_id, "daily limit")
             return False
         message = f"mlguild {self.run.path.name} {node_id}: {why}"[:500]
         try:
             ref = self.client.submit(self.slug, csv, message)
         except MlguildError as exc:
             self.warn(f"submitting {node_id} failed: {exc.message} ({exc.fix})")
-            self.run.journal.append("kaggle_submit_failed", node=node_id, error=exc.message)
+            events.kaggle_submit_failed(self.run.journal, node_id, exc.message)
             return False
-        self.run.journal.append("kaggle_submitted", node=node_id, ref=ref, sha256=digest, message=message)
+        events.kaggle_submitted(self.run.journal, node_id, ref, digest, message)
         return True
 
     def on_best(self, node_id: str) -> None:
@@ -93,14 +95,14 @@ class Submitter:
 
     def public_scores(self) -> dict[str, float | None]:
         """Per node, its public leaderboard score (None when Kaggle could not score it)."""
-        return {r["node"]: r["public_score"] for r in self._records("kaggle_scored")}
+        return {r["node"]: r["public_score"] for r in self._records(Event.KAGGLE_SCORED)}
 
     def poll(self, wait_s: float) -> dict[str, float | None]:
         """Record the public scores Kaggle has computed, waiting up to ``wait_s`` for the rest."""
         deadline = time.monotonic() + wait_s
         while True:
             scored = self.public_scores()
-            waiting = {r["ref"]: r["node"] for r in self._records("kaggle_submitted") if r["node"] not in scored}
+            waiting = {r["ref"]: r["node"] for r in self._records(Event.KAGGLE_SUBMITTED) if r["node"] not in scored}
             if not waiting:
                 break
             try:
@@ -111,11 +113,9 @@ class Submitter:
             for sub in listed:
                 owner = waiting.get(sub.ref)
                 if owner is not None and sub.status == "complete" and sub.public_score is not None:
-                    self.run.journal.append("kaggle_scored", node=owner, ref=sub.ref, public_score=sub.public_score)
+                    events.kaggle_scored(self.run.journal, owner, sub.ref, sub.public_score)
                 elif owner is not None and sub.status == "error":
-                    self.run.journal.append(
-                        "kaggle_scored", node=owner, ref=sub.ref, public_score=None, error=sub.error
-                    )
+                    events.kaggle_scored(self.run.journal, owner, sub.ref, None, sub.error)
             if time.monotonic() >= deadline:
                 break
             self.sleep(_POLL_EVERY_S)

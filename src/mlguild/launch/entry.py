@@ -26,7 +26,7 @@ from ..coder.diagnose import diagnose
 from ..config import Config, load_config, save_config
 from ..core.errors import ConfigError, KaggleError, RunError
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import Op
+from ..core.vocabulary import Event, Op
 from ..final.stage import Finish, finish
 from ..firewall.time_split import split_line
 from ..kaggle.api import competition_slug
@@ -312,7 +312,7 @@ def _with_submitter(handler: EventHandler, submitter: Submitter | None) -> Event
 
     def handle(kind: str, data: dict) -> None:
         handler(kind, data)
-        if kind == "node_finished" and data.get("is_best"):
+        if kind == Event.NODE_FINISHED and data.get("is_best"):
             submitter.on_best(data["best"])
 
     return handle

@@ -14,10 +14,12 @@ from ..brains.scripted import PRIOR_SCRIPT
 from ..config import Config
 from ..core.errors import ConfigError
 from ..core.protocols import Brain, Sandbox
+from ..core.vocabulary import Event
 from ..llm.base import LLM
 from ..llm.reach import unreachable_local
 from ..llm.router import build_router
 from ..llm.scripted import ScriptedLLM
+from ..rundir import events
 from ..rundir.folder import RunDir
 from ..sandbox import describe_layer, get_sandbox, is_strong
 
@@ -37,9 +39,9 @@ def llm_for(run: RunDir, brain_name: str, dry_run: bool) -> LLM | None:
             or f"A prior predictor.\n```python\n# stand-in {next(numbers)}\n{PRIOR_SCRIPT.format(shrink=0.2)}```\n"
         )
         return ScriptedLLM(model="scripted/prior", default=default)
-    records = [r for r in run.journal.records if r["type"] == "llm_call"]
+    records = [r for r in run.journal.records if r["type"] == Event.LLM_CALL]
     router = build_router(
-        cfg.llm, run_dir=run.path, records=records, sink=lambda rec: run.journal.append("llm_call", **rec)
+        cfg.llm, run_dir=run.path, records=records, sink=lambda rec: events.llm_call(run.journal, rec)
     )
     for down in unreachable_local(cfg.llm.models):  # warned about before the run; the rest of the chain serves
         router.park(down.model, f"no server answers at {down.url} ({down.reason})")

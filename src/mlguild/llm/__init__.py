@@ -1,7 +1,7 @@
 """mlguild.llm: one small protocol, provider adapters, and the machinery that survives real services.
 
     llm = Router([make_llm("anthropic/claude-sonnet-4-5"), make_llm("gemini/gemini-2.5-flash")],
-                 ledger=Ledger(sink=lambda rec: journal.append("llm_call", **rec)),
+                 ledger=Ledger(sink=lambda rec: events.llm_call(journal, rec)),
                  cache=ReplyCache(run_dir / "llm_cache"))
     reply = llm.complete([Message("system", ...), Message("user", ...)], max_tokens=16384,
                          purpose="draft", node="n0003")

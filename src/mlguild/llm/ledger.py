@@ -1,7 +1,7 @@
 """The token and cost ledger: one record per LLM attempt, totals per model.
 
 Records are plain dicts so they can go straight into the run journal
-(``Ledger(sink=lambda rec: journal.append("llm_call", **rec))``) and come back from it on
+(``Ledger(sink=lambda rec: events.llm_call(journal, rec))``, mlguild.rundir.events) and come back from it on
 resume (``Ledger.from_records(journal)``), which is what lets a run budget survive restarts.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..core.vocabulary import Event
 from .prices import price_of
 
-RECORD_TYPE = "llm_call"
 # The fields of one record, in the order the Router writes them.
 FIELDS = (
     "model",
@@ -140,7 +140,7 @@ class Ledger:
         records); ``sink`` receives only records added from now on, so nothing is journaled twice."""
         ledger = cls(sink=sink)
         for rec in records:
-            if "type" in rec and rec["type"] != RECORD_TYPE:
+            if "type" in rec and rec["type"] != Event.LLM_CALL:
                 continue
             if "model" in rec:
                 ledger._count(rec)

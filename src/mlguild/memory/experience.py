@@ -16,6 +16,7 @@ from typing import Any
 
 from ..coder.diagnose import diagnose
 from ..core.graph import Node, SearchGraph
+from ..core.meta import NodeMeta
 from ..core.score import POOLED_LABEL
 from ..core.vocabulary import Op
 
@@ -233,20 +234,21 @@ def experience_of(
 _CONFIG_KEYS = ("recipe", "modality", "params", "features", "run", "moves")
 
 
-def recipe_config(meta: dict[str, Any]) -> dict[str, Any] | None:
+def recipe_config(meta: NodeMeta) -> dict[str, Any] | None:
     """What makes a node again (see ``Experience.config``): a blend's members, a recipe
     node's settings, else None."""
     if meta.get("fuse"):
         return {"fuse": [str(m) for m in meta["fuse"]]}
     if meta.get("brain") != "recipes" or not meta.get("recipe") or not isinstance(meta.get("params"), dict):
         return None
-    config = {key: copy.deepcopy(meta[key]) for key in _CONFIG_KEYS if key in meta}
+    plain: dict[str, Any] = dict(meta)  # the settings by name, in _CONFIG_KEYS's order
+    config = {key: copy.deepcopy(plain[key]) for key in _CONFIG_KEYS if key in plain}
     if meta.get("reference") and not meta.get("parent"):
         config["reference"] = str(meta["reference"])  # the baseline ladder's rung it was (run/references)
     return config
 
 
-def _change(meta: dict[str, Any]) -> str:
+def _change(meta: NodeMeta) -> str:
     """What the brain said it changed: a recipe's changed parameters, else its summary."""
     changed = meta.get("changed")
     if isinstance(changed, dict) and changed:

@@ -17,7 +17,7 @@ import threading
 from ..core.graph import Node
 from ..core.protocols import Reporter, ReportRequest
 from ..pools.reports import is_reported, report_of
-from ..rundir.records import Outcome, apply_outcome
+from ..rundir.records import Outcome, apply_outcome, record_report
 from .session import Session
 
 
@@ -44,9 +44,7 @@ def ask_report(session: Session, node: Node, outcome: Outcome) -> None:
         written, failure = None, f"the request failed: {exc}"
     with session.lock:
         if written is None:
-            run.journal.append("node_report", id=node.id, author="harness", failure=failure[:500])
+            record_report(run.journal, node.id, "harness", failure=failure[:500])
             return
         session.pools.written[node.id] = written
-        run.journal.append(
-            "node_report", id=node.id, author=written.model or "model", directions=list(written.directions)
-        )
+        record_report(run.journal, node.id, written.model or "model", directions=list(written.directions))

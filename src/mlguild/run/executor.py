@@ -18,17 +18,18 @@ from pathlib import Path
 
 from ..core.errors import ScorerIntegrityError, SubmissionError
 from ..core.graph import Node, SearchGraph
+from ..core.meta import NodeMeta
 from ..core.protocols import Sandbox
 from ..core.vocabulary import FailureKind, Op, Status
 from ..firewall.guard import check_code
 from ..firewall.workspace import sealed_paths
 from ..rundir.folder import RunDir
-from ..rundir.records import Outcome, record_finished
+from ..rundir.records import Outcome
 from ..sandbox import ExecStatus, backbones, devices, safe_env
 from ..scoring.flags import LEAKY_CV, describe, result_flags
 from ..scoring.held_rows import HeldRows
 from ..scoring.oof import OofScorer, leaky_cv, pooled
-from ..scoring.scorer import PACKAGE_DIR, SOURCES, RunScorers, check_fingerprint
+from ..scoring.scorer import RunScorers, check_fingerprint
 from ..util.fs import atomic_write, read_no_follow
 from .embeddings_cache import EMBEDDINGS, EMBEDDINGS_ENV, keep_embeddings
 from .node_report import result_lines
@@ -67,7 +68,7 @@ class Executor:
         ws, options = run.workspace, {"fingerprint": scorers.fingerprint, "max_bytes": scorers.holdout.format.max_bytes}
         self.held = HeldRows(run.spec, ws.data_dir, ws.sealed_dir, scorers.holdout, **options)
 
-    def write_proposal(self, node: Node, plan: str, code: str, meta: dict) -> Path:
+    def write_proposal(self, node: Node, plan: str, code: str, meta: NodeMeta) -> Path:
         node_dir = self.run.node_dir(node.id)
         node_dir.mkdir(parents=True, exist_ok=True)
         (node_dir / "plan.md").write_text(plan.strip() + "\n")
@@ -88,12 +89,12 @@ class Executor:
         ``data_dir`` (all labelled rows) and is validated, not scored. ``score`` False (a step
         of a refine loop): outputs that meet the contract end as ``checked``, scored by nobody.
 
-        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint:
-        before the script runs (changed outside any node), or after it, whatever its status
-        (this node changed them: it is first recorded as finished with status
-        ``scorer_tampered``, in its report and the journal, so the error and a resume name
-        it, and a resume does not run it again). ``cpus``: the CPUs the script is pinned to
-        (a worker's share); its thread count follows."""
+        Raises ScorerIntegrityError when the scorer's files differ from the run's fingerprint
+        before the script runs (changed outside any node); when they differ after it, whatever
+        its status, this node changed them and its outcome is ``scorer_tampered`` (the node
+        path, mlguild.run.node, finishes it in its report and the journal, so the error and a
+        resume name it and a resume does not run it again, then stops the run). ``cpus``: the
+        CPUs the script is pinned to (a worker's share); its thread count follows."""
         node_dir = self.run.node_dir(node.id)
         code = (node_dir / "solution.py").read_text()
         started = time.monotonic()
@@ -161,8 +162,6 @@ class Executor:
             "harness_s": round(time.monotonic() - started - exec_s, 4),
             "budget_s": round(timeout_s, 3),
         }  # what MLGUILD_TIME_BUDGET told the script
-        if tampered:
-            self._record_tampering(node, outcome)
         return outcome
 
     def _gpus(self) -> tuple[str, ...]:
@@ -175,21 +174,6 @@ class Executor:
         cache.mkdir(exist_ok=True)
         return {**devices.script_env(self._gpus()), **backbones.script_env(), EMBEDDINGS_ENV: str(cache)}
 
-    def _record_tampering(self, node: Node, outcome: Outcome) -> None:
-        """Finish ``node`` as the one that changed the scorer (report, journal), then raise
-        ScorerIntegrityError naming it. Recorded here because the error skips the caller's
-        own bookkeeping (the agent's, the refitter's)."""
-        self.write_report(node, outcome)
-        record_finished(self.run.journal, node, outcome)
-        layer = outcome.exec.get("layer") or "?"
-        hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
-        raise ScorerIntegrityError(
-            f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
-            f"the run stopped, and the node is recorded as {FailureKind.SCORER_TAMPERED}",
-            fix=f"restore {', '.join(SOURCES)} in {PACKAGE_DIR} (e.g. reinstall "
-            f"mlguild), then `mlguild resume {self.run.path}`{hint}",
-        )
-
     @staticmethod
     def _judge_failure(result) -> Outcome | None:
         """The failure of a script that did not end well, or None."""
@@ -197,7 +181,7 @@ class Executor:
             return None
         tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
         what = result.reason or f"the script ended with status {result.status.value}"
-        return Outcome(str(result.status.value), failure=f"{what}\n{tail}".strip())
+        return Outcome(FailureKind(result.status.value), failure=f"{what}\n{tail}".strip())
 
     def judge_outputs(self, output: Path, blend: bool = False, score: bool = True) -> Outcome:
         """Validate the outputs a script wrote and score its holdout predictions on the sealed
@@ -206,7 +190,8 @@ class Executor:
         missing = [p.name for p in (holdout, submission) if not p.is_file()]
         if missing:
             return Outcome(
-                "missing_output", failure=f"the script finished but did not write output/{' and output/'.join(missing)}"
+                FailureKind.MISSING_OUTPUT,
+                failure=f"the script finished but did not write output/{' and output/'.join(missing)}",
             )
         for path in (holdout, submission):
             # A link could point the scorer at sealed labels: outputs must be plain files of the node.
@@ -242,7 +227,8 @@ class Executor:
             )
         except ValueError as exc:  # values the metric cannot take (e.g. rmsle of a prediction <= -1)
             return Outcome(
-                "invalid_output", failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}"
+                FailureKind.INVALID_OUTPUT,
+                failure=f"output/holdout.csv cannot be scored with {self.metric.name}: {exc}",
             )
         return outcome
 
@@ -275,7 +261,9 @@ class Executor:
         wrote a valid submission (mlguild.run.refit then checks it agrees with the node it refits)."""
         if result.status != ExecStatus.OK:
             tail = result.stderr_tail[-OUTPUT_TAIL:] or result.stdout_tail[-OUTPUT_TAIL:]
-            return Outcome(str(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip())
+            return Outcome(
+                FailureKind(result.status.value), failure=f"{result.reason or result.status.value}\n{tail}".strip()
+            )
         submission = output / "submission.csv"
         if not submission.is_file() or submission.is_symlink() or submission.stat().st_nlink > 1:
             return Outcome(

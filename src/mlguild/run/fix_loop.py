@@ -23,9 +23,9 @@ from ..rundir.records import Outcome, record_step
 from ..util.fs import read_text_no_follow
 from .budget import MIN_SCRIPT_S
 from .executor import OUTPUT_TAIL
-from .node import run_step
+from .node import fall_back, run_step
 from .session import Session
-from .steps import fall_back, kept_outputs, score_once
+from .steps import kept_outputs, score_once
 
 
 def fix_loop(

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..core.errors import BudgetExhausted, MoveUnavailable, TaskError
 from ..core.graph import Node, SearchGraph
 from ..core.protocols import Action, Explorer, Fixer, Reporter
-from ..core.vocabulary import Op
+from ..core.vocabulary import Event, Op
+from ..rundir import events
 from ..rundir.interventions import fingerprint, interrupted
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .cycle_report import ask_report
@@ -43,9 +44,7 @@ class Agent:
         session is in the journal. ``workers`` (default ``search.workers``): how many nodes
         are proposed and run at once (mlguild.run.workers), each script pinned to its own CPUs."""
         s = self.session
-        s.run.journal.append(
-            "session_started", resumed=s.state.sessions > 0, fingerprint=fingerprint(s.run.path), session_elapsed_s=0.0
-        )
+        events.session_started(s.run.journal, resumed=s.state.sessions > 0, fingerprint=fingerprint(s.run.path))
         s.report_warnings()
         s.state.sessions += 1
         stop: Stop | None = None
@@ -66,11 +65,8 @@ class Agent:
             interrupted(s.run, round(s.clock.elapsed(), 3))
         finally:
             reason = str(stop) if stop is not None else "error"
-            s.run.journal.append(
-                "session_ended", reason=reason, fingerprint=fingerprint(s.run.path),
-                session_elapsed_s=round(s.clock.elapsed(), 3),
-            )  # fmt: skip
-            s.on_event("session_ended", {"reason": reason})
+            events.session_ended(s.run.journal, reason, fingerprint(s.run.path), s.clock.elapsed())
+            s.on_event(Event.SESSION_ENDED, {"reason": reason})
         return stop  # the loop ends only by an exception, and each one caught sets stop
 
     def next_node(self, cpus: tuple[int, ...] | None = None) -> Node:

@@ -6,33 +6,48 @@ every further script of a node (a step of the community cycle's fix loop) by ``r
 it (``node_started``, ``node_step``), and only then run it: the journal is first, so a kill
 at any moment leaves a record a resume can act on. ``finish_node`` then scores nothing
 itself (the executor scored the outputs on sealed labels) but records the outcome: the
-node's report, the pools, the journal's ``node_finished``, the memory and best/.
+node's report, the pools, the journal's ``node_finished``, the memory and best/. A fall
+back to a refine loop's earlier step (``fall_back``) is journaled here too, and a script that
+changed the scorer's files finishes its node here (``_execute``) before the run stops.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.errors import ScorerIntegrityError
 from ..core.graph import Node
 from ..core.protocols import Proposal
-from ..core.vocabulary import FailureKind, Op, Status
+from ..core.vocabulary import Event, FailureKind, Op, Status
 from ..rundir import results
 from ..rundir.interventions import mark_seen
-from ..rundir.records import Outcome, apply_outcome, record_finished, record_restarted, record_started
+from ..rundir.records import (
+    Outcome,
+    apply_outcome,
+    record_best,
+    record_finished,
+    record_restarted,
+    record_started,
+    record_step,
+    record_step_script,
+)
+from ..scoring.scorer import PACKAGE_DIR, SOURCES
 from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .budget import MIN_SCRIPT_S, mark_cut_short
 from .session import Session
-from .steps import kept_step, settle_resumed
+from .steps import kept_outcome, kept_outputs, kept_step, score_once
 from .workers import current_worker
 
 # What the loop does with a node's first outcome before it is finished: the community cycle's
 # refine loop, given that first run checked, not scored, and scoring the node's final script.
 Refine = Callable[[Outcome], Outcome]
+STEP_LOGS = ("solution.py", "stdout.txt", "stderr.txt")  # what a refine-loop step keeps beside its outputs
 
 
 def run_node(
@@ -63,7 +78,7 @@ def run_node(
         record_started(session.run.journal, node, reason, session.clock.elapsed(), current_worker(), recall)
     if failure is not None:
         return failure
-    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=refine is None)
+    outcome = _execute(session, node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=refine is None)
     return refine(outcome) if refine is not None else outcome
 
 
@@ -74,7 +89,8 @@ def resume_interrupted(session: Session, node: Node) -> None:
     stage reruns its refits) or no time left finishes it as ``interrupted`` instead. A node
     the kill caught refining a working step (the community cycle's refine loop) ends by the
     loop's rule: its step run again is checked, and if it does not work the node falls back
-    to the working step (mlguild.run.steps); its final script is scored once."""
+    to the working step (``settle_resumed``, with what mlguild.run.steps kept); its final
+    script is scored once."""
     kept = kept_step(session.run.node_dir(node.id))
     outcome = _run_again(session, node, score=kept is None)
     if kept is not None:
@@ -101,7 +117,7 @@ def _run_again(session: Session, node: Node, score: bool = True) -> Outcome:
     timeout = session.clock.full_limit_s()
     timeout = timeout if remaining is None else min(timeout, remaining)
     seed = int(node.meta.get("seed", session.run.config.brain.seed))  # a re-run keeps its own seed
-    outcome = session.executor.execute(node, timeout, seed=seed, score=score)
+    outcome = _execute(session, node, timeout, seed=seed, score=score)
     mark_cut_short(session.clock, node, outcome, timeout)
     return outcome
 
@@ -122,10 +138,70 @@ def run_step(
     with session.lock:
         node.code_sha256 = sha256_text(code)
         session.executor.write_proposal(node, node.plan, code, node.meta)
-        session.run.journal.append(
-            "node_step", id=node.id, step=step, fix=why.strip()[:500], code_sha256=node.code_sha256
-        )
-    return session.executor.execute(node, timeout_s, seed=seed, cpus=cpus, score=score)
+        record_step_script(session.run.journal, node, step, why.strip()[:500])
+    return _execute(session, node, timeout_s, seed=seed, cpus=cpus, score=score)
+
+
+def fall_back(session: Session, node: Node, node_dir: Path, kept: int, last: int, outcome: Outcome) -> None:
+    """Make step ``kept``'s script, logs and outputs the node's again, after step ``last``
+    (which ended as ``outcome``) did not work: journaled first, as every script of a node is."""
+    folder = node_dir / "steps" / f"{kept:02d}"
+    code = read_text_no_follow(folder / "solution.py")
+    why = f"step {last} ended as {outcome.status}: the node keeps step {kept}'s script"
+    with session.lock:
+        node.code_sha256 = sha256_text(code)
+        record_step_script(session.run.journal, node, kept, why, restored=True)
+    for name in STEP_LOGS:
+        atomic_write(node_dir / name, read_no_follow(folder / name))
+    shutil.rmtree(node_dir / "output", ignore_errors=True)
+    (folder / "output").rename(node_dir / "output")
+    node.meta["final_step"] = kept
+
+
+def settle_resumed(session: Session, node: Node, kept: int, outcome: Outcome) -> Outcome:
+    """The outcome of a node a kill interrupted while it refined working step ``kept``, given
+    what its interrupted step did when run again (``outcome``: checked, not scored). As in the
+    loop: a step that worked is the node's; one that did not falls back to step ``kept``. The
+    node's final script is scored once."""
+    node_dir = session.run.node_dir(node.id)
+    journaled = [r["step"] for r in session.run.journal.records if r["type"] == Event.NODE_STEP and r["id"] == node.id]
+    last = journaled[-1] if journaled else 1  # the step the kill interrupted
+    node.meta["steps"] = last
+    if outcome.status == Status.CHECKED:
+        record_step(session.run, node, last, outcome)
+        shutil.rmtree(kept_outputs(node_dir, kept), ignore_errors=True)
+        return score_once(session, node, node_dir, outcome)
+    if last != kept:  # the step as it ended (a kill before its record leaves ``kept``'s own)
+        record_step(session.run, node, last, outcome)
+    fall_back(session, node, node_dir, kept, last, outcome)
+    return score_once(session, node, node_dir, kept_outcome(node_dir / "steps" / f"{kept:02d}"))
+
+
+def _execute(
+    session: Session,
+    node: Node,
+    timeout_s: float,
+    *,
+    seed: int,
+    data_dir: Path | None = None,
+    cpus: tuple[int, ...] | None = None,
+    score: bool = True,
+) -> Outcome:
+    """Run the node's written script (mlguild.run.executor); a script that changed the scorer's
+    files finishes its node as ``scorer_tampered`` (report, journal) and stops the run, named."""
+    outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=score)
+    if outcome.status != FailureKind.SCORER_TAMPERED:
+        return outcome
+    session.executor.write_report(node, outcome)
+    record_finished(session.run.journal, node, outcome)
+    layer = outcome.exec.get("layer") or "?"
+    hint = "; the local layer cannot stop this: use --sandbox bwrap" if layer == "local" else ""
+    raise ScorerIntegrityError(
+        f"node {node.id} changed the scorer's source files while its script ran ({layer} sandbox layer); "
+        f"the run stopped, and the node is recorded as {FailureKind.SCORER_TAMPERED}",
+        fix=f"restore {', '.join(SOURCES)} in {PACKAGE_DIR} (e.g. reinstall "
+        f"mlguild), then `mlguild resume {session.run.path}`{hint}",
+    )
 
 
 def finish_node(session: Session, node: Node, outcome: Outcome) -> None:
@@ -160,7 +236,7 @@ def _finish(session: Session, node: Node, outcome: Outcome) -> None:
         session.memory.record(node, graph, "" if node.ok else session.code(node), session.columns)
         session.report_warnings()
     is_best = sync_best(session)
-    session.on_event("node_finished", {"node": node, "best": session.state.best_id, "is_best": is_best})
+    session.on_event(Event.NODE_FINISHED, {"node": node, "best": session.state.best_id, "is_best": is_best})
 
 
 def sync_best(session: Session) -> bool:
@@ -172,9 +248,7 @@ def sync_best(session: Session) -> bool:
         return False
     _promote(session, best)
     state.best_id = best.id
-    session.run.journal.append(
-        "best_changed", id=best.id, score=best.score, session_elapsed_s=round(session.clock.elapsed(), 3)
-    )
+    record_best(session.run.journal, best, session.clock.elapsed())
     return True
 
 

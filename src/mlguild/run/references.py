@@ -24,17 +24,18 @@ from typing import Any
 
 from ..brains.recipes.catalog import RECIPES, recipe_modality
 from ..brains.recipes.draft import draft_meta
+from ..brains.recipes.recipe import RecipeMeta
 from ..brains.recipes.render import render_script
 from ..brains.recipes.supported import check_supported
 from ..core.errors import MoveUnavailable
 from ..core.protocols import Action, Proposal
-from ..core.vocabulary import Op
+from ..core.vocabulary import Event, Op
+from ..rundir import events
 from .session import Session
 
 RUNGS = ("lightgbm", "linear")  # in the order they run (a recipe brain's own first drafts)
 MIN_ITERATIONS = 6
 MIN_REFERENCE_S = 30.0  # a short run's reference models still get this long (within the search's limit)
-SKIPPED = "reference_skipped"
 # The recipe family of each rung, per modality (recipes/catalog.py): what "a LightGBM default"
 # and "a regularised linear model" are for that kind of input.
 FAMILIES: dict[str, dict[str, str]] = {
@@ -77,7 +78,9 @@ class References:
         if not len(s.state.graph) and s.brain.name in ("recipes", "hybrid") and s.memory.earlier_bests():
             return None  # the first node makes an earlier run's best on this task again (brains/recipes/earlier)
         taken = {str(n.meta.get("reference")) for n in s.state.graph if n.meta.get("reference")}
-        taken |= set(self.ready) | {str(r["rung"]) for r in s.run.journal.records if r["type"] == SKIPPED}
+        taken |= set(self.ready) | {
+            str(r["rung"]) for r in s.run.journal.records if r["type"] == Event.REFERENCE_SKIPPED
+        }
         iterations = config.budget.iterations
         for rung in RUNGS:
             if rung in taken:
@@ -90,9 +93,7 @@ class References:
                     )
                 proposal = reference_proposal(rung, s.run.spec.public_dict(), s.contexts.profile)
             except MoveUnavailable as exc:
-                s.run.journal.append(
-                    SKIPPED, rung=rung, reason=exc.message, fix=exc.fix, session_elapsed_s=round(s.clock.elapsed(), 3)
-                )
+                events.reference_skipped(s.run.journal, rung, exc.message, exc.fix, s.clock.elapsed())
                 continue
             self.ready[rung] = proposal
             return Action(Op.DRAFT, (), f"the baseline ladder's {NAMES[rung]}, run by the harness", reference=rung)
@@ -122,7 +123,7 @@ def reference_proposal(rung: str, task: dict[str, Any], profile: dict[str, Any])
     if not RECIPES[name].available():
         raise MoveUnavailable(f"{name} needs {RECIPES[name].needs}, which is not installed", fix)
     check_supported(task)  # a shape the recipe scripts cannot fill
-    meta: dict[str, Any] = {**draft_meta(name, task, profile), "reference": rung}
+    meta: RecipeMeta = {**draft_meta(name, task, profile), "reference": rung}
     recipe = RECIPES[name]
     summary = f"The baseline ladder's {NAMES[rung]}: {recipe.title}, default settings."
     plan = (

@@ -29,7 +29,7 @@ from ..core.vocabulary import FailureKind
 from ..memory import Memory, TaskTraits
 from ..metrics import get_metric
 from ..pools import Pools, community_code
-from ..rundir import results
+from ..rundir import events, results
 from ..rundir.folder import RunDir, scorers_for
 from ..rundir.replay import RunState, replay
 from ..sandbox import get_sandbox
@@ -146,11 +146,9 @@ class Session:
         with self.lock:
             self.release(node, withdraw=True)
             self.state.unavailable.setdefault(action.op, exc.message)
-            elapsed = round(self.clock.elapsed(), 3)
-            self.run.journal.append(
-                "move_skipped", op=action.op, parents=list(action.parents), reason=exc.message, fix=exc.fix,
-                session_elapsed_s=elapsed,
-            )  # fmt: skip
+            events.move_skipped(
+                self.run.journal, action.op, list(action.parents), exc.message, exc.fix, self.clock.elapsed()
+            )
             fix = f" ({exc.fix})" if exc.fix else ""
             self.on_event(
                 "warning", {"message": f"no {action.op} for this task, the search goes on without: {exc.message}{fix}"}

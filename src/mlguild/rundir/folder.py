@@ -38,6 +38,7 @@ from ..scoring.strict_csv import read_table
 from ..task.folder import Task, TaskSpec, short
 from ..task.identity import data_fingerprint, task_key
 from ..task.profile import DataProfile, profile_workspace
+from . import events
 from .journal import Journal
 
 _RUN_ID = re.compile(r"\w[\w.-]{0,127}")
@@ -139,8 +140,8 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
         try:
             floor, prior_floor, prior_skipped, checked = _build(task, config, partial)
             with Journal(partial / "journal.jsonl") as journal:
-                journal.append(
-                    "run_started",
+                events.run_started(
+                    journal,
                     run_id=run_id,
                     task=task.spec.name,
                     source=task.spec.source,

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.graph import SearchGraph
-from ..core.vocabulary import Op
+from ..core.vocabulary import Event, Op
 from ..util.fs import sha256_file
+from . import events
 from .folder import RunDir
 
-INTERVENTION = "intervention"
 WATCHED_FILES = ("brief.md", "config.yaml")
 
 
@@ -58,13 +58,13 @@ def fingerprint(run_path: Path) -> dict[str, str]:
 
 def mark_seen(run: RunDir) -> None:
     """Journal the watched files as the harness leaves them (after it wrote one itself)."""
-    run.journal.append("watched", fingerprint=fingerprint(run.path))
+    events.watched(run.journal, fingerprint(run.path))
 
 
 def _last_seen(records: list[dict[str, Any]]) -> dict[str, str]:
     seen: dict[str, str] = {}
     for rec in records:
-        if rec["type"] in ("watched", "session_started", "session_ended") and rec.get("fingerprint"):
+        if rec["type"] in (Event.WATCHED, Event.SESSION_STARTED, Event.SESSION_ENDED) and rec.get("fingerprint"):
             seen.update(rec["fingerprint"])
     return seen
 
@@ -88,29 +88,29 @@ def on_resume(run: RunDir, graph: SearchGraph, overrides: list[str]) -> list[dic
                 found.append({"kind": "edited", "file": f"nodes/{node.id}/solution.py",
                               "what": f"{node.id}'s solution.py was edited by hand"})  # fmt: skip
     for touch in found:
-        run.journal.append(INTERVENTION, **touch)
+        events.intervention(run.journal, **touch)
     return found
 
 
 def interrupted(run: RunDir, elapsed_s: float) -> None:
-    run.journal.append(INTERVENTION, kind="interrupt", what="Ctrl-C stopped the run", session_elapsed_s=elapsed_s)
+    events.intervention(run.journal, "interrupt", "Ctrl-C stopped the run", elapsed_s)
 
 
 def autonomy(records: list[dict[str, Any]], graph: SearchGraph, spent_s: float) -> dict[str, Any]:
     """How unattended the run has been: its interventions, the search nodes and the hours of
     search since the last one, and interventions per hour of search."""
-    touches = [r for r in records if r["type"] == INTERVENTION]
+    touches = [r for r in records if r["type"] == Event.INTERVENTION]
     searched = [n for n in graph if n.op not in (Op.REFIT, Op.EDA)]
     since_nodes, since_s = len(searched), spent_s
     if touches:
         last_seq = touches[-1].get("seq", 0)
-        started = {r["node"]["id"]: r.get("seq", 0) for r in records if r["type"] == "node_started"}
+        started = {r["node"]["id"]: r.get("seq", 0) for r in records if r["type"] == Event.NODE_STARTED}
         since_nodes = sum(1 for n in searched if started.get(n.id, 0) > last_seq)
         since_s = session = 0.0  # the search time after the last intervention, session by session
         for rec in records:
             if rec.get("seq", 0) <= last_seq:
                 continue
-            if rec["type"] == "session_started":
+            if rec["type"] == Event.SESSION_STARTED:
                 since_s, session = since_s + session, 0.0
             if "session_elapsed_s" in rec:
                 session = max(session, float(rec["session_elapsed_s"]))

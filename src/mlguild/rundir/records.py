@@ -1,4 +1,6 @@
-"""One owner for a node's records: the journal's ``node_started`` and ``node_finished``.
+"""One owner for a node's records: the journal's ``node_started``, ``node_step``,
+``node_finished``, ``node_report`` and ``best_changed`` (the run's other events are
+mlguild.rundir.events').
 
 Every node (a search node, a restart after a kill, a final refit, a node that tampered
 with the scorer) is written by these functions and read back by their inverses, which
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.graph import Node
 from ..core.titles import title_of
+from ..core.vocabulary import Event, NodeStatus, Op, node_status
 from ..util.fs import atomic_write, read_no_follow
 
 if TYPE_CHECKING:
@@ -26,7 +29,7 @@ FAILURE_KEPT = 2000  # characters of a failure message a record keeps (its end: 
 class Outcome:
     """What executing a node produced; becomes the node_finished journal record."""
 
-    status: str
+    status: NodeStatus
     score: float | None = None
     failure: str | None = None
     printed_score: float | None = None
@@ -66,7 +69,7 @@ def record_started(
         data["worker"] = worker
     if recall:
         data["recall"] = recall
-    journal.append("node_started", node=data, **_clock(elapsed_s))
+    journal.append(Event.NODE_STARTED, node=data, **_clock(elapsed_s))
 
 
 def record_step(run: RunDir, node: Node, step: int, outcome: Outcome) -> None:
@@ -85,7 +88,27 @@ def record_restarted(journal: Journal, node: Node, elapsed_s: float | None = Non
     """Journal a second attempt at a node a kill interrupted (its first record holds the rest)."""
     node.attempts += 1
     data = {"id": node.id, "op": node.op, "parents": list(node.parents), "iteration": node.iteration, "restart": True}
-    journal.append("node_started", node=data, **_clock(elapsed_s))
+    journal.append(Event.NODE_STARTED, node=data, **_clock(elapsed_s))
+
+
+def record_step_script(journal: Journal, node: Node, step: int, fix: str, restored: bool = False) -> None:
+    """Journal the node's script (its hash already set) as step ``step`` of its refine loop, before
+    it runs; ``restored``: a fall back to an earlier step's script, which is not run again."""
+    more = {"restored": True} if restored else {}
+    journal.append(Event.NODE_STEP, id=node.id, step=step, **more, fix=fix, code_sha256=node.code_sha256)
+
+
+def record_report(
+    journal: Journal, node_id: str, author: str, failure: str | None = None, directions: list[str] | None = None
+) -> None:
+    """Journal who wrote a community-cycle node's report: the model, or the harness (and why)."""
+    written = {"failure": failure} if failure is not None else {"directions": directions or []}
+    journal.append(Event.NODE_REPORT, id=node_id, author=author, **written)
+
+
+def record_best(journal: Journal, node: Node, elapsed_s: float) -> None:
+    """Journal that ``node`` is the run's best, once best/ holds it."""
+    journal.append(Event.BEST_CHANGED, id=node.id, score=node.score, **_clock(elapsed_s))
 
 
 def apply_outcome(node: Node, outcome: Outcome) -> None:
@@ -100,7 +123,7 @@ def record_finished(journal: Journal, node: Node, outcome: Outcome, elapsed_s: f
     """Set ``node``'s outcome fields from ``outcome`` and journal them."""
     apply_outcome(node, outcome)
     journal.append(
-        "node_finished",
+        Event.NODE_FINISHED,
         id=node.id,
         status=node.status,
         score=node.score,
@@ -125,14 +148,14 @@ def record_seed_check_waived(
 ) -> None:
     """Journal that ``candidate``'s seed check (its re-runs with other seeds) is not made, and
     why (mlguild.run.gate): it stays behind ``best``, and no re-run of it is asked for again."""
-    journal.append("seed_check_waived", candidate=candidate, best=best, reason=reason, **_clock(elapsed_s))
+    journal.append(Event.SEED_CHECK_WAIVED, candidate=candidate, best=best, reason=reason, **_clock(elapsed_s))
 
 
 def node_from_started(data: dict[str, Any]) -> Node:
     """The node a first ``node_started`` record describes (the inverse of ``record_started``)."""
     node = Node(
         id=data["id"],
-        op=data["op"],
+        op=Op(data["op"]),
         parents=tuple(data["parents"]),
         iteration=data["iteration"],
         plan=data.get("plan", ""),
@@ -146,7 +169,7 @@ def node_from_started(data: dict[str, Any]) -> Node:
 
 def apply_finished(node: Node, record: dict[str, Any]) -> None:
     """Set ``node``'s outcome fields from a ``node_finished`` record (the inverse of ``record_finished``)."""
-    node.status = record["status"]
+    node.status = node_status(record["status"])
     node.score = record.get("score")
     node.failure = record.get("failure")
     node.printed_score = record.get("printed_score")

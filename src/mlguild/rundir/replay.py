@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.graph import Node, SearchGraph
-from ..core.vocabulary import Status
+from ..core.vocabulary import Event, Status
 from ..metrics import Direction
 from .records import apply_finished, node_from_started
 
@@ -43,39 +43,39 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
     graph = state.graph
     for rec in records:
         kind = rec["type"]
-        if kind == "session_started":
+        if kind == Event.SESSION_STARTED:
             state.spent_s += state._session_elapsed
             state._session_elapsed = 0.0
             state.sessions += 1
-        elif kind == "node_started":
+        elif kind == Event.NODE_STARTED:
             data = rec["node"]
             if data["id"] in graph.nodes:  # a resumed restart of an unfinished node
                 graph[data["id"]].attempts += 1
             else:
                 graph.add(node_from_started(data))
-        elif kind == "node_step":  # a fix inside the node (mlguild.brains.llm.cycle): its script now
+        elif kind == Event.NODE_STEP:  # a fix inside the node (mlguild.brains.llm.cycle): its script now
             graph[rec["id"]].code_sha256 = rec["code_sha256"]
-        elif kind == "node_finished":
+        elif kind == Event.NODE_FINISHED:
             apply_finished(graph[rec["id"]], rec)
-        elif kind == "run_started":
+        elif kind == Event.RUN_STARTED:
             state.scorer_fingerprint = rec.get("scorer_sha256")
-        elif kind == "best_changed":
+        elif kind == Event.BEST_CHANGED:
             state.best_id = rec["id"]
-        elif kind == "final_chosen":
+        elif kind == Event.FINAL_CHOSEN:
             state.final_choice = {
                 k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type", "session_elapsed_s")
             }
-        elif kind == "confirmation_scored":  # each node's confirmation score, kept from its one scoring
+        elif kind == Event.CONFIRMATION_SCORED:  # each node's confirmation score, kept from its one scoring
             scores = {**(state.confirmation or {}).get("scores", {}), **rec.get("scores", {})}
             kept = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
             state.confirmation = {**kept, "scores": scores}
-        elif kind == "final_graded":
+        elif kind == Event.FINAL_GRADED:
             state.final_grade = {k: v for k, v in rec.items() if k not in ("v", "seq", "ts", "type")}
-        elif kind == "seed_check_waived":  # mlguild.run.gate: the candidate stays behind the best
+        elif kind == Event.SEED_CHECK_WAIVED:  # mlguild.run.gate: the candidate stays behind the best
             graph.waived.add(rec["candidate"])
-        elif kind == "move_skipped":
+        elif kind == Event.MOVE_SKIPPED:
             state.unavailable.setdefault(rec["op"], rec["reason"])
-        elif kind == "session_ended":
+        elif kind == Event.SESSION_ENDED:
             state.finished_reason = rec.get("reason")
         if "session_elapsed_s" in rec:
             state._session_elapsed = max(state._session_elapsed, float(rec["session_elapsed_s"]))

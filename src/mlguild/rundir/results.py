@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.graph import Node
+from ..core.vocabulary import Event
 from ..util.fs import atomic_write
 
 RESULTS = "results.tsv"
@@ -45,9 +46,9 @@ def node_cost(records: list[dict[str, Any]], node_id: str) -> float:
     """The LLM cost journaled for ``node_id``, scanning back from the end only to its start."""
     cost = 0.0
     for rec in reversed(records):
-        if rec["type"] == "llm_call" and rec.get("node") == node_id:
+        if rec["type"] == Event.LLM_CALL and rec.get("node") == node_id:
             cost += float(rec.get("cost_usd") or 0.0)
-        elif rec["type"] == "node_started" and rec["node"]["id"] == node_id:
+        elif rec["type"] == Event.NODE_STARTED and rec["node"]["id"] == node_id:
             break
     return cost
 
@@ -68,9 +69,9 @@ def rebuild(run_path: Path, nodes: list[Node], records: list[dict[str, Any]]) ->
     costs: dict[str, float] = {}
     finished_order: list[str] = []
     for rec in records:
-        if rec["type"] == "llm_call" and rec.get("node"):
+        if rec["type"] == Event.LLM_CALL and rec.get("node"):
             costs[rec["node"]] = costs.get(rec["node"], 0.0) + float(rec.get("cost_usd") or 0.0)
-        elif rec["type"] == "node_finished" and rec["id"] not in finished_order:
+        elif rec["type"] == Event.NODE_FINISHED and rec["id"] not in finished_order:
             finished_order.append(rec["id"])
     by_id = {n.id: n for n in nodes}
     rows = [line(by_id[i], costs.get(i, 0.0)) for i in finished_order if i in by_id]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import NothingLearnable
+from ..core.vocabulary import Event
 from ..metrics import Direction, Score, get_metric
 from ..task.folder import TaskSpec
 
@@ -86,7 +87,7 @@ def floors(records: list[dict]) -> list[float]:
     """The constant floors the run measured at creation (the sample submission's, and the
     training prior's where recorded), from its journal."""
     for rec in records:
-        if rec.get("type") == "run_started":
+        if rec.get("type") == Event.RUN_STARTED:
             return [rec[key] for key in ("floor_score", "prior_floor_score") if rec.get(key) is not None]
     return []
 

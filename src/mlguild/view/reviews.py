@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.graph import SearchGraph
 from ..core.score import Direction, Score
+from ..core.vocabulary import Event
 from ..llm.ledger import Ledger
 
 _ASKED = ("passed", "revised", "revision_failed", "unreviewed")
@@ -34,7 +35,7 @@ def review_tally(graph: SearchGraph, records: list[dict[str, Any]], direction: D
         if parent is not None and parent.score is not None:
             compared += 1
             improved += Score(node.score, direction).better_than(Score(parent.score, direction))
-    ledger = Ledger.from_records(r for r in records if r.get("type") == "llm_call")
+    ledger = Ledger.from_records(r for r in records if r.get("type") == Event.LLM_CALL)
     spent = [t for p, t in ledger.by_purpose.items() if p in ("review", "revise")]
     return {
         "asked": sum(counts[s] for s in _ASKED),

@@ -25,7 +25,7 @@ import yaml
 
 from ..core.errors import RunError
 from ..core.graph import Node
-from ..core.vocabulary import Op, Status
+from ..core.vocabulary import Event, Op, Status
 from ..metrics import get_metric
 from ..rundir.journal import read_journal
 from ..rundir.replay import RunState, replay
@@ -184,21 +184,21 @@ def _build(path: Path, version: str) -> RunView:
     view = RunView(path, records, replay(records, direction), spec, config, version)
     for rec in records:
         kind = rec["type"]
-        if kind == "node_started":
+        if kind == Event.NODE_STARTED:
             data = rec["node"]
             view.started.setdefault(data["id"], rec["ts"])
             view.worker.setdefault(data["id"], int(data.get("worker", 1)))
             if data.get("recall"):
                 view.recall[data["id"]] = list(data["recall"])
-        elif kind == "node_finished":
+        elif kind == Event.NODE_FINISHED:
             view.finished[rec["id"]] = rec["ts"]
-        elif kind == "llm_call":
+        elif kind == Event.LLM_CALL:
             view.calls.append(rec)
             view.cost[rec.get("node", "")] += float(rec.get("cost_usd") or 0.0)
             view.tokens[rec.get("node", "")] += int(rec.get("input_tokens") or 0) + int(rec.get("output_tokens") or 0)
-        elif kind == "best_changed":
+        elif kind == Event.BEST_CHANGED:
             view.best_changes.append((rec["ts"], rec["id"]))
-        elif kind == "kaggle_scored":
+        elif kind == Event.KAGGLE_SCORED:
             view.public[rec["node"]] = rec.get("public_score")
     return view
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, load_config
-from ..core.vocabulary import FailureKind, Op
+from ..core.vocabulary import Event, FailureKind, Op
 from ..final.ladder import ladder
 from ..llm.ledger import Ledger
 from ..metrics import get_metric
@@ -61,12 +61,12 @@ def time_use(records: list[dict[str, Any]], state: RunState, time_s: float | Non
     how many search nodes their time limit killed or the estimate of their cost kept from starting."""
     search = final = latest = 0.0
     ended: float | None = None  # a session killed before its end was all search
-    for rec in [*records, {"type": "session_started"}]:  # a sentinel closes the last session
-        if rec["type"] == "session_started":
+    for rec in [*records, {"type": Event.SESSION_STARTED}]:  # a sentinel closes the last session
+        if rec["type"] == Event.SESSION_STARTED:
             stop = latest if ended is None else ended
             search, final = search + stop, final + max(0.0, latest - stop)
             ended, latest = None, 0.0
-        elif rec["type"] == "session_ended":
+        elif rec["type"] == Event.SESSION_ENDED:
             ended = float(rec.get("session_elapsed_s", 0.0))
         if "session_elapsed_s" in rec:
             latest = max(latest, float(rec["session_elapsed_s"]))
@@ -85,7 +85,7 @@ def time_use(records: list[dict[str, Any]], state: RunState, time_s: float | Non
 
 def resources(records: list[dict[str, Any]], state: RunState, config: Config | None) -> dict[str, Any]:
     """Iterations and wall clock against their caps, and the LLM's tokens and cost."""
-    calls = [r for r in records if r["type"] == "llm_call"]
+    calls = [r for r in records if r["type"] == Event.LLM_CALL]
     ledger = Ledger.from_records(calls)
     return {
         "iterations": sum(1 for n in state.graph if n.op not in (Op.REFIT, Op.EDA)),

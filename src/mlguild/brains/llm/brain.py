@@ -25,6 +25,7 @@ from ...coder import (
 from ...coder.stepwise import STEP_ORDER, assemble_parts
 from ...config import BrainConfig, Config
 from ...config.llm import LLMConfig
+from ...core.meta import NodeMeta
 from ...core.protocols import Action, Context, FixRequest, ParentView, Proposal, ReportRequest, WrittenReport
 from ...core.score import POOLED_LABEL
 from ...core.titles import title_of
@@ -167,7 +168,7 @@ class LLMBrain:
             else:
                 plan, code = self.talk.full_script(render("draft", **common, tried=tried), "draft", node)
         title = title_of(plan)
-        meta: dict[str, object] = {"summary": title or _first_line(plan), "model": self.llm.model}
+        meta: NodeMeta = {"summary": title or _first_line(plan), "model": self.llm.model}
         used = cited_ideas(plan, context.ideas)
         if used:
             meta["ideas"] = used

@@ -20,6 +20,7 @@ import re
 
 from ...coder import failure_from_node
 from ...core.errors import ProposalFailed
+from ...core.meta import NodeMeta
 from ...core.protocols import Action, Context, FixRequest, Proposal
 from ...core.vocabulary import Op
 from ...pools.ideas import cited_ideas
@@ -55,7 +56,7 @@ def cycle_proposal(talk: Conversation, action: Action, context: Context, common:
     prompt = render("cycle_implement", draft=draft, time_budget_s=common["time_budget_s"], plan_recall=recall)
     plan, code = talk.full_script(prompt, "cycle:implement", node)
     first = next((ln.strip() for ln in draft.splitlines() if ln.strip()), "")
-    meta: dict[str, object] = {
+    meta: NodeMeta = {
         "summary": first.removeprefix("Draft:").strip()[:200],
         "model": talk.model,
         "cycle": "community",

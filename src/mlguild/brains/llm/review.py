@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...coder.sections import change, change_view
 from ...core.errors import StopRun
+from ...core.meta import NodeMeta
 from ...core.protocols import Action, Context, ParentView, Proposal
 from ...core.vocabulary import Op
 from ...llm.base import Completion, Message
@@ -177,7 +178,10 @@ def review(
         raise
     except Exception as exc:  # the revision failed: the script as it was, said so
         why = f"the revision failed ({type(exc).__name__}: {str(exc)[:200]}); the script runs as first written"
-        meta = {**proposal.meta, "review": {"status": "revision_failed", **record, "note": why, **_cost(spent)}}
+        meta: NodeMeta = {
+            **proposal.meta,
+            "review": {"status": "revision_failed", **record, "note": why, **_cost(spent)},
+        }
         return replace(proposal, meta=meta)
     diff = "".join(
         difflib.unified_diff(

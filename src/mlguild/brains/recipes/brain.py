@@ -154,7 +154,7 @@ class RecipeBrain:
         if ideas:
             meta["ideas"] = ideas
         changed = diff(recipe_meta(parent.meta), meta)
-        moves = [*parent.meta.get("moves", []), name]
+        moves = [*recipe_meta(parent.meta).get("moves", []), name]
         meta.update({"move": name, "parent": parent.node_id, "moves": moves, "changed": changed})
         why = "; ".join(m.why for m in chosen)
         lines = [
@@ -302,7 +302,7 @@ class RecipeBrain:
 
     def _proposal(self, lines: list[str], summary: str, meta: RecipeMeta, context: Context) -> Proposal:
         code = render_script(context.task, context.profile, meta, summary)
-        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=dict(meta), title=title_of(lines[0]))
+        return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta.copy(), title=title_of(lines[0]))
 
     def _rng(self, context: Context, *key: str) -> random.Random:
         # A string seed hashes the same way in every process (unlike hash()), so runs replay.

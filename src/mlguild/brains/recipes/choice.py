@@ -69,10 +69,10 @@ def move_stats(
     gains: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
     for h in history:
-        parent = by_id.get(h.meta.get("parent", ""))
-        if h.op != Op.IMPROVE or h.cut_short or parent is None or parent.score is None or not h.meta.get("move"):
+        parent, move = by_id.get(h.meta.get("parent") or ""), h.meta.get("move")
+        if h.op != Op.IMPROVE or h.cut_short or parent is None or parent.score is None or not move:
             continue  # a node the run's end cut short says nothing about its move
-        names = h.meta["move"].split("+")
+        names = move.split("+")
         gain = FAILED_GAIN if h.score is None else sign * (h.score - parent.score) / spread
         ratio = h.exec_s / parent.exec_s if h.exec_s and parent.exec_s else None
         for name in names:  # a pair's result is credited to each of its moves, split evenly

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.errors import MoveUnavailable
+from ...core.meta import NodeMeta
 from ...core.protocols import Context, Proposal
 from ...metrics import get_metric, per_column
 from .catalog import recipe_modality
@@ -73,7 +74,7 @@ def fuse_proposal(context: Context) -> Proposal:
         )
     else:
         code = render_fuse(task, members, summary)
-    meta: dict[str, Any] = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
+    meta: NodeMeta = {"brain": "recipes", "fuse": members, "summary": f"blend of {', '.join(members)}"}
     return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 
 

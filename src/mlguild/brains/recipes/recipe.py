@@ -19,33 +19,26 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
+from ...core.meta import NodeMeta
 from ...sandbox import devices
 from ...sandbox.backbones import find_backbones
 
 Params = dict[str, Any]
 
 
-class RecipeMeta(TypedDict, total=False):
+class RecipeMeta(NodeMeta, total=False):
     """The shape of a recipe node's meta (see the module docstring): what its script was
-    rendered from, and how it came from its parent."""
+    rendered from, and how it came from its parent. The keys the harness reads too (``brain``
+    "recipes", ``recipe`` a family of RECIPES, ``params`` passed verbatim to the model
+    constructor, ``features``, ``run``, ``move``, ``parent``, ``changed``, ``ideas``,
+    ``reference``, ``last_resort``) are NodeMeta's."""
 
-    brain: str  # "recipes"
-    recipe: str  # a family of RECIPES
     modality: str
-    params: Params  # passed verbatim to the model constructor
-    features: dict[str, Any]  # feature switches and sizes
-    run: dict[str, Any]  # n_folds, max_train_rows, cv_budget_share, seeds
     moves: list[str]  # every move from the draft to this node, oldest first
-    move: str | None  # the move that made this node from its parent ("a+b" for several)
-    parent: str | None  # the parent node's id
-    changed: dict[str, list[Any]]  # flattened setting -> [before, after]
     evolved_from: str  # an evolve's parent
-    last_resort: bool  # the safest pipeline (mlguild.core.protocols.LAST_RESORT)
     repairs: list[str]  # repairs learned on this task, applied to the draft
-    ideas: list[str]  # idea-pool ids this node acts on (mlguild.brains.recipes.ideas)
-    reference: str  # the baseline ladder's rung this node is (mlguild.run.references)
     recalled: str  # "RUN/NODE": an earlier run's node on this task made again (mlguild.brains.recipes.earlier)
 
 
