@@ -16,7 +16,9 @@ from mlguild.rundir.replay import replay
 
 def test_loop_scores_failures_and_best(small_task, tmp_path):
     replies = [CRASH, GOOD, SYNTAX, NO_OUTPUT, BAD_HEADER, HANG, CHEAT]
-    agent, run = _agent(small_task, tmp_path, replies, **{"budget.iterations": 9, "sandbox.script_timeout_s": 2})
+    # The limit is for HANG, the one script that meets it: 15 s is far more than GOOD needs (a
+    # pandas import and two small files) on a machine busy with other tests, where 2 s was not.
+    agent, run = _agent(small_task, tmp_path, replies, **{"budget.iterations": 9, "sandbox.script_timeout_s": 15})
     stop = agent.run_loop()
     assert stop.finished and stop.which == "iterations" and str(stop) == "budget: iterations"
     graph = agent.session.state.graph
