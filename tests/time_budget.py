@@ -37,8 +37,13 @@ class Recorder:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
         if "slow" in report.keywords:
             self.slow.add(report.nodeid)
+        if report.when == "teardown" and report.nodeid in self.slow:
+            self.write()  # as each slow test ends: a run cut short still keeps what it measured
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.write()
+
+    def write(self) -> None:
         budget = load(self.path)
         tests = dict(budget["tests"])
         for nodeid, seconds in self.seconds.items():

@@ -308,7 +308,7 @@ def test_family_priors_rank_families_within_each_run_and_order_the_first_drafts(
 
 def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_path):
     from mlguild.brains.recipes.catalog import recipes_for
-    from mlguild.brains.recipes.choice import family_order
+    from mlguild.brains.recipes.choice import family_order, family_reason
 
     task = load_task(make_task(tmp_path / "task", n=400))
     cfg = load_config(None, ["budget.iterations=3", "search.num_drafts=3", "search.policy=greedy"])
@@ -332,7 +332,10 @@ def test_a_second_run_drafts_first_the_family_that_ranked_best_in_the_first(tmp_
     assert recalled.meta["recalled"] == f"first/{chosen.id}" and recalled.meta["recipe"] == chosen.meta["recipe"]
     order = family_order(recipes_for(second.spec.public_dict(), agent.session.contexts.profile), priors)
     assert drafted.meta["recipe"] == next(name for name in order if name != chosen.meta["recipe"])
-    assert "earlier runs" in drafted.plan
+    assert "earlier runs" in recalled.plan
+    # The draft says why it comes now when the first run ranked its family; a family that run
+    # never tried (it outranks one that ranked below the mean there) has nothing to say.
+    assert ("earlier runs" in drafted.plan) == bool(family_reason(drafted.meta["recipe"], priors))
 
 
 def test_the_llm_prompt_shows_this_runs_records(tmp_path):
