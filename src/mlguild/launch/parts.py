@@ -1,6 +1,6 @@
 """The parts a run is made of, built from its configuration: the LLM its brain asks (or a
 dry run's stand-in), the brain, and the sandbox with the line that says what it covers.
-``run.entry`` puts them together."""
+``launch.entry`` puts them together."""
 
 from __future__ import annotations
 
