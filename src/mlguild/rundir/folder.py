@@ -38,6 +38,7 @@ from ..scoring.strict_csv import read_table
 from ..task.folder import Task, TaskSpec, short
 from ..task.identity import data_fingerprint, task_key
 from ..task.profile import DataProfile, profile_workspace
+from ..util.fs import fsync_dir
 from . import events
 from .journal import Journal
 
@@ -153,7 +154,7 @@ def create_run(task: Task, config: Config, runs_dir: Path, run_id: str | None = 
                     holdout_split=_split_summary(partial),
                 )
             os.rename(partial, path)  # the run appears whole, or not at all
-            _fsync_dir(runs)
+            fsync_dir(runs)
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)  # a half-built run is worse than none
             os.close(lock_fd)
@@ -306,14 +307,6 @@ def _writing(runs_dir: Path, run_id: str) -> Iterator[None]:
             f"cannot create run {run_id} in {runs_dir}: {exc.strerror or exc} ({short(str(where))})",
             fixes.get(exc.errno, f"check that {runs_dir} is a folder you can write"),
         ) from None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def floor_score(spec: TaskSpec, submission: Path, answers: Path, what: str) -> float | None:

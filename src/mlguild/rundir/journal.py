@@ -18,16 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import JournalCorrupt
+from ..util.fs import fsync_dir
 
 SCHEMA_VERSION = 1
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -78,7 +71,7 @@ class Journal:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if created:
             os.fsync(self._fd)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         self._seq = self.records[-1]["seq"] + 1 if self.records else 0
 
     def append(self, type: str, **data: Any) -> dict[str, Any]:

@@ -33,6 +33,15 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         os.close(dir_fd)
 
 
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in the folder ``path`` durable (its entry fsynced)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def read_no_follow(path: Path) -> bytes:
     """A node file's bytes, refusing (OSError) a link a script may have planted in its directory."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
