@@ -46,7 +46,7 @@ def image_task(root, n_train: int = 360, n_test: int = 90):
 
 
 def test_an_image_folder_task_runs_and_hides_the_holdouts_labels(tmp_path):
-    task = image_task(tmp_path / "digits-files")
+    task = image_task(tmp_path / "digits-files", n_train=240, n_test=60)
     done = mlguild("run", str(task), "--brain", "recipes", "-n", "2", "--run-id", "r", cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "each row names a file: column 'image'" in " ".join(done.stdout.split())

@@ -44,7 +44,7 @@ def later_nodes_using(run, marker: str, first: str) -> list[str]:
 @pytest.mark.timeout(1800)
 def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
     pytest.importorskip("skimage", reason="needs the [examples] extra")
-    photos = slice_task(build_example("photos", tmp_path / "example"), tmp_path / "photos", 180, 45)
+    photos = slice_task(build_example("photos", tmp_path / "example"), tmp_path / "photos", 126, 36)
     done = mlguild(*RUN, str(photos), "--run-id", "p", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "p"
@@ -68,10 +68,13 @@ def test_the_photos_example_uses_the_pretrained_backbone_on_cpu(tmp_path):
 @pytest.mark.skipif(model_path() is None, reason="needs the [embeddings] extra")
 @pytest.mark.timeout(1800)
 def test_the_reviews_example_adds_sentence_embeddings(tmp_path):
-    reviews = slice_task(build_example("reviews", tmp_path / "example"), tmp_path / "reviews", 600, 150)
+    reviews = slice_task(build_example("reviews", tmp_path / "example"), tmp_path / "reviews", 300, 100)
     done = mlguild(*RUN, str(reviews), "--run-id", "t", cwd=tmp_path, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "t"
+    floor = journal(run)[0]["floor_score"]  # the whole run, to a final graded above the constant
+    grade = json.loads((run / "audit" / "final_grade.json").read_text())
+    assert grade["valid"] and grade["test_score"] > floor, (grade, floor)
     assert drafted(run)[:2] == ["tfidf_linear", "tfidf_sentences"]
     finished = {r["id"]: r for r in journal(run) if r["type"] == "node_finished"}
     assert finished["n0002"]["status"] == "scored" and finished["n0002"]["score"] > 0.6

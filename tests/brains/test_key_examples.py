@@ -43,13 +43,15 @@ def test_the_examples_are_the_conventions_they_name(tmp_path):
 @pytest.mark.timeout(1200)  # a whole run of real models and its refits, on 2 shared cores
 @pytest.mark.parametrize("name", ["crackers", "catsup"])
 def test_a_key_convention_example_runs_to_a_valid_final_submission_beating_its_floor(tmp_path, name):
-    cfg = load_config(None, ["budget.iterations=4", "budget.time_s=400", "sandbox.script_timeout_s=200"])
+    cfg = load_config(
+        None, ["budget.iterations=2", "search.num_drafts=2", "budget.time_s=400", "sandbox.script_timeout_s=200"]
+    )
     run = create_run(load_task(build_example(name, tmp_path / name)), cfg, tmp_path / "runs")
     agent = Agent(open_session(run, get_brain("recipes"), get_sandbox(cfg.sandbox.kind)))
     done = finish(agent.session, agent.run_loop())
     graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
-    assert sum(n.ok for n in graph) >= 3, failures
+    assert sum(n.ok for n in graph) >= 2, failures
 
     start = read_journal(run.path / "journal.jsonl")[0]
     direction = agent.session.scorers.holdout.metric.direction

@@ -97,14 +97,16 @@ def test_a_ranking_the_recipes_cannot_serve_is_refused_clearly(tasks, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["fishing", "movies", "fishing_map"])
 def test_a_ranking_example_runs_its_whole_budget_to_a_final_submission_beating_its_floor(tasks, tmp_path, name):
-    cfg = load_config(None, ["budget.iterations=5", "budget.time_s=300", "sandbox.script_timeout_s=120"])
+    cfg = load_config(
+        None, ["budget.iterations=3", "search.num_drafts=2", "budget.time_s=300", "sandbox.script_timeout_s=120"]
+    )
     run = create_run(load_task(tasks[name]), cfg, tmp_path / "runs")
     agent = Agent(open_session(run, get_brain("recipes")))
     stop = agent.run_loop()
     done = finish(agent.session, stop)
     graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
-    assert sum(n.ok for n in graph) >= 5, failures
+    assert sum(n.ok for n in graph) >= 3, failures  # two drafts and their blend
     assert any(n.is_blend and n.ok for n in graph), failures  # the blend of this shape ran and scored
 
     start = read_journal(run.path / "journal.jsonl")[0]

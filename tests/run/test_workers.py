@@ -85,7 +85,7 @@ def test_a_kill_9_mid_node_loses_no_finished_node_and_resume_goes_on(tmp_path):
     task = make_task(tmp_path / "task", n=300)
     runs = tmp_path / "runs"
     common = ["--runs-dir", str(runs), "--workers", "2"]
-    proc = _cli("run", str(task), "--brain", "recipes", "--iterations", "8", "--run-id", "r", *common)
+    proc = _cli("run", str(task), "--brain", "recipes", "--iterations", "5", "--run-id", "r", *common)
     journal = runs / "r" / "journal.jsonl"
     try:
         end = time.monotonic() + 240
@@ -113,7 +113,7 @@ def test_a_kill_9_mid_node_loses_no_finished_node_and_resume_goes_on(tmp_path):
         starts = [r for r in after if r["type"] == "node_started" and r["node"]["id"] == node_id]
         assert len(starts) == 1, f"{node_id} ran again"
     searched = [r for r in after if r["type"] == "node_started" and not r["node"].get("restart")]
-    assert len({r["node"]["id"] for r in searched if r["node"]["op"] != "refit"}) >= 8
+    assert len({r["node"]["id"] for r in searched if r["node"]["op"] != "refit"}) >= 5
     assert (runs / "r" / "final" / "submission.csv").is_file()
 
 

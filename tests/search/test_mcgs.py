@@ -220,7 +220,7 @@ from mlguild.sandbox import get_sandbox
 from mlguild.task.folder import load_task
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "new":
-    cfg = load_config(None, ["budget.iterations=14", "search.policy=mcgs", "search.num_drafts=2",
+    cfg = load_config(None, ["budget.iterations=10", "search.policy=mcgs", "search.num_drafts=2",
                              "search.draft_every=0", "search.mcgs.exploit_start=0.5", "sandbox.script_timeout_s=30"])
     run = create_run(load_task(sys.argv[3]), cfg, path, run_id="r")
 else:
@@ -238,7 +238,7 @@ def test_a_resume_after_kill_9_makes_the_choices_the_uninterrupted_run_made(smal
     whole = tmp_path / "whole"
     subprocess.run([sys.executable, "-c", RUNNER, "new", str(whole), str(small_task)], check=True, timeout=120)
     reference = _choices(whole / "r")
-    assert len(reference) == 14 and {op for _, op, _ in reference} >= {"draft", "improve"}
+    assert len(reference) == 10 and {op for _, op, _ in reference} >= {"draft", "improve"}
 
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, "new", str(killed), str(small_task)])

@@ -51,7 +51,7 @@ def test_a_folder_without_task_yaml_runs_end_to_end_and_only_task_yaml_is_writte
     before = snapshot(folder)
     # started inside the folder, as a user who unpacked a download does: ./runs is left out of the data
     cwd = folder if layout == "flat" else tmp_path
-    done = mlguild("run", str(folder), "--dry-run", "-n", "3", "--sandbox", "local", cwd=cwd)
+    done = mlguild("run", str(folder), "--dry-run", "-n", "1", "--sandbox", "local", cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     out = one_line(done.stdout)
     assert "no task.yaml" in out and "inferred one" in out and "the description says" in out
