@@ -38,7 +38,7 @@ _MARK = "MLGUILD_TEST_RAY_NODE"
 _START_S = 120  # a node that has not started by then fails the fixture (~13 s here)
 
 # Installed in every Python process of both nodes (not in the driver, the test's own process).
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import os, sys
 _FORBIDDEN = os.environ.get("MLGUILD_TEST_FORBIDDEN")
 _LOG = os.environ.get("MLGUILD_TEST_REFUSED_LOG")
@@ -60,7 +60,7 @@ def _refuse(event, args):
 
 if _FORBIDDEN and _LOG:
     sys.addaudithook(_refuse)
-'''
+"""
 
 
 def free_port() -> int:
@@ -110,7 +110,7 @@ def start_cluster(forbidden: Path) -> Cluster:
     # A lost node is known within ~2 s (the default is ~15 s): the kill test waits less.
     health = {"health_check_period_ms": 500, "health_check_failure_threshold": 3, "health_check_timeout_ms": 500}
     common = ["--num-cpus", "1", "--object-store-memory", str(100 * 2**20), "--disable-usage-stats", "--block"]
-    ports = lambda: ["--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port())]  # noqa: E731
+    ports = lambda: ["--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port())]
     head = [
         "--head", "--port", cluster.address.rsplit(":", 1)[1], "--node-ip-address", "127.0.0.1",
         "--include-dashboard", "false", "--dashboard-port", str(free_port()), "--system-config", json.dumps(health),

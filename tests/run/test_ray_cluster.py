@@ -89,7 +89,9 @@ def _finished(run) -> dict[str, dict]:
 
 
 def _hashes(root: Path) -> dict[str, Path]:
-    return {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+    return {
+        hashlib.sha256(p.read_bytes()).hexdigest(): p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+    }
 
 
 def test_the_refusal_works_on_the_worker_node(cluster):

@@ -124,12 +124,14 @@ def scratch() -> Path:
     """This node's scratch folder (see the module's docstring)."""
     chosen = os.environ.get("MLGUILD_RAY_SCRATCH")
     if not chosen:
-        try:  # the Ray node's --temp-dir: private to the node, removed with it
+        try:  # the Ray node's --temp-dir: this node's own (Ray says it in no public call)
             from ray._private import worker
 
-            chosen = os.path.join(worker.global_worker.node.get_temp_dir_path(), "mlguild")
+            node = worker.global_worker.node
         except (ImportError, AttributeError):
-            chosen = os.path.join(tempfile.gettempdir(), "mlguild-ray")
+            node = None
+        temp = node.get_temp_dir_path() if node is not None else None
+        chosen = os.path.join(temp, "mlguild") if temp else os.path.join(tempfile.gettempdir(), "mlguild-ray")
     path = Path(chosen)
     path.mkdir(parents=True, exist_ok=True, mode=0o755)
     return path
