@@ -1,7 +1,7 @@
 """Worker benchmarks (issue 13). Run by hand on an idle machine, report the figures:
 
     .venv/bin/python benchmarks/workers.py rate [--budget 3m] [--examples titanic,churn]
-    .venv/bin/python benchmarks/workers.py ray [--nodes 12]
+    .venv/bin/python benchmarks/workers.py ray [--nodes 12] [--cluster | --address HOST:PORT]
 
 ``rate``: finished nodes per hour with 1 worker against 2, the recipe brain on bundled
 examples whose scripts take seconds (the "short scripts" case, where the harness's own work
@@ -12,7 +12,12 @@ at least 1.7 times the rate with 2 workers on 2 cores.
 
 ``ray``: the per-node overhead of running scripts as Ray tasks on a local Ray instance
 against running them here, one worker each, on nodes whose script does almost nothing (so
-the difference is the overhead): mean wall time per node, and the difference.
+the difference is the overhead): mean wall time per node, and the difference. Every Ray task
+carries its node's folder and the data through the object store (mlguild.run.ray_ship), so
+this is also the cost of needing no shared disk. ``--cluster``: on a two-node cluster of
+separate ``ray start`` processes on this machine (tests/run/ray_cluster.py, 1 CPU each, no
+Ray process allowed into the run folders) instead of the in-process instance;
+``--address``: on the cluster already running there.
 """
 
 from __future__ import annotations
@@ -85,18 +90,39 @@ def bench_rate(budget_s: float, examples: list[str]) -> None:
     print(f"mean ratio, 2 workers over 1: {statistics.mean(ratios):.2f} (target >= 1.7 on 2 cores); runs: {work}")
 
 
-def bench_ray(nodes: int) -> None:
-    from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
-    from mlguild.llm import ScriptedLLM
-    from mlguild.run.loop import Agent
-    from mlguild.run.ray_workers import RaySandbox, connect
-    from mlguild.run.session import open_session
-    from mlguild.sandbox import get_sandbox
+def bench_ray(nodes: int, cluster: bool = False, address: str = "auto") -> None:
+    from mlguild.run.ray_workers import connect
 
     work = Path(tempfile.mkdtemp(prefix="mlguild-ray-"))
     task = load_task(build_example("titanic", work / "task"))
-    print(connect("auto"))
-    per_node = {}
+    started_cluster = None
+    if cluster:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "run"))
+        from ray_cluster import start_cluster, stop_cluster
+
+        os.environ["RAY_AUTH_MODE"] = "token"  # the cluster's, read when Ray is imported below
+        started_cluster = start_cluster(work)
+        address = started_cluster.address
+    try:
+        print(connect(address))
+        _compare(task, work, nodes)
+    finally:
+        if started_cluster is not None:
+            import ray
+
+            ray.shutdown()
+            stop_cluster(started_cluster)
+
+
+def _compare(task, work: Path, nodes: int) -> None:
+    from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
+    from mlguild.llm import ScriptedLLM
+    from mlguild.run.loop import Agent
+    from mlguild.run.ray_workers import RaySandbox
+    from mlguild.run.session import open_session
+    from mlguild.sandbox import get_sandbox
+
+    per_node, hosts = {}, set()
     for where in ("local", "ray", "local again"):
         cfg = load_config(
             None,
@@ -113,7 +139,11 @@ def bench_ray(nodes: int) -> None:
         per_node[where] = (time.monotonic() - started) / nodes
         failed = [n.id for n in agent.session.state.graph if not n.ok]
         print(f"{where}: {per_node[where] * 1000:.0f} ms per node over {nodes} nodes (failed: {failed or 'none'})")
+        if where == "ray":
+            finished = [r for r in run.journal.records if r["type"] == "node_finished"]
+            hosts = {r["exec"].get("host", "") for r in finished}
         run.close()
+    print(f"Ray nodes that ran scripts: {len(hosts)}")
     local = min(per_node["local"], per_node["local again"])  # the first run pays for cold caches
     print(
         f"Ray overhead per node: {(per_node['ray'] - local) * 1000:.0f} ms (ray / local: {per_node['ray'] / local:.2f})"
@@ -128,11 +158,13 @@ def main() -> None:
     rate.add_argument("--examples", default="titanic,churn", help="comma-separated bundled examples")
     ray = sub.add_parser("ray", help="per-node overhead of Ray against local workers")
     ray.add_argument("--nodes", type=int, default=12)
+    ray.add_argument("--cluster", action="store_true", help="on a two-node cluster of `ray start` processes here")
+    ray.add_argument("--address", default="auto", help="the Ray cluster to use (default: this machine's, or local)")
     args = parser.parse_args()
     if args.what == "rate":
         bench_rate(parse_duration(args.budget), args.examples.split(","))
     else:
-        bench_ray(args.nodes)
+        bench_ray(args.nodes, args.cluster, args.address)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 from conftest import llm_agent, run_while_killing_one, slow_replies
 
 from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
+from mlguild.core.vocabulary import FailureKind
 from mlguild.llm import ScriptedLLM
 from mlguild.sandbox.procfs import proc_table
 
@@ -57,7 +58,8 @@ def test_workers_run_their_scripts_on_ray_and_a_killed_ray_worker_fails_only_its
     nodes = list(agent.session.state.graph)
     assert len(nodes) == 6
     failed = [n for n in nodes if not n.ok]
-    assert len(failed) == 1 and "Ray worker" in (failed[0].failure or ""), [(n.id, n.status) for n in nodes]
+    assert len(failed) == 1 and failed[0].status == FailureKind.WORKER_LOST, [(n.id, n.status) for n in nodes]
+    assert "the Ray worker running the script was lost" in (failed[0].failure or "")
     assert all(n.ok for n in nodes if n is not failed[0])
     # The inner sandbox ran each script on a Ray worker; the killed one is Ray's failure.
     layers = {r["exec"].get("layer") for r in run.journal.records if r["type"] == "node_finished" and r.get("exec")}

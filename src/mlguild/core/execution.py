@@ -121,6 +121,7 @@ class ExecStatus(str, Enum):  # noqa: UP042 (str() of a member must stay as it i
     DISK = "disk"  # the working directory passed disk_mb or max_files; killed
     PROCS = "procs"  # the process tree passed tree_procs (a fork bomb); killed
     SANDBOX_ERROR = "sandbox_error"  # the sandbox itself failed: the script may never have run
+    WORKER_LOST = "worker_lost"  # the Ray worker or node running it died (mlguild.run.ray_workers)
 
 
 @dataclass
@@ -146,6 +147,7 @@ class ExecResult:
     run_uid: int | None = None  # the uid the script ran as (None: it never started)
     notes: str = ""  # isolation that was asked for but not applied, and why (empty: none)
     reason: str = ""  # one human-readable line: why the run ended this way
+    host: str = ""  # where it ran when not in this process's sandbox: "HOST (Ray node ID)"; "" here
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (status as its string value)."""

@@ -58,6 +58,7 @@ class FailureKind(StrEnum):
     INVALID_OUTPUT = "invalid_output"
     INTERRUPTED = "interrupted"
     SANDBOX_ERROR = "sandbox_error"
+    WORKER_LOST = "worker_lost"  # the machine or Ray worker running its script was lost: not the script's fault
     SCORER_TAMPERED = "scorer_tampered"  # the scorer's files changed while this node's script ran
     DUPLICATE = "duplicate"  # its code is a node's already run or running: not run again (mlguild.run.propose)
     OVER_BUDGET = "over_budget"  # its estimated cost exceeds the time it could have: not started (mlguild.run.gate)

@@ -4,19 +4,20 @@ The workers are the same as on one machine (mlguild.run.workers): the same threa
 propose and record nodes in the driver, which keeps the run directory, the journal and the
 sealed labels. Only the scripts go elsewhere: ``RaySandbox`` hands each one to a Ray task
 that runs it in the usual sandbox on whichever node Ray picks, and returns what happened.
-What travels is the script's command, its working directory, its environment, its limits
-and the path of the public data; the node's outputs are scored by the driver when the task
-returns. So the run directory must be on a disk every Ray node sees (the case for a local
-instance, and for a cluster sharing a filesystem).
+No disk is shared: the node's folder, the public data and the embeddings cache travel
+through Ray's object store, and the script's outputs come back the same way
+(mlguild.run.ray_ship), to be scored by the driver. The journal records the host and Ray
+node that ran each script (``exec.host``).
 
-A Ray worker that dies mid-script (killed, out of memory, its node lost) fails that node as
-a sandbox error; the run goes on, and nothing finished is lost.
+A Ray worker that dies mid-script, or the whole Ray node it ran on, fails that node as
+``worker_lost``; the run goes on on the nodes left, and nothing finished is lost.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,15 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.execution import ExecResult, ExecStatus, Limits
 from ..core.protocols import Sandbox
+from .embeddings_cache import EMBEDDINGS_ENV
+from .ray_ship import Inputs, node_files, run_shipped, write_back
 
 _remote_run: Any = None  # the Ray task, made once Ray is imported
 
 
-def _run_script(sandbox: Sandbox, argv, cwd, env, limits, stdout_path, stderr_path, data_dir) -> ExecResult:
-    """What a Ray worker does for one node: run its script in the sandbox, as locally."""
-    return sandbox.run(argv, cwd, env, limits, stdout_path, stderr_path, data_dir)
+def _run_script(inner: Sandbox, argv, env, limits, node, inputs, paths):
+    """The Ray task (its name is what ``ps`` shows of a Ray worker running a script)."""
+    return run_shipped(inner, argv, env, limits, node, inputs, paths)
 
 
 def connect(address: str) -> str:
@@ -91,6 +94,7 @@ class RaySandbox:
         self.layer = f"ray+{inner.layer}"
         self.strong = inner.strong
         self._running: set[Any] = set()  # object refs of scripts in flight
+        self._inputs = Inputs()  # the read-only folders put in the object store
         self._lock = threading.Lock()
 
     def run(
@@ -105,22 +109,43 @@ class RaySandbox:
     ) -> ExecResult:
         import ray
 
-        cpus = len(limits.cpus) if limits.cpus else 1
-        # Ray places the task by its CPU count; the CPU numbers are the driver's machine's.
+        # Ray places the task by its CPU count, at most a node's; the CPU numbers are the driver's machine's.
+        cpus = min(len(limits.cpus) if limits.cpus else 1, self._largest_node())
         remote_limits = Limits(**{**limits.__dict__, "cpus": None})
+        inputs, paths = {}, {"cwd": str(cwd), "python": sys.executable}
+        if data_dir is not None:
+            inputs["data"], paths["data"] = self._inputs.ship(data_dir), "data"
+        cache = env.get(EMBEDDINGS_ENV, "")
+        if os.path.isabs(cache):
+            inputs["embeddings"] = self._inputs.ship(Path(cache))
         ref = _remote_run.options(num_cpus=cpus).remote(
-            self.inner, argv, cwd, env, remote_limits, stdout_path, stderr_path, data_dir
+            self.inner, argv, env, remote_limits, node_files(cwd), inputs, paths
         )
         with self._lock:
             self._running.add(ref)
         try:
-            return ray.get(ref)
+            result, outputs, *streams = ray.get(ref)
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError) as exc:
+            return self._failed(ExecStatus.WORKER_LOST, "the Ray worker running the script was lost", exc)
         except (ray.exceptions.RayError, OSError) as exc:
-            reason = f"the Ray worker running the script failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"
-            return ExecResult(ExecStatus.SANDBOX_ERROR, None, None, 0.0, layer=self.layer, reason=reason)
+            return self._failed(ExecStatus.SANDBOX_ERROR, "the Ray worker running the script failed", exc)
         finally:
             with self._lock:
                 self._running.discard(ref)
+        write_back(cwd, outputs, stdout_path, stderr_path, streams)
+        return result
+
+    def _failed(self, status: ExecStatus, what: str, exc: BaseException) -> ExecResult:
+        first = (str(exc).splitlines() or [""])[0]
+        reason = f"{what}: {type(exc).__name__}: {first}"
+        return ExecResult(status, None, None, 0.0, layer=self.layer, reason=reason)
+
+    def _largest_node(self) -> int:
+        """The most CPUs one live Ray node has (a task asking for more would wait for ever)."""
+        import ray
+
+        cpus = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")]
+        return max(1, int(max(cpus, default=1)))
 
     def cancel_all(self) -> int:
         """Stop every script in flight (Ctrl-C on the driver); how many."""

@@ -62,12 +62,16 @@ def drop_target(limits: Limits) -> tuple[int, int] | None:
 
 def python_paths() -> list[str]:
     """Where the running interpreter imports from: its prefixes and every absolute
-    ``sys.path`` entry that exists (site-packages, editable installs, the stdlib zip)."""
+    ``sys.path`` entry that exists (site-packages, editable installs, the stdlib zip), each
+    also where its links lead: a folder bound whole (a Ray worker's current directory is on
+    its path) shows a link in it as a link, which needs its target bound too."""
     seen: list[str] = []
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
     for p in candidates:
-        if p and os.path.isabs(p) and os.path.exists(p) and p not in seen:
-            seen.append(os.path.normpath(p))
+        if p and os.path.isabs(p) and os.path.exists(p):
+            for path in (os.path.normpath(p), os.path.realpath(p)):
+                if path not in seen:
+                    seen.append(path)
     return seen
 
 
