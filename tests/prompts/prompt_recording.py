@@ -1,5 +1,5 @@
 """A recorded run with the scripted LLM that asks for every kind of prompt once or more:
-the brief, the exploration, two drafts (the second crashes), its repair, an improve near
+the brief, the exploration, its summary, two drafts (the second crashes), its repair, an improve near
 the run's end, an evolve, a fuse, and the community cycle's draft, implementation, fix,
 refinement (the model judges the fixed script done) and report.
 ``record_prompts`` returns each op's last prompt, made deterministic (measured durations and
@@ -49,6 +49,11 @@ print(f"target balance: {train['y'].mean():.2f} positive")
 for column in ("x0", "x1", "x2"):
     print(f"correlation of {column} with y: {train[column].corr(train['y']):.2f}")
 ```
+"""
+
+# The model's summary of what the exploration printed: the brief keeps it, not the output.
+FINDINGS = """- 144 training rows; columns id, x0, x1, x2 and the target y, 44% positive.
+- correlation of x0 with y: 0.72, the one strong signal; x1 (-0.07) and x2 (-0.11) carry almost none.
 """
 
 
@@ -116,6 +121,7 @@ REPORT = """{"method": "A logistic curve on x0 with its slope chosen on 5 folds.
 FILES = {
     "brief": "brief",
     "eda": "eda",
+    "findings": "findings",
     "draft": "draft",
     "debug": "debug",
     "improve:diff": "improve",
@@ -143,7 +149,7 @@ def normalise(text: str, tmp: Path) -> str:
 
 def record_prompts(tmp: Path) -> dict[str, str]:
     """Run the recorded run in ``tmp``; {golden file name: its prompt}, ``system`` included."""
-    replies = [BRIEF, EDA, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE]
+    replies = [BRIEF, EDA, FINDINGS, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE]
     replies += [CYCLE_DRAFT, CYCLE_CRASH, CYCLE_FIX, CYCLE_DONE, REPORT]
     llm = ScriptedLLM(replies, default=None)
     sets = [f"sandbox.script_timeout_s={LIMIT_S}", "search.num_drafts=2", "brain.eda=true"]

@@ -47,8 +47,11 @@ def test_each_prompt_carries_what_the_issue_asks_for(prompts):
     system = prompts["system"]
     # Row counts as a CSV reader counts them, and which figure is which.
     assert "data rows as a CSV reader counts them" in system
-    # The exploration's findings reach every later prompt.
-    assert "correlation of x0 with y" in system
+    # The exploration's findings reach every later prompt, as the model's summary of its output
+    # (asked once, with the whole output), last in the system turn, after the contract.
+    assert "correlation of x0 with y: 0.72, the one strong signal" in system
+    assert "correlation of x1 with y: -0.07" in prompts["findings"] and "correlation of x1 with y" not in system
+    assert system.index("## Script contract") < system.index("## Findings of the exploratory node")
     draft = prompts["draft"]
     assert "independent of the run's other nodes" in draft and "Build on what worked" not in draft
     # History shows titles whole, a failure with its error's last line.
@@ -70,6 +73,10 @@ def test_each_prompt_carries_what_the_issue_asks_for(prompts):
     assert "Stop adding folds once half of the" in system
     evolve, fuse = prompts["evolve"], prompts["fuse"]
     assert "Why this branch:" in evolve and "within noise" in evolve and "within noise" in fuse
+    # Evolve and fuse show what the harness measured of each parent, as an improve does.
+    assert "### What the harness measured of it\n- Per-fold roc_auc (printed by the script, untrusted)" in evolve
+    assert "### What the harness measured of n0002\n- Per-fold roc_auc" in fuse
+    assert "### What the harness measured of n0004\n- Per-fold roc_auc" in fuse
     assert "folds completed" in fuse
     assert "did not finish" not in system  # the exploration finished
     assert "best_slope" in prompts["cycle_fix"]
