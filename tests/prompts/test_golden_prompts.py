@@ -21,12 +21,17 @@ UPDATE = os.environ.get("MLGUILD_UPDATE_GOLDEN") == "1"
 
 
 @pytest.fixture(scope="module")
-def prompts(tmp_path_factory) -> dict[str, str]:
+def recorded(tmp_path_factory) -> tuple[dict[str, str], list[dict]]:
     with pytest.MonkeyPatch.context() as patch:  # a home of its own: no other run's memory
         patch.setenv("MLGUILD_HOME", str(tmp_path_factory.mktemp("golden-home")))
         # The optional libraries a prompt names are this machine's: the golden prompts name none.
         patch.setattr(brain_module, "_extra_libraries", lambda: [])
         return record_prompts(tmp_path_factory.mktemp("golden-run"))
+
+
+@pytest.fixture(scope="module")
+def prompts(recorded) -> dict[str, str]:
+    return recorded[0]
 
 
 def test_every_ops_prompt_matches_its_golden_file(prompts):
@@ -81,3 +86,31 @@ def test_each_prompt_carries_what_the_issue_asks_for(prompts):
     assert "did not finish" not in system  # the exploration finished
     assert "best_slope" in prompts["cycle_fix"]
     assert "the test file has" in prompts["brief"] and "these counts are the files'" in prompts["brief"]
+
+
+def test_every_request_from_the_exploration_on_starts_with_the_one_stable_prefix(recorded):
+    # Issue 39: the task, brief and exploration were sent again with every request, in turns
+    # that differed from request to request, so a provider's prompt cache could serve none.
+    _, calls = recorded
+    purposes = [c["purpose"] for c in calls]
+    explored = purposes.index("eda")
+    # Before the exploration, with no system turn: the brief (the turn holds it) and the idea
+    # extraction (a one-line task and the item: the whole prefix would bill it more than itself).
+    assert purposes[:explored] == ["brief", "ideas"]
+    assert all([m.role for m in c["messages"]] == ["user"] for c in calls[:explored])
+    before_findings = calls[explored]["messages"][0].content
+    assert len(calls[1]["messages"][0].content) < len(before_findings)
+    # The exploration and its summary (asked once) start with the turn as it stood before the
+    # findings; every later request with that turn and the findings after it: one prefix,
+    # byte for byte, from the exploration on, the cycle's requests and the report included (the
+    # reviews: tests/brains/test_prompt_evidence.py).
+    assert purposes[explored : explored + 2] == ["eda", "findings"] and purposes.count("findings") == 1
+    assert calls[explored + 1]["messages"][0] == calls[explored]["messages"][0]
+    later = calls[explored + 2 :]
+    assert {"draft", "improve:diff", "evolve", "fuse", "cycle:implement", "report"} <= {c["purpose"] for c in later}
+    assert all(c["messages"][0].role == "system" for c in later)
+    systems = {c["messages"][0].content for c in later}
+    assert len(systems) == 1
+    (system,) = systems
+    assert system.startswith(before_findings) and "## Findings of the exploratory node" not in before_findings
+    assert all(c["messages"][0].content.startswith(before_findings) for c in calls[explored:])

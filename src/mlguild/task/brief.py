@@ -138,9 +138,9 @@ def split_findings(brief: str) -> tuple[str, str]:
     the findings last in its stable prefix, so that the prefix every request sent before
     them stays the start of every request sent after."""
     at = brief.find(FINDINGS_HEADING)
-    if at < 0:
-        return brief, ""
-    return brief[:at].rstrip() + "\n", brief[at:].strip() + "\n"
+    before, findings = (brief, "") if at < 0 else (brief[:at], brief[at:])
+    # Both parts end alike whether the findings are there or not: the text before stays the same.
+    return (before.strip() + "\n" if before.strip() else ""), (findings.strip() + "\n" if findings.strip() else "")
 
 
 def llm_brief(llm: LLM, spec: TaskSpec, profile: DataProfile, description: str) -> str:
