@@ -168,3 +168,19 @@ def test_a_reply_that_is_no_summary_is_refused_and_a_long_one_is_cut_at_a_line()
     long = "\n".join(f"- finding {i}: x{i} matters a little" for i in range(200))
     cut = parse_summary(reply(long))
     assert cut is not None and len(cut) <= 2400 and long.startswith(cut) and cut.endswith("matters a little")
+
+
+def test_a_hybrid_whose_models_are_parked_at_the_summary_keeps_the_harness_digest(tmp_path):
+    from mlguild.brains.hybrid import HybridBrain
+    from mlguild.brains.recipes import RecipeBrain
+    from mlguild.llm.errors import AllModelsExhausted
+
+    llm = ScriptedLLM([EDA_REPLY, AllModelsExhausted({"scripted/fake": "daily quota exhausted"})], default=None)
+    brain = HybridBrain(RecipeBrain(seed=0), LLMBrain(llm, LLMBrainOptions(diff_mode=False)))
+    agent, run = llm_agent(tmp_path, brain, **{"brain.eda": True})
+    first = agent.step(Action(Op.EDA, (), "explore the data before the first draft"), 30)
+    assert first.status == Status.EXPLORED and [c["purpose"] for c in llm.calls] == ["eda", "findings"]
+    assert brain.llm_down and "daily quota exhausted" in brain.llm_down  # the recipes carry on from here
+    brief = brief_path(run.path).read_text()
+    assert "What it printed, compacted" in brief and "finding: x0 separates the classes" in brief
+    run.close()
