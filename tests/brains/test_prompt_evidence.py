@@ -145,7 +145,9 @@ def test_reviews_where_they_pay_and_an_improve_prompt_with_its_evidence(tmp_path
 
 def test_a_member_of_a_blend_is_shown_its_blend_and_a_blend_its_members(tmp_path):
     other = DRAFT.replace("SLOPE = 3.0", "SLOPE = 2.5").replace("Line on x0", "Flatter line on x0")
-    llm = ScriptedLLM([DRAFT, other, SMALL_EDIT], default=None)
+    evolved = DRAFT.replace("SLOPE = 3.0", "SLOPE = 3.2").replace("Line on x0", "Line on x0, evolved")
+    fused = DRAFT.replace("SLOPE = 3.0", "SLOPE = 2.8").replace("Line on x0", "Average of two lines")
+    llm = ScriptedLLM([DRAFT, other, SMALL_EDIT, evolved, fused], default=None)
     agent, run = _agent(tmp_path, llm)
     agent.session.brain = LLMBrain(llm, LLMBrainOptions(threads=2, diff_mode=True))  # no reviews here
     first = agent.step(Action(Op.DRAFT, (), "draft 1 of 2"), LIMIT_S)
@@ -159,4 +161,19 @@ def test_a_member_of_a_blend_is_shown_its_blend_and_a_blend_its_members(tmp_path
     shown = agent.session.contexts.parent_view(graph, graph[blend.id]).evidence
     assert any(line.startswith(f"It is a blend of {first.id} (weight ") for line in shown)
     assert any("fitted on its members' out-of-fold predictions" in line for line in shown)
+
+    # An evolve and a fuse show the same evidence of their parents as an improve (issue 39):
+    # the per-fold scores with their spread, where each errs, the blend it feeds.
+    agent.step(Action(Op.EVOLVE, (first.id,), f"evolve {first.id}"), LIMIT_S)
+    evolve = llm.calls[-1]["messages"][-1].content
+    assert llm.calls[-1]["purpose"] == "evolve" and "### What the harness measured of it" in evolve
+    assert "Per-fold rmse (printed by the script, untrusted): 1.1, 1.2, 1.3, 1.4, 1.5" in evolve
+    assert "Worst deciles of the prediction" in evolve and "region = 'east'" in evolve
+    assert f"It feeds the blend {blend.id} with weight " in evolve
+    agent.step(Action(Op.FUSE, (first.id, second.id), "fuse two branches"), LIMIT_S)
+    fuse = llm.calls[-1]["messages"][-1].content
+    assert llm.calls[-1]["purpose"] == "fuse"
+    for parent in (first.id, second.id):
+        shown = fuse.split(f"### What the harness measured of {parent}\n", 1)[1].split("```python", 1)[0]
+        assert "Per-fold rmse" in shown and "Where it errs" in shown and f"It feeds the blend {blend.id}" in shown
     run.close()

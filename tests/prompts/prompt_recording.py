@@ -1,9 +1,10 @@
 """A recorded run with the scripted LLM that asks for every kind of prompt once or more:
-the brief, the exploration, two drafts (the second crashes), its repair, an improve near
+the brief, the idea extraction of a knowledge item, the exploration, its summary, two drafts (the second crashes), its repair, an improve near
 the run's end, an evolve, a fuse, and the community cycle's draft, implementation, fix,
 refinement (the model judges the fixed script done) and report.
 ``record_prompts`` returns each op's last prompt, made deterministic (measured durations and
-temporary paths replaced), keyed by the golden file it is compared with."""
+temporary paths replaced), keyed by the golden file it is compared with, and every request as
+it was sent."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from mlguild.config import load_config
 from mlguild.core.protocols import Action
 from mlguild.core.vocabulary import Op
 from mlguild.llm import ScriptedLLM
+from mlguild.pools import Pools, fill_run_ideas
 from mlguild.run.loop import Agent
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.task.brief import ensure_brief
 from mlguild.task.folder import load_task
+from mlguild.task.knowledge import Item, store_items
 
 GOLDEN = Path(__file__).parent / "golden"
 LIMIT_S = 60  # the script limit of the recorded run
@@ -49,6 +52,18 @@ print(f"target balance: {train['y'].mean():.2f} positive")
 for column in ("x0", "x1", "x2"):
     print(f"correlation of {column} with y: {train[column].corr(train['y']):.2f}")
 ```
+"""
+
+# A knowledge item of the task (a forum post) and the ideas the model reads in it.
+POST = Item(
+    "", "post", "What worked", "someone", "grandmaster", 300, 0.91, "2021-01-01", "fixture://post",
+    "A logistic model on the x0 feature is a strong baseline; x1 and x2 only add noise.",
+)  # fmt: skip
+IDEAS = '[{"idea": "a logistic model on x0 alone"}, {"idea": "leave x1 and x2 out"}]'
+
+# The model's summary of what the exploration printed: the brief keeps it, not the output.
+FINDINGS = """- 144 training rows; columns id, x0, x1, x2 and the target y, 44% positive.
+- correlation of x0 with y: 0.72, the one strong signal; x1 (-0.07) and x2 (-0.11) carry almost none.
 """
 
 
@@ -115,7 +130,9 @@ REPORT = """{"method": "A logistic curve on x0 with its slope chosen on 5 folds.
 # Each recorded request's purpose, and the golden file its prompt is compared with.
 FILES = {
     "brief": "brief",
+    "ideas": "ideas",
     "eda": "eda",
+    "findings": "findings",
     "draft": "draft",
     "debug": "debug",
     "improve:diff": "improve",
@@ -141,15 +158,22 @@ def normalise(text: str, tmp: Path) -> str:
     return _RATIO.sub("×<r>", text)
 
 
-def record_prompts(tmp: Path) -> dict[str, str]:
-    """Run the recorded run in ``tmp``; {golden file name: its prompt}, ``system`` included."""
-    replies = [BRIEF, EDA, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE]
+def record_prompts(tmp: Path) -> tuple[dict[str, str], list[dict]]:
+    """Run the recorded run in ``tmp``: ({golden file name: its prompt}, ``system`` included;
+    every request, in order, as the scripted LLM recorded it)."""
+    replies = [BRIEF, IDEAS, EDA, FINDINGS, DRAFT, CRASHING_DRAFT, DEBUG, IMPROVE, EVOLVE, FUSE]
     replies += [CYCLE_DRAFT, CYCLE_CRASH, CYCLE_FIX, CYCLE_DONE, REPORT]
     llm = ScriptedLLM(replies, default=None)
     sets = [f"sandbox.script_timeout_s={LIMIT_S}", "search.num_drafts=2", "brain.eda=true"]
     cfg = load_config(None, sets)
     run = create_run(load_task(make_task(tmp / "task", n=240)), cfg, tmp / "runs", run_id="golden")
     ensure_brief(run.path, run.spec, run.profile, run.description, llm)
+    # The ideas are read into pools of their own: the run's prompts stay those of a run without them.
+    store_items(run.task_root, [POST], None)
+    (tmp / "ideas").mkdir()
+    elsewhere = Pools.open(tmp / "ideas")
+    fill_run_ideas(run, elsewhere, llm)
+    elsewhere.close()
     brain = LLMBrain(llm, LLMBrainOptions(threads=2))
     agent = Agent(open_session(run, brain))
     agent.step(Action(Op.EDA, (), "explore the data before the first draft"), LIMIT_S)
@@ -164,4 +188,4 @@ def record_prompts(tmp: Path) -> dict[str, str]:
     prompts = {FILES[c["purpose"]]: c["messages"][-1].content for c in llm.calls if c["purpose"] in FILES}
     prompts["system"] = llm.calls[-2]["messages"][0].content  # the exploration's findings included
     assert set(prompts) == {*FILES.values(), "system"}, sorted(prompts)
-    return {name: normalise(text, tmp) for name, text in prompts.items()}
+    return {name: normalise(text, tmp) for name, text in prompts.items()}, llm.calls

@@ -36,6 +36,17 @@ class HybridBrain:
             self.llm_down = str(exc).splitlines()[0]
             raise ProposalFailed(f"every LLM is parked: {self.llm_down}; no exploration") from None
 
+    def summarise_findings(self, context: Context, output: str, failure: str, node: str) -> str | None:
+        """The LLM's summary of the exploration's output (``Summariser``); None with every LLM
+        parked (the harness's digest serves)."""
+        if self.llm_down:
+            return None
+        try:
+            return self.llm_brain.summarise_findings(context, output, failure, node)
+        except AllModelsExhausted as exc:
+            self.llm_down = str(exc).splitlines()[0]
+            return None
+
     def propose(self, action: Action, context: Context) -> Proposal:
         if action.op == Op.EDA:
             return self.explore(context)

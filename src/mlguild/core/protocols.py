@@ -202,6 +202,15 @@ class Explorer(Protocol):
     def explore(self, context: Context) -> Proposal: ...
 
 
+@runtime_checkable
+class Summariser(Protocol):
+    """A brain whose model summarises what the exploratory node printed, once per run, for the
+    brief that every later request carries (mlguild.run.findings); None when it could not,
+    and the harness's digest of the output serves."""
+
+    def summarise_findings(self, context: Context, output: str, failure: str, node: str) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class FixRequest:
     """What a ``Fixer`` (or ``Refiner``) is told about the step of a node's refine loop that just ran."""

@@ -18,6 +18,7 @@ from ..rundir import events
 from ..rundir.interventions import fingerprint, interrupted
 from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
 from .cycle_report import ask_report
+from .findings import summarise_findings
 from .fix_loop import fix_loop
 from .gate import unaffordable, waive_seed_checks
 from .health import check_after_node
@@ -133,6 +134,8 @@ class Agent:
             outcome.timing["brain_s"] = round(brain_s, 4)
             if proposal.meta.get("cycle") and isinstance(s.brain, Reporter):  # stage IV: the model writes the report
                 ask_report(s, node, outcome)
+            if node.op == Op.EDA:  # its output summarised once, for every later request's prefix
+                summarise_findings(s, node, outcome, context)
             finish_node(s, node, outcome)
             return node
         finally:

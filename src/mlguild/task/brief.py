@@ -70,24 +70,77 @@ def time_section(spec: TaskSpec, run_dir: Path) -> str:
 
 
 FINDINGS_HEADING = "## Findings of the exploratory node"
-_MAX_FINDINGS = 4000  # characters of its output the brief keeps (the end: summaries come last)
+_MAX_DIGEST = 2400  # characters of the harness's digest of its output (about 600 tokens)
 _MAX_ERROR = 1500  # characters of a failed exploration's error the brief keeps (its end)
+_DIGEST_GAP = "…"
 
 
-def add_findings(run_dir: Path, node_id: str, output: str, failure: str = "") -> bool:
-    """Append what the exploratory node printed to the brief, once; False if already there.
-    A failed exploration (a crash, its time limit) still passes on what it printed before it
-    stopped, with its error: the next prompts know what was found and why it stopped."""
+def add_findings(run_dir: Path, node_id: str, output: str, failure: str = "", summary: str = "") -> bool:
+    """Append the exploratory node's findings to the brief, once; False if already there.
+
+    Every later request carries the brief in its stable prefix, so the findings go in once,
+    short: ``summary`` (the model's summary of what the node printed: mlguild.run.findings),
+    or when there is none, the harness's ``digest`` of ``output``, the same text however often
+    it is made. A failed exploration (a crash, its time limit) still passes on what it printed
+    before it stopped, with its error: the next prompts know what was found and why it stopped."""
     text = read_brief(run_dir)
     if FINDINGS_HEADING in text:
         return False
-    findings = output.strip()[-_MAX_FINDINGS:] or "(it printed nothing)"
-    section = f"{FINDINGS_HEADING} {node_id}\n\n```\n{findings}\n```\n"
+    where = f"nodes/{node_id}/stdout.txt"
+    if summary.strip():
+        found, by = summary.strip(), f"The model's summary of what it printed (all of it: {where})."
+    else:
+        found, by = digest(output) or "(it printed nothing)", f"What it printed, compacted (all of it: {where})."
+    section = f"{FINDINGS_HEADING} {node_id}\n\n{by}\n\n```\n{found}\n```\n"
     if failure.strip():
         error = failure.strip()[-_MAX_ERROR:]
         section += f"\nThe exploration did not finish; what it printed above is all it found. Its error:\n\n```\n{error}\n```\n"
     atomic_write(brief_path(run_dir), f"{text.rstrip()}\n\n{section}")
     return True
+
+
+def digest(output: str, limit: int = _MAX_DIGEST) -> str:
+    """What an exploration printed, compacted the same way every time (the fallback for the
+    model's summary): each line's padding collapsed (printed tables), blank and repeated lines
+    dropped, then the first and the last lines within ``limit`` characters (the sizes and types
+    come first, an exploration's conclusions last), a gap marked where lines were left out."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for raw in output.splitlines():
+        line = " ".join(raw.split())
+        if line and line not in seen:
+            seen.add(line)
+            lines.append(line[: limit // 4])  # one endless line must not crowd out the rest
+    if sum(len(line) + 1 for line in lines) <= limit:
+        return "\n".join(lines)
+    head: list[str] = []
+    tail: list[str] = []
+    room = limit - len(_DIGEST_GAP) - 40  # the gap's own line
+    front, back = 0, len(lines) - 1
+    while front <= back:  # take alternately from each end, the head first
+        line = lines[front] if len(head) <= len(tail) else lines[back]
+        if len(line) + 1 > room:
+            break
+        room -= len(line) + 1
+        if len(head) <= len(tail):
+            head.append(line)
+            front += 1
+        else:
+            tail.append(line)
+            back -= 1
+    left_out = back - front + 1
+    gap = f"{_DIGEST_GAP} ({left_out} line{'s' if left_out != 1 else ''} left out) {_DIGEST_GAP}"
+    return "\n".join([*head, gap, *reversed(tail)])
+
+
+def split_findings(brief: str) -> tuple[str, str]:
+    """(the brief without the exploration's findings, the findings section): a prompt puts
+    the findings last in its stable prefix, so that the prefix every request sent before
+    them stays the start of every request sent after."""
+    at = brief.find(FINDINGS_HEADING)
+    before, findings = (brief, "") if at < 0 else (brief[:at], brief[at:])
+    # Both parts end alike whether the findings are there or not: the text before stays the same.
+    return (before.strip() + "\n" if before.strip() else ""), (findings.strip() + "\n" if findings.strip() else "")
 
 
 def llm_brief(llm: LLM, spec: TaskSpec, profile: DataProfile, description: str) -> str:

@@ -4,9 +4,16 @@ Context isolation (CoMind's lesson): an implementation prompt sees the task summ
 summary and the current plan or parent code — never the whole history — so prompt size stays
 bounded however long the run. Only the draft prompt gets a short list of what was tried.
 
-What every request of a run shares (the role, the task summary, the data summary, the script
-contract) is the system turn, word for word the same each time, so a provider's prompt cache
-reads it instead of billing it again; the user turn carries only what this request is about.
+What every request of a run shares (the role, the task summary, the brief, the data summary,
+the script contract, then the exploration's summary) is the system turn, word for word the same
+each time, so a provider's prompt cache reads it instead of billing it again; the user turn
+carries only what this request is about. Every request from the exploration on starts with it:
+the exploration's and its summary's with the text before the findings, every later one with the
+findings appended (the one prefix grows once). Three requests, all made before the exploration,
+have no such turn, because they write parts of it or would pay more with it: the brief's
+(mlguild.task.brief: the brief is in the turn), a long description's summary (``_task_summary``:
+it is in the turn too) and the knowledge items' idea extraction (mlguild.pools: it reads one
+item against a one-line task; the whole prefix would bill it more than its own prompt).
 """
 
 from __future__ import annotations
@@ -37,10 +44,12 @@ from ...pools.ideas import cited_ideas
 from ...prompts import prediction_help, render
 from ...sandbox import backbones
 from ...sandbox.namespace import gpu_devices
+from ...task.brief import split_findings
 from ...task.profile import DataProfile, summary_text
 from ..recipes.fuse import fuse_proposal
 from .conversation import Conversation, RequestOptions
 from .cycle import CYCLE_OPS, cycle_fix, cycle_proposal, cycle_refine
+from .findings import summarise
 from .planner import plan_recall, recall_meta, revised_plan
 from .report import write_report
 from .review import edited_parent, needs_review, skip_reason, skipped
@@ -206,7 +215,14 @@ class LLMBrain:
         """The model's report of a community-cycle node (``Reporter``); None without the cycle."""
         if not self.options.cycle:
             return None
-        return write_report(self.llm, request, self.options.temperature, self.options.timeout_s)
+        return write_report(self.talk, request)
+
+    def summarise_findings(self, context: Context, output: str, failure: str, node: str) -> str | None:
+        """The model's summary of what the exploratory ``node`` printed, for the brief, or None
+        when its reply is not one (``Summariser``). ``context``: the exploration's, so the request
+        starts with the prefix the exploration's own request did."""
+        self._prepare(context)
+        return summarise(self.talk, output, failure, node)
 
     # --- prompts ---
     def _prepare(self, context: Context) -> dict:
@@ -227,6 +243,7 @@ class LLMBrain:
     def _common(self, context: Context) -> dict:
         task = context.task
         profile = DataProfile.from_dict(context.profile)
+        brief, findings = split_findings(context.brief)  # the findings last in the system turn
         return dict(
             task=task,
             task_summary=self._task_summary(context, profile),
@@ -237,7 +254,8 @@ class LLMBrain:
             leaders=context.leaders,
             recall=context.recall,
             priors=prior_lines(context.family_priors, context.move_priors),
-            brief=context.brief,
+            brief=brief,
+            findings=findings,
             reports=context.reports,
             ideas=context.ideas,
             why=context.why,
