@@ -1,0 +1,60 @@
+"""Which extra CSV files of a competition folder are lookup tables, for ``infer``.
+
+A folder of several tables (Home Credit's bureau tables, H&M's articles and customers beside
+its transactions) has more CSV files than train, test and the sample submission. A file that
+joins the train rows by a key column and shares few of their columns is a lookup table, not a
+candidate for the test file; a test file holds the train file's inputs, so it shares most of
+them. The key itself is found by ``mlguild.task.lookup.find_join``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..task.lookup import TableJoin, find_join, measure, read_rows, read_table
+from ..task.spec import LookupTable
+
+_TEST_SHARE = 0.5  # a file holding at least this share of train's columns may be the test file
+
+
+def set_tables_aside(others: list[Path], data_dir: Path, train_path: Path) -> tuple[list[Path], dict[Path, TableJoin]]:
+    """(the files left to be the test file, the lookup tables among ``others`` with their joins)."""
+    train = read_rows(train_path)
+    tables: dict[Path, TableJoin] = {}
+    for path in others:
+        header = list(pd.read_csv(path, nrows=0).columns)
+        shared = [c for c in header if c in train.columns]
+        if len(shared) >= _TEST_SHARE * len(train.columns) or not set(header) - set(train.columns):
+            continue  # it holds train's inputs: a test file, not a table
+        join = find_join(path.relative_to(data_dir).as_posix(), read_table(path), train)
+        if join is not None:
+            tables[path] = join
+    return [p for p in others if p not in tables], tables
+
+
+def table_specs(
+    tables: dict[Path, TableJoin], train_path: Path, test_path: Path, targets: list[str], notes: list[str]
+) -> list[LookupTable]:
+    """The tables of the task, measured on train and test; a table keyed on a target is no
+    lookup table (it would hold labels), and is said so."""
+    train, test = read_rows(train_path), read_rows(test_path)
+    specs = []
+    for path, join in tables.items():
+        if set(join.on) & set(targets) or any(c not in test.columns for c in join.on):
+            notes.append(f"{join.file} joins on {join.on}, which the test rows lack or which is a target: not a table")
+            continue
+        measured = measure(join.file, read_table(path), join.key, join.on, train, test)
+        notes.append(f"lookup table {measured.words()}")
+        specs.append(measured.spec())
+    return specs
+
+
+def unused_note(leftover: list[Path], data_dir: Path) -> list[str]:
+    """A note per extra CSV that is neither train, test, sample nor a table: copied, not joined."""
+    return [
+        f"{p.relative_to(data_dir).as_posix()} joins the train rows by no key column: not a lookup table "
+        "(copied into the workspace as it is)"
+        for p in leftover
+    ]
