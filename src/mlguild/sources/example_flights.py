@@ -52,7 +52,7 @@ def _tables() -> dict[str, pd.DataFrame]:
     }
 
 
-FLIGHTS_EXAMPLE = dict(
+FLIGHTS_EXAMPLE: dict = dict(
     name="flights",
     summary="whether a flight out of New York in 2013 arrives more than 15 minutes late, with lookup tables "
     "of the aircraft, the hourly weather at each airport and the airports (binary, ROC AUC)",

@@ -109,7 +109,8 @@ def infer_task(
             f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}",
             f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
         )
-    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test")
+    # with the tables set aside, the one file left is the test file, whatever its name
+    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test", others if tables else None)
     sample_header = read_header(sample_path)
     train_header, test_header = read_header(train_path), read_header(test_path)
     if len(sample_header) < 2:

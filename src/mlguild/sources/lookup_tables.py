@@ -9,6 +9,7 @@ them. The key itself is found by ``mlguild.task.lookup.find_join``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -21,17 +22,30 @@ _TEST_SHARE = 0.5  # a file holding at least this share of train's columns may b
 
 def set_tables_aside(others: list[Path], data_dir: Path, train_path: Path) -> tuple[list[Path], dict[Path, TableJoin]]:
     """(the files left to be the test file, the lookup tables among ``others`` with their joins)."""
-    train = read_rows(train_path)
     tables: dict[Path, TableJoin] = {}
+    if (train := _readable(train_path, read_rows)) is None:
+        return others, tables  # an unreadable train file is said so later, by infer
     for path in others:
-        header = list(pd.read_csv(path, nrows=0).columns)
-        shared = [c for c in header if c in train.columns]
-        if len(shared) >= _TEST_SHARE * len(train.columns) or not set(header) - set(train.columns):
+        header = _readable(path, lambda p: pd.read_csv(p, nrows=0))
+        if header is None:
+            continue
+        shared = [c for c in header.columns if c in train.columns]
+        if len(shared) >= _TEST_SHARE * len(train.columns) or not set(header.columns) - set(train.columns):
             continue  # it holds train's inputs: a test file, not a table
-        join = find_join(path.relative_to(data_dir).as_posix(), read_table(path), train)
+        table = _readable(path, read_table)
+        join = None if table is None else find_join(path.relative_to(data_dir).as_posix(), table, train)
         if join is not None:
             tables[path] = join
     return [p for p in others if p not in tables], tables
+
+
+def _readable(path: Path, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame | None:
+    """``read(path)``, or None for a file that is empty or not a CSV: no table, and not this
+    module's to judge (infer says what is wrong with a train or test file)."""
+    try:
+        return read(path)
+    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
 
 
 def table_specs(

@@ -1,0 +1,72 @@
+"""The recipe scripts join a task's lookup tables (issue 37): a one-to-one table's columns as
+they are, a one-to-many table's rows summarised per key, in every part alike; every tabular
+family's script does, and the joined columns are features a model uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import Workspace, draft_of
+
+from mlguild.brains.recipes.catalog import DRAFT_ORDER
+from mlguild.task.profile import profile_workspace
+
+TABLES = [{"file": "products.csv", "key": ["product"]}, {"file": "history.csv", "key": ["customer"]}]
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    """A target that only the tables explain: the product's quality (one row per product) plus
+    the customer's mean past spend (several rows per customer); the rows carry only the keys."""
+    rng = np.random.default_rng(0)
+    quality = rng.normal(size=30)
+    spend = rng.normal(size=40)
+    n = 500
+    rows = pd.DataFrame(
+        {
+            "id": [f"o{i:04d}" for i in range(n)],
+            "product": [f"p{i}" for i in rng.integers(0, 30, n)],
+            "customer": rng.integers(0, 40, n),
+            "noise": rng.normal(size=n),
+        }
+    )
+    rows["y"] = (
+        quality[rows["product"].str[1:].astype(int)] + 2 * spend[rows["customer"]] + rng.normal(scale=0.1, size=n)
+    ).round(4)
+    ws = Workspace(
+        tmp_path_factory.mktemp("shop"), rows, name="shop", task_type="regression", metric="rmse",
+        id_column="id", target_columns=["y"], submission_columns=["id", "y"],
+    )  # fmt: skip
+    pd.DataFrame({"product": [f"p{i}" for i in range(30)], "quality": quality.round(4)}).to_csv(
+        ws.data / "products.csv", index=False
+    )
+    customers = np.repeat(np.arange(40), 5)
+    past = pd.DataFrame({"customer": customers, "spent": (spend[customers] + rng.normal(scale=0.05, size=200))})
+    past["shop"] = rng.choice(["north", "south", "east"], 200)
+    past.to_csv(ws.data / "history.csv", index=False)
+    ws.task["tables"] = TABLES
+    ws.profile = profile_workspace(ws.data, ws.task).to_dict()
+    return ws
+
+
+@pytest.mark.parametrize("recipe", DRAFT_ORDER["tabular"])
+def test_every_tabular_family_joins_the_tables_before_its_features(shop, recipe):
+    code = draft_of(shop, recipe).code
+    assert code.index("for lookup in LOOKUP_TABLES:") < code.index("FEATURES = [")
+    assert "{'file': 'products.csv', 'key': ['product'], 'on': ['product']}" in code
+    assert "KIND_OF.update(JOINED_KINDS)" in code
+
+
+@pytest.mark.parametrize("recipe", ["lightgbm", "linear"])  # native categories; one-hot and scaling
+def test_the_joined_columns_are_features_the_model_uses(shop, recipe):
+    done = shop.run(draft_of(shop, recipe).code, recipe)
+    assert "joined products.csv on ['product'] (one-to-one): 1 columns" in done.stdout
+    # the count, the mean, min and max of the past spend, and the number of distinct shops
+    assert "joined history.csv on ['customer'] (one-to-many, summarised per key): 5 columns" in done.stdout
+    assert "text features from 9 columns" in done.stdout  # the rows' 3 inputs and the 6 joined
+    if recipe != "lightgbm":
+        return
+    importance = pd.read_csv(shop.root / "nodes" / recipe / "output" / "importance.csv")
+    top = list(importance.sort_values("importance", ascending=False)["feature"].head(3))
+    assert "products_quality" in top and "history_spent_mean" in importance["feature"].tolist(), top
