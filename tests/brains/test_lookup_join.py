@@ -1,15 +1,24 @@
 """The recipe scripts join a task's lookup tables (issue 37): a one-to-one table's columns as
 they are, a one-to-many table's rows summarised per key, in every part alike; every tabular
-family's script does, and the joined columns are features a model uses."""
+family's script does, and the joined columns are features a model uses. Every prompt of the
+LLM brain states the tables and their keys."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Workspace, draft_of
+import yaml
+from conftest import FULL, Workspace, draft_of, make_task
 
+from mlguild.brains.llm.brain import LLMBrain, LLMBrainOptions
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
+from mlguild.config import load_config
+from mlguild.llm import ScriptedLLM
+from mlguild.run.loop import Agent
+from mlguild.run.session import open_session
+from mlguild.rundir.folder import create_run
+from mlguild.task.folder import load_task
 from mlguild.task.profile import profile_workspace
 
 TABLES = [{"file": "products.csv", "key": ["product"]}, {"file": "history.csv", "key": ["customer"]}]
@@ -70,3 +79,27 @@ def test_the_joined_columns_are_features_the_model_uses(shop, recipe):
     importance = pd.read_csv(shop.root / "nodes" / recipe / "output" / "importance.csv")
     top = list(importance.sort_values("importance", ascending=False)["feature"].head(3))
     assert "products_quality" in top and "history_spent_mean" in importance["feature"].tolist(), top
+
+
+def test_every_llm_prompt_states_the_tables_and_their_keys(tmp_path):
+    root = make_task(tmp_path / "t")
+    for name in ("train.csv", "test.csv"):
+        frame = pd.read_csv(root / "public" / name)
+        frame["shop"] = [f"s{i % 20}" for i in range(len(frame))]
+        frame.to_csv(root / "public" / name, index=False)
+    pd.DataFrame({"shop_code": [f"s{i}" for i in range(20)], "size": range(20)}).to_csv(
+        root / "public" / "shops.csv", index=False
+    )
+    spec = yaml.safe_load((root / "task.yaml").read_text())
+    tables = [{"file": "shops.csv", "key": "shop_code", "train_key": "shop"}]
+    (root / "task.yaml").write_text(yaml.safe_dump({**spec, "tables": tables}))
+    values = {
+        "budget.iterations": 2, "search.num_drafts": 2, "search.draft_every": 0, "sandbox.script_timeout_s": 30,
+        "brain.eda": False, "search.policy": "greedy", "final.reference_models": False,
+    }  # fmt: skip
+    run = create_run(load_task(root), load_config(None, [f"{k}={v}" for k, v in values.items()]), tmp_path / "runs")
+    llm = ScriptedLLM(default=FULL)
+    Agent(open_session(run, LLMBrain(llm, LLMBrainOptions(diff_mode=False)))).run_loop()
+    said = "shops.csv (20 rows; 1 columns: 1 numeric, 0 text) keyed by shop_code (train and test column shop)"
+    assert llm.calls and all(said in "\n".join(m.content for m in call["messages"]) for call in llm.calls)
+    run.close()

@@ -83,13 +83,18 @@ def read_rows(path: Path) -> pd.DataFrame:
 
 
 def key_text(values: pd.Series) -> pd.Series:
-    """A key column as text that matches across files: whole numbers without a decimal part
-    (a column with a missing value reads as floats, "7.0", where another file has "7")."""
-    present = values.notna() & (values.astype(str).str.strip() != "")  # read as exact text, "" is missing
-    numbers = pd.to_numeric(values, errors="coerce")
-    if present.any() and numbers[present].notna().all() and (numbers[present] % 1 == 0).all():
-        return numbers.astype("Int64").astype(str).where(present, None)
-    return values.astype(str).where(present, None)
+    """A key column as text that matches across files, value by value: a whole number as its
+    digits alone (a column with a missing value reads as floats, "7.0", where another file has
+    "7"; an id read as text keeps "007" where another file's numbers have 7); "" is missing."""
+    text = values.astype(str).str.strip()
+    present = values.notna() & (text != "")
+    whole = present & text.str.fullmatch(r"-?\d+(\.0*)?")
+    text = text.where(~whole, text[whole].map(_digits))
+    return text.where(present, None)
+
+
+def _digits(value: str) -> str:
+    return str(int(value.split(".", 1)[0]))
 
 
 def key_values(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
