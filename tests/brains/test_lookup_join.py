@@ -103,3 +103,30 @@ def test_every_llm_prompt_states_the_tables_and_their_keys(tmp_path):
     said = "shops.csv (20 rows; 1 columns: 1 numeric, 0 text) keyed by shop_code (train and test column shop)"
     assert llm.calls and all(said in "\n".join(m.content for m in call["messages"]) for call in llm.calls)
     run.close()
+
+
+def _with_tables(ws: Workspace, tables_from: Workspace) -> Workspace:
+    for table in TABLES:
+        (ws.data / table["file"]).write_bytes((tables_from.data / table["file"]).read_bytes())
+    ws.task["tables"] = TABLES
+    ws.profile = profile_workspace(ws.data, ws.task).to_dict()
+    return ws
+
+
+def test_the_several_target_and_ranking_scripts_join_the_tables_too(shop, tmp_path):
+    rows = pd.read_csv(shop.data / "train.csv").assign(z=lambda f: f["y"] * 2)
+    several = Workspace(
+        tmp_path / "several", rows, n_holdout=60, n_test=60, name="several", task_type="regression",
+        metric="mcrmse", id_column="id", target_columns=["y", "z"], submission_columns=["id", "y", "z"],
+    )  # fmt: skip
+    done = _with_tables(several, shop).run(draft_of(several, "linear").code, "several")
+    assert "joined history.csv on ['customer'] (one-to-many, summarised per key)" in done.stdout
+    rows = rows.assign(query=rows.index // 5, chosen=(rows["y"] > rows["y"].median()).astype(int))
+    ranking = Workspace(
+        tmp_path / "ranking", rows.drop(columns=["y", "z"]), n_holdout=0, n_test=0, name="ranking",
+        task_type="ranking", metric="ndcg_at_k", metric_params={"k": 2}, id_column="query", ids_unique=False,
+        key_columns=["id"], target_columns=["chosen"], submission_columns=["query", "id", "chosen"],
+    )  # fmt: skip
+    code = draft_of(_with_tables(ranking, shop), "lambdarank").code
+    assert code.index("for lookup in LOOKUP_TABLES:") < code.index("FEATURES = [")
+    assert "KIND_OF.update(JOINED_KINDS)" in code

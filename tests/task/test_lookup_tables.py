@@ -157,4 +157,5 @@ def test_the_brief_and_the_data_summary_state_each_table_its_key_and_relation(tm
     assert "shops.csv (20 rows; 1 columns: 1 numeric, 0 text) keyed by shop, one row per key (one-to-one)" in section
     assert "visits.csv" in section and "several rows per key (one-to-many)" in section
     assert "join them to train, holdout and test rows alike" in section
+    assert "1. Join the lookup tables by their keys first" in text
     assert "lookup tables (join them by their keys):" in summary_text(profile)

@@ -190,6 +190,12 @@ def _directions(spec: TaskSpec, profile: DataProfile) -> list[str]:
     kinds = {c.kind for c in profile.columns}
     target = profile.target
     menu = ["Gradient-boosted trees (LightGBM or CatBoost) on all useful columns, with early stopping in K-fold CV"]
+    if profile.tables:
+        menu.insert(
+            0,
+            "Join the lookup tables by their keys first: a one-to-one table's columns as they are, a one-to-many "
+            "table's rows summarised per key (count, mean/min/max of numbers, distinct values of categories)",
+        )
     if "text" in kinds:
         menu.append("TF-IDF of the text columns (word and character n-grams) into a linear model; blend with the trees")
     if any(c.kind == "categorical" and c.n_unique >= _HIGH_CARDINALITY for c in profile.columns):
