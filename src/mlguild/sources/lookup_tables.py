@@ -18,6 +18,7 @@ from ..task.lookup import TableJoin, find_join, measure, read_rows, read_table
 from ..task.spec import LookupTable
 
 _TEST_SHARE = 0.5  # a file holding at least this share of train's columns may be the test file
+_HEAD_ROWS = 1000  # rows of a file read to tell whether it can join at all, before all of it is
 
 
 def set_tables_aside(others: list[Path], data_dir: Path, train_path: Path) -> tuple[list[Path], dict[Path, TableJoin]]:
@@ -26,12 +27,16 @@ def set_tables_aside(others: list[Path], data_dir: Path, train_path: Path) -> tu
     if (train := _readable(train_path, read_rows)) is None:
         return others, tables  # an unreadable train file is said so later, by infer
     for path in others:
-        header = _readable(path, lambda p: pd.read_csv(p, nrows=0))
-        if header is None:
+        if path.parent != train_path.parent:
+            continue  # a table lies beside the train file (not among a folder of per-row files)
+        head = _readable(path, lambda p: pd.read_csv(p, nrows=_HEAD_ROWS, low_memory=False))
+        if head is None:
             continue
-        shared = [c for c in header.columns if c in train.columns]
-        if len(shared) >= _TEST_SHARE * len(train.columns) or not set(header.columns) - set(train.columns):
+        shared = [c for c in head.columns if c in train.columns]
+        if len(shared) >= _TEST_SHARE * len(train.columns) or not set(head.columns) - set(train.columns):
             continue  # it holds train's inputs: a test file, not a table
+        if not shared and all(pd.api.types.is_numeric_dtype(head[c]) for c in head.columns):
+            continue  # no column in common and no text codes: it cannot join (read no further)
         table = _readable(path, read_table)
         join = None if table is None else find_join(path.relative_to(data_dir).as_posix(), table, train)
         if join is not None:
