@@ -116,6 +116,11 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
                 data[column] = source[column].tolist()  # the sample submission lists the test rows
                 continue
             kind = kind or train_kinds.get(column) or "text"
+            if kind.startswith("of:"):  # a lookup table's key: each value of FILE's COLUMN once, then new ones
+                source_file, _, source_column = kind[3:].rpartition(":")
+                seen = list(dict.fromkeys(frames[source_file][source_column]))
+                data[column] = (seen + [f"{seen[0]}-{i}" for i in range(rows)])[:rows]
+                continue
             data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
         frames[file] = pd.DataFrame(data)
         sep = "\t" if file.endswith(".tsv") else ","

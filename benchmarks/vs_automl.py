@@ -1,8 +1,8 @@
 """mlguild's recipe brain against off-the-shelf AutoML (FLAML, AutoGluon), same budget, same scorer.
 
 What it measures: for each bundled example (churn, ames, reviews, titanic, ridership, digits,
-the colour image files of photos, the several-target schools and devroles, and the rankings
-fishing and movies), the test score of
+the colour image files of photos, the several-target schools and devroles, the rankings
+fishing, movies, crackers and catsup, and flights with its lookup tables), the test score of
 
 * mlguild: ``mlguild run TASK --time BUDGET --brain recipes`` in a fresh runs directory and a
   fresh $MLGUILD_HOME; its score is the once-per-run grade of its final submission on the
@@ -23,6 +23,10 @@ fishing and movies), the test score of
   On ridership (ordered in time: its test days come after all its labelled days) the date
   column goes in as its text, and each peer validates as it does by default (randomly),
   while mlguild's holdout is its latest labelled days and its recipes' folds are ordered in time.
+
+* on a task with lookup tables (flights), plain LightGBM with its defaults on the train file
+  alone, as a user who does not join the tables would fit it (``run_lightgbm.py``); the AutoML
+  peers read that file alone too. mlguild's recipes join the tables.
 
 * on rankings, which FLAML and AutoGluon do not serve (they are skipped there, and say so),
   plain LightGBM with its defaults (``benchmarks/peers/run_lightgbm.py``, mlguild's own venv):
@@ -170,8 +174,8 @@ def peer_serves(peer: str, task: Task) -> str | None:
     several = len(task.spec.target_columns) > 1
     if ranking and peer not in OWN_VENV:
         return f"{peer} has no ranking task (grouped scores or ranked lists)"
-    if not (ranking or several) and peer in OWN_VENV:
-        return "plain LightGBM is the peer of rankings and several targets only"
+    if not (ranking or several or task.spec.tables) and peer in OWN_VENV:
+        return "plain LightGBM is the peer of rankings, several targets and tasks with lookup tables only"
     if peer in OWN_VENV and task.spec.task_type == "ranking" and task.spec.metric == "map_at_k":
         return "a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)"
     return None

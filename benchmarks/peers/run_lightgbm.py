@@ -11,7 +11,11 @@ What it fits, on all labelled rows, with LightGBM's defaults (nothing tuned, no 
   row's score is written beside its group and item keys;
 * a single label scored by MAP@k: ``LGBMClassifier()``; each row's k most probable classes;
 * a list-valued target (a list of items per query) has no plain LightGBM baseline (a model
-  needs candidates to rank first): the runner exits saying so.
+  needs candidates to rank first): the runner exits saying so;
+* one target of a task with lookup tables (``tables`` in its spec): ``LGBMClassifier()`` or
+  ``LGBMRegressor()`` on the train file alone, as a user who does not join the tables would fit
+  it (the AutoML peers read that file alone too); the positive class's probability, the class
+  or the value, as the metric asks.
 
 Features: numeric columns as numbers, every other column as a pandas category (LightGBM's
 native categorical splits); the id column and the target are dropped, item key columns kept.
@@ -85,6 +89,20 @@ def main() -> int:
         top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
         sub = pd.DataFrame({idc: test[idc], spec["submission_columns"][1]: [" ".join(r) for r in model.classes_[top]]})
         info["best_model"] = f"LGBMClassifier, defaults; the top {k} classes"
+    elif spec["task_type"] != "ranking":
+        y = train[target]
+        if spec["task_type"] == "regression":
+            model = lgb.LGBMRegressor(n_jobs=args.threads, verbose=-1).fit(X, pd.to_numeric(y))
+            predicted = model.predict(X_test)
+        else:
+            model = lgb.LGBMClassifier(n_jobs=args.threads, verbose=-1).fit(X, y)
+            if kind == "probability":
+                positive = str(spec.get("positive_label") or "1")
+                predicted = model.predict_proba(X_test)[:, list(model.classes_).index(positive)]
+            else:
+                predicted = model.predict(X_test)
+        sub = pd.DataFrame({idc: test[idc], spec["submission_columns"][1]: predicted})
+        info["best_model"] = f"{type(model).__name__}, defaults, on the train file alone (no table joined)"
     else:
         print("a list-valued target has no plain LightGBM baseline (a model needs candidates to rank)", file=sys.stderr)
         return 3

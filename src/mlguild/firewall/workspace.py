@@ -29,6 +29,7 @@ from ..util.fs import sha256_file
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
 from .copies import copied_columns
 from .draws import split_holdout
+from .tables import copy_table
 from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
 
 HOLDOUT_ANSWERS = "holdout_answers.csv"
@@ -170,6 +171,8 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     # The row files were copied row by row above: copied whole, the train folder would show
     # the holdout rows' files under their own (possibly label-bearing) names.
     row_folders = tuple(f"{d}/" for d in (spec.train_files, spec.test_files) if d) if spec.file_column else ()
+    tables = {t.file: t for t in spec.tables}
+    label_free: dict[str, list[str]] = {}  # a table's columns dropped for carrying a label
     for src in task.public_files():
         rel = src.relative_to(task.public_dir).as_posix()
         if rel not in handled and not rel.startswith(row_folders):
@@ -178,7 +181,11 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
                     f"{src} has the name of a file the harness writes into the workspace", f"rename or remove {src}"
                 )
             dest = inside(out, rel)
-            shutil.copyfile(src, dest)
+            if rel in tables:  # a lookup table: less any column carrying a label
+                if dropped := copy_table(task, tables[rel], train, dest):
+                    label_free[rel] = dropped
+            else:
+                shutil.copyfile(src, dest)
             files[rel] = _file_entry(dest, None)
 
     keep = [spec.id_column, *spec.key_columns, *spec.target_columns]  # the scorer checks key columns row by row
@@ -217,6 +224,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             **split_words,
         },
         "workspace": files,
+        **({"tables_dropped": label_free} if label_free else {}),
         "sealed": sealed,
     }
     ws.manifest_path.write_text(json.dumps(manifest, indent=2))

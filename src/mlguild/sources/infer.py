@@ -27,6 +27,7 @@ from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
 from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
+from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_one_hot_logloss, refuse_unregistered
 from .shapes import (
     key_shape,
@@ -101,12 +102,15 @@ def infer_task(
     train_path = _pick(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
-    if not (others := [p for p in rest if p != train_path]):  # the test rows are listed by the sample alone
+    # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
+    others, tables = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
+    if not others:  # the test rows are listed by the sample alone
         raise TaskError(
             f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}",
             f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
         )
-    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test")
+    # with the tables set aside, the one file left is the test file, whatever its name
+    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test", others if tables else None)
     sample_header = read_header(sample_path)
     train_header, test_header = read_header(train_path), read_header(test_path)
     if len(sample_header) < 2:
@@ -248,6 +252,8 @@ def infer_task(
                 "set positive_label in task.yaml if it is the other)"
             )
     keys = shape.keys if shape is not None else []
+    lookups = table_specs(tables, train_path, test_path, targets, notes)
+    notes += unused_note([p for p in others if p != test_path], data_dir)
     answers = _answers_file(root, [id_column, *keys, *targets], notes)
     time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
     notes += time_notes
@@ -272,6 +278,7 @@ def infer_task(
         answers_file=answers,
         data_dir=data_dir_name,
         **(files or {}),
+        tables=lookups,
         description=None if _has_description(root, data_dir) else _generated_description(folder, targets, metric),
         source=f"folder:{folder.resolve()}",
     )

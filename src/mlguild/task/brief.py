@@ -17,6 +17,7 @@ from ..metrics import get_metric
 from ..prompts import prediction_help, render
 from ..util.fs import atomic_write
 from .folder import TaskSpec
+from .lookup import table_lines
 from .profile import DataProfile, summary_text
 from .time_order import time_lines
 
@@ -50,7 +51,7 @@ def ensure_brief(
             text, author = llm_brief(llm, spec, profile, description), "llm"
         except Exception as exc:  # any failure of the model: the heuristic brief still serves
             text += f"\n(The LLM could not write this brief: {type(exc).__name__}; these are heuristics.)\n"
-    text += time_section(spec, run_dir)
+    text += time_section(spec, run_dir) + tables_section(profile)
     atomic_write(brief_path(run_dir), text)
     return text, author
 
@@ -67,6 +68,17 @@ def time_section(spec: TaskSpec, run_dir: Path) -> str:
     split = json.loads(manifest.read_text()).get("split", {}) if manifest.is_file() else {}
     lines = time_lines(spec.public_dict(), split)
     return f"\n{TIME_HEADING}\n\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+TABLES_HEADING = "## Lookup tables"
+
+
+def tables_section(profile: DataProfile) -> str:
+    """The brief's section on the task's lookup tables: each one's key, how it joins (one-to-one
+    or one-to-many) and how many rows it matches. Added by the harness whoever wrote the rest,
+    as the time section is; empty for a task of one table."""
+    lines = table_lines(profile.tables)
+    return f"\n{TABLES_HEADING}\n\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 FINDINGS_HEADING = "## Findings of the exploratory node"
@@ -231,6 +243,12 @@ def _directions(spec: TaskSpec, profile: DataProfile) -> list[str]:
     kinds = {c.kind for c in profile.columns}
     target = profile.target
     menu = ["Gradient-boosted trees (LightGBM or CatBoost) on all useful columns, with early stopping in K-fold CV"]
+    if profile.tables:
+        menu.insert(
+            0,
+            "Join the lookup tables by their keys first: a one-to-one table's columns as they are, a one-to-many "
+            "table's rows summarised per key (count, mean/min/max of numbers, distinct values of categories)",
+        )
     if "text" in kinds:
         menu.append("TF-IDF of the text columns (word and character n-grams) into a linear model; blend with the trees")
     if any(c.kind == "categorical" and c.n_unique >= _HIGH_CARDINALITY for c in profile.columns):

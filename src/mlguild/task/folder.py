@@ -196,6 +196,7 @@ def _check_inside(task: Task) -> None:
     ]
     if spec.answers_file:
         named.append(("answers_file", task.private_dir, spec.answers_file))
+    named += [("tables", task.public_dir, table.file) for table in spec.tables]
     for field, folder, name in named:
         try:
             target = (folder / name).resolve()
@@ -266,6 +267,8 @@ def _check_files(task: Task) -> None:
                     f"{field} {short(name)} is not a folder in {task.public_dir}",
                     f"fix {field} in {task.root}/task.yaml",
                 )
+    for table in spec.tables:
+        _check_table(task, table.file, table.key, table.join_columns, train_header, test_header)
     sample_header = read_header(task.sample_submission_path)
     if sample_header != spec.submission_columns:
         raise TaskError(
@@ -276,6 +279,26 @@ def _check_files(task: Task) -> None:
         raise TaskError(
             "a logloss task needs 'classes' (the probability columns)", f"add classes to {task.root}/task.yaml"
         )
+
+
+def _check_table(
+    task: Task, file: str, key: list[str], on: list[str], train_header: list[str], test_header: list[str]
+) -> None:
+    """A lookup table of tables: lies in the data folder and holds its key; train and test hold theirs."""
+    path = task.public_dir / file
+    if not path.is_file():
+        raise TaskError(f"table {path} is missing", f"add it, or fix tables in {task.root}/task.yaml")
+    header = read_header(path)
+    if absent := [c for c in key if c not in header]:
+        raise TaskError(
+            f"table {path} has no key column(s) {absent}; it has {header[:20]}", f"fix key in {task.root}/task.yaml"
+        )
+    for columns, source in ((train_header, task.train_path), (test_header, task.test_path)):
+        if absent := [c for c in on if c not in columns]:
+            raise TaskError(
+                f"{source} has no column(s) {absent} to join table {file} on",
+                f"name its columns with train_key: in {task.root}/task.yaml",
+            )
 
 
 def _no_duplicate_columns(header: list[str], path: Path) -> None:

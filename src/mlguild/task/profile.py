@@ -16,6 +16,7 @@ import pandas as pd
 
 from .column_kinds import KIND_NOTES, ColumnKind, detect_kind, plainly_numeric
 from .column_parsers import parse_number
+from .lookup import measure_tables, table_lines
 
 _MAX_EXAMPLES = 3
 
@@ -39,6 +40,7 @@ class DataProfile:
     target: dict[str, Any]
     train_only: list[str] = field(default_factory=list)  # inputs of the train file the test file lacks
     files: dict[str, Any] = field(default_factory=dict)  # what a row's input file is like (files_profile)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # lookup tables and their joins (task.lookup)
 
     def columns_of(self, kind: ColumnKind) -> list[str]:
         return [c.name for c in self.columns if c.kind == kind]
@@ -57,6 +59,7 @@ class DataProfile:
             data["target"],
             data.get("train_only", []),
             data.get("files", {}),
+            data.get("tables", []),
         )
 
 
@@ -108,7 +111,9 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
     in_test = set(pd.read_csv(test_path, nrows=0).columns) if test_path.is_file() else set(train.columns)
     train_only = [c.name for c in columns if c.name not in in_test]
     files = files_profile(data_dir, spec, train)
-    return DataProfile(len(train), n_holdout, n_test, columns, _target_profile(train, spec), train_only, files)
+    target = _target_profile(train, spec)
+    tables = measure_tables(data_dir, spec)
+    return DataProfile(len(train), n_holdout, n_test, columns, target, train_only, files, tables)
 
 
 _FILE_SAMPLE = 30  # files opened to describe them: enough for sizes, colour and rates
@@ -242,6 +247,8 @@ def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
         lines.append(f"not in the test file (unusable as inputs): {', '.join(profile.train_only[:20])}")
     if profile.files:
         lines.append(f"input files ({profile.files.get('sampled')} sampled): {files_line(profile.files)}")
+    if profile.tables:
+        lines += ["lookup tables (join them by their keys):", *table_lines(profile.tables)]
     lines.append(f"target: {profile.target}")
     return "\n".join(lines)
 

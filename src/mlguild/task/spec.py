@@ -53,6 +53,47 @@ def short(value: object, limit: int = 60) -> str:
     return f"{text[:limit]}… ({len(str(value)):,} chars)"
 
 
+class LookupTable(BaseModel):
+    """A table beside train and test that adds columns to their rows through a key (a product's
+    attributes, a customer's past orders): ``tables:`` in task.yaml. It holds inputs only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="The table's file in the data folder (CSV).")
+    key: list[str] = Field(description="The table's key column(s) (a name, or a list for a key of several columns).")
+    train_key: list[str] | None = Field(
+        None, description="The train and test columns holding the key, in key's order, when they are named otherwise."
+    )
+
+    @field_validator("key", "train_key", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("file")
+    @classmethod
+    def _file_inside(cls, value: str) -> str:
+        plain_relative_name(value, "public")
+        if not value.lower().endswith(".csv"):
+            raise ValueError(f"table {short(value)} is not a CSV file: tables are read as CSV (convert it)")
+        return value
+
+    @model_validator(mode="after")
+    def _keys_match(self) -> LookupTable:
+        if not self.key:
+            raise ValueError(f"table {short(self.file)} has an empty key: name its key column(s)")
+        if self.train_key is not None and len(self.train_key) != len(self.key):
+            raise ValueError(
+                f"table {short(self.file)}: train_key {self.train_key} must name one column per key column {self.key}"
+            )
+        return self
+
+    @property
+    def join_columns(self) -> list[str]:
+        """The train and test columns the key is matched on."""
+        return list(self.train_key or self.key)
+
+
 class TaskSpec(BaseModel):
     """What ``task.yaml`` holds: everything the harness needs to split, score and explain a task."""
 
@@ -113,6 +154,11 @@ class TaskSpec(BaseModel):
     file_suffix: str = Field("", description="Appended to a file_column value to make the file name, e.g. '.tif'.")
     data_dir: str = Field(
         "public", description="Folder of the public files, inside the task folder ('.' for a Kaggle download)."
+    )
+    tables: list[LookupTable] = Field(
+        default_factory=list,
+        description="Lookup tables beside train and test, each joined to their rows by a key: "
+        "[{file: planes.csv, key: tailnum}, {file: airports.csv, key: faa, train_key: dest}].",
     )
     description: str | None = Field(None, description="The task's text, when the folder has no description.md.")
     source: str | None = Field(None, description="Where the task came from (example:churn, csv:/path, ...).")
@@ -186,6 +232,13 @@ class TaskSpec(BaseModel):
             raise ValueError(f"modality {self.modality} needs file_column, train_files and test_files")
         if "/" in self.file_suffix or ".." in self.file_suffix:
             raise ValueError(f"file_suffix {short(self.file_suffix)} must be a plain ending such as '.jpg'")
+        for table in self.tables:
+            if table.file in public.values() or table.file in RESERVED_NAMES:
+                raise ValueError(
+                    f"table {short(table.file)} is the task's own file or a reserved name: name another file"
+                )
+            if set(table.join_columns) & set(self.target_columns):
+                raise ValueError(f"table {short(table.file)} is keyed on a target column: a key must be an input")
         if len(set(public.values())) < len(public):
             raise ValueError(
                 f"train_file, test_file and sample_submission must be three different files, "

@@ -245,6 +245,12 @@ def _list_k(task: dict[str, Any]) -> int:
     return int((task.get("metric_params") or {}).get("k", 5))
 
 
+def lookup_tables(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's lookup tables as the script joins them: file, the table's key, the rows' key."""
+    tables = task.get("tables") or []
+    return [{"file": t["file"], "key": list(t["key"]), "on": list(t.get("train_key") or t["key"])} for t in tables]
+
+
 def prediction_kind(task: dict[str, Any]) -> str:
     return get_metric(task["metric"]).prediction
 
@@ -291,6 +297,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "list_k": _list_k(task),
         # Folds ordered in time (templates/folds_time.py.j2) when the task names a time column.
         "time_column": task.get("time_column"),
+        # Lookup tables joined to every part by their keys (templates/lookup_tables.py.j2).
+        "lookup_tables": lookup_tables(task),
     }
     template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
     if template == "rank.py.j2":
