@@ -30,7 +30,9 @@ fishing, movies, crackers and catsup, and flights with its lookup tables), the t
 
 * on rankings, which FLAML and AutoGluon do not serve (they are skipped there, and say so),
   plain LightGBM with its defaults (``benchmarks/peers/run_lightgbm.py``, mlguild's own venv):
-  LambdaRank for a grouped ranking, a classifier's top-k classes for a single label scored by
+  LambdaRank for a grouped ranking, grouped by the task's group column (or the repeating id),
+  its scores beside each row's id and keys, or each group's rows written best first for a
+  ranked file (no score column); a classifier's top-k classes for a single label scored by
   MAP@k; a list-valued target has no plain baseline (its floor, the most listed items, is one).
 
 Every submission, mlguild's included (re-scored as a cross-check of the audit record), is

@@ -6,9 +6,13 @@ Run with mlguild's own venv (LightGBM is one of its dependencies; no setup neede
 
 What it fits, on all labelled rows, with LightGBM's defaults (nothing tuned, no early stopping):
 
-* a grouped ranking (ids repeat: the id is the group): ``LGBMRanker(objective="lambdarank")``,
-  its groups the id column's runs, relevance the target (a binary label as 0/1); each test
-  row's score is written beside its group and item keys;
+* a grouped ranking: ``LGBMRanker(objective="lambdarank")`` (what a user of LightGBM tries
+  first on a ranking), grouped by the task's group (``group_column`` when each row has its own
+  id beside a group column, else the repeating id), relevance the target (a binary label as
+  0/1); each test row's score is written beside its id and keys. Under a combined metric
+  (``mean(gauc, ndcg@5)``) the one ranker serves both parts, as its scores are ranked within
+  each group by both. A ranked file (``ranked_file``: no score column) gets each group's rows
+  written best first by that score, groups in the test file's order;
 * a single label scored by MAP@k: ``LGBMClassifier()``; each row's k most probable classes;
 * a list-valued target (a list of items per query) has no plain LightGBM baseline (a model
   needs candidates to rank first): the runner exits saying so;
@@ -18,7 +22,8 @@ What it fits, on all labelled rows, with LightGBM's defaults (nothing tuned, no 
   or the value, as the metric asks.
 
 Features: numeric columns as numbers, every other column as a pandas category (LightGBM's
-native categorical splits); the id column and the target are dropped, item key columns kept.
+native categorical splits); the id column, the group column and the target are dropped (they
+name rows and groups, they describe nothing), item key columns kept.
 """
 
 from __future__ import annotations
@@ -68,20 +73,31 @@ def main() -> int:
     test = pd.read_csv(args.test, dtype={idc: str, **{k: str for k in keys}}, keep_default_na=False)
     start = time.monotonic()
     categories: dict[str, list] = {}
-    X = features(train, [idc, target], categories)
-    X_test = features(test, [idc, target], categories)
+    group = spec.get("group_column") or (None if spec.get("ids_unique", True) else idc)
+    X = features(train, [idc, target, *([group] if group else [])], categories)
+    X_test = features(test, [idc, target, *([group] if group else [])], categories)
     info = {"version": lgb.__version__, "metric": spec["metric"]}
     if spec["task_type"] == "ranking" and kind != "ranked_list":
-        order = np.argsort(pd.factorize(train[idc])[0], kind="stable")  # a group's rows together
+        if group is None:
+            print("a ranking needs its groups: group_column, or ids that repeat (ids_unique: false)", file=sys.stderr)
+            return 3
+        order = np.argsort(pd.factorize(train[group])[0], kind="stable")  # a group's rows together
         positive = spec.get("positive_label")
         y = (train[target] == positive).astype(int) if positive else pd.to_numeric(train[target]).round().astype(int)
-        sizes = train[idc].iloc[order].groupby(train[idc].iloc[order], sort=False).size().to_numpy()
+        sizes = train[group].iloc[order].groupby(train[group].iloc[order], sort=False).size().to_numpy()
         model = lgb.LGBMRanker(objective="lambdarank", n_jobs=args.threads, verbose=-1)
         model.fit(X.iloc[order], y.iloc[order], group=sizes)
-        score_column = next(c for c in spec["submission_columns"][1:] if c not in keys)
-        sub = test[[idc, *keys]].copy()
-        sub[score_column] = model.predict(X_test)
+        sub = test[list(dict.fromkeys([idc, *keys]))].copy()
+        scores = model.predict(X_test)
         info["best_model"] = "LGBMRanker(lambdarank), defaults"
+        if spec.get("ranked_file"):  # no score column: the order of a group's rows is the ranking
+            sub["_group"] = pd.factorize(test[group])[0]  # groups stay in the test file's order
+            sub["_score"] = -scores
+            sub = sub.sort_values(["_group", "_score"], kind="stable")
+            info["best_model"] += "; each group's rows written best first"
+        else:
+            score_column = next(c for c in spec["submission_columns"][1:] if c not in keys)
+            sub[score_column] = scores
     elif kind == "ranked_list" and spec["task_type"] != "ranking":
         k = int((spec.get("metric_params") or {}).get("k", 5))
         model = lgb.LGBMClassifier(n_jobs=args.threads, verbose=-1).fit(X, train[target])
