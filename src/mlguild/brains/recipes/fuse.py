@@ -63,6 +63,11 @@ def fuse_proposal(context: Context) -> Proposal:
         what += ", blending each member's scores as ranks within their group"
     elif recipe_modality(task) == "ranked_lists":
         what += ", fusing the members' lists by weighted reciprocal ranks"
+    elif not several and prediction_kind(task) != "ranked_list":
+        what += (
+            "; beside it, a stacker (a linear model on those predictions, LightGBM on them and the original "
+            "features) with its own cross-validation, and whichever cross-validates better predicts"
+        )
     lines += [
         "",
         f"**What:** {what}" + (", for each target column on its own." if several else "."),
