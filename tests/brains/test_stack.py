@@ -165,3 +165,23 @@ def test_a_stacks_refit_reruns_every_member_it_read(tmp_path):
     del report["members_used"]  # a blend written before stacks: the members weighted above 0
     (out / "fuse_weights.json").write_text(json.dumps(report))
     assert [n.id for n in refit_chain(graph, blend, run)] == ["n0001", "n0004"]  # type: ignore[arg-type]
+
+
+def test_an_improve_prompt_shows_a_members_weight_only_where_the_selection_predicted(tmp_path):
+    from mlguild.run.evidence import Evidence
+
+    graph = SearchGraph("maximize")
+    member = graph.add(Node(id="n0001", op="draft", parents=(), iteration=0))
+    graph.add(Node(id="n0002", op="draft", parents=(), iteration=1))
+    blend = graph.add(Node(id="n0003", op="blend", parents=("n0001", "n0002"), iteration=2))
+    blend.status, blend.score, blend.meta["fuse"] = "scored", 0.9, ["n0001", "n0002"]
+    out = tmp_path / blend.id / "output"
+    out.mkdir(parents=True)
+    evidence = Evidence(SimpleNamespace(node_dir=lambda node_id: tmp_path / node_id, spec=None))  # type: ignore[arg-type]
+    report = {"weights": {"n0001": 0.75, "n0002": 0.25}, "method": "selection"}
+    (out / "fuse_weights.json").write_text(json.dumps(report))
+    assert "with weight 0.75" in "\n".join(evidence.blend(graph, member))
+    report["method"] = "stack_lgbm"  # the stacker predicted: the selection's weights say nothing of its use
+    (out / "fuse_weights.json").write_text(json.dumps(report))
+    text = "\n".join(evidence.blend(graph, member))
+    assert "It feeds the blend n0003 (members" in text and "weight" not in text.split("(members")[0]

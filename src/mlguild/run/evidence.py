@@ -207,6 +207,8 @@ class Evidence:
             found = json.loads(text) if text.strip() else {}
         except ValueError:
             return {}
+        if isinstance(found, dict) and found.get("method", "selection") != "selection":
+            return {}  # a stacker predicted: the selection's weights are not what the blend used
         found = found.get("weights", found) if isinstance(found, dict) else {}
         if not isinstance(found, dict):
             return {}
