@@ -116,8 +116,15 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
     choice = FinalStage(agent.session).run_refit(300)
     graph = agent.session.state.graph
     refits = [n for n in graph if n.op == "refit"]
-    weights = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())["weights"]
-    weighted = [m for m in members if weights[m] > 0]  # a member the blend gave no weight is not refitted
+    report = json.loads((run.node_dir(fuse.id) / "output" / "fuse_weights.json").read_text())
+    # The stacker was cross-validated beside the selection, and the better of them predicts.
+    assert {"selection", "stack_linear", "stack_lgbm"} <= set(report["cross_validated_scores"]), report
+    used = report["members_used"]
+    if report["method"] == "selection":  # a member the selection gave no weight is not refitted
+        assert used == [m for m in members if report["weights"][m] > 0]
+    else:  # a stacker reads every member
+        assert used == list(members)
+    weighted = [m for m in members if m in used]
     assert [n.meta["refit_of"] for n in refits] == [*weighted, fuse.id]
     blend = refits[-1]
     assert blend.meta["stage"] == {m: r.id for m, r in zip(weighted, refits, strict=False)}

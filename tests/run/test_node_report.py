@@ -51,6 +51,12 @@ def test_failures_and_blends(tmp_path):
     )
     text = "\n".join(result_lines(fuse, graph, "roc_auc", tmp_path))
     assert "better" in text and f"{a.id} 0.75, {b.id} 0.25" in text and "blend 0.81" in text
+    assert "ensemble:" not in text  # a blend written before stacks names no choice
+    report = json.loads((tmp_path / "output" / "fuse_weights.json").read_text())
+    report.update(method="stack_lgbm", cross_validated_scores={"selection": 0.8, "stack_lgbm": 0.83})
+    (tmp_path / "output" / "fuse_weights.json").write_text(json.dumps(report))
+    text = "\n".join(result_lines(fuse, graph, "roc_auc", tmp_path))
+    assert "ensemble: stack_lgbm, chosen by cross-validated out-of-fold roc_auc: selection 0.8, stack_lgbm 0.83" in text
 
 
 def test_printed_scores_are_read_with_trailing_words():

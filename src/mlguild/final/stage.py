@@ -6,8 +6,8 @@ library entry ``mlguild.launch.start`` and for any code that drives a session it
 1. picks the base node (``final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
-   in the time the search kept back (``mlguild.run.reserve``): for a blend, each weighted
-   member, then the blend. When the base's refit, as this run measured it, cannot finish in
+   in the time the search kept back (``mlguild.run.reserve``): for a blend, each member it
+   used (every one for a stack), then the blend. When the base's refit, as this run measured it, cannot finish in
    the time left, the best node within noise of it whose refit can is refitted instead, and
    ``final.json`` says which and why (``refit_fallback``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's

@@ -42,7 +42,8 @@ _MAX_LEVELS = 50  # a categorical column with more levels is left out of the bre
 _PREDICTED = "__mlguild_prediction"  # the prediction's column once joined to the labels (names may clash)
 _BLEND_OOF = (
     "the blend's weights were fitted on its members' out-of-fold predictions of the training rows "
-    "(greedy ensemble selection); the holdout measures the blend"
+    "(greedy ensemble selection, or a stacker cross-validated on them: its fuse_weights.json says which); "
+    "the holdout measures the blend"
 )
 
 
@@ -206,6 +207,8 @@ class Evidence:
             found = json.loads(text) if text.strip() else {}
         except ValueError:
             return {}
+        if isinstance(found, dict) and found.get("method", "selection") != "selection":
+            return {}  # a stacker predicted: the selection's weights are not what the blend used
         found = found.get("weights", found) if isinstance(found, dict) else {}
         if not isinstance(found, dict):
             return {}

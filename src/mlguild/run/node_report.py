@@ -103,12 +103,19 @@ def _blend_lines(path: Path) -> list[str]:
             return _column_blend_lines(report)
         weights = ", ".join(f"{m} {w:.2f}" for m, w in report["weights"].items())
         members = report["member_oof_scores"]
-        return [
+        lines = [
             f"- blend weights (fitted on out-of-fold predictions): {weights}",
             f"- out-of-fold {report['oof_metric']}: blend {report['blend_oof_score']:.6g}, members "
             + ", ".join(f"{m} {s:.6g}" for m, s in members.items())
             + " (printed by the script: a guide only)",
         ]
+        honest = report.get("cross_validated_scores") or {}
+        if honest:  # the selection beside the stackers: the better cross-validated score predicts
+            lines.append(
+                f"- ensemble: {report.get('method', 'selection')}, chosen by cross-validated out-of-fold "
+                f"{report['oof_metric']}: " + ", ".join(f"{k} {v:.6g}" for k, v in honest.items())
+            )
+        return lines
     except (ValueError, KeyError, TypeError, AttributeError):
         return ["- fuse_weights.json is not in the expected format"]
 

@@ -43,22 +43,30 @@ def full_data_dir(run_path: Path) -> Path:
 
 def refit_chain(graph: SearchGraph, node: Node, run: RunDir | None = None) -> list[Node]:
     """The nodes whose scripts a refit of ``node`` reruns, members before their blend; with
-    ``run``, only the members the blend gave weight to."""
+    ``run``, only the members the blend used (every member, for a blend whose stacker made
+    its predictions; the members the selection gave weight to, otherwise)."""
     if not node.is_blend:
         return [node]
     members = [p for p in node.parents if p in graph.nodes]
-    weights = _blend_weights(run, node) if run is not None else {}
-    if weights:
-        members = [m for m in members if weights.get(m, 0) > 0]
+    used = _blend_members_used(run, node) if run is not None else None
+    if used is not None:
+        members = [m for m in members if m in used]
     return [graph[m] for m in members] + [node]
 
 
-def _blend_weights(run: RunDir, node: Node) -> dict[str, float]:
+def _blend_members_used(run: RunDir, node: Node) -> set[str] | None:
+    """The members a blend's predictions read, from its ``fuse_weights.json`` (its
+    ``members_used``; in a blend written before stacks, the members weighted above 0);
+    None when it wrote no such file."""
     path = run.node_dir(node.id) / "output" / "fuse_weights.json"
     try:
-        return {str(k): float(v) for k, v in json.loads(read_no_follow(path)).get("weights", {}).items()}
+        report = json.loads(read_no_follow(path))
+        if isinstance(report.get("members_used"), list):
+            return {str(m) for m in report["members_used"]}
+        weights = {str(k): float(v) for k, v in report.get("weights", {}).items()}
+        return {m for m, w in weights.items() if w > 0} if weights else None
     except (OSError, ValueError, AttributeError, TypeError):
-        return {}
+        return None
 
 
 def growth(run: RunDir) -> float:

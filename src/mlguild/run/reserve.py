@@ -5,7 +5,7 @@ The final stage (mlguild.final.stage) scores its candidates once on the confirma
 refits one of them on every labelled row, and grades the final submission once. Each part
 is priced from this run's own measurements, re-estimated whenever a node finishes:
 
-- a refit: the candidate's own fit time (a blend: its weighted members' and its own), scaled
+- a refit: the candidate's own fit time (a blend: the members it used, every one for a stack, and its own), scaled
   to the larger training file (``refit.node_refit_seconds``);
 - the audit and the grade: the harness's measured seconds per node (scoring one file and
   writing its report), once per candidate, the constant baseline and the grade.

@@ -17,6 +17,11 @@ from ...metrics import get_metric, per_column
 from .catalog import recipe_modality
 from .render import _cv_metric, _environment, _hoist_imports, _list_k, _map_cv, _ranking_context, prediction_kind
 
+# A stacker is offered beside the selection from this many members on: with two, it learns
+# little that the selection's weights do not, except from the original features, and those it
+# may well learn (its cross-validated score decides).
+STACK_MIN_MEMBERS = 2
+
 
 def fuse_proposal(context: Context) -> Proposal:
     """A blend of ``context.parents`` (the Action's parents, best first)."""
@@ -58,6 +63,11 @@ def fuse_proposal(context: Context) -> Proposal:
         what += ", blending each member's scores as ranks within their group"
     elif recipe_modality(task) == "ranked_lists":
         what += ", fusing the members' lists by weighted reciprocal ranks"
+    elif not several and prediction_kind(task) != "ranked_list":
+        what += (
+            "; beside it, a stacker (a linear model on those predictions, LightGBM on them and the original "
+            "features) with its own cross-validation, and whichever cross-validates better predicts"
+        )
     lines += [
         "",
         f"**What:** {what}" + (", for each target column on its own." if several else "."),
@@ -78,7 +88,9 @@ def fuse_proposal(context: Context) -> Proposal:
     return Proposal(plan="\n".join(lines) + "\n", code=code, meta=meta, title=f"Blend of {', '.join(members)}")
 
 
-def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
+def render_fuse(task: dict[str, Any], members: list[str], summary: str, stack: bool = True) -> str:
+    """The blend script of one target: the selection's weighted average, and with ``stack``
+    a stacker beside it (templates/fuse_stack.py.j2), whichever cross-validates better."""
     if len(task["target_columns"]) > 1:
         return _render_fuse_several(task, members, summary)
     kind = prediction_kind(task)
@@ -104,6 +116,9 @@ def render_fuse(task: dict[str, Any], members: list[str], summary: str) -> str:
             metric_positive=metric_positive,
             greater_is_better=get_metric(cv["name"]).direction == "maximize",
             list_k=list_k,
+            # A ranked list (MAP@k) blends scores into lists: no stacker learns that shape.
+            stack=stack and not list_k,
+            stack_min=STACK_MIN_MEMBERS,
         )
     )
     return _hoist_imports(code)
