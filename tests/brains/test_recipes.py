@@ -26,7 +26,7 @@ from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, recipes_for
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
-from mlguild.brains.recipes.render import render_script
+from mlguild.brains.recipes.render import THREADS_FROM_ROWS, render_script
 from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
 from mlguild.firewall.guard import check_code
@@ -706,3 +706,13 @@ def test_boosting_minimises_the_absolute_error_when_the_task_is_scored_by_mae(am
         assert draft_meta(recipe, task, ames.profile)["params"][name] == value
         assert name not in draft_meta(recipe, ames.task, ames.profile)["params"]  # rmsle: its own loss
     assert "objective" not in draft_meta("random_forest", task, ames.profile)["params"]
+
+
+def test_a_scripts_threads_are_decided_from_the_search_rows_so_its_refit_runs_as_it_did(churn):
+    # The refit runs the same script on every labelled row: were the choice made from the rows
+    # it reads, a refit past the threshold would switch to threads its node never measured.
+    meta = draft_meta("lightgbm", churn.task, churn.profile)
+    few = render_script(churn.task, {**churn.profile, "n_train": THREADS_FROM_ROWS - 1}, meta, "few")
+    many = render_script(churn.task, {**churn.profile, "n_train": THREADS_FROM_ROWS}, meta, "many")
+    assert "N_JOBS = 1\n" in few and "N_JOBS = THREADS\n" in many
+    assert "len(train) >=" not in few + many

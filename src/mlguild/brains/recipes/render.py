@@ -26,6 +26,9 @@ from .moves import MANY_LEVELS
 
 TEMPLATES = Path(__file__).parent / "templates"
 _IMPORT = re.compile(r"^(import \w|from [\w.]+ import )")
+# A script's model fits on all the threads it is given from this many training rows on, on one
+# below (templates/threads.py.j2 says why).
+THREADS_FROM_ROWS = 10_000
 
 
 def _literal(value: Any) -> str:
@@ -299,6 +302,9 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "time_column": task.get("time_column"),
         # Lookup tables joined to every part by their keys (templates/lookup_tables.py.j2).
         "lookup_tables": lookup_tables(task),
+        # Whether the model's fit uses threads (templates/threads.py.j2).
+        "n_train": int(profile.get("n_train") or 0),
+        "threads_from_rows": THREADS_FROM_ROWS,
     }
     template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
     if template == "rank.py.j2":
