@@ -221,8 +221,12 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     graph.add(draft)
     assert graph.best().id == "n0002"
     assert refit_seconds(run, graph, draft) <= 30.0 - audit - limit + 1e-6
-    _ends_in(agent, 10.0)  # too little left for a script and its refit: the search stops
-    with pytest.raises(BudgetExhausted):
+    _ends_in(agent, 10.0)  # too little left for most scripts and their refits: the last slot
+    last = clock.next_limit_s(graph)
+    assert last == pytest.approx((10.0 - audit) / (1 + growth * 1.25), abs=0.5) and last < 5.0
+    graph["n0001"].timing.update(exec_s=4.0)
+    graph["n0002"].timing.update(exec_s=4.0)
+    with pytest.raises(BudgetExhausted):  # not even the fastest script fits: the search stops
         clock.next_limit_s(graph)
 
 
@@ -342,6 +346,7 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     assert saved["refit_fallback"] == choice["refit_fallback"]
     # Only a clearly worse node fits: the best node's own submission, not the worse model refitted.
     graph["n0002"].timing.update(exec_s=100.0)
+    graph[choice["node"]].timing.update(exec_s=200.0)  # what its refit measured, as if so
     again = FinalStage(agent.session).run_refit(60.0)
     assert again["node"] == "n0001" and again["refit"] is False and "nor any node within noise" in again["reason"]
 

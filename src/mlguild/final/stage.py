@@ -199,7 +199,9 @@ class FinalStage:
             self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
         )
         self.base_reason = why
-        needed = refit_seconds(self.run, graph, best)
+        scales = self.session.clock.scales  # what refits of each family measured
+        scale_of = scales.of(self.run, graph)
+        needed = refit_seconds(self.run, graph, best, scale_of)
         grow, window = growth(self.run), None
         if needed > timeout_s:
             short = (
@@ -210,7 +212,7 @@ class FinalStage:
             # one: with no time to refit on every labelled row, refit on the latest window, as
             # many rows as the search trained on (so as long as the search ran it).
             chain = refit_chain(graph, best, self.run)
-            same_size = sum(node_refit_seconds(n, 1.0) for n in chain)
+            same_size = sum(node_refit_seconds(n, 1.0, scale_of(n)) for n in chain)
             if self.run.spec.time_column and same_size <= timeout_s:
                 grow, window = 1.0, int(self.run.workspace.manifest()["split"]["train_rows"])
                 self.base_reason += (
@@ -218,11 +220,12 @@ class FinalStage:
                     f"so refitted on the latest {window} labelled rows, as many as the search trained on"
                 )
             else:
-                other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
+                may = lambda n: self._within_noise(best, n)
+                other = refittable(self.run, graph, timeout_s, best, may, scales)
                 if other is None:
                     return self._choose(best, None, f"{short}, nor any node within noise of it")
                 # A model trained on every labelled row, rather than the search's share of them.
-                other_s = refit_seconds(self.run, graph, other)
+                other_s = refit_seconds(self.run, graph, other, scale_of)
                 self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
                 self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
                 self.base_reason = f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"

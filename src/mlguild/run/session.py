@@ -40,6 +40,7 @@ from ..util.fs import read_text_no_follow, sha256_text
 from .budget import BudgetClock
 from .context import ContextBuilder
 from .executor import Executor
+from .reserve import RefitScales, refit_family
 
 EventHandler = Callable[[str, dict], None]
 
@@ -84,6 +85,9 @@ class Session:
             run.path.name, run.task_key, traits, run.config.memory, mlguild_home(), name=run.spec.name
         )
         self.memory.replay(self.state.graph, self.code, self.columns)
+        # The final stage's reserve starts from what other runs' refits of each family measured.
+        priors = self.memory.refit_scales(run.profile.n_train)
+        self.clock.scales = RefitScales(priors, lambda node: refit_family(node, self.code(node)))
         self.pools = Pools.open(run.path, community_code(run))
         self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported
         results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)
