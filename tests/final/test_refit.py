@@ -84,10 +84,10 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     # The memory keeps how long the refit took against its node's run: the next run's prior.
     shared = agent.session.memory.shared
     assert shared is not None
-    kept = shared.store.refits(run.profile.n_train, 1.5, 5, exclude_run="another run")
+    kept = shared.store.refits(run.profile.n_train, 1.5, exclude_run="another run")
     grow = (split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)) / split["train_rows"]
     expected = refit.timing["exec_s"] / (graph["n0001"].timing["exec_s"] * grow)
-    assert kept == {"script": [pytest.approx(expected, abs=1e-3)]}
+    assert kept == [("script", run.task_key, pytest.approx(expected, abs=1e-3))]
     final = run.path / "final"
     assert (final / "submission.csv").read_bytes() == (
         run.node_dir(refit.id) / "output" / "submission.csv"

@@ -67,11 +67,16 @@ def test_a_memory_prior_is_used_when_the_run_has_not_measured_a_refit(run):
     graph = SearchGraph("maximize")
     best = graph.add(_scored("n0001", "lightgbm", exec_s=10.0, score=0.9))
     grow = growth(run)
-    scales = RefitScales({"recipe lightgbm": [0.5, 0.9, 0.6]})  # other runs' refits, newest first
+    # Other tasks' refits of the family: the largest counts (one family's scale differs by task).
+    scales = RefitScales(other_tasks={"recipe lightgbm": [0.5, 1.5, 0.6]})
+    assert final_reserve(run, graph, scales=scales).refit_s == pytest.approx(10.0 * grow * 1.5 * MARGIN)
+    # Earlier runs of this very task: their median, and other tasks' no longer count.
+    scales = RefitScales({"recipe lightgbm": [0.5, 0.9, 0.6]}, {"recipe lightgbm": [1.5]})
     assert final_reserve(run, graph, scales=scales).refit_s == pytest.approx(10.0 * grow * 0.6 * MARGIN)
-    # This run's own measurement, once there is one, comes before the memory's.
+    # This run's own measurement joins them, once there is one.
     graph.add(_refit("n0002", best, exec_s=10.0 * grow * 1.4))
-    assert final_reserve(run, graph, scales=scales).refit_s == pytest.approx(10.0 * grow * 1.4 * MARGIN)
+    graph.add(_refit("n0003", best, exec_s=10.0 * grow * 1.2))
+    assert final_reserve(run, graph, scales=scales).refit_s == pytest.approx(10.0 * grow * 0.9 * MARGIN)
 
 
 def test_the_memory_keeps_refit_scales_for_runs_on_tasks_about_this_size(tmp_path):
@@ -82,10 +87,12 @@ def test_the_memory_keeps_refit_scales_for_runs_on_tasks_about_this_size(tmp_pat
     first.keep_refit("n0010", "blend", rows=1000, scale=0.9)
     Memory.open("run-2", "task-b", traits, cfg, tmp_path).keep_refit("n0004", "recipe lightgbm", rows=2500, scale=0.8)
     later = Memory.open("run-3", "task-c", traits, cfg, tmp_path)
-    assert later.refit_scales(1200) == {"recipe lightgbm": [0.8, 0.55], "blend": [0.9]}  # newest first
+    assert later.refit_scales(1200) == ({}, {"recipe lightgbm": [0.8, 0.55], "blend": [0.9]})  # newest first
+    again = Memory.open("run-5", "task-a", traits, cfg, tmp_path)  # task-a again: its own come apart
+    assert again.refit_scales(1000) == ({"recipe lightgbm": [0.55], "blend": [0.9]}, {"recipe lightgbm": [0.8]})
     bigger = Memory.open("run-4", "task-d", traits, cfg, tmp_path)
-    assert bigger.refit_scales(100_000) == {}  # a task of another size: none carries
-    assert first.refit_scales(1000) == {"recipe lightgbm": [0.8]}  # never a run's own
+    assert bigger.refit_scales(100_000) == ({}, {})  # a task of another size: none carries
+    assert first.refit_scales(1000) == ({}, {"recipe lightgbm": [0.8]})  # never a run's own
     # The family a refit is learned under: the recipe, else the model library, else the kind of node.
     node = _scored("n0001", "catboost", 1.0)
     assert refit_family(node, "") == "recipe catboost"

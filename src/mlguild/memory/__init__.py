@@ -58,7 +58,7 @@ class Memory:
     _move_priors: dict[str, MovePrior] | None = None
     _family_priors: dict[str, MovePrior] | None = None
     _earlier_bests: list[EarlierBest] | None = None
-    _refit_scales: dict[str, list[float]] | None = None
+    _refit_scales: tuple[dict[str, list[float]], dict[str, list[float]]] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
     # Workers recall (a planner, at proposal time) while another records: one at a time.
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -162,19 +162,25 @@ class Memory:
             except (sqlite3.Error, OSError) as exc:
                 self._drop_shared(exc)
 
-    def refit_scales(self, rows: int) -> dict[str, list[float]]:
+    def refit_scales(self, rows: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Per model family, the scales other runs' refits measured on tasks about this size
-        (``rows`` training rows), newest first (read once a run)."""
+        (``rows`` training rows), newest first: those on this very task, and those on others
+        (read once a run)."""
         if self._refit_scales is None:
-            self._refit_scales = {}
+            found: list[tuple[str, str, float]] = []
             if self.shared is not None:
                 with self._lock:
                     try:
-                        self._refit_scales = self.shared.store.refits(
-                            rows, _REFIT_ROWS_WITHIN, _REFIT_RECORDS, exclude_run=self.run
-                        )
+                        found = self.shared.store.refits(rows, _REFIT_ROWS_WITHIN, exclude_run=self.run)
                     except sqlite3.Error:
                         pass
+            same: dict[str, list[float]] = {}
+            others: dict[str, list[float]] = {}
+            for family, task, scale in found:
+                kept = (same if task == self.task else others).setdefault(family, [])
+                if len(kept) < _REFIT_RECORDS:
+                    kept.append(scale)
+            self._refit_scales = (same, others)
         return self._refit_scales
 
     def recall(self, query: str, skip: Set[str] = frozenset()) -> Recall:

@@ -175,19 +175,14 @@ class MemoryStore:
                 (refit.run, refit.node, refit.task, refit.family, refit.rows, refit.scale, time.time()),
             )
 
-    def refits(self, rows: int, within: float, per_family: int, exclude_run: str = "") -> dict[str, list[float]]:
-        """Per model family, the scales of the newest ``per_family`` refits of other runs on
-        tasks whose training rows are within a factor ``within`` of ``rows``, newest first."""
-        found: dict[str, list[float]] = {}
+    def refits(self, rows: int, within: float, exclude_run: str = "", limit: int = 500) -> list[tuple[str, str, float]]:
+        """The newest ``limit`` refits of other runs on tasks whose training rows are within a
+        factor ``within`` of ``rows``: (family, task, scale), newest first."""
         cursor = self._db.execute(
-            "SELECT family, scale FROM refits WHERE run != ? AND rows BETWEEN ? AND ? ORDER BY id DESC",
-            (exclude_run, rows / within, rows * within),
+            "SELECT family, task, scale FROM refits WHERE run != ? AND rows BETWEEN ? AND ? ORDER BY id DESC LIMIT ?",
+            (exclude_run, rows / within, rows * within, limit),
         )
-        for name, scale in cursor:
-            kept = found.setdefault(name, [])
-            if len(kept) < per_family:
-                kept.append(float(scale))
-        return found
+        return [(str(name), str(task), float(scale)) for name, task, scale in cursor]
 
     def repairs(self, task: str, exclude_run: str | None = None, limit: int = 20) -> list[StoredRepair]:
         """The repairs of ``task``'s recipe scripts, newest first (less those of ``exclude_run``)."""

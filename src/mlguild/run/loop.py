@@ -120,6 +120,7 @@ class Agent:
             timeout = s.clock.within_remaining(reserved.timeout, brain_s)  # the brain's time comes out of the script's
             if failure is None:  # a script its estimated cost says cannot finish is not started
                 failure = unaffordable(s, node, action, proposal, timeout)
+                timeout = s.clock.within_remaining(reserved.timeout, s.clock.elapsed() - started)  # less a probe's
             refine = None
             if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's refine loop
                 deadline = started + brain_s + timeout

@@ -31,8 +31,8 @@ from .cost import family
 from .refit import DEFAULT_SCALE, best_blend, expected_refit_seconds, growth, planned_blend_seconds, refit_seconds
 
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
-# Over the median of the measured scales: refits of one family vary with the load and the
-# data (churn's LightGBM refits ran 0.56, ames's 1.42; of one run, up to a fifth apart).
+# Over the measured scales: one task's refits of a family vary with the machine's load by
+# about a tenth from run to run.
 _MARGIN = 1.1
 
 
@@ -55,12 +55,19 @@ def refit_scale(refit: Node, original: Node, grow: float) -> float | None:
 @dataclass
 class RefitScales:
     """Per model family, the scale a refit takes (its seconds = scale x growth x the node's
-    seconds in the search): ``_MARGIN`` times the median of what its family's refits measured
-    on this run, else of what the memory holds of other runs' (``priors``: newest first, on
-    tasks of about this size), else ``DEFAULT_SCALE`` when neither measured one.
+    seconds in the search), the less known of this task the more conservative:
+
+    - ``_MARGIN`` times the median of what the family's refits measured on this task (this
+      run's refits, and ``same_task``: the memory's of earlier runs on it, newest first);
+    - else ``_MARGIN`` times the largest the memory holds of other tasks about this size
+      (``other_tasks``): one family's scale differs from task to task (LightGBM's refits ran
+      0.47 of linear on churn and 1.48 on ames, its early stopping finding more trees);
+    - else ``DEFAULT_SCALE``.
+
     ``family_of``: a node's family (``refit_family`` of its script)."""
 
-    priors: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    same_task: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    other_tasks: Mapping[str, Sequence[float]] = field(default_factory=dict)
     family_of: Callable[[Node], str] = lambda node: refit_family(node, "")
     _families: dict[str, str] = field(default_factory=dict)  # a node's family, read once
 
@@ -86,8 +93,11 @@ class RefitScales:
 
         def scale(node: Node) -> float:
             name = self.family(node)
-            seen = measured.get(name) or self.priors.get(name)
-            return _MARGIN * statistics.median(seen) if seen else DEFAULT_SCALE
+            here = [*measured.get(name, ()), *self.same_task.get(name, ())]
+            if here:
+                return _MARGIN * statistics.median(here)
+            elsewhere = self.other_tasks.get(name)
+            return _MARGIN * max(elsewhere) if elsewhere else DEFAULT_SCALE
 
         return scale
 
