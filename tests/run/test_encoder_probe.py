@@ -6,6 +6,7 @@ this machine encodes."""
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -41,7 +42,7 @@ class _Measured:
     def __init__(self, rate: float, load_s: float = 4.0):
         self.rate, self.load_s, self.calls = rate, load_s, []
 
-    def __call__(self, backbone, weights, sample):
+    def __call__(self, backbone, weights, sample, limit_s):
         self.calls.append((backbone, list(sample)))
         return Throughput(backbone, self.load_s, self.rate, len(sample))
 
@@ -77,13 +78,17 @@ def test_a_text_draft_that_fits_starts_and_a_cached_encoder_is_not_probed(tmp_pa
     cache = run.path / "embeddings"
     cache.mkdir(exist_ok=True)
     (cache / "sentences-0123456789abcdef01234567.npy").write_bytes(b"")  # an earlier node's embeddings
-    assert agent.session.probe.estimate({}, SENTENCES) is None and len(measured.calls) == 1
+    assert agent.session.probe.estimate({}, SENTENCES, 20) is None and len(measured.calls) == 1
 
 
 def test_which_encoder_a_script_runs():
     assert encoder_of({"brain": "recipes", "recipe": "tfidf_sentences"}, "") == TEXT
     assert encoder_of({"brain": "recipes", "recipe": "backbone_linear"}, "") == IMAGE
-    assert encoder_of({"brain": "recipes", "recipe": "backbone_finetune"}, "") is None  # the GPU's: trained, not encoded
+    assert (
+        encoder_of({"brain": "recipes", "recipe": "backbone_finetune"}, "") is None
+    )  # the GPU's: trained, not encoded
     assert encoder_of({"brain": "recipes", "recipe": "tfidf_linear"}, "") is None
     assert encoder_of({}, "import numpy as np\nfrom efficientnet_lite_pytorch import EfficientNet\n") == IMAGE
     assert encoder_of({}, "import lightgbm\n") is None
+    # A probe that ran out of time says only that loading takes at least that long.
+    assert Throughput(TEXT, 20.0, math.inf, 0).seconds(10_000) == 20.0

@@ -237,7 +237,9 @@ class FinalStage:
             refitted: dict[str, Node] = {}
             for original in refit_chain(graph, best, self.run):
                 left = deadline - time.monotonic()
-                if left < _MIN_REFIT_S:
+                # A blend's own rerun takes a second or two: 4 s left still make it, not throw
+                # its members' refits away.
+                if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original))):
                     return self._choose(best, None, f"no time left to refit {original.id}")
                 node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
                 if node.status != Status.FINAL_OK:

@@ -20,6 +20,7 @@ for a script that loads no encoder.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -40,7 +41,7 @@ from .cost import Estimate
 from .embeddings_cache import EMBEDDINGS
 
 PROBE_ROWS = 32  # a few dozen rows: enough for a rate, little enough to cost seconds
-PROBE_LIMIT_S = 60.0  # an encoder that cannot load and encode the sample in this long is too slow anyway
+PROBE_LIMIT_S = 60.0  # the longest a probe runs (a draft with less time gives it no more than its own)
 PROBES = "probes.json"
 # The prefix of the files the recipes' scripts write to the run's embeddings cache, per encoder.
 _CACHED_AS = {TEXT: "sentences-", IMAGE: "images-"}
@@ -63,8 +64,8 @@ class Throughput:
 
 
 # Measures an encoder (a backbone name, its weights' path) on sample inputs (texts, or image
-# paths); None when it cannot run here.
-Measure = Callable[[str, Path, list[str]], "Throughput | None"]
+# paths) within a limit in seconds; None when it cannot run here.
+Measure = Callable[[str, Path, list[str], float], "Throughput | None"]
 
 
 def encoder_of(meta: Mapping[str, Any], code: str) -> str | None:
@@ -88,29 +89,34 @@ class EncoderProbe:
         self._path = run.path / PROBES
         self._lock = threading.Lock()  # two workers' drafts: one probe
 
-    def estimate(self, meta: Mapping[str, Any], code: str) -> Estimate | None:
+    def estimate(self, meta: Mapping[str, Any], code: str, timeout: float) -> Estimate | None:
         """The estimate of a script that runs an encoder whose embeddings the run has not
-        cached yet; None for any other script, or when the encoder cannot be measured here."""
+        cached yet, to be started with ``timeout`` seconds (the probe needs no longer than it
+        has); None for any other script, or when the encoder cannot be measured here."""
         backbone = encoder_of(meta, code)
         if backbone is None or self._cached(backbone):
             return None
-        found = self.throughput(backbone)
+        found = self.throughput(backbone, min(PROBE_LIMIT_S, timeout))
         if found is None:
             return None
         rows = self._rows_to_embed(backbone)
-        measured = f"{found.rows_per_s:.1f} rows/s on {found.rows} rows" if found.rows else "not even the sample"
-        basis = f"{backbone}: {measured} and {found.load_s:.0f} s to load, measured on this run; {rows} rows to embed"
+        if found.rows:
+            basis = f"{found.rows_per_s:.1f} rows/s on {found.rows} rows and {found.load_s:.0f} s to load"
+        else:
+            basis = f"not loaded and through {PROBE_ROWS} rows in {found.load_s:.0f} s"
+        basis = f"{backbone}: {basis}, measured on this run; {rows} rows to embed"
         return Estimate(found.seconds(rows), basis)
 
-    def throughput(self, backbone: str) -> Throughput | None:
-        """``backbone``'s throughput: as kept in the run folder, else measured now and kept."""
+    def throughput(self, backbone: str, limit_s: float = PROBE_LIMIT_S) -> Throughput | None:
+        """``backbone``'s throughput: as kept in the run folder, else measured now (within
+        ``limit_s``) and kept."""
         with self._lock:
             kept = self._kept()
             if backbone in kept:
                 return Throughput(**kept[backbone])
             weights = find_backbones().get(backbone)
             sample = self._sample(backbone)
-            found = self.measure(backbone, weights.path, sample) if weights is not None and sample else None
+            found = self.measure(backbone, weights.path, sample, limit_s) if weights is not None and sample else None
             if found is not None:
                 kept[backbone] = asdict(found)
                 atomic_write(self._path, json.dumps(kept, indent=2))
@@ -178,18 +184,19 @@ print(json.dumps({"load_s": warm - start, "encode_s": time.perf_counter() - warm
 """
 
 
-def measure_in_subprocess(backbone: str, weights: Path, sample: list[str]) -> Throughput | None:
+def measure_in_subprocess(backbone: str, weights: Path, sample: list[str], limit_s: float) -> Throughput | None:
     """Measure ``backbone`` (its weights at ``weights``) on ``sample`` in a child process of
-    this Python, offline; None when it fails (the draft then runs and fails on its own)."""
+    this Python, offline, within ``limit_s``; None when it fails (the draft then runs and fails
+    on its own). One that runs out of time says only that loading takes at least that long."""
     job = json.dumps({"backbone": "text" if backbone == TEXT else "image", "path": str(weights), "items": sample})
     env = {**os.environ, **script_env()}
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _PROBE], input=job, capture_output=True, text=True, timeout=PROBE_LIMIT_S, env=env
+            [sys.executable, "-c", _PROBE], input=job, capture_output=True, text=True, timeout=limit_s, env=env
         )
-    except subprocess.TimeoutExpired:  # not even the sample in the probe's time: the encoder is too slow here
-        return Throughput(backbone, time.monotonic() - started, len(sample) / PROBE_LIMIT_S, 0)
+    except subprocess.TimeoutExpired:  # a lower bound: the draft needs at least this long
+        return Throughput(backbone, round(time.monotonic() - started, 3), math.inf, 0)
     try:
         times = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
     except (ValueError, IndexError):

@@ -39,7 +39,7 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
         found = estimate(session.state.graph, action, proposal, code_of, session.run.profile.n_train)
     if found is None and action.op in (Op.DRAFT, Op.EVOLVE):  # outside the lock: a probe takes seconds
         started = session.clock.elapsed()
-        found = session.probe.estimate(proposal.meta, proposal.code)
+        found = session.probe.estimate(proposal.meta, proposal.code, timeout)
         timeout -= session.clock.elapsed() - started
     if found is None:
         return None
