@@ -15,6 +15,7 @@ from mlguild.config import load_config
 from mlguild.core.errors import BudgetExhausted
 from mlguild.core.graph import Node
 from mlguild.core.protocols import Action, Proposal
+from mlguild.core.vocabulary import Op
 from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
@@ -372,3 +373,27 @@ def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
     reserve = agent.session.clock.reserve(graph, ("n0001", "n0002", "n0003"))
     assert not reserve.planned and reserve.node == "n0001"  # sized for the best node's refit instead
     assert agent.session.clock.next_limit_s(graph, ("n0001", "n0002", "n0003")) > 10.0
+
+
+def test_a_blend_whose_refit_stops_part_way_keeps_a_refitted_member_within_noise(tmp_path):
+    # A 2-minute run on a loaded machine refitted two of a blend's members in 42 s, had no
+    # time left for the blend's own rerun, and ended with the blend trained on the search's rows.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")
+    breaks = SCRIPT.format(flip=False, crash=True, search_rows=split["train_rows"])  # fails on the refit's rows
+    replies = [Proposal("logistic on x0", good, {}), Proposal("flatter", tie, {}), Proposal("blend", breaks, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    agent.run_loop()
+    graph = agent.session.state.graph
+    blend = graph["n0003"]
+    assert blend.ok
+    blend.op, blend.parents = Op.BLEND, ("n0001", "n0002")  # as if it blended them
+    agent.session.state.best_id = blend.id
+    choice = FinalStage(agent.session).run_refit(120)
+    refits = [n for n in graph if n.op == Op.REFIT]
+    assert [n.meta["refit_of"] for n in refits] == ["n0001", "n0002", "n0003"] and refits[-1].status == "crash"
+    assert choice["refit"] is True and choice["node"] == refits[0].id  # n0001's refit, not n0003's search model
+    assert choice["refit_fallback"]["wanted"] == "n0003" and choice["refit_fallback"]["refitted"] == "n0001"
+    assert "a member within noise of n0003" in choice["reason"]

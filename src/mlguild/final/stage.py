@@ -240,15 +240,31 @@ class FinalStage:
                 # A blend's own rerun takes a second or two: 4 s left still make it, not throw
                 # its members' refits away.
                 if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original))):
-                    return self._choose(best, None, f"no time left to refit {original.id}")
+                    return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
                 node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
-                    return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
+                    why = f"the refit of {original.id} failed ({node.status}): {last[:200]}"
+                    return self._chain_cut(best, refitted, why, needed, timeout_s)
                 refitted[original.id] = node
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _chain_cut(self, base: Node, refitted: dict[str, Node], why: str, needed: float, left: float) -> dict:
+        """A blend's refit that stopped part-way (``why``: out of time, or a member's refit
+        failed): its best member already refitted, when within noise of ``base``, rather than
+        ``base`` trained on the search's rows (the members' refits are not thrown away)."""
+        graph = self.state.graph
+        for member in (n for n in graph.ranked() if n.id in refitted and n.id != base.id):
+            if self._within_noise(base, member):
+                refit = refitted[member.id]
+                self.fallback = {"wanted": base.id, "needed_s": round(needed, 1), "left_s": round(left, 1)}
+                self.fallback.update(refitted=member.id, refit_s=round(refit.timing.get("exec_s") or 0.0, 1))
+                self.base_reason += f"; {why}, so the final is {member.id}'s refit, a member within noise of {base.id}"
+                self.session.on_event("warning", {"message": f"final stage: {why}; using the refit of {member.id}"})
+                return self._check_and_choose(member, refit)
+        return self._choose(base, None, why)
 
     def _within_noise(self, base: Node, other: Node) -> bool:
         """Whether ``other`` may stand in for ``base``'s refit: ``base`` beats it on fewer than
