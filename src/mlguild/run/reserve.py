@@ -13,8 +13,8 @@ is priced from this run's own measurements, re-estimated whenever a node finishe
   writing its report), once per candidate, the constant baseline and the grade.
 
 The candidates are the best node, the best blend and a blend the search is about to make
-(unless its refit alone is over the cap below). The reserve is capped at ``final.max_refit_share`` of the budget: a refit that needs more is
-not waited for; the final stage then refits the best node whose refit fits the time left
+(unless its refit alone is over the cap below). The reserve is capped at
+``final.max_refit_share`` of the budget: a refit that needs more is not waited for; the final stage then refits the best node whose refit fits the time left
 (``refittable``), which is what the capped reserve is sized for.
 """
 
@@ -31,8 +31,9 @@ from .cost import family
 from .refit import DEFAULT_SCALE, best_blend, expected_refit_seconds, growth, planned_blend_seconds, refit_seconds
 
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
-# Over the measured scales: one task's refits of a family vary with the machine's load by
-# about a tenth from run to run.
+# Over the measured scales, for their spread from run to run. A machine whose load changes
+# within a run moves them far more (churn's LightGBM refits ran 0.47 and 1.46 of linear in two
+# runs at loads 7 and 11), which no margin covers: the final stage then keeps what it refitted.
 _MARGIN = 1.1
 
 
