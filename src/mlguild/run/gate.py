@@ -3,8 +3,9 @@
 
 - a proposal whose estimate exceeds the time limit it would have is not started
   (``unaffordable``; a first draft that runs a pretrained encoder is estimated from the
-  encoder's throughput measured on a sample, mlguild.run.encoder_probe): its node is recorded with the status ``over_budget``, the estimate and
-  its basis in its failure and timing (``estimate_s``), so the brain sees it and moves on;
+  encoder's throughput measured on a sample, mlguild.run.encoder_probe): its node is
+  recorded with the status ``over_budget``, the estimate and its basis in its failure and
+  timing (``estimate_s``), so the brain sees it and moves on;
   while a started script runs, its estimate (not its whole limit) is what the final stage's
   reserve expects of it (``BudgetClock.in_flight``);
 - a seed check (mlguild.search.evidence: re-runs of a near-tie candidate with other seeds)
