@@ -15,6 +15,7 @@ from mlguild.config import load_config
 from mlguild.core.errors import BudgetExhausted
 from mlguild.core.graph import Node
 from mlguild.core.protocols import Action, Proposal
+from mlguild.core.vocabulary import Op
 from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
@@ -81,6 +82,13 @@ def test_refit_trains_on_every_labelled_row_and_becomes_the_final_submission(tmp
     assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"]
     assert choice["agreement"] > 0.99
     assert not full_data_dir(run.path).exists()  # the holdout labels are sealed again
+    # The memory keeps how long the refit took against its node's run: the next run's prior.
+    shared = agent.session.memory.shared
+    assert shared is not None
+    kept = shared.store.refits(run.profile.n_train, 1.5, exclude_run="another run")
+    grow = (split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)) / split["train_rows"]
+    expected = refit.timing["exec_s"] / (graph["n0001"].timing["exec_s"] * grow)
+    assert kept == [("script", run.task_key, pytest.approx(expected, abs=1e-3))]
     final = run.path / "final"
     assert (final / "submission.csv").read_bytes() == (
         run.node_dir(refit.id) / "output" / "submission.csv"
@@ -228,8 +236,12 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     graph.add(draft)
     assert graph.best().id == "n0002"
     assert refit_seconds(run, graph, draft) <= 30.0 - audit - limit + 1e-6
-    _ends_in(agent, 10.0)  # too little left for a script and its refit: the search stops
-    with pytest.raises(BudgetExhausted):
+    _ends_in(agent, 10.0)  # too little left for most scripts and their refits: the last slot
+    last = clock.next_limit_s(graph)
+    assert last == pytest.approx((10.0 - audit) / (1 + growth * 1.25), abs=0.5) and last < 5.0
+    graph["n0001"].timing.update(exec_s=4.0)
+    graph["n0002"].timing.update(exec_s=4.0)
+    with pytest.raises(BudgetExhausted):  # not even the fastest script fits: the search stops
         clock.next_limit_s(graph)
 
 
@@ -349,6 +361,7 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     assert saved["refit_fallback"] == choice["refit_fallback"]
     # Only a clearly worse node fits: the best node's own submission, not the worse model refitted.
     graph["n0002"].timing.update(exec_s=100.0)
+    graph[choice["node"]].timing.update(exec_s=200.0)  # what its refit measured, as if so
     again = FinalStage(agent.session).run_refit(60.0)
     assert again["node"] == "n0001" and again["refit"] is False and "nor any node within noise" in again["reason"]
 
@@ -367,3 +380,27 @@ def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
     reserve = agent.session.clock.reserve(graph, ("n0001", "n0002", "n0003"))
     assert not reserve.planned and reserve.node == "n0001"  # sized for the best node's refit instead
     assert agent.session.clock.next_limit_s(graph, ("n0001", "n0002", "n0003")) > 10.0
+
+
+def test_a_blend_whose_refit_stops_part_way_keeps_a_refitted_member_within_noise(tmp_path):
+    # A 2-minute run on a loaded machine refitted two of a blend's members in 42 s, had no
+    # time left for the blend's own rerun, and ended with the blend trained on the search's rows.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")
+    breaks = SCRIPT.format(flip=False, crash=True, search_rows=split["train_rows"])  # fails on the refit's rows
+    replies = [Proposal("logistic on x0", good, {}), Proposal("flatter", tie, {}), Proposal("blend", breaks, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    agent.run_loop()
+    graph = agent.session.state.graph
+    blend = graph["n0003"]
+    assert blend.ok
+    blend.op, blend.parents = Op.BLEND, ("n0001", "n0002")  # as if it blended them
+    agent.session.state.best_id = blend.id
+    choice = FinalStage(agent.session).run_refit(120)
+    refits = [n for n in graph if n.op == Op.REFIT]
+    assert [n.meta["refit_of"] for n in refits] == ["n0001", "n0002", "n0003"] and refits[-1].status == "crash"
+    assert choice["refit"] is True and choice["node"] == refits[0].id  # n0001's refit, not n0003's search model
+    assert choice["refit_fallback"]["wanted"] == "n0003" and choice["refit_fallback"]["refitted"] == "n0001"
+    assert "a member within noise of n0003" in choice["reason"]

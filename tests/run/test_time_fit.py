@@ -73,3 +73,40 @@ def test_the_loop_never_asks_the_brain_to_improve_a_parent_the_time_left_cannot_
     with pytest.raises(BudgetExhausted):
         agent.next_node()
     assert len(brain.calls) == asked
+
+
+def test_in_the_last_slot_the_cheapest_measured_script_runs_rather_than_nothing():
+    graph = _graph(30.0, 1.5)
+    # 3 s left for a script: too little for a draft nothing measured, enough for n0002's 1.5 s.
+    chosen = affordable(Action(Op.DRAFT), graph, 3.0, 60.0)
+    assert chosen.op == Op.IMPROVE and chosen.parents == ("n0002",) and "only 3 s left" in chosen.reason
+    assert affordable(Action(Op.BLEND, ("n0001", "n0002")), graph, 3.0, 60.0).op == Op.BLEND  # its limit decides
+    with pytest.raises(BudgetExhausted):
+        affordable(Action(Op.DRAFT), _graph(30.0, 4.0), 3.0, 60.0)
+
+
+class _BlendBoth:
+    """A policy that always asks for a blend of the first two nodes."""
+
+    def select(self, graph, iteration):
+        return Action(Op.BLEND, ("n0001", "n0002"), "blend n0001 and n0002")
+
+
+def test_a_blend_whose_refit_does_not_fit_gives_way_to_a_node_that_does(tmp_path):
+    # A 2-minute churn run ended its search at 1:30 of 2:00: the blend the policy chose would
+    # need its members' refits too, and the search stopped instead of running a 2-s script.
+    cfg = load_config(None, ["budget.time_s=1000", "sandbox.script_timeout_s=30", "brain.eda=false"])
+    run = create_run(load_task(make_task(tmp_path / "t")), cfg, tmp_path / "runs")
+    brain = ScriptedBrain([Proposal(f"Plan {i}", GOOD + f"# {i}\n", title=f"draft {i}") for i in range(3)])
+    agent = Agent(open_session(run, brain, get_sandbox("local"), policy=_BlendBoth()))
+    slow, fast = agent.step(Action(Op.DRAFT), 30), agent.step(Action(Op.DRAFT), 30)
+    assert slow.ok and fast.ok
+    slow.timing["exec_s"], fast.timing["exec_s"], slow.score = 20.0, 2.0, 0.99
+    session = agent.session
+    assert session.state.graph.best() is slow
+    # Time for the best node's refit and a 2-s script (3 s), not for a blend that refits both.
+    needed = session.clock.reserve(session.state.graph).total_s
+    session.state.spent_s = 1000 - needed - 3 - session.clock.elapsed()
+    action, timeout = agent._choose()
+    assert action.op == Op.IMPROVE and action.parents == (fast.id,) and "this blend" in action.reason
+    assert fast.timing["exec_s"] <= timeout

@@ -199,7 +199,9 @@ class FinalStage:
             self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
         )
         self.base_reason = why
-        needed = refit_seconds(self.run, graph, best)
+        scales = self.session.clock.scales  # what refits of each family measured
+        scale_of = scales.of(self.run, graph)
+        needed = refit_seconds(self.run, graph, best, scale_of)
         grow, window = growth(self.run), None
         if needed > timeout_s:
             short = (
@@ -210,7 +212,7 @@ class FinalStage:
             # one: with no time to refit on every labelled row, refit on the latest window, as
             # many rows as the search trained on (so as long as the search ran it).
             chain = refit_chain(graph, best, self.run)
-            same_size = sum(node_refit_seconds(n, 1.0) for n in chain)
+            same_size = sum(node_refit_seconds(n, 1.0, scale_of(n)) for n in chain)
             if self.run.spec.time_column and same_size <= timeout_s:
                 grow, window = 1.0, int(self.run.workspace.manifest()["split"]["train_rows"])
                 self.base_reason += (
@@ -218,11 +220,12 @@ class FinalStage:
                     f"so refitted on the latest {window} labelled rows, as many as the search trained on"
                 )
             else:
-                other = refittable(self.run, graph, timeout_s, best, lambda n: self._within_noise(best, n))
+                may = lambda n: self._within_noise(best, n)
+                other = refittable(self.run, graph, timeout_s, best, may, scales)
                 if other is None:
                     return self._choose(best, None, f"{short}, nor any node within noise of it")
                 # A model trained on every labelled row, rather than the search's share of them.
-                other_s = refit_seconds(self.run, graph, other)
+                other_s = refit_seconds(self.run, graph, other, scale_of)
                 self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
                 self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
                 self.base_reason = f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
@@ -234,16 +237,34 @@ class FinalStage:
             refitted: dict[str, Node] = {}
             for original in refit_chain(graph, best, self.run):
                 left = deadline - time.monotonic()
-                if left < _MIN_REFIT_S:
-                    return self._choose(best, None, f"no time left to refit {original.id}")
+                # A blend's own rerun takes a second or two: 4 s left still make it, not throw
+                # its members' refits away.
+                if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original))):
+                    return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
                 node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
-                    return self._choose(best, None, f"the refit of {original.id} failed ({node.status}): {last[:200]}")
+                    why = f"the refit of {original.id} failed ({node.status}): {last[:200]}"
+                    return self._chain_cut(best, refitted, why, needed, timeout_s)
                 refitted[original.id] = node
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _chain_cut(self, base: Node, refitted: dict[str, Node], why: str, needed: float, left: float) -> dict:
+        """A blend's refit that stopped part-way (``why``: out of time, or a member's refit
+        failed): its best member already refitted, when within noise of ``base``, rather than
+        ``base`` trained on the search's rows (the members' refits are not thrown away)."""
+        graph = self.state.graph
+        for member in (n for n in graph.ranked() if n.id in refitted and n.id != base.id):
+            if self._within_noise(base, member):
+                refit = refitted[member.id]
+                self.fallback = {"wanted": base.id, "needed_s": round(needed, 1), "left_s": round(left, 1)}
+                self.fallback.update(refitted=member.id, refit_s=round(refit.timing.get("exec_s") or 0.0, 1))
+                self.base_reason += f"; {why}, so the final is {member.id}'s refit, a member within noise of {base.id}"
+                self.session.on_event("warning", {"message": f"final stage: {why}; using the refit of {member.id}"})
+                return self._check_and_choose(member, refit)
+        return self._choose(base, None, why)
 
     def _within_noise(self, base: Node, other: Node) -> bool:
         """Whether ``other`` may stand in for ``base``'s refit: ``base`` beats it on fewer than

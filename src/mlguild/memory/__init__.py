@@ -33,9 +33,14 @@ from .priors import (
     move_priors,
 )
 from .retrieve import Retriever
-from .store import MemoryStore, StoredRepair
+from .store import MemoryStore, StoredRefit, StoredRepair
 
 _PRIOR_RECORDS = 5000  # the newest records of tasks of this type the priors are built from
+# A refit's scale carries to tasks whose training rows are within this factor of this one's
+# (a refit of a few thousand rows is mostly start-up; of a million, mostly fitting), the
+# newest this many per model family.
+_REFIT_ROWS_WITHIN = 3.0
+_REFIT_RECORDS = 5
 
 
 @dataclass
@@ -53,6 +58,7 @@ class Memory:
     _move_priors: dict[str, MovePrior] | None = None
     _family_priors: dict[str, MovePrior] | None = None
     _earlier_bests: list[EarlierBest] | None = None
+    _refit_scales: tuple[dict[str, list[float]], dict[str, list[float]]] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
     # Workers recall (a planner, at proposal time) while another records: one at a time.
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -144,6 +150,38 @@ class Memory:
                 return self.shared.store.repairs(self.task, exclude_run=self.run)
             except sqlite3.Error:
                 return []
+
+    def keep_refit(self, node: str, family: str, rows: int, scale: float) -> None:
+        """Keep in the shared store how long a final refit of a ``family`` model took: its
+        ``scale`` (mlguild.run.reserve.refit_scale) on a task of ``rows`` training rows."""
+        if self.shared is None:
+            return
+        with self._lock:
+            try:
+                self.shared.store.add_refit(StoredRefit(self.run, node, self.task, family, rows, scale))
+            except (sqlite3.Error, OSError) as exc:
+                self._drop_shared(exc)
+
+    def refit_scales(self, rows: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+        """Per model family, the scales other runs' refits measured on tasks about this size
+        (``rows`` training rows), newest first: those on this very task, and those on others
+        (read once a run)."""
+        if self._refit_scales is None:
+            found: list[tuple[str, str, float]] = []
+            if self.shared is not None:
+                with self._lock:
+                    try:
+                        found = self.shared.store.refits(rows, _REFIT_ROWS_WITHIN, exclude_run=self.run)
+                    except sqlite3.Error:
+                        pass
+            same: dict[str, list[float]] = {}
+            others: dict[str, list[float]] = {}
+            for family, task, scale in found:
+                kept = (same if task == self.task else others).setdefault(family, [])
+                if len(kept) < _REFIT_RECORDS:
+                    kept.append(scale)
+            self._refit_scales = (same, others)
+        return self._refit_scales
 
     def recall(self, query: str, skip: Set[str] = frozenset()) -> Recall:
         """The records most like ``query``: this run's (successes and failures, ``cfg.recall``
@@ -266,6 +304,7 @@ __all__ = [
     "MovePrior",
     "Recall",
     "Retriever",
+    "StoredRefit",
     "StoredRepair",
     "TaskTraits",
     "Transfer",

@@ -10,6 +10,10 @@ Beside the records, the store keeps the repairs an LLM made of recipe scripts (`
 the failed script and the repaired one, keyed by task, recipe and what failed (the newest
 repair of the same failure replaces the older), so that the next run's drafts of that recipe
 carry the repair without asking an LLM again (mlguild.brains.repair_port).
+
+It keeps too how long the final refits took against their nodes' runs in the search
+(``refits``: a refit's scale, per model family), so that the next run's reserve for its
+final stage starts from what refits of that family measured (mlguild.run.reserve).
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ CREATE TABLE IF NOT EXISTS repairs (
     created REAL NOT NULL,
     UNIQUE (task, recipe, failure)
 );
+CREATE TABLE IF NOT EXISTS refits (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    node TEXT NOT NULL,
+    task TEXT NOT NULL,
+    family TEXT NOT NULL,
+    rows INTEGER NOT NULL,
+    scale REAL NOT NULL,
+    created REAL NOT NULL,
+    UNIQUE (run, node)
+);
+CREATE INDEX IF NOT EXISTS refits_family ON refits (family, id);
 """
 
 
@@ -126,9 +142,10 @@ class MemoryStore:
         with self._write():
             found = [r[0] for r in self._db.execute(f"SELECT id FROM experiences e WHERE {where}", args)]
             self._delete_ids(found)
-            for column, value in (("run", run), ("task", task)):  # a forgotten run's repairs go too
+            for column, value in (("run", run), ("task", task)):  # a forgotten run's repairs and refits go too
                 if value is not None:
                     self._db.execute(f"DELETE FROM repairs WHERE {column} = ?", (value,))
+                    self._db.execute(f"DELETE FROM refits WHERE {column} = ?", (value,))
         return len(found)
 
     def add_repair(self, repair: StoredRepair) -> None:
@@ -148,6 +165,24 @@ class MemoryStore:
                     time.time(),
                 ),
             )
+
+    def add_refit(self, refit: StoredRefit) -> None:
+        """Keep how long a final refit took against its node's run (replacing the same node's)."""
+        with self._write():
+            self._db.execute(
+                "INSERT OR REPLACE INTO refits (run, node, task, family, rows, scale, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (refit.run, refit.node, refit.task, refit.family, refit.rows, refit.scale, time.time()),
+            )
+
+    def refits(self, rows: int, within: float, exclude_run: str = "", limit: int = 500) -> list[tuple[str, str, float]]:
+        """The newest ``limit`` refits of other runs on tasks whose training rows are within a
+        factor ``within`` of ``rows``: (family, task, scale), newest first."""
+        cursor = self._db.execute(
+            "SELECT family, task, scale FROM refits WHERE run != ? AND rows BETWEEN ? AND ? ORDER BY id DESC LIMIT ?",
+            (exclude_run, rows / within, rows * within, limit),
+        )
+        return [(str(name), str(task), float(scale)) for name, task, scale in cursor]
 
     def repairs(self, task: str, exclude_run: str | None = None, limit: int = 20) -> list[StoredRepair]:
         """The repairs of ``task``'s recipe scripts, newest first (less those of ``exclude_run``)."""
@@ -251,6 +286,20 @@ class StoredRepair:
     fixed_code: str
 
 
+@dataclass(frozen=True)
+class StoredRefit:
+    """A final refit of some run: its node's model ``family`` (mlguild.run.reserve), the
+    task's training rows, and its ``scale``: the refit's seconds over its node's seconds in
+    the search times the growth of the training file."""
+
+    run: str
+    node: str
+    task: str
+    family: str
+    rows: int
+    scale: float
+
+
 def _filters(
     *,
     run: str | None = None,
@@ -284,4 +333,4 @@ def _record(text: str) -> Experience:
     return Experience.from_dict(json.loads(text))
 
 
-__all__ = ["MemoryStore", "StoredRepair", "TaskTraits"]
+__all__ = ["MemoryStore", "StoredRefit", "StoredRepair", "TaskTraits"]

@@ -6,7 +6,9 @@ iteration budget counts search nodes only (refits are the final stage, an explor
 preparation). Near the end a script gets only the time left, less the final stage's reserve
 (mlguild.run.reserve: the refit, the audit and the grade, as this run measured them), and no
 more than leaves time to refit the script itself should it become the best, so a run that
-ends its budget can still be refitted, and ends close to its budget.
+ends its budget can still be refitted, and ends close to its budget. The search ends only
+when not even its fastest measured script fits in that time: a limit under ``MIN_SCRIPT_S``
+is the last slot, and goes to the cheapest move that fits (``affordable``), not to nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..rundir.records import Outcome
 from ..rundir.replay import RunState
 from .cost import nothing_fits
 from .refit import own_refit_limit
-from .reserve import Reserve, final_reserve
+from .reserve import RefitScales, Reserve, final_reserve
 
 MIN_SCRIPT_S = 5.0  # below this much time left, a script (a node, a fix step) cannot do useful work
 
@@ -39,6 +41,9 @@ class BudgetClock:
         # estimated cost once it is known: mlguild.run.cost): each may become the best, and its
         # refit is kept back too. Changed under the session's lock, as the graph is.
         self.in_flight: dict[str, float] = {}
+        # What refits of each model family measured (this run's, the memory's): the session
+        # sets the memory's once it is open (mlguild.run.session).
+        self.scales = RefitScales()
 
     @property
     def config(self) -> Config:
@@ -72,8 +77,9 @@ class BudgetClock:
             limit = remaining - reserve.total_s
             if graph.best() is not None:  # before the first scored node, a submission matters more than its refit
                 planned = planned_blend if reserve.planned else ()  # a blend not waited for: its members neither
-                limit = min(limit, own_refit_limit(self.run, graph, remaining - reserve.audit_s, planned))
-            if limit < MIN_SCRIPT_S:
+                scale_of = self.scales.of(self.run, graph)
+                limit = min(limit, own_refit_limit(self.run, graph, remaining - reserve.audit_s, planned, scale_of))
+            if limit < MIN_SCRIPT_S and cheapest(graph, limit) is None:
                 raise BudgetExhausted("time")
             nothing_fits(graph, limit, timeout)  # the brain's proposals cannot finish in the time left
             timeout = min(timeout, limit)
@@ -81,7 +87,7 @@ class BudgetClock:
 
     def reserve(self, graph: SearchGraph, planned_blend: tuple[str, ...] = ()) -> Reserve:
         """What the search keeps back now for the final stage (mlguild.run.reserve)."""
-        return final_reserve(self.run, graph, planned_blend, self.in_flight.values())
+        return final_reserve(self.run, graph, planned_blend, self.in_flight.values(), self.scales)
 
     def within_remaining(self, timeout: float, brain_s: float = 0.0) -> float:
         """``timeout`` cut to the time left (at least a second): the brain's own time comes
@@ -113,13 +119,26 @@ def affordable(action: Action, graph: SearchGraph, timeout: float, full_limit: f
     scripts had until then) and it cannot run its parents' scripts (they took longer than
     that), a cheaper move: an improve of the fastest scored node whose script fits. With none
     that fits, BudgetExhausted("time"): the run ends rather than ask for a script that the
-    time left is sure to kill (an 80 s pipeline improved with 6 s left). Under the full limit
-    every move stands: a repair of a script that timed out is how it learns to be faster."""
-    if action.op not in _BUILDS_ON or not action.parents or timeout >= full_limit:
+    time left is sure to kill (an 80 s pipeline improved with 6 s left). In the last slot
+    (under ``MIN_SCRIPT_S``) a move whose cost nothing measured (a draft) is replaced too.
+    Under the full limit every move stands: a repair of a script that timed out is how it
+    learns to be faster."""
+    if timeout >= full_limit:
         return action
-    need = max(graph[p].timing.get("exec_s") or 0.0 for p in action.parents)
-    if need <= timeout:
+    if action.op in _BUILDS_ON and action.parents:
+        need = max(graph[p].timing.get("exec_s") or 0.0 for p in action.parents)
+        if need <= timeout:
+            return action
+        why = f"less than the {need:.0f} s {action.op} {', '.join(action.parents)} needs"
+    elif timeout < MIN_SCRIPT_S and action.op not in (Op.BLEND, Op.REFIT):
+        why = f"too little for a {action.op} whose cost nothing on this run measured"
+    else:
         return action
+    return cheaper(graph, timeout, why)
+
+
+def cheapest(graph: SearchGraph, timeout: float) -> Node | None:
+    """The scored node (not a blend) whose script ran fastest, when it ran within ``timeout``."""
     fitting = [
         n
         for n in graph
@@ -129,14 +148,19 @@ def affordable(action: Action, graph: SearchGraph, timeout: float, full_limit: f
         and n.timing.get("exec_s") is not None
         and n.timing["exec_s"] <= timeout
     ]
-    if not fitting:
+    return min(fitting, key=lambda n: (n.timing["exec_s"], n.id), default=None)
+
+
+def cheaper(graph: SearchGraph, timeout: float, why: str) -> Action:
+    """An improve of the ``cheapest`` node that fits ``timeout``, the move ``why`` says
+    could not be made; BudgetExhausted("time") when none fits."""
+    node = cheapest(graph, timeout)
+    if node is None:
         raise BudgetExhausted("time")
-    cheapest = min(fitting, key=lambda n: (n.timing["exec_s"], n.id))
     return Action(
         Op.IMPROVE,
-        (cheapest.id,),
-        f"only {timeout:.0f} s left, less than the {need:.0f} s {action.op} {', '.join(action.parents)} needs: "
-        f"improve {cheapest.id} instead, whose script ran {cheapest.timing['exec_s']:.0f} s",
+        (node.id,),
+        f"only {timeout:.0f} s left, {why}: improve {node.id} instead, whose script ran {node.timing['exec_s']:.0f} s",
     )
 
 

@@ -2,8 +2,10 @@
 (mlguild.run.cost estimates it):
 
 - a proposal whose estimate exceeds the time limit it would have is not started
-  (``unaffordable``): its node is recorded with the status ``over_budget``, the estimate and
-  its basis in its failure and timing (``estimate_s``), so the brain sees it and moves on;
+  (``unaffordable``; a first draft that runs a pretrained encoder is estimated from the
+  encoder's throughput measured on a sample, mlguild.run.encoder_probe): its node is
+  recorded with the status ``over_budget``, the estimate and its basis in its failure and
+  timing (``estimate_s``), so the brain sees it and moves on;
   while a started script runs, its estimate (not its whole limit) is what the final stage's
   reserve expects of it (``BudgetClock.in_flight``);
 - a seed check (mlguild.search.evidence: re-runs of a near-tie candidate with other seeds)
@@ -26,7 +28,9 @@ from .session import Session
 def unaffordable(session: Session, node: Node, action: Action, proposal: Proposal, timeout: float) -> Outcome | None:
     """The outcome of ``node`` when its proposal cannot finish in ``timeout`` (the time limit
     it would have), or None to start it. The estimate is what the budget expects it to take
-    while it runs (``BudgetClock.in_flight``)."""
+    while it runs (``BudgetClock.in_flight``). A draft that runs a pretrained encoder nothing
+    on this run has measured is estimated from the encoder's measured throughput
+    (mlguild.run.encoder_probe), whose seconds come out of ``timeout``."""
     if not proposal.code.strip() or action.op == Op.RERUN:
         # A seed check's re-run is gated before it is chosen (waive_seed_checks): one recorded
         # as not started would count as the candidate failing with another seed.
@@ -34,8 +38,13 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     with session.lock:
         code_of = session.code
         found = estimate(session.state.graph, action, proposal, code_of, session.run.profile.n_train)
-        if found is None:
-            return None
+    if found is None and action.op in (Op.DRAFT, Op.EVOLVE):  # outside the lock: a probe takes seconds
+        started = session.clock.elapsed()
+        found = session.probe.estimate(proposal.meta, proposal.code, timeout)
+        timeout -= session.clock.elapsed() - started
+    if found is None:
+        return None
+    with session.lock:
         if node.id in session.clock.in_flight:
             session.clock.in_flight[node.id] = min(timeout, found.seconds)
     if found.seconds <= timeout:

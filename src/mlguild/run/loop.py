@@ -16,7 +16,7 @@ from ..core.protocols import Action, Explorer, Fixer, Reporter
 from ..core.vocabulary import Event, Op
 from ..rundir import events
 from ..rundir.interventions import fingerprint, interrupted
-from .budget import INTERRUPTED, Stop, affordable, mark_cut_short
+from .budget import INTERRUPTED, Stop, affordable, cheaper, mark_cut_short
 from .cycle_report import ask_report
 from .findings import summarise_findings
 from .fix_loop import fix_loop
@@ -105,7 +105,10 @@ class Agent:
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
         action = affordable(action, graph, timeout, s.clock.full_limit_s())  # no script the time left cannot run
         if action.op == Op.BLEND:
-            timeout = s.clock.next_limit_s(graph, action.parents)
+            try:
+                return action, s.clock.next_limit_s(graph, action.parents)
+            except BudgetExhausted:  # the blend's refit does not fit: a node that does, not the end
+                return cheaper(graph, timeout, "too little for this blend and its refit"), timeout
         return action, timeout
 
     def _run(self, reserved: Reserved, cpus: tuple[int, ...] | None = None) -> Node:
@@ -118,6 +121,7 @@ class Agent:
             timeout = s.clock.within_remaining(reserved.timeout, brain_s)  # the brain's time comes out of the script's
             if failure is None:  # a script its estimated cost says cannot finish is not started
                 failure = unaffordable(s, node, action, proposal, timeout)
+                timeout = s.clock.within_remaining(reserved.timeout, s.clock.elapsed() - started)  # less a probe's
             refine = None
             if proposal.meta.get("cycle") and isinstance(s.brain, Fixer):  # the community cycle's refine loop
                 deadline = started + brain_s + timeout

@@ -40,6 +40,8 @@ from ..scoring.scorer import PACKAGE_DIR, SOURCES
 from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .budget import MIN_SCRIPT_S, mark_cut_short
+from .refit import growth
+from .reserve import refit_scale
 from .session import Session
 from .steps import kept_outcome, kept_outputs, kept_step, score_once
 from .workers import current_worker
@@ -224,6 +226,7 @@ def _finish(session: Session, node: Node, outcome: Outcome) -> None:
     record_finished(session.run.journal, node, outcome, session.clock.elapsed())
     results.append(session.run.path, node, session.run.journal.records)
     if node.op == Op.REFIT:  # the final stage's: nothing for the search to learn or promote
+        remember_refit(session, node)
         return
     if node.op == Op.EDA:  # a failed exploration passes on what it printed, with its error
         stdout = read_text_no_follow(session.run.node_dir(node.id) / "stdout.txt")
@@ -237,6 +240,16 @@ def _finish(session: Session, node: Node, outcome: Outcome) -> None:
         session.report_warnings()
     is_best = sync_best(session)
     session.on_event(Event.NODE_FINISHED, {"node": node, "best": session.state.best_id, "is_best": is_best})
+
+
+def remember_refit(session: Session, refit: Node) -> None:
+    """Keep what a final refit measured, its scale (mlguild.run.reserve), in the memory:
+    the next run's reserve for a refit of that family starts from it."""
+    original = session.state.graph.nodes.get(str(refit.meta.get("refit_of")))
+    scale = refit_scale(refit, original, growth(session.run)) if original is not None else None
+    if original is not None and scale is not None:
+        family = session.clock.scales.family(original)
+        session.memory.keep_refit(refit.id, family, session.run.profile.n_train, round(scale, 4))
 
 
 def sync_best(session: Session) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +33,12 @@ from ..task.spec import HOLDOUT_FILES, TaskSpec
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import read_no_follow
 
-_SAFETY = 1.25  # reserve this much more than the measured run times
+# A refit's seconds over its node's seconds in the search, per unit of growth of the training
+# file, before any refit of its family was measured: linear in rows, and a quarter more.
+DEFAULT_SCALE = 1.25
+# What a refit of ``node`` needs per second its node ran, per unit of growth (the reserve's
+# measured scale of its family, mlguild.run.reserve.RefitScales; None: DEFAULT_SCALE).
+ScaleOf = Callable[[Node], float]
 _PACED = 0.5  # a script that used this share of its time budget is paced by it
 
 
@@ -76,18 +81,23 @@ def growth(run: RunDir) -> float:
     return (train + holdout + (split.get("confirm_rows") or 0)) / train
 
 
-def node_refit_seconds(node: Node, grow: float) -> float:
+def node_refit_seconds(node: Node, grow: float, scale: float = DEFAULT_SCALE) -> float:
     """How long the refit of one node is expected to take: its measured fit time on this run,
-    scaled to the larger training file, with a margin. A paced script (one that sized its
-    work to its time budget) is given more when the time left allows (``refit_budget``), but
-    what the search keeps back for it is what it measured (issue 38: a 5-minute run kept back
-    its nodes' whole time limits and ended a minute early)."""
-    return expected_refit_seconds(grow, node.timing.get("exec_s", 0.0))
+    times the growth of the training file, times ``scale`` (what refits of its family
+    measured, with a margin: mlguild.run.reserve). A paced script (one that sized its work
+    to its time budget) is given more when the time left allows (``refit_budget``), but what
+    the search keeps back for it is what it measured (issue 38: a 5-minute run kept back its
+    nodes' whole time limits and ended a minute early)."""
+    return expected_refit_seconds(grow, node.timing.get("exec_s", 0.0), scale)
 
 
-def expected_refit_seconds(grow: float, exec_s: float) -> float:
-    """The refit of a script that takes ``exec_s`` on the search's rows, with the margin."""
-    return grow * exec_s * _SAFETY
+def expected_refit_seconds(grow: float, exec_s: float, scale: float = DEFAULT_SCALE) -> float:
+    """The refit of a script that takes ``exec_s`` on the search's rows."""
+    return grow * exec_s * scale
+
+
+def _scale(scale_of: ScaleOf | None, node: Node) -> float:
+    return DEFAULT_SCALE if scale_of is None else scale_of(node)
 
 
 def is_paced(node: Node) -> bool:
@@ -102,41 +112,48 @@ def refit_budget(node: Node, grow: float, left_s: float) -> float:
     return min(left_s, grow * node.timing["budget_s"]) if is_paced(node) else left_s
 
 
-def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None) -> float:
-    """Time the refit of ``node`` (its whole chain) needs, or 0 when refits are off."""
+def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None, scale_of: ScaleOf | None = None) -> float:
+    """Time the refit of ``node`` needs, or 0 when refits are off: the sum over its chain
+    (a blend's or a stack's members, then itself), each node at its family's scale."""
     if node is None or not run.config.final.refit:
         return 0.0
     grow = growth(run)
-    return sum(node_refit_seconds(n, grow) for n in refit_chain(graph, node, run))
+    return sum(node_refit_seconds(n, grow, _scale(scale_of, n)) for n in refit_chain(graph, node, run))
 
 
 def best_blend(graph: SearchGraph) -> Node | None:
     return next((n for n in graph.ranked() if n.is_blend), None)
 
 
-def planned_blend_seconds(run: RunDir, graph: SearchGraph, members: Iterable[str]) -> float:
+def planned_blend_seconds(
+    run: RunDir, graph: SearchGraph, members: Iterable[str], scale_of: ScaleOf | None = None
+) -> float:
     """Time the refit of a blend of ``members`` would need (a blend the search is about to
     make): every member's refit, and the blend's own rerun (as long as the slowest blend so far)."""
     if not run.config.final.refit:
         return 0.0
     grow = growth(run)
-    blends = [n.timing.get("exec_s", 0.0) for n in graph if n.is_blend]
-    own = grow * max(blends, default=0.0) * _SAFETY
-    return sum(node_refit_seconds(graph[m], grow) for m in members if m in graph.nodes) + own
+    slowest = max((n for n in graph if n.is_blend), key=lambda n: n.timing.get("exec_s", 0.0), default=None)
+    own = 0.0 if slowest is None else node_refit_seconds(slowest, grow, _scale(scale_of, slowest))
+    return (
+        sum(node_refit_seconds(graph[m], grow, _scale(scale_of, graph[m])) for m in members if m in graph.nodes) + own
+    )
 
 
-def own_refit_limit(run: RunDir, graph: SearchGraph, remaining: float, planned: Iterable[str] = ()) -> float:
+def own_refit_limit(
+    run: RunDir, graph: SearchGraph, remaining: float, planned: Iterable[str] = (), scale_of: ScaleOf | None = None
+) -> float:
     """The longest a script starting now may run and still leave the time its own refit
     needs, should it become the best node (for a blend about to be made, after the refits of
     its ``planned`` members): a script that uses its whole limit ``t`` needs about
-    ``growth * t`` (with the margin of ``node_refit_seconds``) to refit, so both must fit in
-    ``remaining``. Without this, a node started near the end could become the best and leave
-    its refit no time (issue 25)."""
+    ``growth * t * DEFAULT_SCALE`` to refit (its family is not known before its script is
+    written), so both must fit in ``remaining``. Without this, a node started near the end
+    could become the best and leave its refit no time (issue 25)."""
     if not run.config.final.refit:
         return math.inf
     grow = growth(run)
-    members = sum(node_refit_seconds(graph[m], grow) for m in planned if m in graph.nodes)
-    return (remaining - members) / (1 + grow * _SAFETY)
+    members = sum(node_refit_seconds(graph[m], grow, _scale(scale_of, graph[m])) for m in planned if m in graph.nodes)
+    return (remaining - members) / (1 + grow * DEFAULT_SCALE)
 
 
 def build_full_data(run: RunDir, latest_rows: int | None = None) -> Path:

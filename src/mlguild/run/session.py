@@ -39,7 +39,9 @@ from ..search import get_policy
 from ..util.fs import read_text_no_follow, sha256_text
 from .budget import BudgetClock
 from .context import ContextBuilder
+from .encoder_probe import EncoderProbe
 from .executor import Executor
+from .reserve import RefitScales, refit_family
 
 EventHandler = Callable[[str, dict], None]
 
@@ -73,6 +75,7 @@ class Session:
         self.scorers = scorers_for(run, self.state.scorer_fingerprint or fingerprint())
         self.executor = Executor(run, sandbox, self.scorers)
         self.clock = BudgetClock(run, self.state)
+        self.probe = EncoderProbe(run)  # an encoder's throughput, before the first draft that runs it
         self.on_event: EventHandler = on_event or (lambda kind, data: None)
         self.lock = threading.RLock()
         self.brain_lock: AbstractContextManager = nullcontext() if isinstance(brain, Concurrent) else threading.Lock()
@@ -84,6 +87,9 @@ class Session:
             run.path.name, run.task_key, traits, run.config.memory, mlguild_home(), name=run.spec.name
         )
         self.memory.replay(self.state.graph, self.code, self.columns)
+        # The final stage's reserve starts from what other runs' refits of each family measured.
+        same, others = self.memory.refit_scales(run.profile.n_train)
+        self.clock.scales = RefitScales(same, others, lambda node: refit_family(node, self.code(node)))
         self.pools = Pools.open(run.path, community_code(run))
         self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported
         results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)
