@@ -244,10 +244,15 @@ Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs` (`--de
 mle-bench/mlebench/competitions` reads each competition's whole description.md from a checkout of
 openai/mle-bench instead of the opening of its evaluation section; the verdicts are the same).
 
-What the refusals are, in the main: the test rows are listed only by the sample submission, with
-their images or sounds in a folder and no CSV of test rows (most image and audio competitions:
-mlguild needs a test file with the id column); the grader's metric is not in `mlguild.metrics`
-(Dice, IoU, Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the
+A folder whose test rows are listed only by the sample submission, each row's image or sound
+in a test folder and no CSV of test rows (aerial-cactus-identification, dog-breed-identification,
+...), is read as such: the sample's ids name the test files as the train file's ids name the
+train files, the test table is those ids, and `mlguild run` converts the folder into a task
+folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)).
+
+What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
+Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the labels are in
+file or folder names, or the files lie in nested folders, with no CSV naming them; the
 submission's id is built from other columns, or named otherwise than in the test file; the data
 are JSON, TSV, NumPy or BSON files, not CSV.
 

@@ -27,7 +27,8 @@ from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
 from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
-from .metric_checks import refuse_one_hot_logloss, refuse_unregistered
+from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
+from .sample_test_rows import DERIVED_TEST, sample_lists_test_files
 from .shapes import (
     key_shape,
     sample_is_probability,
@@ -46,6 +47,9 @@ class Inferred:
     root: Path  # the folder task.yaml goes into
     spec: TaskSpec
     notes: list[str] = field(default_factory=list)
+    # the test table derived from the sample submission, when the folder has none: such a task
+    # is converted into a folder of mlguild's own (sources/sample_test_rows)
+    test_rows: pd.DataFrame | None = None
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -101,30 +105,42 @@ def infer_task(
     train_path = _pick(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
-    if not (others := [p for p in rest if p != train_path]):  # the test rows are listed by the sample alone
-        raise TaskError(
-            f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}",
-            f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
-        )
-    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test")
     sample_header = read_header(sample_path)
-    train_header, test_header = read_header(train_path), read_header(test_path)
     if len(sample_header) < 2:
         raise TaskError(
             f"{sample_path} has a single column {sample_header}: no id and prediction columns",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
+    train_header = read_header(train_path)
+    train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    others = [p for p in rest if p != train_path]
+    listed = None  # the test rows, when the sample submission alone lists them (by their files)
+    if not any("test" in p.name.lower() for p in others):
+        listed = sample_lists_test_files(data_dir, sample_path, train, id_column)
+        if listed is None and not others:
+            raise TaskError(
+                f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}, and "
+                f"{sample_path.name}'s ids name no files in a test folder",
+                f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
+            )
+    test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test")
+    test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
+    test_header = read_header(test_path) if test_path is not None else [id_column]
     if id_column not in test_header:
         raise TaskError(
-            f"the sample submission's first column {id_column!r} is not a column of {test_path.name}",
+            f"the sample submission's first column {id_column!r} is not a column of {test_name}",
             "write task.yaml by hand, naming id_column (see docs/guides/task-folders.md)",
         )
     predicted = [c for c in sample_header if c != id_column]
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
-    train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    if listed is not None:
+        notes.append(
+            f"no CSV of test rows: the {len(listed)} ids of {sample_path.name} name the test rows' files, "
+            f"so the test table is those ids ({DERIVED_TEST} of the converted task folder)"
+        )
     sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
-    test_rows = read_csv_exact(test_path).head(_SAMPLE_ROWS)
+    test_rows = (read_csv_exact(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
     description = _description_text(root, data_dir)
@@ -147,18 +163,18 @@ def infer_task(
             if name not in train_header:
                 raise TaskError(
                     f"{train_path.name} has no column {name!r}{did_you_mean(name, train_header)}",
-                    f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
+                    f"pass --target with one of the columns {test_name} lacks: {listing(only_in_train)}",
                 )
     elif predicted and all(c in train_header for c in predicted):
         targets = predicted
         notes.append(f"target(s) {targets[:6]}: the prediction columns, found in {train_path.name}")
     elif len(only_in_train) == 1:
         targets = only_in_train
-        notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_path.name} lacks")
+        notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_name} lacks")
     else:
         raise TaskError(
             f"cannot tell the target: the sample submission predicts {predicted[:6]}, and "
-            f"{train_path.name} has {len(only_in_train)} columns that {test_path.name} lacks ({only_in_train[:6]})",
+            f"{train_path.name} has {len(only_in_train)} columns that {test_name} lacks ({only_in_train[:6]})",
             f"name it: mlguild run {folder} --target COLUMN",
         )
     if shape is not None and shape.ranked_file:
@@ -211,6 +227,7 @@ def infer_task(
             )
         metric, phrase, params = named
         refuse_one_hot_logloss(train, targets, metric, folder)
+        refuse_label_sets(train, targets, metric, folder)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
         if len(targets) > 1:
@@ -249,7 +266,9 @@ def infer_task(
             )
     keys = shape.keys if shape is not None else []
     answers = _answers_file(root, [id_column, *keys, *targets], notes)
-    time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
+    time_column, time_notes = (
+        infer_time_column_of_files(train_path, test_path, [id_column, *targets]) if test_path else (None, [])
+    )
     notes += time_notes
     fields = dict(
         time_column=time_column,
@@ -267,7 +286,7 @@ def infer_task(
         positive_label=positive,
         classes=classes,
         train_file=train_path.relative_to(data_dir).as_posix(),
-        test_file=test_path.relative_to(data_dir).as_posix(),
+        test_file=test_path.relative_to(data_dir).as_posix() if test_path is not None else DERIVED_TEST,
         sample_submission=sample_path.relative_to(data_dir).as_posix(),
         answers_file=answers,
         data_dir=data_dir_name,
@@ -283,7 +302,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root=root, spec=spec, notes=notes)
+    return Inferred(root=root, spec=spec, notes=notes, test_rows=listed)
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -337,8 +356,12 @@ def _name(folder: Path) -> str:
 
 
 def write_inferred(inferred: Inferred) -> Path:
-    """Write task.yaml into the task folder (the only file written) and return its path."""
+    """Write task.yaml into the task folder (the only file written, with the derived test table
+    of a folder whose sample submission lists the test rows: only ever a folder of mlguild's own,
+    such as a Kaggle download) and return its path."""
     path = inferred.root / "task.yaml"
+    if inferred.test_rows is not None:
+        inferred.test_rows.to_csv(inferred.root / inferred.spec.data_dir / inferred.spec.test_file, index=False)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -1,0 +1,97 @@
+"""A competition folder whose test rows are listed only by the sample submission (train.csv with
+id and label, train/ and test/ images, sample_submission.csv, no test.csv: aerial-cactus,
+histopathologic-cancer-detection, dog-breed-identification, ... as MLE-bench prepares them) is
+converted into a task folder of mlguild's own, with the test table derived from the sample's
+ids; the user's folder is left as it was, and the task runs end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import mlguild
+from PIL import Image
+
+from mlguild.config import mlguild_home
+from mlguild.core.errors import TaskError
+from mlguild.sources.infer import infer_task
+from mlguild.sources.resolve import folder_task
+
+
+def cactus_folder(root, n_train: int = 8, n_test: int = 4, images: bool = False):
+    """aerial-cactus-identification's public layout: ids are the file names, in train/ and test/;
+    with ``images`` real grey pictures (bright ones are label 1), else empty files."""
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    for folder in (public / "train", public / "test", private):
+        folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in range(n_train + n_test):
+        name, label = f"{k:032x}.png", k % 2
+        folder = public / ("train" if k < n_train else "test")
+        if images:
+            pixels = rng.normal(170 if label else 80, 25, size=(16, 16)).clip(0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(folder / name)
+        else:
+            (folder / name).write_bytes(b"")
+        rows.append({"id": name, "has_cactus": str(label)})
+    frame = pd.DataFrame(rows)
+    frame[:n_train].to_csv(public / "train.csv", index=False)
+    frame[n_train:].assign(has_cactus="0.5").to_csv(public / "sample_submission.csv", index=False)
+    frame[n_train:].to_csv(private / "test.csv", index=False)
+    (public / "description.md").write_text(
+        "# Aerial cactus\n\n## Evaluation\n\nSubmissions are evaluated on area under the ROC curve.\n"
+    )
+    return root
+
+
+def listing(folder) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def test_the_test_rows_come_from_the_sample_and_the_folder_is_converted_not_written(tmp_path):
+    folder = cactus_folder(tmp_path / "aerial-cactus-identification")
+    before = listing(folder)
+    inferred = infer_task(folder)
+    spec = inferred.spec
+    assert (spec.id_column, spec.target_columns, spec.metric) == ("id", ["has_cactus"], "roc_auc")
+    assert (spec.file_column, spec.train_files, spec.test_files, spec.test_file) == ("id", "train", "test", "test.csv")
+    assert list(inferred.test_rows["id"]) == [f"{k:032x}.png" for k in range(8, 12)]
+
+    said: list[str] = []
+    task = folder_task(folder, None, None, say=said.append)
+    assert listing(folder) == before  # not even a task.yaml in the user's folder
+    assert task.root.parent == mlguild_home() / "tasks" and task.root.name.startswith("aerial-cactus-identification-")
+    assert "no CSV of test rows" in " ".join(said)
+    assert pd.read_csv(task.test_path, dtype=str)["id"].tolist() == list(inferred.test_rows["id"])
+    public = folder / "prepared" / "public"
+    for rel in ("train.csv", "sample_submission.csv", "test/0000000000000000000000000000000a.png"):
+        assert os.path.samefile(task.public_dir / rel, public / rel)  # linked, not copied
+    assert task.answers_path is not None and task.answers_path.name == "test.csv"  # the private answers too
+    again = folder_task(folder, None, None)  # run again: the same folder, rebuilt
+    assert again.root == task.root and listing(again.root) == listing(task.root)
+
+
+def test_a_sample_whose_ids_name_no_files_is_still_refused(tmp_path):
+    folder = cactus_folder(tmp_path / "comp")
+    for image in (folder / "prepared" / "public" / "test").iterdir():
+        image.unlink()
+    with pytest.raises(TaskError, match=r"no CSV of test rows .* ids name no files in a test folder"):
+        infer_task(folder)
+
+
+@pytest.mark.slow
+def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_path):
+    folder = cactus_folder(tmp_path / "cactus", n_train=80, n_test=24, images=True)
+    done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = tmp_path / "runs" / "r"
+    submission = pd.read_csv(run / "final" / "submission.csv", dtype=str)
+    sample = pd.read_csv(folder / "prepared" / "public" / "sample_submission.csv", dtype=str)
+    assert list(submission.columns) == ["id", "has_cactus"] and sorted(submission["id"]) == sorted(sample["id"])
+    grade = json.loads((run / "audit" / "final_grade.json").read_text())
+    assert grade["valid"] and grade["test_score"] > 0.8  # bright against dark: far above the 0.5 of guessing
+    assert not (folder / "prepared" / "task.yaml").exists()
