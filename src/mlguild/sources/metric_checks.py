@@ -1,6 +1,6 @@
 """What a competition's text and columns say against the registered metric inference would pick.
 
-A description that names a metric mlguild does not have (Spearman's correlation, a log of the
+A description that names a metric mlguild does not have (Kendall's tau, a log of the
 MAE per type, a Dice coefficient, ...) often contains a registered metric's words too ("mean
 absolute error" in "the log of the mean absolute error"; "AUC" in "the weighted AUC"). Taking
 those words at face value states a task with confidence that the grader does not score, so
@@ -30,8 +30,6 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("weighted log loss", r"\bweighted (multi[- ]label )?(logarithmic loss|log[- ]?loss)"),
     ("probabilistic F1", r"\bprobabilistic f1|\bpf1\b"),
     ("Kaggle's mean F1 over label sets", r"\bmean ?f1[- ]?score\b|\bmeanfscore\b"),
-    ("Spearman's correlation", r"\bspearman"),
-    ("Pearson's correlation", r"\bpearson"),
     ("Kendall's tau", r"\bkendall"),
     ("Matthews correlation", r"\bmatthews"),
     ("Kullback-Leibler divergence", r"\bkullback|\bkl[- ]divergence"),
