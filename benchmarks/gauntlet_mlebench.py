@@ -27,6 +27,7 @@ import argparse
 import random
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,8 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
         return "1" if i % n == k else "0"
     if name == "const":
         return arg
+    if name == "pos":
+        return str(i % int(arg))
     raise ValueError(f"unknown value kind {kind!r}")
 
 
@@ -115,6 +118,9 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             if source is not None and column in source and kind is None:
                 data[column] = source[column].tolist()  # the sample submission lists the test rows
                 continue
+            if source is not None and kind and kind.startswith("join:"):  # an id made of test columns
+                data[column] = ["_".join(row) for row in source[kind.split(":")[1:]].astype(str).to_numpy()]
+                continue
             kind = kind or train_kinds.get(column) or "text"
             data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
         frames[file] = pd.DataFrame(data)
@@ -124,6 +130,10 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         (public / folder).mkdir(parents=True, exist_ok=True)
         for value in frames[csv][column]:
             (public / folder / f"{value}{suffix}").write_bytes(b"")
+    for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
+        with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
+            archive.write(public / zipped, arcname=zipped)
+        (public / zipped).unlink()
     for other in spec.get("other") or []:
         (public / other).parent.mkdir(parents=True, exist_ok=True)
         (public / other).write_bytes(b"")

@@ -25,6 +25,7 @@ from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
 from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
+from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
@@ -36,6 +37,7 @@ from .shapes import (
     several_positive,
     several_task_type,
 )
+from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
@@ -50,6 +52,13 @@ class Inferred:
     # the test table derived from the sample submission, when the folder has none: such a task
     # is converted into a folder of mlguild's own (sources/sample_test_rows)
     test_rows: pd.DataFrame | None = None
+    made_of: tuple[str, ...] = ()  # the test file's columns the submission's id is made of (sources/submission_ids)
+    indexed: bool = False  # the sample submission's first column is its pandas index, to drop
+
+    @property
+    def converted(self) -> bool:
+        """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
+        return self.test_rows is not None or bool(self.made_of) or self.indexed
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -106,6 +115,8 @@ def infer_task(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
     sample_header = read_header(sample_path)
+    indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
+    sample_header = sample_header[1:] if indexed else sample_header
     if len(sample_header) < 2:
         raise TaskError(
             f"{sample_path} has a single column {sample_header}: no id and prediction columns",
@@ -127,6 +138,14 @@ def infer_task(
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test")
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
     test_header = read_header(test_path) if test_path is not None else [id_column]
+    sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
+    test_rows = (read_csv_exact(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
+    made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
+    if made_of:  # the files get the id column in the converted task folder
+        train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
+        train_header, test_header = list(train.columns), list(test_rows.columns)
+        made = "the column " + repr(made_of[0]) if len(made_of) == 1 else f"{made_of} joined by {JOIN!r}"
+        notes.append(f"{sample_path.name}'s id {id_column!r} is {made} of {test_name} and {train_path.name}")
     if id_column not in test_header:
         raise TaskError(
             f"the sample submission's first column {id_column!r} is not a column of {test_name}",
@@ -134,13 +153,13 @@ def infer_task(
         )
     predicted = [c for c in sample_header if c != id_column]
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
+    if indexed:
+        notes.append(f"{sample_path.name}'s unnamed first column numbers its rows (pandas' index): left out")
     if listed is not None:
         notes.append(
             f"no CSV of test rows: the {len(listed)} ids of {sample_path.name} name the test rows' files, "
             f"so the test table is those ids ({DERIVED_TEST} of the converted task folder)"
         )
-    sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
-    test_rows = (read_csv_exact(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
     description = _description_text(root, data_dir)
@@ -187,6 +206,8 @@ def infer_task(
         if labels and set(labels) <= set(predicted):
             classes = predicted  # one probability column per class, in the submission's order
             notes.append(f"one probability column per class of {targets[0]!r} ({len(classes)} classes)")
+        elif len(predicted) == 1 and target is None and predicts(sample[predicted[0]], train[targets[0]]):
+            notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r} (values of its kind)")
         else:
             raise TaskError(
                 f"the sample submission's columns {predicted[:6]} are neither the target {targets[0]!r} "
@@ -302,7 +323,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root=root, spec=spec, notes=notes, test_rows=listed)
+    return Inferred(root=root, spec=spec, notes=notes, test_rows=listed, made_of=made_of, indexed=indexed)
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -356,12 +377,12 @@ def _name(folder: Path) -> str:
 
 
 def write_inferred(inferred: Inferred) -> Path:
-    """Write task.yaml into the task folder (the only file written, with the derived test table
-    of a folder whose sample submission lists the test rows: only ever a folder of mlguild's own,
-    such as a Kaggle download) and return its path."""
+    """Write task.yaml into the task folder (the only file written, but for a task that needs files
+    of its own, ``Inferred.converted``: then only ever a folder of mlguild's own, such as a Kaggle
+    download) and return its path."""
     path = inferred.root / "task.yaml"
-    if inferred.test_rows is not None:
-        inferred.test_rows.to_csv(inferred.root / inferred.spec.data_dir / inferred.spec.test_file, index=False)
+    data_dir = inferred.root / inferred.spec.data_dir
+    write_own_files(data_dir, data_dir, inferred.spec, inferred.test_rows, inferred.made_of, inferred.indexed)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
