@@ -258,13 +258,15 @@ A folder whose test rows are listed only by the sample submission, each row's im
 in a test folder and no CSV of test rows (aerial-cactus-identification, dog-breed-identification,
 ...), is read as such: the sample's ids name the test files as the train file's ids name the
 train files, the test table is those ids, and `mlguild run` converts the folder into a task
-folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)).
+folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
+conversion serves a submission id that is a test column under another name or two joined by
+`_`, and a sample submission written with its pandas index.
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the labels are in
+Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the labels are in
 file or folder names, or the files lie in nested folders, with no CSV naming them; the
-submission's id is built from other columns, or named otherwise than in the test file; the data
-are JSON, TSV, NumPy or BSON files, not CSV.
+data are JSON, TSV, NumPy or BSON files, not CSV, or zipped CSVs (the text normalization
+challenges: unzipped, they are read right); the rows have no id.
 
 {summary}
 

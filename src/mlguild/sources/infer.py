@@ -108,6 +108,11 @@ def infer_task(
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
+    if not csvs and (zipped := sorted(p.name for p in data_dir.glob("*.csv.zip"))):
+        raise TaskError(
+            f"the tables in {data_dir} are zipped ({', '.join(zipped[:4])}): no CSV file to read",
+            f"unzip them in {data_dir} (unzip '*.csv.zip'), then run again",
+        )
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     rest = [p for p in csvs if p != sample_path]
     # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
