@@ -260,13 +260,15 @@ in a test folder and no CSV of test rows (aerial-cactus-identification, dog-bree
 train files, the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
-`_`, and a sample submission written with its pandas index.
+`_`, a sample submission written with its pandas index, and tab-separated or zipped tables.
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the labels are in
 file or folder names, or the files lie in nested folders, with no CSV naming them; the
-data are JSON, TSV, NumPy or BSON files, not CSV, or zipped CSVs (the text normalization
-challenges: unzipped, they are read right); the rows have no id.
+data are JSON, NumPy or BSON files, not tables; the rows have no id. Read right is not yet run
+right: the text normalization challenges' sample submission copies each token as its
+prediction, which the firewall's verifier takes for a leak of the labels (most tokens are
+unchanged), so their runs stop before they start.
 
 {summary}
 

@@ -19,6 +19,8 @@ import yaml
 from ..task.folder import NOT_DATA, TaskSpec
 from ..util.exact_csv import read_csv_exact
 from .submission_ids import with_id
+from .tables import as_csv
+from .tables import frame as table
 
 _ROOT_FILES = ("description.md", "brief.md", "competition.json", "knowledge", "private")  # beside task.yaml
 
@@ -37,6 +39,7 @@ def write_converted(
     test_rows: pd.DataFrame | None,
     made_of: tuple[str, ...],
     indexed: bool = False,
+    retyped: tuple[str, ...] = (),
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -56,7 +59,7 @@ def write_converted(
             _link_tree(source, dest / name, lambda rel: False)
         elif source.is_file() and not source.is_symlink():
             _link_or_copy(source, dest / name)
-    write_own_files(public, data_dir, spec, test_rows, made_of, indexed)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped)
     converted = spec.model_copy(update={"data_dir": "public"})
     data = converted.model_dump(exclude_none=True)
     data["answers_file"] = converted.answers_file  # null when there are none: not the default name
@@ -67,25 +70,32 @@ def write_converted(
 
 def write_own_files(
     public: Path,
-    source: Path,
     spec: TaskSpec,
     test_rows: pd.DataFrame | None,
     made_of: tuple[str, ...],
     indexed: bool = False,
+    retyped: tuple[str, ...] = (),
 ) -> None:
-    """Write into ``public`` the files a task needs of its own: the derived test table, the
-    train and test files of ``source`` with the id column made of ``made_of``, and the sample
-    submission without its pandas index (``indexed``)."""
-    if indexed:
-        sample = read_csv_exact(source / spec.sample_submission).iloc[:, 1:]
-        (public / spec.sample_submission).unlink(missing_ok=True)
-        sample.to_csv(public / spec.sample_submission, index=False)
+    """Write into ``public`` (which holds the folder's own files, or links to them) the files the
+    task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
+    table left beside would show the holdout's labels), the derived test table, the sample
+    submission without its pandas index (``indexed``), and the train and test files with the id
+    column made of ``made_of``. A link is replaced, never written through."""
+    for name in retyped:
+        converted = table(public / name)
+        (public / name).unlink()
+        converted.to_csv(public / as_csv(name), index=False)
     if test_rows is not None:
         test_rows.to_csv(public / spec.test_file, index=False)
-    for name in (spec.train_file, spec.test_file) if made_of else ():
-        frame = with_id(read_csv_exact(source / name), spec.id_column, made_of)
-        (public / name).unlink(missing_ok=True)  # a link to the user's file: never written through
-        frame.to_csv(public / name, index=False)
+    rewrites = [(spec.sample_submission, lambda f: f.iloc[:, 1:])] if indexed else []
+    if made_of:
+        rewrites += [
+            (name, lambda f: with_id(f, spec.id_column, made_of)) for name in (spec.train_file, spec.test_file)
+        ]
+    for name, change in rewrites:
+        changed = change(read_csv_exact(public / name))
+        (public / name).unlink()
+        changed.to_csv(public / name, index=False)
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

@@ -23,7 +23,6 @@ from ..core.suggest import did_you_mean, listing
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
-from ..util.exact_csv import read_csv_exact
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
@@ -38,6 +37,10 @@ from .shapes import (
     several_task_type,
 )
 from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
+from .tables import PATTERNS as TABLES
+from .tables import as_csv, other_form
+from .tables import frame as table
+from .tables import header as table_header
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
@@ -54,11 +57,12 @@ class Inferred:
     test_rows: pd.DataFrame | None = None
     made_of: tuple[str, ...] = ()  # the test file's columns the submission's id is made of (sources/submission_ids)
     indexed: bool = False  # the sample submission's first column is its pandas index, to drop
+    retyped: tuple[str, ...] = ()  # tab-separated or zipped tables, written as CSV files (sources/tables)
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
-        return self.test_rows is not None or bool(self.made_of) or self.indexed
+        return self.test_rows is not None or bool(self.made_of) or self.indexed or bool(self.retyped)
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -104,22 +108,17 @@ def infer_task(
     notes: list[str] = []
     csvs = [  # never the task's own files, runs started inside the folder, or hidden ones
         p
-        for p in sorted(data_dir.rglob("*.csv"))
+        for p in sorted(p for pattern in TABLES for p in data_dir.rglob(pattern))
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
-    if not csvs and (zipped := sorted(p.name for p in data_dir.glob("*.csv.zip"))):
-        raise TaskError(
-            f"the tables in {data_dir} are zipped ({', '.join(zipped[:4])}): no CSV file to read",
-            f"unzip them in {data_dir} (unzip '*.csv.zip'), then run again",
-        )
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     rest = [p for p in csvs if p != sample_path]
     # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
     train_path = _pick(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
-    sample_header = read_header(sample_path)
+    sample_header = table_header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
     sample_header = sample_header[1:] if indexed else sample_header
     if len(sample_header) < 2:
@@ -128,8 +127,8 @@ def infer_task(
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
-    train_header = read_header(train_path)
-    train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    train_header = table_header(train_path)
+    train = table(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
     others = [p for p in rest if p != train_path]
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
     if not any("test" in p.name.lower() for p in others):
@@ -142,9 +141,9 @@ def infer_task(
             )
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test")
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
-    test_header = read_header(test_path) if test_path is not None else [id_column]
-    sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
-    test_rows = (read_csv_exact(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
+    test_header = table_header(test_path) if test_path is not None else [id_column]
+    sample = table(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
+    test_rows = (table(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
     made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
     if made_of:  # the files get the id column in the converted task folder
         train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
@@ -167,6 +166,10 @@ def infer_task(
         )
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
+    # tab-separated or zipped tables: converted into CSV files in a task folder of mlguild's own
+    retyped = tuple(
+        p.relative_to(data_dir).as_posix() for p in (sample_path, train_path, test_path) if p and other_form(p)
+    )
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
     if metric is None:
@@ -293,7 +296,9 @@ def infer_task(
     keys = shape.keys if shape is not None else []
     answers = _answers_file(root, [id_column, *keys, *targets], notes)
     time_column, time_notes = (
-        infer_time_column_of_files(train_path, test_path, [id_column, *targets]) if test_path else (None, [])
+        infer_time_column_of_files(train_path, test_path, [id_column, *targets])
+        if test_path and not retyped
+        else (None, [])
     )
     notes += time_notes
     fields = dict(
@@ -311,9 +316,9 @@ def infer_task(
         ranked_file=shape is not None and shape.ranked_file,
         positive_label=positive,
         classes=classes,
-        train_file=train_path.relative_to(data_dir).as_posix(),
-        test_file=test_path.relative_to(data_dir).as_posix() if test_path is not None else DERIVED_TEST,
-        sample_submission=sample_path.relative_to(data_dir).as_posix(),
+        train_file=as_csv(train_path.relative_to(data_dir).as_posix()),
+        test_file=as_csv(test_path.relative_to(data_dir).as_posix()) if test_path is not None else DERIVED_TEST,
+        sample_submission=as_csv(sample_path.relative_to(data_dir).as_posix()),
         answers_file=answers,
         data_dir=data_dir_name,
         **(files or {}),
@@ -328,7 +333,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root=root, spec=spec, notes=notes, test_rows=listed, made_of=made_of, indexed=indexed)
+    return Inferred(root, spec, notes, test_rows=listed, made_of=made_of, indexed=indexed, retyped=retyped)
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -387,7 +392,7 @@ def write_inferred(inferred: Inferred) -> Path:
     download) and return its path."""
     path = inferred.root / "task.yaml"
     data_dir = inferred.root / inferred.spec.data_dir
-    write_own_files(data_dir, data_dir, inferred.spec, inferred.test_rows, inferred.made_of, inferred.indexed)
+    write_own_files(data_dir, inferred.spec, inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

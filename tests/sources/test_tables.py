@@ -1,0 +1,78 @@
+"""Tables in another form than a plain CSV: tab-separated, and zipped (one table an archive), as
+MLE-bench's prepare.py leaves movie-review-sentiment-analysis-kernels-only's train.tsv.zip and
+test.tsv.zip beside a plain sampleSubmission.csv. Read for inference as they are, converted into
+CSV files in a task folder of mlguild's own (no TSV left there: a train table beside the split
+one would show the holdout's labels), and run end to end."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import mlguild
+
+from mlguild.sources.infer import infer_task
+from mlguild.sources.resolve import folder_task
+from mlguild.sources.tables import as_csv, frame, header
+
+
+def reviews_folder(root, n_train: int = 240, n_test: int = 60, zipped: bool = True):
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir()
+    rng = np.random.default_rng(2)
+    words = {0: ["dull", "bad", "boring"], 1: ["fine", "good", "lovely"]}
+    filler = "the a this plot cast scene story actor music end long short old new every one".split()
+    rows = []
+    for i in range(n_train + n_test):
+        label = int(rng.integers(0, 2))
+        tokens = [*rng.choice(words[label], 2), *rng.choice(filler, 9 if label else 3)]  # praise runs longer
+        phrase = " ".join(rng.permutation(tokens)) + (" film, really" if i % 2 else " film, truly")
+        rows.append({"PhraseId": i + 1, "SentenceId": i // 4, "Phrase": phrase, "Sentiment": label})
+    data = pd.DataFrame(rows)
+    train, test = data[:n_train], data[n_train:]
+    for name, table in (("train.tsv", train), ("test.tsv", test.drop(columns=["Sentiment"]))):
+        table.to_csv(public / name, index=False, sep="\t")
+        if zipped:
+            with zipfile.ZipFile(public / f"{name}.zip", "w") as archive:
+                archive.write(public / name, arcname=name)
+            (public / name).unlink()
+    test[["PhraseId"]].assign(Sentiment=2).to_csv(public / "sampleSubmission.csv", index=False)
+    test[["PhraseId", "Sentiment"]].to_csv(private / "answers.csv", index=False)
+    (public / "description.md").write_text("# Reviews\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n")
+    return root
+
+
+def test_tab_separated_and_zipped_tables_are_read_and_converted(tmp_path):
+    for zipped in (False, True):
+        folder = reviews_folder(tmp_path / f"reviews-{zipped}", zipped=zipped)
+        public = folder / "prepared" / "public"
+        train = public / ("train.tsv.zip" if zipped else "train.tsv")
+        assert header(train) == ["PhraseId", "SentenceId", "Phrase", "Sentiment"]
+        assert frame(train)["Phrase"].iloc[0].endswith("film, truly") and as_csv(train.name) == "train.csv"
+        inferred = infer_task(folder)
+        spec = inferred.spec
+        assert (spec.id_column, spec.target_columns, spec.metric) == ("PhraseId", ["Sentiment"], "accuracy")
+        assert (spec.train_file, spec.test_file, spec.sample_submission) == (
+            "train.csv",
+            "test.csv",
+            "sampleSubmission.csv",
+        )
+        task = folder_task(folder, None, None)
+        names = sorted(p.name for p in task.public_dir.iterdir())
+        assert names == ["description.md", "sampleSubmission.csv", "test.csv", "train.csv"], names
+        assert pd.read_csv(task.train_path).shape == (240, 4)
+        assert sorted(p.name for p in public.iterdir())[0] == "description.md"  # the user's folder as it was
+        assert not (folder / "prepared" / "task.yaml").exists()
+
+
+@pytest.mark.slow
+def test_a_folder_of_zipped_tab_separated_tables_runs_to_a_graded_submission(tmp_path):
+    folder = reviews_folder(tmp_path / "reviews")
+    done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    grade = json.loads((tmp_path / "runs" / "r" / "audit" / "final_grade.json").read_text())
+    assert grade["valid"] and grade["metric"] == "accuracy" and grade["test_score"] > 0.8
