@@ -24,6 +24,7 @@ Commands (mlguild's venv)::
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
@@ -87,9 +88,23 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
         return "1" if i % n == k else "0"
     if name == "const":
         return arg
+    if name == "bool":
+        return str(rng.randint(0, 1))
     if name == "pos":
         return str(i % int(arg))
     raise ValueError(f"unknown value kind {kind!r}")
+
+
+def _typed(value: str, kind: str | None) -> object:
+    """A value as a JSON file holds it: a boolean for kind bool, a number where it reads as one."""
+    if kind == "bool":
+        return value == "1"
+    for parse in (int, float):
+        try:
+            return parse(value)
+        except ValueError:
+            continue
+    return value
 
 
 def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Path:
@@ -124,6 +139,12 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             kind = kind or train_kinds.get(column) or "text"
             data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
         frames[file] = pd.DataFrame(data)
+        if file.endswith(".json"):  # a JSON array of records, numbers and booleans typed
+            records = [
+                {c: _typed(v, columns.get(c)) for c, v in row.items()} for row in frames[file].to_dict("records")
+            ]
+            (public / file).write_text(json.dumps(records, indent=4))
+            continue
         sep = "\t" if file.endswith(".tsv") else ","
         frames[file].to_csv(public / file, index=False, sep=sep)
     for csv, column, folder, suffix in spec.get("media") or []:
@@ -260,12 +281,13 @@ in a test folder and no CSV of test rows (aerial-cactus-identification, dog-bree
 train files, the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
-`_`, a sample submission written with its pandas index, and tab-separated or zipped tables.
+`_`, a sample submission written with its pandas index, and tables that are tab-separated,
+zipped or JSON arrays of records.
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the labels are in
 file or folder names, or the files lie in nested folders, with no CSV naming them; the
-data are JSON, NumPy or BSON files, not tables; the rows have no id. Read right is not yet run
+data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. Read right is not yet run
 right: the text normalization challenges' sample submission copies each token as its
 prediction, which the firewall's verifier takes for a leak of the labels (most tokens are
 unchanged), so their runs stop before they start.

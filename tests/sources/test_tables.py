@@ -76,3 +76,63 @@ def test_a_folder_of_zipped_tab_separated_tables_runs_to_a_graded_submission(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     grade = json.loads((tmp_path / "runs" / "r" / "audit" / "final_grade.json").read_text())
     assert grade["valid"] and grade["metric"] == "accuracy" and grade["test_score"] > 0.8
+
+
+def pizza_folder(root, n_train: int = 240, n_test: int = 60):
+    """random-acts-of-pizza's public files: JSON arrays of records (the label a JSON boolean, a
+    list of subreddits per request), the answers as MLE-bench keeps them (0/1 in a CSV)."""
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir()
+    rng = np.random.default_rng(4)
+    records = []
+    for i in range(n_train + n_test):
+        karma = int(rng.integers(0, 500))
+        records.append(
+            {
+                "request_id": f"t3_{i:05x}",
+                "request_title": f"[Request] pizza night {i}",
+                "requester_upvotes_minus_downvotes_at_request": karma,
+                "requester_subreddits_at_request": ["AskReddit", "pizza"][: i % 3],
+                "giver_username_if_known": None,
+                "requester_received_pizza": bool(karma > 250),
+            }
+        )
+    train, test = records[:n_train], records[n_train:]
+    (public / "train.json").write_text(json.dumps(train, indent=4))
+    hidden = ("requester_received_pizza",)
+    (public / "test.json").write_text(json.dumps([{k: v for k, v in r.items() if k not in hidden} for r in test]))
+    (public / "label_map.json").write_text('{"0": "no pizza"}')  # a JSON object: not a table
+    answers = pd.DataFrame({"request_id": [r["request_id"] for r in test]})
+    answers["requester_received_pizza"] = [int(r["requester_received_pizza"]) for r in test]
+    answers.assign(requester_received_pizza=0).to_csv(public / "sampleSubmission.csv", index=False)
+    answers.to_csv(private / "test.csv", index=False)
+    (public / "description.md").write_text(
+        "# Pizza\n\n## Evaluation\n\nSubmissions are evaluated on area under the ROC curve.\n"
+    )
+    return root
+
+
+def test_json_records_are_a_table(tmp_path):
+    folder = pizza_folder(tmp_path / "random-acts-of-pizza")
+    public = folder / "prepared" / "public"
+    table = frame(public / "train.json")
+    assert table["requester_received_pizza"].isin(["0", "1"]).all()  # JSON booleans as 1 and 0, as the answers
+    assert table["requester_subreddits_at_request"].iloc[2] == '["AskReddit", "pizza"]'
+    assert table["giver_username_if_known"].iloc[0] == ""
+    spec = infer_task(folder).spec
+    assert (spec.id_column, spec.target_columns, spec.metric) == ("request_id", ["requester_received_pizza"], "roc_auc")
+    assert (spec.train_file, spec.test_file, spec.answers_file) == ("train.csv", "test.csv", "test.csv")
+    task = folder_task(folder, None, None)
+    assert sorted(p.name for p in task.public_dir.iterdir()) == [
+        "description.md", "label_map.json", "sampleSubmission.csv", "test.csv", "train.csv",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_folder_of_json_records_runs_to_a_graded_submission(tmp_path):
+    folder = pizza_folder(tmp_path / "pizza")
+    done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    grade = json.loads((tmp_path / "runs" / "r" / "audit" / "final_grade.json").read_text())
+    assert grade["valid"] and grade["metric"] == "roc_auc" and grade["test_score"] > 0.8

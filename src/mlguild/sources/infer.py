@@ -38,7 +38,7 @@ from .shapes import (
 )
 from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 from .tables import PATTERNS as TABLES
-from .tables import as_csv, other_form
+from .tables import as_csv, json_tables, other_form
 from .tables import frame as table
 from .tables import header as table_header
 
@@ -108,7 +108,7 @@ def infer_task(
     notes: list[str] = []
     csvs = [  # never the task's own files, runs started inside the folder, or hidden ones
         p
-        for p in sorted(p for pattern in TABLES for p in data_dir.rglob(pattern))
+        for p in sorted([*(p for pattern in TABLES for p in data_dir.rglob(pattern)), *json_tables(data_dir)])
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
