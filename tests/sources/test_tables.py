@@ -136,3 +136,21 @@ def test_a_folder_of_json_records_runs_to_a_graded_submission(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     grade = json.loads((tmp_path / "runs" / "r" / "audit" / "final_grade.json").read_text())
     assert grade["valid"] and grade["metric"] == "roc_auc" and grade["test_score"] > 0.8
+
+
+def test_a_folder_of_mlguilds_own_gets_its_files_in_place(tmp_path):
+    # a Kaggle download lies in mlguild's own folder: write_inferred converts it in place
+    from mlguild.sources.infer import write_inferred
+    from mlguild.task.folder import load_task
+
+    folder = reviews_folder(tmp_path / "download", zipped=False)
+    flat = tmp_path / "flat"
+    (folder / "prepared" / "public").rename(flat)
+    inferred = infer_task(flat)
+    assert inferred.spec.data_dir == "." and inferred.retyped == ("train.tsv", "test.tsv")
+    write_inferred(inferred)
+    task = load_task(flat)
+    assert sorted(p.name for p in flat.iterdir() if p.suffix in (".csv", ".tsv")) == [
+        "sampleSubmission.csv", "test.csv", "train.csv",
+    ]  # fmt: skip
+    assert pd.read_csv(task.train_path).shape == (240, 4)
