@@ -147,10 +147,11 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             continue
         sep = "\t" if file.endswith(".tsv") else ","
         frames[file].to_csv(public / file, index=False, sep=sep)
-    for csv, column, folder, suffix in spec.get("media") or []:
-        (public / folder).mkdir(parents=True, exist_ok=True)
-        for value in frames[csv][column]:
-            (public / folder / f"{value}{suffix}").write_bytes(b"")
+    for csv, column, folder, suffix, *by in spec.get("media") or []:
+        for i, value in enumerate(frames[csv][column]):
+            where = public / folder / (frames[csv][by[0]].iloc[i] if by else "")
+            where.mkdir(parents=True, exist_ok=True)
+            (where / f"{value}{suffix}").write_bytes(b"")
     for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
         with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
             archive.write(public / zipped, arcname=zipped)
@@ -278,7 +279,7 @@ openai/mle-bench instead of the opening of its evaluation section; the verdicts 
 A folder whose test rows are listed only by the sample submission, each row's image or sound
 in a test folder and no CSV of test rows (aerial-cactus-identification, dog-breed-identification,
 ...), is read as such: the sample's ids name the test files as the train file's ids name the
-train files, the test table is those ids, and `mlguild run` converts the folder into a task
+train files (in one folder, or in folders named by their label), the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
 `_`, a sample submission written with its pandas index, and tables that are tab-separated,

@@ -21,9 +21,11 @@ from mlguild.sources.infer import infer_task
 from mlguild.sources.resolve import folder_task
 
 
-def cactus_folder(root, n_train: int = 8, n_test: int = 4, images: bool = False):
+def cactus_folder(root, n_train: int = 8, n_test: int = 4, images: bool = False, by_label: bool = False):
     """aerial-cactus-identification's public layout: ids are the file names, in train/ and test/;
-    with ``images`` real grey pictures (bright ones are label 1), else empty files."""
+    with ``images`` real grey pictures (bright ones are label 1), else empty files; ``by_label``
+    puts each train image in a folder named by its label (train/1/...), as paddy-disease-
+    classification's are."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     for folder in (public / "train", public / "test", private):
         folder.mkdir(parents=True)
@@ -31,7 +33,8 @@ def cactus_folder(root, n_train: int = 8, n_test: int = 4, images: bool = False)
     rows = []
     for k in range(n_train + n_test):
         name, label = f"{k:032x}.png", k % 2
-        folder = public / ("train" if k < n_train else "test")
+        folder = public / ("test" if k >= n_train else f"train/{label}" if by_label else "train")
+        folder.mkdir(exist_ok=True)
         if images:
             pixels = rng.normal(170 if label else 80, 25, size=(16, 16)).clip(0, 255).astype(np.uint8)
             Image.fromarray(pixels).save(folder / name)
@@ -83,9 +86,20 @@ def test_a_sample_whose_ids_name_no_files_is_still_refused(tmp_path):
         infer_task(folder)
 
 
+def test_train_files_in_folders_named_by_their_labels_are_laid_flat(tmp_path):
+    folder = cactus_folder(tmp_path / "paddy", by_label=True)
+    inferred = infer_task(folder)
+    assert (inferred.spec.file_column, inferred.spec.train_files, inferred.nested) == ("id", "train", "has_cactus")
+    task = folder_task(folder, None, None)
+    train = pd.read_csv(task.train_path, dtype=str)
+    assert sorted(p.name for p in (task.public_dir / "train").iterdir()) == sorted(train["id"])  # no label folder
+    assert (folder / "prepared" / "public" / "train" / "1" / f"{1:032x}.png").is_file()  # the user's, as it was
+
+
 @pytest.mark.slow
-def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_path):
-    folder = cactus_folder(tmp_path / "cactus", n_train=80, n_test=24, images=True)
+@pytest.mark.parametrize("by_label", [False, True])
+def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_path, by_label):
+    folder = cactus_folder(tmp_path / "cactus", n_train=80, n_test=24, images=True, by_label=by_label)
     done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "r"

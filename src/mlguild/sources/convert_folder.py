@@ -40,6 +40,7 @@ def write_converted(
     made_of: tuple[str, ...],
     indexed: bool = False,
     retyped: tuple[str, ...] = (),
+    nested: str | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -59,7 +60,7 @@ def write_converted(
             _link_tree(source, dest / name, lambda rel: False)
         elif source.is_file() and not source.is_symlink():
             _link_or_copy(source, dest / name)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested)
     converted = spec.model_copy(update={"data_dir": "public"})
     data = converted.model_dump(exclude_none=True)
     data["answers_file"] = converted.answers_file  # null when there are none: not the default name
@@ -75,12 +76,15 @@ def write_own_files(
     made_of: tuple[str, ...],
     indexed: bool = False,
     retyped: tuple[str, ...] = (),
+    nested: str | None = None,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
     table left beside would show the holdout's labels), the derived test table, the sample
     submission without its pandas index (``indexed``), and the train and test files with the id
-    column made of ``made_of``. A link is replaced, never written through."""
+    column made of ``made_of``; train files in subfolders named by the label column ``nested``
+    laid flat in their folder (a file's folder would tell its label, the holdout's too). A link
+    is replaced, never written through."""
     for name in retyped:
         converted = table(public / name)
         (public / name).unlink()
@@ -96,6 +100,13 @@ def write_own_files(
         changed = change(read_csv_exact(public / name))
         (public / name).unlink()
         changed.to_csv(public / name, index=False)
+    if nested and spec.file_column and spec.train_files:
+        folder, train = public / spec.train_files, read_csv_exact(public / spec.train_file)
+        for label, value in zip(train[nested], train[spec.file_column], strict=True):
+            name = f"{value}{spec.file_suffix}"
+            (folder / label / name).rename(folder / name)
+        for label in set(train[nested]):
+            shutil.rmtree(folder / label)  # what is left there belongs to no train row
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

@@ -58,11 +58,12 @@ class Inferred:
     made_of: tuple[str, ...] = ()  # the test file's columns the submission's id is made of (sources/submission_ids)
     indexed: bool = False  # the sample submission's first column is its pandas index, to drop
     retyped: tuple[str, ...] = ()  # tab-separated or zipped tables, written as CSV files (sources/tables)
+    nested: str | None = None  # the label column naming the train files' subfolders, laid flat when converted
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
-        return self.test_rows is not None or bool(self.made_of) or self.indexed or bool(self.retyped)
+        return self.test_rows is not None or bool(self.made_of or self.retyped or self.nested) or self.indexed
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -273,6 +274,7 @@ def infer_task(
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
     files = file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+    nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     if files is not None:
         notes.append(
             f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
@@ -333,7 +335,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root, spec, notes, test_rows=listed, made_of=made_of, indexed=indexed, retyped=retyped)
+    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested)
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -392,7 +394,8 @@ def write_inferred(inferred: Inferred) -> Path:
     download) and return its path."""
     path = inferred.root / "task.yaml"
     data_dir = inferred.root / inferred.spec.data_dir
-    write_own_files(data_dir, inferred.spec, inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped)
+    own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
+    write_own_files(data_dir, inferred.spec, *own)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -94,7 +94,14 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
     dest = converted_folder(mlguild_home(), folder, inferred.spec.name)
     try:
         written = write_converted(
-            inferred.spec, inferred.root, dest, inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped
+            inferred.spec,
+            inferred.root,
+            dest,
+            inferred.test_rows,
+            inferred.made_of,
+            inferred.indexed,
+            inferred.retyped,
+            inferred.nested,
         )
     except OSError as exc:
         raise TaskError(
