@@ -64,6 +64,7 @@ def listing(folder) -> list[str]:
 
 def test_the_test_rows_come_from_the_sample_and_the_folder_is_converted_not_written(tmp_path):
     folder = cactus_folder(tmp_path / "aerial-cactus-identification")
+    (folder / "leaderboard.csv").write_text("scoreNullable,teamId\n1.0,1\n")  # beside prepared/, as MLE-bench has it
     before = listing(folder)
     inferred = infer_task(folder)
     spec = inferred.spec
@@ -81,6 +82,7 @@ def test_the_test_rows_come_from_the_sample_and_the_folder_is_converted_not_writ
     for rel in ("train.csv", "sample_submission.csv", "test/0000000000000000000000000000000a.png"):
         assert os.path.samefile(task.public_dir / rel, public / rel)  # linked, not copied
     assert task.answers_path is not None and task.answers_path.name == "test.csv"  # the private answers too
+    assert (task.root / "leaderboard.csv").is_file()  # where `mlguild grade` finds the medals' thresholds
     again = folder_task(folder, None, None)  # run again: the same folder, rebuilt
     assert again.root == task.root and listing(again.root) == listing(task.root)
 

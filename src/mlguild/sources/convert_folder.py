@@ -23,6 +23,7 @@ from .tables import as_csv
 from .tables import frame as table
 
 _ROOT_FILES = ("description.md", "brief.md", "competition.json", "knowledge", "private")  # beside task.yaml
+LEADERBOARD = "leaderboard.csv"  # bench.grading's name for it (sources may not import bench)
 
 
 def converted_folder(home: Path, folder: Path, name: str) -> Path:
@@ -60,6 +61,10 @@ def write_converted(
             _link_tree(source, dest / name, lambda rel: False)
         elif source.is_file() and not source.is_symlink():
             _link_or_copy(source, dest / name)
+    # the competition's leaderboard, where `mlguild grade` finds it: in the task folder or above it
+    board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
+    if board is not None:
+        _link_or_copy(board, dest / LEADERBOARD)
     write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested)
     converted = spec.model_copy(update={"data_dir": "public"})
     data = converted.model_dump(exclude_none=True)
