@@ -83,8 +83,11 @@ def test_the_test_rows_come_from_the_sample_and_the_folder_is_converted_not_writ
         assert os.path.samefile(task.public_dir / rel, public / rel)  # linked, not copied
     assert task.answers_path is not None and task.answers_path.name == "test.csv"  # the private answers too
     assert (task.root / "leaderboard.csv").is_file()  # where `mlguild grade` finds the medals' thresholds
-    again = folder_task(folder, None, None)  # run again: the same folder, rebuilt
-    assert again.root == task.root and listing(again.root) == listing(task.root)
+    (task.root / "knowledge").mkdir()
+    (task.root / "knowledge" / "note.md").write_text("an item `mlguild knowledge add` wrote")
+    again = folder_task(folder, None, None)  # run again: the same folder, rebuilt, its knowledge kept
+    assert again.root == task.root and (again.root / "knowledge" / "note.md").is_file()
+    assert os.path.samefile(again.public_dir / "train.csv", public / "train.csv")
 
 
 def test_a_sample_whose_ids_name_no_files_is_still_refused(tmp_path):

@@ -46,9 +46,13 @@ def write_converted(
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
     knowledge and private answers beside them, the files of its own (``write_own_files``), and
-    task.yaml. Rebuilt
-    from scratch each time (runs live elsewhere); the path of the task.yaml written."""
+    task.yaml. Rebuilt from scratch each time (runs live elsewhere), but for the knowledge items
+    added to it since; the path of the task.yaml written."""
     data_dir = root / spec.data_dir
+    kept = dest.parent / f".{dest.name}.knowledge"  # what `mlguild knowledge` added there survives a rebuild
+    if (dest / "knowledge").is_dir():
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(dest / "knowledge", kept)
     if dest.exists():
         shutil.rmtree(dest)
     public = dest / "public"
@@ -61,6 +65,13 @@ def write_converted(
             _link_tree(source, dest / name, lambda rel: False)
         elif source.is_file() and not source.is_symlink():
             _link_or_copy(source, dest / name)
+    if kept.is_dir():
+        for path in sorted(kept.rglob("*")):
+            target = dest / "knowledge" / path.relative_to(kept)
+            if path.is_file() and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(path, target)
+        shutil.rmtree(kept)
     # the competition's leaderboard, where `mlguild grade` finds it: in the task folder or above it
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
