@@ -23,6 +23,7 @@ from ..core.suggest import did_you_mean, listing
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
+from . import tables
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
@@ -37,10 +38,6 @@ from .shapes import (
     several_task_type,
 )
 from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
-from .tables import PATTERNS as TABLES
-from .tables import as_csv, json_tables, other_form
-from .tables import frame as table
-from .tables import header as table_header
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
@@ -109,7 +106,9 @@ def infer_task(
     notes: list[str] = []
     csvs = [  # never the task's own files, runs started inside the folder, or hidden ones
         p
-        for p in sorted([*(p for pattern in TABLES for p in data_dir.rglob(pattern)), *json_tables(data_dir)])
+        for p in sorted(
+            [*(p for pattern in tables.PATTERNS for p in data_dir.rglob(pattern)), *tables.json_tables(data_dir)]
+        )
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
@@ -119,7 +118,7 @@ def infer_task(
     train_path = _pick(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
-    sample_header = table_header(sample_path)
+    sample_header = tables.header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
     sample_header = sample_header[1:] if indexed else sample_header
     if len(sample_header) < 2:
@@ -128,8 +127,8 @@ def infer_task(
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
-    train_header = table_header(train_path)
-    train = table(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    train_header = tables.header(train_path)
+    train = tables.frame(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
     others = [p for p in rest if p != train_path]
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
     if not any("test" in p.name.lower() for p in others):
@@ -142,9 +141,9 @@ def infer_task(
             )
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test")
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
-    test_header = table_header(test_path) if test_path is not None else [id_column]
-    sample = table(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
-    test_rows = (table(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
+    test_header = tables.header(test_path) if test_path is not None else [id_column]
+    sample = tables.frame(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
+    test_rows = (tables.frame(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
     made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
     if made_of:  # the files get the id column in the converted task folder
         train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
@@ -169,7 +168,7 @@ def infer_task(
 
     # tab-separated or zipped tables: converted into CSV files in a task folder of mlguild's own
     retyped = tuple(
-        p.relative_to(data_dir).as_posix() for p in (sample_path, train_path, test_path) if p and other_form(p)
+        p.relative_to(data_dir).as_posix() for p in (sample_path, train_path, test_path) if p and tables.other_form(p)
     )
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
@@ -297,11 +296,9 @@ def infer_task(
             )
     keys = shape.keys if shape is not None else []
     answers = _answers_file(root, [id_column, *keys, *targets], notes)
-    time_column, time_notes = (
-        infer_time_column_of_files(train_path, test_path, [id_column, *targets])
-        if test_path and not retyped
-        else (None, [])
-    )
+    skip = [id_column, *targets]  # tables read otherwise, and a derived test table, have no time order to find
+    ordered = infer_time_column_of_files(train_path, test_path, skip) if test_path and not retyped else (None, [])
+    time_column, time_notes = ordered
     notes += time_notes
     fields = dict(
         time_column=time_column,
@@ -318,9 +315,9 @@ def infer_task(
         ranked_file=shape is not None and shape.ranked_file,
         positive_label=positive,
         classes=classes,
-        train_file=as_csv(train_path.relative_to(data_dir).as_posix()),
-        test_file=as_csv(test_path.relative_to(data_dir).as_posix()) if test_path is not None else DERIVED_TEST,
-        sample_submission=as_csv(sample_path.relative_to(data_dir).as_posix()),
+        train_file=tables.as_csv(train_path.relative_to(data_dir).as_posix()),
+        test_file=tables.as_csv(test_path.relative_to(data_dir).as_posix()) if test_path is not None else DERIVED_TEST,
+        sample_submission=tables.as_csv(sample_path.relative_to(data_dir).as_posix()),
         answers_file=answers,
         data_dir=data_dir_name,
         **(files or {}),
