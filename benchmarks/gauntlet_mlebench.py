@@ -277,8 +277,8 @@ mle-bench/mlebench/competitions` reads each competition's whole description.md f
 openai/mle-bench instead of the opening of its evaluation section; the verdicts are the same).
 
 A folder whose test rows are listed only by the sample submission, each row's image or sound
-in a test folder and no CSV of test rows (aerial-cactus-identification, dog-breed-identification,
-...), is read as such: the sample's ids name the test files as the train file's ids name the
+in a test folder and no CSV of test rows (histopathologic-cancer-detection, dog-breed-
+identification, ...), is read as such: the sample's ids name the test files as the train file's ids name the
 train files (in one folder, or in folders named by their label), the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
@@ -286,8 +286,9 @@ conversion serves a submission id that is a test column under another name or tw
 zipped or JSON arrays of records.
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the labels are in
-file or folder names, or the files lie in nested folders, with no CSV naming them; the
+Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
+packed in archives (aerial-cactus-identification's train.zip and test.zip: the refusal says to
+unpack them); the labels are in file or folder names with no CSV naming them; the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. Read right is not yet run
 right: the text normalization challenges' sample submission copies each token as its
 prediction, which the firewall's verifier takes for a leak of the labels (most tokens are

@@ -1,5 +1,5 @@
 """A competition folder whose test rows are listed only by the sample submission (train.csv with
-id and label, train/ and test/ images, sample_submission.csv, no test.csv: aerial-cactus,
+id and label, train/ and test/ images, sample_submission.csv, no test.csv: ranzcr-clip,
 histopathologic-cancer-detection, dog-breed-identification, ... as MLE-bench prepares them) is
 converted into a task folder of mlguild's own, with the test table derived from the sample's
 ids; the user's folder is left as it was, and the task runs end to end."""
@@ -24,7 +24,8 @@ from mlguild.sources.resolve import folder_task
 def cactus_folder(
     root, n_train: int = 8, n_test: int = 4, images: bool = False, by_label: bool = False, ranked: bool = False
 ):
-    """aerial-cactus-identification's public layout: ids are the file names, in train/ and test/;
+    """aerial-cactus-identification's public layout, its image folders unpacked (MLE-bench leaves
+    them as train.zip and test.zip): ids are the file names, in train/ and test/;
     with ``images`` real grey pictures (bright ones are label 1), else empty files; ``by_label``
     puts each train image in a folder named by its label (train/1/...), as paddy-disease-
     classification's are; ``ranked`` asks for ranked guesses scored by MAP@5, as whale-
@@ -94,8 +95,13 @@ def test_a_sample_whose_ids_name_no_files_is_still_refused(tmp_path):
     folder = cactus_folder(tmp_path / "comp")
     for image in (folder / "prepared" / "public" / "test").iterdir():
         image.unlink()
-    with pytest.raises(TaskError, match=r"no CSV of test rows .* ids name no files in a test folder"):
+    with pytest.raises(TaskError, match=r"no CSV of test rows .* ids name no files in a test folder") as refused:
         infer_task(folder)
+    assert "write a test.csv" in refused.value.fix
+    (folder / "prepared" / "public" / "test.zip").write_bytes(b"")  # MLE-bench zips some image folders
+    with pytest.raises(TaskError) as refused:
+        infer_task(folder)
+    assert "unpack the archives that may hold the files (test.zip)" in refused.value.fix
 
 
 def test_train_files_in_folders_named_by_their_labels_are_laid_flat(tmp_path):

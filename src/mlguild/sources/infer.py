@@ -29,7 +29,7 @@ from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
-from .sample_test_rows import DERIVED_TEST, sample_lists_test_files
+from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files
 from .shapes import (
     key_shape,
     sample_is_probability,
@@ -134,11 +134,7 @@ def infer_task(
     if not any("test" in p.name.lower() for p in others):
         listed = sample_lists_test_files(data_dir, sample_path, train, id_column)
         if listed is None and not others:
-            raise TaskError(
-                f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}, and "
-                f"{sample_path.name}'s ids name no files in a test folder",
-                f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
-            )
+            raise no_test_rows(data_dir, sample_path, train_path)
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test")
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
     test_header = tables.header(test_path) if test_path is not None else [id_column]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.errors import TaskError
 from ..util.exact_csv import read_csv_exact
 from .file_columns import FILE_PROBE, file_column
 
@@ -37,3 +38,16 @@ def sample_lists_test_files(
     if found is None or found["train_files"] == found["test_files"]:
         return None
     return rows
+
+
+def no_test_rows(data_dir: Path, sample_path: Path, train_path: Path) -> TaskError:
+    """The refusal of a folder with no test table whose sample's ids name no files, with the fix:
+    unpack the archives there (MLE-bench zips some competitions' image folders), or write one."""
+    packed = sorted(p.name for suffix in ("zip", "7z", "tar", "tar.gz") for p in data_dir.glob(f"*.{suffix}"))
+    return TaskError(
+        f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}, and "
+        f"{sample_path.name}'s ids name no files in a test folder",
+        f"unpack the archives that may hold the files ({', '.join(packed[:4])}) in {data_dir}, then run again"
+        if packed
+        else f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
+    )
