@@ -24,9 +24,11 @@ Commands (mlguild's venv)::
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +88,23 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
         return "1" if i % n == k else "0"
     if name == "const":
         return arg
+    if name == "bool":
+        return str(rng.randint(0, 1))
+    if name == "pos":
+        return str(i % int(arg))
     raise ValueError(f"unknown value kind {kind!r}")
+
+
+def _typed(value: str, kind: str | None) -> object:
+    """A value as a JSON file holds it: a boolean for kind bool, a number where it reads as one."""
+    if kind == "bool":
+        return value == "1"
+    for parse in (int, float):
+        try:
+            return parse(value)
+        except ValueError:
+            continue
+    return value
 
 
 def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = None) -> Path:
@@ -115,6 +133,9 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             if source is not None and column in source and kind is None:
                 data[column] = source[column].tolist()  # the sample submission lists the test rows
                 continue
+            if source is not None and kind and kind.startswith("join:"):  # an id made of test columns
+                data[column] = ["_".join(row) for row in source[kind.split(":")[1:]].astype(str).to_numpy()]
+                continue
             kind = kind or train_kinds.get(column) or "text"
             if kind.startswith("of:"):  # a lookup table's key: each value of FILE's COLUMN once, then new ones
                 source_file, _, source_column = kind[3:].rpartition(":")
@@ -123,12 +144,23 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
                 continue
             data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
         frames[file] = pd.DataFrame(data)
+        if file.endswith(".json"):  # a JSON array of records, numbers and booleans typed
+            records = [
+                {c: _typed(v, columns.get(c)) for c, v in row.items()} for row in frames[file].to_dict("records")
+            ]
+            (public / file).write_text(json.dumps(records, indent=4))
+            continue
         sep = "\t" if file.endswith(".tsv") else ","
         frames[file].to_csv(public / file, index=False, sep=sep)
-    for csv, column, folder, suffix in spec.get("media") or []:
-        (public / folder).mkdir(parents=True, exist_ok=True)
-        for value in frames[csv][column]:
-            (public / folder / f"{value}{suffix}").write_bytes(b"")
+    for csv, column, folder, suffix, *by in spec.get("media") or []:
+        for i, value in enumerate(frames[csv][column]):
+            where = public / folder / (frames[csv][by[0]].iloc[i] if by else "")
+            where.mkdir(parents=True, exist_ok=True)
+            (where / f"{value}{suffix}").write_bytes(b"")
+    for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
+        with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
+            archive.write(public / zipped, arcname=zipped)
+        (public / zipped).unlink()
     for other in spec.get("other") or []:
         (public / other).parent.mkdir(parents=True, exist_ok=True)
         (public / other).write_bytes(b"")
@@ -249,12 +281,23 @@ Regenerate this page with `python benchmarks/gauntlet_mlebench.py --docs` (`--de
 mle-bench/mlebench/competitions` reads each competition's whole description.md from a checkout of
 openai/mle-bench instead of the opening of its evaluation section; the verdicts are the same).
 
-What the refusals are, in the main: the test rows are listed only by the sample submission, with
-their images or sounds in a folder and no CSV of test rows (most image and audio competitions:
-mlguild needs a test file with the id column); the grader's metric is not in `mlguild.metrics`
-(Dice, IoU, Levenshtein, Jaccard, Spearman, ...), or the evaluation leaves rows unscored; the
-submission's id is built from other columns, or named otherwise than in the test file; the data
-are JSON, TSV, NumPy or BSON files, not CSV.
+A folder whose test rows are listed only by the sample submission, each row's image or sound
+in a test folder and no CSV of test rows (histopathologic-cancer-detection, dog-breed-
+identification, ...), is read as such: the sample's ids name the test files as the train file's ids name the
+train files (in one folder, or in folders named by their label), the test table is those ids, and `mlguild run` converts the folder into a task
+folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
+conversion serves a submission id that is a test column under another name or two joined by
+`_`, a sample submission written with its pandas index, and tables that are tab-separated,
+zipped or JSON arrays of records.
+
+What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
+Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
+packed in archives (aerial-cactus-identification's train.zip and test.zip: the refusal says to
+unpack them); the labels are in file or folder names with no CSV naming them; the
+data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. Read right is not yet run
+right: the text normalization challenges' sample submission copies each token as its
+prediction, which the firewall's verifier takes for a leak of the labels (most tokens are
+unchanged), so their runs stop before they start.
 
 {summary}
 

@@ -73,7 +73,7 @@ def test_a_spec_folder_is_written_as_mlebench_lays_it_out(tmp_path: Path) -> Non
     ("evaluation", "said"),
     [
         ("Submissions are evaluated on the Log of the Mean Absolute Error, averaged across types.", "log of the MAE"),
-        ("Submissions are evaluated on the mean column-wise Spearman's correlation coefficient.", "Spearman"),
+        ("Predictions are evaluated by the Kendall tau correlation between predicted and true orders.", "Kendall"),
         ("The evaluation metric for this competition is Mean F1-Score.", "mean F1"),
         ("Submissions are evaluated on the weighted AUC.", "weighted AUC"),
         ("Submissions are evaluated on a modified version of the F1 Score.", "modified"),

@@ -24,7 +24,9 @@ def grade(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Score a submission as MLE-bench does (5 decimals; an invalid file scores nothing) and,
-    given the leaderboard, its medal thresholds and flags. Nothing is written.
+    given the leaderboard, its medal thresholds and flags. Nothing is written in the task folder (one
+    whose sample submission alone lists the test rows is converted under $MLGUILD_HOME/tasks, as
+    `run` converts it).
 
     Exits 0 when the submission was graded, 1 when it is invalid, 2 on a usage error."""
     from ..bench.grading import grade_submission, run_holding, submission_of, task_of_run

@@ -24,6 +24,7 @@ from mlguild.core.errors import ConfigError
 from mlguild.core.score import Direction, Score
 from mlguild.core.suggest import closest
 from mlguild.metrics import combined, python_file
+from mlguild.metrics.correlation import _pearson_1d, _spearman_1d
 from mlguild.metrics.functions import (
     _binary_logloss_1d,
     _columnwise,
@@ -168,11 +169,26 @@ METRICS: dict[str, Metric] = {
             _columnwise(_binary_logloss_1d),
             "mean column-wise binary log loss, clipped to [1e-15, 1-1e-15]",
         ),
+        _m(
+            "mean_columnwise_spearman",
+            "maximize",
+            "value",
+            _columnwise_defined(_spearman_1d),
+            "mean column-wise Spearman rank correlation (ties averaged; a column whose truth is constant is left out)",
+        ),
         _m("rmse", "minimize", "value", _columnwise(_rmse_1d), "root mean squared error (column-wise mean)"),
         _m("mse", "minimize", "value", _columnwise(_mse_1d), "mean squared error (column-wise mean)"),
         _m("rmsle", "minimize", "value", _columnwise(_rmsle_1d), "root mean squared log error, values > -1"),
         _m("mae", "minimize", "value", _columnwise(_mae_1d), "mean absolute error (column-wise mean)"),
         _m("r2", "maximize", "value", _columnwise(_r2_1d), "coefficient of determination (column-wise mean)"),
+        _m(
+            "pearson",
+            "maximize",
+            "value",
+            _columnwise(_pearson_1d),
+            "Pearson correlation (0 for a constant prediction)",
+        ),
+        _m("spearman", "maximize", "value", _columnwise(_spearman_1d), "Spearman rank correlation, ties averaged"),
         _m("qwk", "maximize", "label", qwk, "quadratic weighted kappa over integer labels", truth="integer"),
         _m("map_at_k", "maximize", "ranked_list", map_at_k, "mean average precision at k (Kaggle mapk)", params=("k",)),
         _m(
@@ -218,6 +234,9 @@ ALIASES: dict[str, str] = {
     "mean_columnwise_auc": "mean_columnwise_roc_auc", "mean_column_wise_roc_auc": "mean_columnwise_roc_auc",
     "mean_column_wise_auc": "mean_columnwise_roc_auc", "columnwise_auc": "mean_columnwise_roc_auc",
     "mean_auc": "mean_columnwise_roc_auc",
+    "pearsonr": "pearson", "pearson_correlation": "pearson", "pearson_r": "pearson",
+    "spearmanr": "spearman", "spearman_correlation": "spearman", "spearman_rho": "spearman",
+    "mean_column_wise_spearman": "mean_columnwise_spearman", "columnwise_spearman": "mean_columnwise_spearman",
     "mean_columnwise_log_loss": "mean_columnwise_logloss", "mean_column_wise_log_loss": "mean_columnwise_logloss",
     "columnwise_logloss": "mean_columnwise_logloss", "columnwise_log_loss": "mean_columnwise_logloss",
     "micro_f1": "multilabel_f1_micro", "f1_micro": "multilabel_f1_micro", "multilabel_f1": "multilabel_f1_micro",
@@ -230,6 +249,7 @@ PER_COLUMN: dict[str, str] = {
     "mcrmse": "rmse",
     "mean_columnwise_rmsle": "rmsle",
     "mean_columnwise_roc_auc": "roc_auc",
+    "mean_columnwise_spearman": "spearman",
     "mean_columnwise_logloss": "binary_logloss",
     "multilabel_f1_micro": "f1",
     "multilabel_f1_macro": "f1",

@@ -20,7 +20,10 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ),
     ("mean_columnwise_roc_auc", r"mean[- ]column[- ]?wise[- ](roc[- ])?auc|column[- ]?wise[- ]mean[- ](roc[- ])?auc"),
     ("mean_columnwise_logloss", r"mean[- ]column[- ]?wise[- ]log[- ]?loss|column[- ]?wise[- ]mean[- ]log[- ]?loss"),
+    ("mean_columnwise_spearman", r"mean[- ]column[- ]?wise[- ]spearman|column[- ]?wise[- ]mean[- ]spearman"),
     ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
+    ("spearman", r"\bspearman"),
+    ("pearson", r"\bpearson"),
     ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),
     ("rmse", r"root[- ]mean[- ]squared?[- ]error|\brmse\b"),
     ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
@@ -47,6 +50,7 @@ _SEVERAL = {
     "binary_logloss": "mean_columnwise_logloss",
     "f1": "multilabel_f1_micro",
     "f1_macro": "multilabel_f1_macro",
+    "spearman": "mean_columnwise_spearman",
 }
 
 

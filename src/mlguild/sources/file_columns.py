@@ -14,25 +14,29 @@ _IMAGES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif")
 
 def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
     """The column whose values name each row's file (in a folder for train rows and one for test
-    rows), with those folders, the suffix the values lack, and the modality; None if none does."""
+    rows), with those folders, the suffix the values lack, and the modality; None if none does.
+    Train files in subfolders named by a label column add ``train_subfolders``: that column."""
     folders = sorted(p for p in data_dir.rglob("*") if p.is_dir() and not p.name.startswith("."))
     for column in dict.fromkeys(columns):
         if column not in train or column not in test:
             continue
-        found = {}
+        found: dict[str, tuple] = {}
         for rows, role in ((train, "train"), (test, "test")):
             values = [v for v in rows[column].head(FILE_PROBE).astype(str) if v]
             where = [
                 (d, s) for d in folders for s in _SUFFIXES if values and all((d / f"{v}{s}").is_file() for v in values)
             ]
-            named = [w for w in where if role in w[0].name.lower()] or where
+            named: list[tuple] = [w for w in where if role in w[0].name.lower()] or where
+            if not named and role == "train":  # each train file in a folder named by its label
+                named = [(d, s, c) for d, s, c in _by_label(folders, rows, column) if "train" in d.name.lower()]
             if not named:
                 break
             found[role] = named[0]
         if len(found) == 2 and found["train"][1] == found["test"][1]:
             suffix = found["train"][1]
             example = f"{train[column].iloc[0]}{suffix}".lower()
-            return {
+            nested: dict[str, str] = {"train_subfolders": found["train"][2]} if len(found["train"]) > 2 else {}
+            return nested | {
                 "file_column": column,
                 "train_files": found["train"][0].relative_to(data_dir).as_posix(),
                 "test_files": found["test"][0].relative_to(data_dir).as_posix(),
@@ -44,3 +48,19 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
                 else "tabular",
             }
     return None
+
+
+def _by_label(folders: list[Path], rows: pd.DataFrame, column: str) -> list[tuple[Path, str, str]]:
+    """(folder, suffix, label column) where every probed row's file is ``folder/<label>/<value>``
+    (paddy-disease-classification's train_images/blast/100330.jpg): the label column names the
+    subfolder (sources/convert_folder lays such files flat)."""
+    probe = rows.head(FILE_PROBE).astype(str)
+    found = []
+    for label in [c for c in probe.columns if c != column]:
+        if probe[label].eq("").any():
+            continue
+        for d in folders:
+            for s in _SUFFIXES:
+                if all((d / a / f"{v}{s}").is_file() for a, v in zip(probe[label], probe[column], strict=True)):
+                    found.append((d, s, label))
+    return found

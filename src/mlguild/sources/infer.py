@@ -23,12 +23,14 @@ from ..core.suggest import did_you_mean, listing
 from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
-from ..util.exact_csv import read_csv_exact
+from . import tables
 from .columns import holds_lists, infer_task_type, positive_label
+from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
 from .file_columns import FILE_PROBE, file_column
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import refuse_one_hot_logloss, refuse_unregistered
+from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
+from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files
 from .shapes import (
     key_shape,
     sample_is_probability,
@@ -36,6 +38,7 @@ from .shapes import (
     several_positive,
     several_task_type,
 )
+from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
@@ -47,6 +50,18 @@ class Inferred:
     root: Path  # the folder task.yaml goes into
     spec: TaskSpec
     notes: list[str] = field(default_factory=list)
+    # the test table derived from the sample submission, when the folder has none: such a task
+    # is converted into a folder of mlguild's own (sources/sample_test_rows)
+    test_rows: pd.DataFrame | None = None
+    made_of: tuple[str, ...] = ()  # the test file's columns the submission's id is made of (sources/submission_ids)
+    indexed: bool = False  # the sample submission's first column is its pandas index, to drop
+    retyped: tuple[str, ...] = ()  # tab-separated or zipped tables, written as CSV files (sources/tables)
+    nested: str | None = None  # the label column naming the train files' subfolders, laid flat when converted
+
+    @property
+    def converted(self) -> bool:
+        """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
+        return self.test_rows is not None or bool(self.made_of or self.retyped or self.nested) or self.indexed
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -92,7 +107,9 @@ def infer_task(
     notes: list[str] = []
     csvs = [  # never the task's own files, runs started inside the folder, or hidden ones
         p
-        for p in sorted(data_dir.rglob("*.csv"))
+        for p in sorted(
+            [*(p for pattern in tables.PATTERNS for p in data_dir.rglob(pattern)), *tables.json_tables(data_dir)]
+        )
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
@@ -102,35 +119,57 @@ def infer_task(
     train_path = _pick(
         rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
     )
-    # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
-    others, tables = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
-    if not others:  # the test rows are listed by the sample alone
-        raise TaskError(
-            f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}",
-            f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
-        )
-    # with the tables set aside, the one file left is the test file, whatever its name
-    test_path = _pick(others, data_dir, "test file", ("test.csv",), "test", others if tables else None)
-    sample_header = read_header(sample_path)
-    train_header, test_header = read_header(train_path), read_header(test_path)
+    sample_header = tables.header(sample_path)
+    indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
+    sample_header = sample_header[1:] if indexed else sample_header
     if len(sample_header) < 2:
         raise TaskError(
             f"{sample_path} has a single column {sample_header}: no id and prediction columns",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
+    train_header = tables.header(train_path)
+    train = tables.frame(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
+    others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
+    listed = None  # the test rows, when the sample submission alone lists them (by their files)
+    if not any("test" in p.name.lower() for p in others):
+        listed = sample_lists_test_files(data_dir, sample_path, train, id_column)
+        if listed is None and not others:
+            raise no_test_rows(data_dir, sample_path, train_path)
+    # with the tables set aside, the one file left is the test file, whatever its name
+    only = others if lookup_paths else None
+    test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test", only)
+    test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
+    test_header = tables.header(test_path) if test_path is not None else [id_column]
+    sample = tables.frame(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
+    test_rows = (tables.frame(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
+    made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
+    if made_of:  # the files get the id column in the converted task folder
+        train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
+        train_header, test_header = list(train.columns), list(test_rows.columns)
+        made = "the column " + repr(made_of[0]) if len(made_of) == 1 else f"{made_of} joined by {JOIN!r}"
+        notes.append(f"{sample_path.name}'s id {id_column!r} is {made} of {test_name} and {train_path.name}")
     if id_column not in test_header:
         raise TaskError(
-            f"the sample submission's first column {id_column!r} is not a column of {test_path.name}",
+            f"the sample submission's first column {id_column!r} is not a column of {test_name}",
             "write task.yaml by hand, naming id_column (see docs/guides/task-folders.md)",
         )
     predicted = [c for c in sample_header if c != id_column]
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
-    train = read_csv_exact(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
-    sample = read_csv_exact(sample_path).head(_SAMPLE_ROWS)
-    test_rows = read_csv_exact(test_path).head(_SAMPLE_ROWS)
+    if indexed:
+        notes.append(f"{sample_path.name}'s unnamed first column numbers its rows (pandas' index): left out")
+    if listed is not None:
+        notes.append(
+            f"no CSV of test rows: the {len(listed)} ids of {sample_path.name} name the test rows' files, "
+            f"so the test table is those ids ({DERIVED_TEST} of the converted task folder)"
+        )
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
+    # tab-separated or zipped tables: converted into CSV files in a task folder of mlguild's own
+    retyped = tuple(
+        p.relative_to(data_dir).as_posix() for p in (sample_path, train_path, test_path) if p and tables.other_form(p)
+    )
     description = _description_text(root, data_dir)
     named = metric_from_description(description)
     if metric is None:
@@ -151,18 +190,18 @@ def infer_task(
             if name not in train_header:
                 raise TaskError(
                     f"{train_path.name} has no column {name!r}{did_you_mean(name, train_header)}",
-                    f"pass --target with one of the columns {test_path.name} lacks: {listing(only_in_train)}",
+                    f"pass --target with one of the columns {test_name} lacks: {listing(only_in_train)}",
                 )
     elif predicted and all(c in train_header for c in predicted):
         targets = predicted
         notes.append(f"target(s) {targets[:6]}: the prediction columns, found in {train_path.name}")
     elif len(only_in_train) == 1:
         targets = only_in_train
-        notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_path.name} lacks")
+        notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_name} lacks")
     else:
         raise TaskError(
             f"cannot tell the target: the sample submission predicts {predicted[:6]}, and "
-            f"{train_path.name} has {len(only_in_train)} columns that {test_path.name} lacks ({only_in_train[:6]})",
+            f"{train_path.name} has {len(only_in_train)} columns that {test_name} lacks ({only_in_train[:6]})",
             f"name it: mlguild run {folder} --target COLUMN",
         )
     if shape is not None and shape.ranked_file:
@@ -175,6 +214,8 @@ def infer_task(
         if labels and set(labels) <= set(predicted):
             classes = predicted  # one probability column per class, in the submission's order
             notes.append(f"one probability column per class of {targets[0]!r} ({len(classes)} classes)")
+        elif len(predicted) == 1 and target is None and predicts(sample[predicted[0]], train[targets[0]]):
+            notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r} (values of its kind)")
         else:
             raise TaskError(
                 f"the sample submission's columns {predicted[:6]} are neither the target {targets[0]!r} "
@@ -215,6 +256,7 @@ def infer_task(
             )
         metric, phrase, params = named
         refuse_one_hot_logloss(train, targets, metric, folder)
+        refuse_label_sets(train, targets, metric, folder)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
         if len(targets) > 1:
@@ -231,6 +273,7 @@ def infer_task(
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
     files = file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+    nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     if files is not None:
         notes.append(
             f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
@@ -252,10 +295,12 @@ def infer_task(
                 "set positive_label in task.yaml if it is the other)"
             )
     keys = shape.keys if shape is not None else []
-    lookups = table_specs(tables, train_path, test_path, targets, notes)
+    lookups = table_specs(lookup_paths, train_path, test_path, targets, notes) if test_path else []
     notes += unused_note([p for p in others if p != test_path], data_dir)
     answers = _answers_file(root, [id_column, *keys, *targets], notes)
-    time_column, time_notes = infer_time_column_of_files(train_path, test_path, [id_column, *targets])
+    skip = [id_column, *targets]  # tables read otherwise, and a derived test table, have no time order to find
+    ordered = infer_time_column_of_files(train_path, test_path, skip) if test_path and not retyped else (None, [])
+    time_column, time_notes = ordered
     notes += time_notes
     fields = dict(
         time_column=time_column,
@@ -272,9 +317,9 @@ def infer_task(
         ranked_file=shape is not None and shape.ranked_file,
         positive_label=positive,
         classes=classes,
-        train_file=train_path.relative_to(data_dir).as_posix(),
-        test_file=test_path.relative_to(data_dir).as_posix(),
-        sample_submission=sample_path.relative_to(data_dir).as_posix(),
+        train_file=tables.as_csv(train_path.relative_to(data_dir).as_posix()),
+        test_file=tables.as_csv(test_path.relative_to(data_dir).as_posix()) if test_path is not None else DERIVED_TEST,
+        sample_submission=tables.as_csv(sample_path.relative_to(data_dir).as_posix()),
         answers_file=answers,
         data_dir=data_dir_name,
         **(files or {}),
@@ -290,7 +335,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root=root, spec=spec, notes=notes)
+    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested)
 
 
 def _label_after_probability(description: str, labels: list[str]) -> str | None:
@@ -344,8 +389,13 @@ def _name(folder: Path) -> str:
 
 
 def write_inferred(inferred: Inferred) -> Path:
-    """Write task.yaml into the task folder (the only file written) and return its path."""
+    """Write task.yaml into the task folder (the only file written, but for a task that needs files
+    of its own, ``Inferred.converted``: then only ever a folder of mlguild's own, such as a Kaggle
+    download) and return its path."""
     path = inferred.root / "task.yaml"
+    data_dir = inferred.root / inferred.spec.data_dir
+    own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
+    write_own_files(data_dir, inferred.spec, *own)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

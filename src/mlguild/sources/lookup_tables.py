@@ -58,6 +58,8 @@ def table_specs(
 ) -> list[LookupTable]:
     """The tables of the task, measured on train and test; a table keyed on a target is no
     lookup table (it would hold labels), and is said so."""
+    if not tables:  # nothing to measure (and train or test may be a table read otherwise: TSV, JSON)
+        return []
     train, test = read_rows(train_path), read_rows(test_path)
     specs = []
     for path, join in tables.items():

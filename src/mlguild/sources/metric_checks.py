@@ -1,6 +1,6 @@
 """What a competition's text and columns say against the registered metric inference would pick.
 
-A description that names a metric mlguild does not have (Spearman's correlation, a log of the
+A description that names a metric mlguild does not have (Kendall's tau, a log of the
 MAE per type, a Dice coefficient, ...) often contains a registered metric's words too ("mean
 absolute error" in "the log of the mean absolute error"; "AUC" in "the weighted AUC"). Taking
 those words at face value states a task with confidence that the grader does not score, so
@@ -15,6 +15,7 @@ import re
 import pandas as pd
 
 from ..core.errors import TaskError
+from .columns import holds_lists
 
 # Metrics descriptions name that the registry lacks, with the words that name them. Where one
 # of these starts before a registered metric's words (or where they start, and is longer), it is the metric.
@@ -29,8 +30,6 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("weighted log loss", r"\bweighted (multi[- ]label )?(logarithmic loss|log[- ]?loss)"),
     ("probabilistic F1", r"\bprobabilistic f1|\bpf1\b"),
     ("Kaggle's mean F1 over label sets", r"\bmean ?f1[- ]?score\b|\bmeanfscore\b"),
-    ("Spearman's correlation", r"\bspearman"),
-    ("Pearson's correlation", r"\bpearson"),
     ("Kendall's tau", r"\bkendall"),
     ("Matthews correlation", r"\bmatthews"),
     ("Kullback-Leibler divergence", r"\bkullback|\bkl[- ]divergence"),
@@ -91,4 +90,18 @@ def refuse_one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str,
             "multi-class log loss: no registered metric scores that layout",
             "write task.yaml with one class column as the target and its classes as submission columns "
             "(see docs/guides/task-folders.md)",
+        )
+
+
+def refuse_label_sets(train: pd.DataFrame, targets: list[str], metric: str, folder: object) -> None:
+    """TaskError when one target column holds space-separated sets of labels (``147 616 813``) and
+    the metric is a multi-label F1: the grader pools the sets' labels, while mlguild's F1 over label
+    columns would compare each row's whole string (a layout no recipe predicts)."""
+    if len(targets) != 1 or targets[0] not in train or metric not in ("multilabel_f1_micro", "multilabel_f1_macro"):
+        return
+    if holds_lists(train[targets[0]]):
+        raise TaskError(
+            f"the target {targets[0]!r} holds space-separated sets of labels, scored by an F1 over the sets' "
+            "labels: no registered metric scores that layout",
+            "write task.yaml with one 0/1 column per label as the targets (see docs/guides/task-folders.md)",
         )

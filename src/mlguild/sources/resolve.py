@@ -12,7 +12,8 @@ from ..config import mlguild_home
 from ..core.errors import TaskError
 from ..task.folder import Task, load_task
 from . import init_task
-from .infer import find_task_root, infer_task, write_inferred
+from .convert_folder import converted_folder, write_converted
+from .infer import Inferred, find_task_root, infer_task, write_inferred
 
 
 def _quiet(line: str) -> None:
@@ -53,6 +54,8 @@ def folder_task(
         root = find_task_root(folder)[0]
         if not (root / "task.yaml").exists():
             inferred = infer_task(folder, target=target, metric=metric)
+            if inferred.converted:  # files of its own (a test table, an id column): a folder of mlguild's own
+                return _converted(folder, inferred, say)
             if not write:
                 description = next(
                     (
@@ -82,6 +85,37 @@ def folder_task(
                 f"edit {task.root / 'task.yaml'}, or delete it to have it inferred again",
             )
     return task
+
+
+def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> Task:
+    """The task of a folder that needs files of its own (its sample submission alone lists the test
+    rows, or its submission's id is made of other columns), converted into ``$MLGUILD_HOME/tasks``
+    (the user's folder is left as it is; see sources/convert_folder)."""
+    dest = converted_folder(mlguild_home(), folder, inferred.spec.name)
+    try:
+        written = write_converted(
+            inferred.spec,
+            inferred.root,
+            dest,
+            inferred.test_rows,
+            inferred.made_of,
+            inferred.indexed,
+            inferred.retyped,
+            inferred.nested,
+        )
+    except OSError as exc:
+        raise TaskError(
+            f"cannot write the task folder {dest}: {exc.strerror or exc} ({exc.filename or dest})",
+            "set MLGUILD_HOME to a writable folder with free space",
+        ) from None
+    say(f"no task.yaml in {folder}: inferred the task and converted the folder into a task folder of its own")
+    for note in inferred.notes:
+        say(f"  {note}")
+    say(
+        f"  wrote {written} and linked the folder's files beside it (nothing was written in {folder}); "
+        f"edit it and run {dest} to change any of these"
+    )
+    return load_task(dest)
 
 
 def task_name(kind: str, rest: str) -> str:

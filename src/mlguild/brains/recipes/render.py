@@ -169,6 +169,8 @@ _CV = {
     ),
     "mae": ("from sklearn.metrics import mean_absolute_error", "mean_absolute_error(truth, prediction)"),
     "r2": ("from sklearn.metrics import r2_score", "r2_score(truth, prediction)"),
+    "pearson": ("from scipy.stats import pearsonr", "float(pearsonr(truth, prediction)[0])"),
+    "spearman": ("from scipy.stats import spearmanr", "float(spearmanr(truth, prediction)[0])"),
     "qwk": (
         "from sklearn.metrics import cohen_kappa_score",
         "cohen_kappa_score(truth.astype(int), prediction.astype(int), weights='quadratic')",

@@ -1,0 +1,146 @@
+"""A competition folder that needs files of its own to be a task (a test table derived from
+the sample submission: ``sources/sample_test_rows``; train and test files with the submission's
+id column made of theirs: ``sources/submission_ids``) is converted into the task layout, as
+every other source is, into ``$MLGUILD_HOME/tasks/<name>-<hash of its path>/``. The user's
+folder is not touched, not even by a task.yaml: its files are hard links there (a copy where
+the file system cannot link), so a competition of gigabytes costs no second copy on the same
+disk; only the files the conversion changes are written anew."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ..task.folder import NOT_DATA, TaskSpec
+from ..util.exact_csv import read_csv_exact
+from .submission_ids import with_id
+from .tables import as_csv
+from .tables import frame as table
+
+_ROOT_FILES = ("description.md", "brief.md", "competition.json", "knowledge", "private")  # beside task.yaml
+LEADERBOARD = "leaderboard.csv"  # bench.grading's name for it (sources may not import bench)
+
+
+def converted_folder(home: Path, folder: Path, name: str) -> Path:
+    """Where the converted task of the user's ``folder`` lies: ``home/tasks/<name>-<hash>`` (the
+    hash of the folder's path keeps two folders of the same name apart)."""
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
+    return home / "tasks" / f"{name}-{digest}"
+
+
+def write_converted(
+    spec: TaskSpec,
+    root: Path,
+    dest: Path,
+    test_rows: pd.DataFrame | None,
+    made_of: tuple[str, ...],
+    indexed: bool = False,
+    retyped: tuple[str, ...] = (),
+    nested: str | None = None,
+) -> Path:
+    """Build the task folder ``dest`` from the user's task folder ``root`` (data in
+    ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
+    knowledge and private answers beside them, the files of its own (``write_own_files``), and
+    task.yaml. Rebuilt from scratch each time (runs live elsewhere), but for the knowledge items
+    added to it since; the path of the task.yaml written."""
+    data_dir = root / spec.data_dir
+    kept = dest.parent / f".{dest.name}.knowledge"  # what `mlguild knowledge` added there survives a rebuild
+    if (dest / "knowledge").is_dir():
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(dest / "knowledge", kept)
+    if dest.exists():
+        shutil.rmtree(dest)
+    public = dest / "public"
+    public.mkdir(parents=True)
+    flat = spec.data_dir == "."
+    _link_tree(data_dir, public, lambda rel: flat and rel.parts[0] in NOT_DATA)
+    for name in _ROOT_FILES:
+        source = root / name
+        if source.is_dir() and not source.is_symlink():
+            _link_tree(source, dest / name, lambda rel: False)
+        elif source.is_file() and not source.is_symlink():
+            _link_or_copy(source, dest / name)
+    if kept.is_dir():
+        for path in sorted(kept.rglob("*")):
+            target = dest / "knowledge" / path.relative_to(kept)
+            if path.is_file() and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(path, target)
+        shutil.rmtree(kept)
+    # the competition's leaderboard, where `mlguild grade` finds it: in the task folder or above it
+    board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
+    if board is not None:
+        _link_or_copy(board, dest / LEADERBOARD)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested)
+    converted = spec.model_copy(update={"data_dir": "public"})
+    data = converted.model_dump(exclude_none=True)
+    data["answers_file"] = converted.answers_file  # null when there are none: not the default name
+    path = dest / "task.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def write_own_files(
+    public: Path,
+    spec: TaskSpec,
+    test_rows: pd.DataFrame | None,
+    made_of: tuple[str, ...],
+    indexed: bool = False,
+    retyped: tuple[str, ...] = (),
+    nested: str | None = None,
+) -> None:
+    """Write into ``public`` (which holds the folder's own files, or links to them) the files the
+    task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
+    table left beside would show the holdout's labels), the derived test table, the sample
+    submission without its pandas index (``indexed``), and the train and test files with the id
+    column made of ``made_of``; train files in subfolders named by the label column ``nested``
+    laid flat in their folder (a file's folder would tell its label, the holdout's too). A link
+    is replaced, never written through."""
+    for name in retyped:
+        converted = table(public / name)
+        (public / name).unlink()
+        converted.to_csv(public / as_csv(name), index=False)
+    if test_rows is not None:
+        test_rows.to_csv(public / spec.test_file, index=False)
+    rewrites = [(spec.sample_submission, lambda f: f.iloc[:, 1:])] if indexed else []
+    if made_of:
+        rewrites += [
+            (name, lambda f: with_id(f, spec.id_column, made_of)) for name in (spec.train_file, spec.test_file)
+        ]
+    for name, change in rewrites:
+        changed = change(read_csv_exact(public / name))
+        (public / name).unlink()
+        changed.to_csv(public / name, index=False)
+    if nested and spec.file_column and spec.train_files:
+        folder, train = public / spec.train_files, read_csv_exact(public / spec.train_file)
+        for label, value in zip(train[nested], train[spec.file_column], strict=True):
+            name = f"{value}{spec.file_suffix}"
+            (folder / label / name).rename(folder / name)
+        for label in set(train[nested]):
+            shutil.rmtree(folder / label)  # what is left there belongs to no train row
+
+
+def _link_tree(source: Path, dest: Path, skip) -> None:
+    """Every file under ``source`` at the same place under ``dest``, but hidden ones, links (they
+    could lead anywhere) and those ``skip`` names by their relative path."""
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if skip(rel) or any(part.startswith(".") for part in rel.parts) or path.is_symlink():
+            continue
+        if path.is_dir():
+            (dest / rel).mkdir(parents=True, exist_ok=True)
+        elif path.is_file():
+            _link_or_copy(path, dest / rel)
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, dest)
+    except OSError:  # another file system, or one without hard links
+        shutil.copyfile(source, dest)

@@ -1,0 +1,68 @@
+"""A sample submission whose id column is not a column of the test file, but is made of its
+columns (and a sample written with its pandas index, an unnamed first column numbering the rows:
+iwildcam-2019-fgvc6's, whose index is left out): the same ids under another name (iwildcam-2019-fgvc6's ``Id`` for the test file's
+``id``), or two columns joined by ``_`` (the text normalization challenges' ``id`` for
+``sentence_id`` and ``token_id``, ``"12_3"``). Found only when the made ids equal the sample's
+row by row (the sample lists the test rows in order) and are unique, and when the train file
+has those columns too; else the folder stays refused. Such a task is converted into a folder
+of mlguild's own (``sources/convert_folder``), its train and test files written with the id
+column added (a renamed column is dropped, a joined pair kept as inputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+JOIN = "_"  # how the competitions join the columns of an id
+
+
+def made_id(frame: pd.DataFrame, made_of: tuple[str, ...]) -> pd.Series:
+    """The id of each row of ``frame`` made of its columns ``made_of`` (one: that column)."""
+    values = frame[made_of[0]].astype(str)
+    for column in made_of[1:]:
+        values = values + JOIN + frame[column].astype(str)
+    return values
+
+
+def id_made_of(sample: pd.DataFrame, test: pd.DataFrame, train_columns: list[str], id_column: str) -> tuple[str, ...]:
+    """The test columns the sample's ids are made of (one, or two joined by ``_``); () when no
+    one column or ordered pair makes exactly those ids, or more than one does."""
+    if id_column not in sample:  # an unnamed column, read under pandas' name for it
+        return ()
+    ids = sample[id_column].astype(str).reset_index(drop=True)
+    if id_column in train_columns or len(ids) != len(test) or ids.empty or ids.duplicated().any():
+        return ()
+    test = test.reset_index(drop=True)
+    usable = [c for c in test.columns if c in train_columns and c != id_column]
+    singles = [(c,) for c in usable if made_id(test, (c,)).equals(ids)]
+    pairs = [(a, b) for a in usable for b in usable if a != b and made_id(test, (a, b)).equals(ids)]
+    found = singles or pairs
+    return found[0] if len(found) == 1 else ()
+
+
+def with_id(frame: pd.DataFrame, id_column: str, made_of: tuple[str, ...]) -> pd.DataFrame:
+    """``frame`` with the id column first, made of ``made_of`` (a single column renamed away)."""
+    out = frame.copy()
+    out.insert(0, id_column, made_id(frame, made_of).to_numpy())
+    return out.drop(columns=list(made_of)) if len(made_of) == 1 else out
+
+
+def predicts(sample_values: pd.Series, target: pd.Series) -> bool:
+    """Whether the one prediction column of a sample, named otherwise than the one target
+    (iwildcam's ``Predicted`` for ``category_id``), holds values of the target's kind: labels
+    of it, or numbers for a numeric target."""
+    given, labels = set(sample_values.astype(str)) - {""}, set(target.astype(str)) - {""}
+    if given and labels and given <= labels:
+        return True
+    numbers = pd.to_numeric(pd.Series(sorted(given | labels)), errors="coerce")
+    return bool(given and labels) and not numbers.isna().any()
+
+
+def pandas_index(path: Path, header: list[str]) -> bool:
+    """Whether the CSV ``path``'s first column is pandas' index written with it: unnamed, and
+    numbering the rows 0, 1, 2, ... (checked on the first rows)."""
+    if not header or header[0] != "" or len(header) < 3:
+        return False
+    first = pd.read_csv(path, usecols=[0], nrows=1000, dtype=str).iloc[:, 0]
+    return bool(len(first)) and first.tolist() == [str(i) for i in range(len(first))]

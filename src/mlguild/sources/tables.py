@@ -1,0 +1,118 @@
+"""The tables a competition folder may hold besides CSV files: tab-separated ``.tsv`` files
+(movie-review-sentiment-analysis-kernels-only's train.tsv and test.tsv), either zipped
+(``train.csv.zip``, one table in each archive, as MLE-bench's prepare.py leaves several
+competitions' tables), and a JSON array of flat records in the data folder itself
+(random-acts-of-pizza's train.json: a JSON boolean is written 1 or 0, a list or an object as its
+JSON text, null as an empty cell). They are read for inference as they are, and converted into CSV files
+of the same stem in the task folder of mlguild's own (``sources/convert_folder``): every reader
+downstream reads plain commas."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import TaskError
+from ..task.folder import read_header
+from ..util.exact_csv import read_csv_exact
+
+PATTERNS = ("*.csv", "*.tsv", "*.csv.zip", "*.tsv.zip")  # the files that are tables, in any folder
+
+
+def json_tables(data_dir: Path) -> list[Path]:
+    """The JSON files directly in ``data_dir`` that hold an array (of records: ``frame`` says
+    when one does not); a JSON object (metadata, a mapping) is not a table."""
+    found = []
+    for path in sorted(data_dir.glob("*.json")):
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            start = fh.read(256).lstrip()
+        if start.startswith("["):
+            found.append(path)
+    return found
+
+
+def _plain(name: str) -> str:
+    return name[: -len(".zip")] if name.lower().endswith(".zip") else name
+
+
+def _sep(path: Path) -> str:
+    return "\t" if _plain(path.name).lower().endswith(".tsv") else ","
+
+
+def other_form(path: Path) -> bool:
+    """Whether the table ``path`` is one the task folder holds in another form (a TSV, a zip, JSON)."""
+    return path.name != as_csv(path.name)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _records(path: Path) -> pd.DataFrame:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise TaskError(f"cannot read {path} as JSON: {exc}", f"check {path}") from exc
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records) or not records:
+        raise TaskError(
+            f"{path} is not a JSON array of records", f"write it as a CSV table, or move it out of {path.parent}"
+        )
+    columns = list(dict.fromkeys(k for r in records for k in r))
+    return pd.DataFrame([[_cell(r.get(c)) for c in columns] for r in records], columns=columns, dtype=str)
+
+
+def _member(path: Path) -> zipfile.ZipFile:
+    archive = zipfile.ZipFile(path)
+    if len([n for n in archive.namelist() if not n.endswith("/")]) != 1:
+        raise TaskError(f"{path} holds more than one file", f"unzip {path.name} and remove the archive")
+    return archive
+
+
+def header(path: Path) -> list[str]:
+    """The first row of the table ``path``, as written."""
+    if not other_form(path):
+        return read_header(path)
+    if path.suffix.lower() == ".json":
+        return list(_records(path).columns)
+    try:
+        if path.suffix.lower() == ".zip":
+            with _member(path) as archive, archive.open(archive.namelist()[-1]) as raw:
+                text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+                row = next(csv.reader(text, delimiter=_sep(path)), None)
+        else:
+            with open(path, newline="", encoding="utf-8-sig") as fh:
+                row = next(csv.reader(fh, delimiter=_sep(path)), None)
+    except (OSError, UnicodeDecodeError, csv.Error, zipfile.BadZipFile) as exc:
+        raise TaskError(f"cannot read {path}: {exc}", "check that the file is a UTF-8 table") from exc
+    if not row:
+        raise TaskError(f"{path} is empty", "put the header row and data rows in it")
+    return row
+
+
+def frame(path: Path) -> pd.DataFrame:
+    """The table ``path`` with every value as the exact string written."""
+    if path.suffix.lower() == ".json":
+        return _records(path)
+    if path.suffix.lower() == ".zip":
+        _member(path).close()  # one table in it, or a clear line
+    return read_csv_exact(path, sep=_sep(path))
+
+
+def as_csv(name: str) -> str:
+    """The name of a table's CSV form in the task folder (``train.tsv.zip`` is ``train.csv``)."""
+    plain = _plain(name)
+    for suffix in (".tsv", ".json"):
+        if plain.lower().endswith(suffix):
+            return plain[: -len(suffix)] + ".csv"
+    return plain
