@@ -122,3 +122,15 @@ def test_a_journal_written_before_the_vocabulary_replays_to_its_members(tmp_path
         record_finished(journal, debug, Outcome(FailureKind.CRASH, failure="boom"))
     written = json.loads((tmp_path / "new.jsonl").read_text())
     assert written["type"] == "node_finished" and written["status"] == "crash" and type(written["status"]) is str
+
+
+def test_nodes_started_out_of_order_replay_in_the_order_their_ids_were_reserved(tmp_path):
+    # Two workers: n0002's script started before n0001's (whose proposal was asked again). The
+    # live graph holds them as reserved, and so must the replay a resume starts from.
+    started = [
+        {"type": "node_started", "node": {"id": f"n{k:04d}", "op": "draft", "parents": [], "iteration": k - 1}}
+        for k in (2, 1, 10, 3)
+    ]
+    path = tmp_path / "journal.jsonl"
+    path.write_text("".join(json.dumps({"v": 1, "seq": i, "ts": 0.0, **r}) + "\n" for i, r in enumerate(started)))
+    assert [n.id for n in replay(read_journal(path), "maximize").graph] == ["n0001", "n0002", "n0003", "n0010"]

@@ -228,7 +228,16 @@ def test_a_run_of_two_workers_replays_to_the_graph_it_ran(tmp_path):
     llm = ScriptedLLM(default=None, replies=[lambda messages: replies.pop(0)] * 50)
     brain = LLMBrain(llm, LLMBrainOptions(diff_mode=False))
     agent, run = llm_agent(tmp_path, brain, **{"budget.iterations": 4, "pools.ideas_shown": 2})
-    for k, text in enumerate(("log-transform the skewed columns", "tune lightgbm leaves", "blend ridge and knn")):
+    # More ideas than the nodes in flight hold between them (2 workers x 2 shown), so that every
+    # node is offered some however the workers' timing falls.
+    ideas = (
+        "log-transform the skewed columns",
+        "tune lightgbm leaves",
+        "blend ridge and knn",
+        "add ratios",
+        "bag seeds",
+    )
+    for k, text in enumerate(ideas):
         agent.session.pools.ideas.add(text, COMMUNITY, Source(f"k{k}", kind="post", votes=10))
     assert agent.run_loop(workers=2).finished
     live = agent.session.state

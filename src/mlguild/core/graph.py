@@ -231,6 +231,16 @@ class SearchGraph:
                 since += 1
         return since
 
+    def order_by_id(self) -> None:
+        """Put the nodes in the order their ids were reserved, as a live run holds them: a
+        replay adds each node when it started, and several workers start theirs out of order."""
+
+        def reserved(node_id: str) -> tuple[float, str]:
+            return (int(node_id[1:]) if node_id[1:].isdigit() else math.inf, node_id)
+
+        self.nodes = dict(sorted(self.nodes.items(), key=lambda item: reserved(item[0])))
+        self._reruns.sort(key=lambda node: reserved(node.id))
+
     def next_id(self) -> str:
         """One past the highest id: with several workers an id reserved by a proposal that a
         kill cut short is never journaled, so the count of nodes can be below the highest id."""

@@ -81,4 +81,5 @@ def replay(records: list[dict[str, Any]], direction: Direction) -> RunState:
             state._session_elapsed = max(state._session_elapsed, float(rec["session_elapsed_s"]))
     state.spent_s += state._session_elapsed
     state._session_elapsed = 0.0
+    graph.order_by_id()
     return state
