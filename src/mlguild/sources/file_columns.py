@@ -16,13 +16,19 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
     """The column whose values name each row's file (in a folder for train rows and one for test
     rows), with those folders, the suffix the values lack, and the modality; None if none does.
     Train files in subfolders named by a label column add ``train_subfolders``: that column."""
-    folders = sorted(p for p in data_dir.rglob("*") if p.is_dir() and not p.name.startswith("."))
+    paths = [p for p in data_dir.rglob("*") if not p.name.startswith(".")]
+    folders = sorted(p for p in paths if p.is_dir())
+    # Every file's name, once: a column whose first value names no file anywhere is passed over at
+    # once (a table of 785 pixel columns would otherwise probe every column against every other).
+    names = {p.name for p in paths if p.is_file()}
     for column in dict.fromkeys(columns):
         if column not in train or column not in test:
             continue
         found: dict[str, tuple] = {}
         for rows, role in ((train, "train"), (test, "test")):
             values = [v for v in rows[column].head(FILE_PROBE).astype(str) if v]
+            if not values or not any(Path(f"{values[0]}{s}").name in names for s in _SUFFIXES):
+                break
             where = [
                 (d, s) for d in folders for s in _SUFFIXES if values and all((d / f"{v}{s}").is_file() for v in values)
             ]

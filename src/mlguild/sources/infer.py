@@ -129,7 +129,7 @@ def infer_task(
         )
     id_column = id_column or sample_header[0]
     train_header = tables.header(train_path)
-    train = tables.frame(train_path).head(_SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    train = tables.frame(train_path, _SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
     # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
     others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
@@ -142,8 +142,10 @@ def infer_task(
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test", only)
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
     test_header = tables.header(test_path) if test_path is not None else [id_column]
-    sample = tables.frame(sample_path).head(_SAMPLE_ROWS).iloc[:, int(indexed) :]
-    test_rows = (tables.frame(test_path) if test_path is not None else pd.DataFrame(listed)).head(_SAMPLE_ROWS)
+    sample = tables.frame(sample_path, _SAMPLE_ROWS).iloc[:, int(indexed) :]
+    test_rows = (
+        tables.frame(test_path, _SAMPLE_ROWS) if test_path is not None else pd.DataFrame(listed).head(_SAMPLE_ROWS)
+    )
     made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
     if made_of:  # the files get the id column in the converted task folder
         train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)

@@ -100,13 +100,14 @@ def header(path: Path) -> list[str]:
     return row
 
 
-def frame(path: Path) -> pd.DataFrame:
-    """The table ``path`` with every value as the exact string written."""
+def frame(path: Path, nrows: int | None = None) -> pd.DataFrame:
+    """The table ``path`` (its first ``nrows`` rows, or all) with every value as the exact
+    string written."""
     if path.suffix.lower() == ".json":
-        return _records(path)
+        return _records(path).head(nrows)
     if path.suffix.lower() == ".zip":
         _member(path).close()  # one table in it, or a clear line
-    return read_csv_exact(path, sep=_sep(path))
+    return read_csv_exact(path, sep=_sep(path), nrows=nrows)
 
 
 def as_csv(name: str) -> str:
