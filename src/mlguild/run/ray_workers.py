@@ -118,10 +118,7 @@ class RaySandbox:
         cache = env.get(EMBEDDINGS_ENV, "")
         if os.path.isabs(cache):
             inputs["embeddings"] = self._inputs.ship(Path(cache))
-        # Spread over the cluster's nodes rather than packed onto the driver's (Ray's default
-        # prefers the node that asks): the scripts are long and CPU-bound, and the driver's node
-        # runs the harness too.
-        ref = _remote_run.options(num_cpus=cpus, scheduling_strategy="SPREAD").remote(
+        ref = _remote_run.options(num_cpus=cpus).remote(
             self.inner, argv, env, remote_limits, node_files(cwd), inputs, paths
         )
         with self._lock:
