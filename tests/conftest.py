@@ -372,29 +372,30 @@ def llm_agent(tmp_path, brain, **sets):
     return Agent(open_session(run, brain)), run
 
 
-def run_while_killing_one(agent, run, find_pids) -> tuple:
-    """Run ``agent`` with two workers while a side thread, once a node has finished, kills
-    (-9) the first process ``find_pids`` names; (why it stopped, [the pid killed])."""
+def run_while_killing_one(agent, run, find_pids, kill=None, after_a_node: bool = True) -> tuple:
+    """Run ``agent`` with two workers while a side thread kills the first process ``find_pids``
+    names (``kill(pid)``, by default SIGKILL), once a node has finished unless ``after_a_node``
+    is false; (why it stopped, [how many nodes had finished when it killed])."""
     import threading
 
-    killed: list[int] = []
+    killed_at: list[int] = []
 
     def kill_one() -> None:
         end = time.monotonic() + 120
         while time.monotonic() < end:
             finished = [r for r in run.journal.records if r["type"] == "node_finished"]
             pids = find_pids()
-            if finished and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
+            if pids and (finished or not after_a_node):
+                (kill or (lambda pid: os.kill(pid, signal.SIGKILL)))(pids[0])
+                killed_at.append(len(finished))
                 return
             time.sleep(0.02)
 
-    killer = threading.Thread(target=kill_one)
+    killer = threading.Thread(target=kill_one, daemon=True)
     killer.start()
     stop = agent.run_loop(workers=2)
     killer.join()
-    return stop, killed
+    return stop, killed_at
 
 
 def slice_task(task: Path, dest: Path, n_train: int, n_test: int) -> Path:

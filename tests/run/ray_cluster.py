@@ -37,7 +37,7 @@ from mlguild.sandbox.procfs import proc_table
 _MARK = "MLGUILD_TEST_RAY_NODE"
 _START_S = 120  # a node that has not started by then fails the fixture (~13 s here)
 
-# Installed in every Python process of both nodes (not in the driver, the test's own process).
+# Installed in every Python process of both nodes (not in the driver: tests/run/ray_driver.py).
 SITECUSTOMIZE = """
 import os, sys
 _FORBIDDEN = os.environ.get("MLGUILD_TEST_FORBIDDEN")
@@ -76,6 +76,11 @@ class Node:
     process: subprocess.Popen
     log: Path
     node_id: str = ""
+
+    @property
+    def mark(self) -> str:
+        """What every process of this node has in its environment."""
+        return f"{_MARK}={self.temp_dir.parent}:{self.name}"
 
 
 @dataclass
@@ -150,27 +155,37 @@ def _start_node(name: str, root: Path, args: list[str], env: dict[str, str]) -> 
 
 
 def node_pids(node: Node) -> list[int]:
-    """Every live process of ``node``: those whose environment names it."""
-    mark = f"{_MARK}={node.temp_dir.parent}:{node.name}".encode()
+    """Every live process of ``node``."""
+    return marked_pids(node.mark)
+
+
+def kill_node(node: Node) -> None:
+    """SIGKILL every process of ``node`` and reap its ``ray start``."""
+    kill_marked(node.process.pid, node.mark)
+    node.process.wait(timeout=10)
+
+
+def marked_pids(mark: str) -> list[int]:
+    """Every live process whose environment has ``mark`` (a node's ``Node.mark``)."""
     found = []
     for pid in proc_table():
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
-                if mark in f.read().split(b"\0"):
+                if mark.encode() in f.read().split(b"\0"):
                     found.append(pid)
         except OSError:
             continue
     return found
 
 
-def kill_node(node: Node) -> None:
-    """SIGKILL every process of ``node``: its session, then any that left it."""
+def kill_marked(pgid: int, mark: str) -> None:
+    """SIGKILL a node's processes from any process: its session ``pgid``, then any that left it."""
     try:
-        os.killpg(node.process.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     for _ in range(3):
-        pids = node_pids(node)
+        pids = marked_pids(mark)
         if not pids:
             break
         for pid in pids:
@@ -179,7 +194,6 @@ def kill_node(node: Node) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.2)
-    node.process.wait(timeout=10)
 
 
 def stop_cluster(cluster: Cluster) -> None:
