@@ -12,10 +12,9 @@ from sklearn import metrics as skm
 from mlguild.config import load_config
 from mlguild.core.errors import ScorerIntegrityError, SubmissionError
 from mlguild.metrics import get_metric
+from mlguild.scoring.integrity import PACKAGE_DIR, SOURCES, check_fingerprint, fingerprint
 from mlguild.scoring.scorer import (
     SubmissionFormat,
-    check_fingerprint,
-    fingerprint,
     load_answers,
     read_submission,
     score_submission,
@@ -364,6 +363,30 @@ def test_fingerprint_detects_change():
     check_fingerprint(fp)
     with pytest.raises(ScorerIntegrityError):
         check_fingerprint("0" * 64)
+
+
+def test_the_fingerprint_covers_every_scoring_and_metric_module_the_scorer_reaches():
+    """A module of scoring/ or metrics/ that the scorer imports, directly or not, decides scores:
+    one left out of SOURCES could be rewritten by a script unnoticed (metrics/correlation.py was)."""
+    import ast
+
+    seen, todo = set(), ["scoring/scorer.py"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((PACKAGE_DIR / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module.removeprefix("mlguild.")
+                if node.level:  # relative: from the importing module's package
+                    base = ".".join([*name.split("/")[:-1][: len(name.split("/")) - node.level], node.module])
+                for part in [base, *(f"{base}.{a.name}" for a in node.names)]:
+                    for candidate in (part.replace(".", "/") + ".py", part.replace(".", "/") + "/__init__.py"):
+                        if candidate.split("/")[0] in ("scoring", "metrics") and (PACKAGE_DIR / candidate).exists():
+                            todo.append(candidate)
+    assert seen > {"scoring/scorer.py", "metrics/correlation.py"}
+    assert seen <= set(SOURCES), sorted(seen - set(SOURCES))
 
 
 def test_bootstrap_wins_is_paired_and_strict(tmp_path):

@@ -28,8 +28,9 @@ from ..rundir.records import Outcome
 from ..sandbox import ExecStatus, backbones, devices, safe_env
 from ..scoring.flags import LEAKY_CV, describe, result_flags
 from ..scoring.held_rows import HeldRows
+from ..scoring.integrity import check_fingerprint
 from ..scoring.oof import OofScorer, leaky_cv, pooled
-from ..scoring.scorer import RunScorers, check_fingerprint
+from ..scoring.scorer import RunScorers
 from ..util.fs import atomic_write, read_no_follow
 from .embeddings_cache import EMBEDDINGS, EMBEDDINGS_ENV, keep_embeddings
 from .node_report import result_lines

@@ -36,7 +36,7 @@ from ..rundir.records import (
     record_step,
     record_step_script,
 )
-from ..scoring.scorer import PACKAGE_DIR, SOURCES
+from ..scoring.integrity import PACKAGE_DIR, SOURCES
 from ..task.brief import add_findings
 from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_text
 from .budget import MIN_SCRIPT_S, mark_cut_short

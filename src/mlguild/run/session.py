@@ -34,7 +34,7 @@ from ..rundir.folder import RunDir, scorers_for
 from ..rundir.replay import RunState, replay
 from ..sandbox import get_sandbox
 from ..sandbox.runner import stop_running_scripts
-from ..scoring.scorer import fingerprint
+from ..scoring.integrity import fingerprint
 from ..search import get_policy
 from ..util.fs import read_text_no_follow, sha256_text
 from .budget import BudgetClock

@@ -33,7 +33,8 @@ from ..firewall.verifier import verify_workspace
 from ..firewall.workspace import HOLDOUT_SAMPLE, Workspace, build_workspace
 from ..metrics import python_file
 from ..scoring.floors import write_prior_submission
-from ..scoring.scorer import RunScorers, Scorer, fingerprint
+from ..scoring.integrity import fingerprint
+from ..scoring.scorer import RunScorers, Scorer
 from ..scoring.strict_csv import read_table
 from ..task.folder import Task, TaskSpec, short
 from ..task.identity import data_fingerprint, task_key

