@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 from mlguild.firewall import copies
-from mlguild.firewall.copies import copied_columns
-from mlguild.firewall.workspace import comparable
+from mlguild.firewall.copies import comparable, copied_columns
 
 LABELS = {
     "numbers": ["1", "0", "1", "2.5", "0"],

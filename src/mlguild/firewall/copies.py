@@ -16,6 +16,14 @@ import pandas as pd
 _BLOCK_CELLS = 2_000_000  # cells converted at once: bounds the memory of a wide, long table
 
 
+def comparable(values: pd.Series) -> pd.Series:
+    """Compare numbers as numbers ("1.0" == "1") and everything else as exact text."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().all():
+        return numbers.astype(float).round(9).astype(str)
+    return values.astype(str)
+
+
 def copied_columns(frame: pd.DataFrame, truth: pd.Series, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The columns of ``frame`` (rows aligned with ``truth``) other than ``skip`` whose every
     value equals the label's, numbers compared as numbers."""

@@ -17,8 +17,8 @@ from ..task.column_parsers import parse_datetime
 from ..task.spec import HOLDOUT_INPUTS
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import sha256_file
-from .copies import copied_columns
-from .workspace import Workspace, comparable
+from .copies import comparable, copied_columns
+from .workspace import Workspace
 
 
 @dataclass

@@ -26,8 +26,8 @@ from ..task.folder import Task
 from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, KNOWN_LABELS, RESERVED_NAMES, plain_relative_name
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import sha256_file
+from .checks import check_ids, check_labels, no_copy_of_the_target
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
-from .copies import copied_columns
 from .draws import split_holdout
 from .tables import copy_table
 from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
@@ -107,12 +107,12 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     train = read_csv_exact(task.train_path)
     test = read_csv_exact(task.test_path)
-    _check_ids(train, spec.id_column, task.train_path, spec.ids_unique)
-    _check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
+    check_ids(train, spec.id_column, task.train_path, spec.ids_unique)
+    check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
     if len(train) < 10:
         raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
-    _check_labels(train, task)
-    _no_copy_of_the_target(train, task)
+    check_labels(train, task)
+    no_copy_of_the_target(train, task)
 
     stratify = spec.task_type in ("binary", "multiclass")
     n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
@@ -293,44 +293,6 @@ def _copy_row_files(
     return renamed
 
 
-def _check_labels(train: pd.DataFrame, task: Task) -> None:
-    """Labels the harness can score: no empty targets; for classification at least two classes,
-    and the positive label and class columns of task.yaml among the labels really present."""
-    spec = task.spec
-    for col in spec.target_columns:
-        empty = int((train[col].str.strip() == "").sum())
-        if empty:
-            raise TaskError(
-                f"{empty} rows of {task.train_path} have an empty {col!r}",
-                "remove those rows (or fill them) before running",
-            )
-    if spec.task_type not in ("binary", "multiclass"):
-        return
-    for col in spec.target_columns[1:]:  # several label columns (multi-label): each needs both labels
-        if train[col].nunique() < 2:
-            raise TaskError(
-                f"the label column {col!r} has a single value ({train[col].iloc[0]!r}): nothing to learn",
-                f"remove {col!r} from target_columns and submission_columns in {task.root}/task.yaml",
-            )
-    labels = sorted(train[spec.target_columns[0]].unique())
-    shown = ", ".join(repr(x) for x in labels[:10])
-    if len(labels) < 2:
-        raise TaskError(
-            f"the target {spec.target_columns[0]!r} has a single value ({shown}): nothing to learn",
-            "check the target column",
-        )
-    if spec.positive_label is not None and spec.positive_label not in labels:
-        raise TaskError(
-            f"positive_label {spec.positive_label!r} is not among the labels ({shown})",
-            f"set positive_label in {task.root}/task.yaml to one of them",
-        )
-    if spec.classes and set(labels) - set(spec.classes):
-        raise TaskError(
-            f"labels {sorted(set(labels) - set(spec.classes))[:10]} are not in classes {spec.classes}",
-            f"list every class in {task.root}/task.yaml",
-        )
-
-
 def _holdout_sample(
     sample: pd.DataFrame, holdout_rows: pd.DataFrame, id_column: str, key_columns: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -344,43 +306,6 @@ def _holdout_sample(
         if col != id_column and col not in key_columns:
             frame[col] = first[col] if first is not None else ""
     return frame[list(sample.columns)]
-
-
-def _check_ids(frame: pd.DataFrame, id_column: str, path: Path, unique: bool) -> None:
-    ids = frame[id_column]
-    if (ids == "").any():
-        raise TaskError(f"{path} has {(ids == '').sum()} rows with an empty id", f"give every row of {path} an id")
-    if unique and ids.duplicated().any():
-        dupes = ids[ids.duplicated()].unique()[:5].tolist()
-        raise TaskError(
-            f"ids in {path} are not unique (e.g. {dupes})",
-            "fix the duplicates, or set ids_unique: false in task.yaml for ranking-style data",
-        )
-
-
-def _no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
-    """Refuse a task whose own inputs hold a copy of a target (the same value in every labelled
-    row, under another name): a model would copy it, the holdout would keep no secret, and
-    the verifier would rightly refuse the workspace later. Said now, as the data's problem."""
-    spec = task.spec
-    for target in spec.target_columns:
-        if comparable(train[target]).nunique() < 2:
-            continue
-        copies = copied_columns(train, train[target], skip={spec.id_column, *spec.target_columns})
-        if copies:
-            raise TaskError(
-                f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "
-                "labelled row, so the task gives its answers away",
-                f"remove {copies[0]!r} from the train and test files in {task.public_dir}, or choose another target",
-            )
-
-
-def comparable(values: pd.Series) -> pd.Series:
-    """Compare numbers as numbers ("1.0" == "1") and everything else as exact text."""
-    numbers = pd.to_numeric(values, errors="coerce")
-    if numbers.notna().all():
-        return numbers.astype(float).round(9).astype(str)
-    return values.astype(str)
 
 
 def sealed_paths(run_dir: Path) -> list[Path]:

@@ -11,7 +11,6 @@ sentence the CLI shows.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +26,13 @@ from . import tables
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
+from .description import (
+    description_text,
+    folder_task_name,
+    generated_description,
+    has_description,
+    label_after_probability,
+)
 from .file_columns import FILE_PROBE, file_column
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
@@ -172,7 +178,7 @@ def infer_task(
     retyped = tuple(
         p.relative_to(data_dir).as_posix() for p in (sample_path, train_path, test_path) if p and tables.other_form(p)
     )
-    description = _description_text(root, data_dir)
+    description = description_text(root, data_dir)
     named = metric_from_description(description)
     if metric is None:
         refuse_unregistered(description, named[1] if named else None, folder)
@@ -287,7 +293,7 @@ def infer_task(
         positive = several_positive(train, targets, notes)
     elif task_type == "binary" and classes is None and kind in ("probability", "label"):
         labels = sorted(set(train[targets[0]]) - {""})
-        positive = _label_after_probability(description, labels)
+        positive = label_after_probability(description, labels)
         if positive is not None:
             notes.append(f"positive label {positive!r}: the description asks for its probability")
         else:
@@ -306,7 +312,7 @@ def infer_task(
     notes += time_notes
     fields = dict(
         time_column=time_column,
-        name=_name(folder),
+        name=folder_task_name(folder),
         task_type=task_type,
         metric=metric,
         metric_params=params,
@@ -326,7 +332,7 @@ def infer_task(
         data_dir=data_dir_name,
         **(files or {}),
         tables=lookups,
-        description=None if _has_description(root, data_dir) else _generated_description(folder, targets, metric),
+        description=None if has_description(root, data_dir) else generated_description(folder, targets, metric),
         source=f"folder:{folder.resolve()}",
     )
     try:
@@ -338,16 +344,6 @@ def infer_task(
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
     return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested)
-
-
-def _label_after_probability(description: str, labels: list[str]) -> str | None:
-    """The one label named shortly after "probability" in the description, if exactly one is."""
-    named = set()
-    for found in re.finditer(r"probabilit(y|ies)\b(.{0,80})", description, re.IGNORECASE | re.DOTALL):
-        for label in labels:
-            if re.search(rf"\b{re.escape(label)}\b", found.group(2), re.IGNORECASE):
-                named.add(label)
-    return named.pop() if len(named) == 1 else None
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
@@ -365,29 +361,6 @@ def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None
         names = ", ".join(p.name for p in candidates)
         notes.append(f"no file in private/ ({names}) has the columns {needed}: the run cannot grade its submission")
     return None
-
-
-def _has_description(root: Path, data_dir: Path) -> bool:
-    return (root / "description.md").is_file() or (data_dir / "description.md").is_file()
-
-
-def _description_text(root: Path, data_dir: Path) -> str:
-    for path in (root / "description.md", data_dir / "description.md"):
-        if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace")
-    return ""
-
-
-def _generated_description(folder: Path, targets: list[str], metric: str) -> str:
-    return (
-        f"# {_name(folder)}\n\nA competition folder without a description. Predict {', '.join(targets)} "
-        f"for every row of the test file, in the format of the sample submission. Metric: {metric}.\n"
-    )
-
-
-def _name(folder: Path) -> str:
-    parts = [p for p in folder.resolve().parts if p not in ("prepared", "public", "/")]
-    return re.sub(r"[^\w.-]+", "-", parts[-1] if parts else "task").strip(".-") or "task"
 
 
 def write_inferred(inferred: Inferred) -> Path:
