@@ -34,10 +34,11 @@ class Recorder:
         self.slow: set[str] = set()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        nodeid = plain_nodeid(report.nodeid)
+        self.seconds[nodeid] = self.seconds.get(nodeid, 0.0) + report.duration
         if "slow" in report.keywords:
-            self.slow.add(report.nodeid)
-        if report.when == "teardown" and report.nodeid in self.slow:
+            self.slow.add(nodeid)
+        if report.when == "teardown" and nodeid in self.slow:
             self.write()  # as each slow test ends: a run cut short still keeps what it measured
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -53,6 +54,12 @@ class Recorder:
                 tests.pop(nodeid, None)  # measured quick this time: no longer listed
         budget["tests"] = dict(sorted(tests.items()))
         self.path.write_text(json.dumps(budget, indent=1) + "\n")
+
+
+def plain_nodeid(nodeid: str) -> str:
+    """A test's id without the ``@group`` pytest-xdist's ``--dist loadgroup`` appends to the ids
+    of a group's tests (as xdist reads it: an ``@`` after any parameters' ``]``)."""
+    return nodeid[: nodeid.rfind("@")] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
 
 
 def addoption(parser: pytest.Parser) -> None:

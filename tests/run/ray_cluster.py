@@ -110,6 +110,7 @@ def start_cluster(forbidden: Path) -> Cluster:
         "MLGUILD_TEST_REFUSED_LOG": str(cluster.refused_log),
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_AUTH_MODE": "token",
+        "RAY_TMPDIR": str(root),  # its address file too: a local Ray's "auto" elsewhere never finds this cluster
     }
     env.pop("RAY_ADDRESS", None)
     # A lost node is known within ~10 s (the default is ~15 s): the kill test waits less. Not

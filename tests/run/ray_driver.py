@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +37,8 @@ def drive(scenario: str, cluster_auth: bool = False, **args) -> dict:
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     if cluster_auth:
         env["RAY_AUTH_MODE"] = "token"
+    else:  # a local instance of its own: Ray's "auto" finds no other (short: Ray's socket paths must fit 107 bytes)
+        env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="mlray-")
     argv = [sys.executable, str(Path(__file__)), scenario, json.dumps(args)]
     process = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
@@ -45,6 +49,9 @@ def drive(scenario: str, cluster_auth: bool = False, **args) -> dict:
         os.killpg(process.pid, signal.SIGKILL)  # the driver and the local Ray it started
         out, _ = process.communicate()
         pytest.fail(f"the Ray driver ({scenario}) ran past {_TIMEOUT_S} s; its last output:\n{out[-4000:]}")
+    finally:
+        if "RAY_TMPDIR" in env:
+            shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     results = [line for line in out.splitlines() if line.startswith(_RESULT)]
     if process.returncode != 0 or not results:
         pytest.fail(
@@ -99,12 +106,19 @@ def _report(agent, run, stop) -> dict:
     }
 
 
-def _ray_task_pids(among=None) -> list[int]:
-    """Ray worker processes busy with a script (Ray titles them after the task)."""
-    from mlguild.sandbox.procfs import proc_table
+def _own_ray_task_pids() -> list[int]:
+    """Ray worker processes of this driver's own local instance (its raylet is a child of this
+    process) busy with a script: never another Ray's on the machine."""
+    from mlguild.sandbox.procfs import descendants, proc_table
 
+    return _ray_task_pids(lambda: descendants(os.getpid(), proc_table()))
+
+
+def _ray_task_pids(among) -> list[int]:
+    """Of the processes ``among()`` names, the Ray worker processes busy with a script (Ray
+    titles them after the task)."""
     found = []
-    for pid in among() if among else proc_table():
+    for pid in among():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if f.read().startswith(b"ray::_run_script"):
@@ -124,7 +138,7 @@ def local_kill(folder: str, iterations: int) -> dict:
     said = connect("auto")
     try:
         agent, run = _agent(Path(folder), slow_replies(), iterations)
-        stop, killed_at = run_while_killing_one(agent, run, _ray_task_pids)
+        stop, killed_at = run_while_killing_one(agent, run, _own_ray_task_pids)
         return {**_report(agent, run, stop), "connected": said, "killed_at": killed_at}
     finally:
         ray.shutdown()
