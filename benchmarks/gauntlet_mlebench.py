@@ -294,10 +294,11 @@ What the refusals are, in the main: the grader's metric is not in `mlguild.metri
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
 packed in archives (aerial-cactus-identification's train.zip and test.zip: the refusal says to
 unpack them); the labels are in file or folder names with no CSV naming them; the
-data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. Read right is not yet run
-right: the text normalization challenges' sample submission copies each token as its
-prediction, which the firewall's verifier takes for a leak of the labels (most tokens are
-unchanged), so their runs stop before they start.
+data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
+token as its prediction, and most tokens are their own written form: the firewall's verifier
+lets a sample column that repeats a public input row for row pass however well it matches the
+sealed labels (it reveals nothing the inputs do not), so those runs start; a model that writes
+free text is another matter (the recipes treat each written form as a class).
 
 {summary}
 

@@ -239,3 +239,46 @@ def test_repeated_ids_are_split_by_whole_groups(tmp_path):
     assert holdout_users and not train_users & holdout_users
     assert all(read_csv_exact(ws.holdout_answers)["user"].value_counts() == 8)
     run.close()
+
+
+def _normalisation_task(root: Path, sample_after) -> Path:
+    """A text normalisation: each token's written form ("after") is mostly the token itself
+    ("before"); the sample submission's "after" is ``sample_after(test)``."""
+    import numpy as np
+    import yaml
+
+    rng = np.random.default_rng(0)
+    before = rng.choice(["the", "a", ",", "12", "2006", "of"], size=400)
+    spoken = {"12": "twelve", "2006": "two thousand six"}
+    frame = pd.DataFrame({"id": [f"t{i:04d}" for i in range(400)], "before": before})
+    frame["after"] = frame["before"].map(lambda b: spoken.get(b, b))
+    train, test = frame.iloc[100:], frame.iloc[:100]
+    (root / "public").mkdir(parents=True)
+    (root / "private").mkdir()
+    train.to_csv(root / "public" / "train.csv", index=False)
+    test.drop(columns=["after"]).to_csv(root / "public" / "test.csv", index=False)
+    pd.DataFrame({"id": test["id"], "after": sample_after(test)}).to_csv(
+        root / "public" / "sample_submission.csv", index=False
+    )
+    test[["id", "after"]].to_csv(root / "private" / "answers.csv", index=False)
+    spec = {"name": "norm", "task_type": "multiclass", "metric": "accuracy", "id_column": "id",
+            "target_columns": ["after"], "submission_columns": ["id", "after"]}  # fmt: skip
+    (root / "task.yaml").write_text(yaml.safe_dump(spec))
+    (root / "description.md").write_text("# norm\nWrite each token as it is spoken.\n")
+    return root
+
+
+def test_a_sample_that_predicts_each_rows_input_as_its_label_is_no_leak(tmp_path):
+    """Kaggle's text normalisation samples copy each token ("before") as its prediction; most
+    tokens are their own written form, so the sample matches the sealed labels far beyond
+    chance, but it repeats a public input row for row: it reveals nothing the inputs do not."""
+    task = _normalisation_task(tmp_path / "norm", lambda test: test["before"])
+    ws, _ = _build(task, tmp_path)
+    report = verify_workspace(ws.run_dir, "id", ["after"])
+    assert report.ok, report.problems
+    # The control: the same sample with the sealed labels themselves (the spoken forms too) is a leak.
+    leaky = _normalisation_task(tmp_path / "leaky", lambda test: test["after"])
+    (tmp_path / "second").mkdir()
+    ws, _ = _build(leaky, tmp_path / "second")
+    report = verify_workspace(ws.run_dir, "id", ["after"])
+    assert any("sample_submission.csv" in p and "matches the sealed labels" in p for p in report.problems), report

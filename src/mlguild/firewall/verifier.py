@@ -54,6 +54,8 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
         sealed_frames.append(frame)
     sealed = pd.concat(sealed_frames, ignore_index=True) if sealed_frames else pd.DataFrame(columns=[id_column])
 
+    tables = {rel: read_csv_exact(path) for rel, path in on_disk.items() if path.suffix.lower() == ".csv"}
+    inputs = [f for f in tables.values() if id_column in f.columns and not set(target_columns) & set(f.columns)]
     for rel, path in sorted(on_disk.items()):
         entry = manifest["workspace"].get(rel)
         digest = sha256_file(path)
@@ -61,18 +63,23 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
             problems.append(f"{rel} changed since the workspace was built")
         if digest in sealed_hashes:
             problems.append(f"{rel} is byte-identical to a sealed file")
-        if path.suffix.lower() == ".csv":
-            problems.extend(_check_csv(rel, path, id_column, target_columns, sealed))
+        if rel in tables:
+            problems.extend(_check_csv(rel, tables[rel], id_column, target_columns, sealed, inputs))
     problems.extend(_check_time_order(ws, manifest, id_column))
     return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
 
 
-def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
+def _check_csv(
+    rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame, inputs: list[pd.DataFrame]
+) -> list[str]:
     """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
     sealed labels more often than chance (independence) allows — by 3 standard deviations and at
     least 5 rows. A constant template value (a sample submission) matches exactly at chance; a copy,
-    or a leak of a few percent of rows, does not."""
-    frame = read_csv_exact(path)
+    or a leak of a few percent of rows, does not. One exception: a label column that repeats,
+    row for row, a column of the public inputs (``inputs``: the workspace's files of rows
+    without labels) reveals nothing they do not, however well it matches: a competition's
+    sample submission may predict each row's input as its label (a text normalisation's
+    "after" = "before"), and a task whose labels mostly equal an input matches that often."""
     if id_column not in frame.columns:
         return []
     problems = _exact_copies(rel, frame, id_column, [c for c in targets if c in sealed.columns], sealed)
@@ -90,12 +97,25 @@ def _check_csv(rel: str, path: Path, id_column: str, targets: list[str], sealed:
         matches = int((seen == truth).sum())
         chance = float((truth.value_counts(normalize=True) * seen.value_counts(normalize=True)).sum())
         expected, spread = n * chance, (n * chance * (1 - chance)) ** 0.5
-        if matches >= 5 and matches > expected + 3 * spread:
+        if matches >= 5 and matches > expected + 3 * spread and not _repeats_an_input(frame, id_column, col, inputs):
             problems.append(
                 f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
                 f"(chance: {expected:.0f})"
             )
     return problems
+
+
+def _repeats_an_input(frame: pd.DataFrame, id_column: str, column: str, inputs: list[pd.DataFrame]) -> bool:
+    """Whether ``frame[column]`` equals, on every one of its rows, one column of an inputs file
+    holding every one of its ids (matched by id, and by place among a repeated id's rows)."""
+    own = _keyed(frame[[id_column, column]], id_column)
+    for rows in inputs:
+        joined = own.merge(_keyed(rows, id_column), on=[id_column, _POS], suffixes=("", "__input"))
+        if len(joined) == len(own) > 0:
+            others = [c for c in joined.columns if c not in (id_column, _POS, column)]
+            if copied_columns(joined[others], joined[column]):
+                return True
+    return False
 
 
 def _exact_copies(rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame) -> list[str]:
