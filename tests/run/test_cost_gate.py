@@ -74,9 +74,12 @@ def test_near_the_end_the_search_ends_when_the_proposals_cannot_finish():
     graph = SearchGraph("maximize")
     graph.add(_recipe_node("n0001", "lightgbm", exec_s=50.0))
     over = Node(id="n0002", op=Op.DRAFT, parents=(), iteration=1, status=FailureKind.OVER_BUDGET)
+    over.timing = {"brain_s": 0.01}  # the recipes: asking again costs nothing
     graph.add(over)
     nothing_fits(graph, limit=60.0, full_limit=60.0)  # not near the end: the brain may try again
-    with pytest.raises(BudgetExhausted):  # near it, and no measured script is under 20 s
+    nothing_fits(graph, limit=20.0, full_limit=60.0)  # near it: a cheaper proposal may still come
+    over.timing = {"brain_s": 12.0}  # a model's proposal: two more would cost more than 2 s of the 20
+    with pytest.raises(BudgetExhausted):  # near the end, and no measured script is under 20 s
         nothing_fits(graph, limit=20.0, full_limit=60.0)
     graph.add(_recipe_node("n0003", "catboost", exec_s=5.0))  # a fast family: worth another proposal
     graph.add(Node(id="n0004", op=Op.DRAFT, parents=(), iteration=3, status=FailureKind.OVER_BUDGET))

@@ -10,8 +10,9 @@ and its first draft is started (its time limit still holds).
 - A proposal whose estimate exceeds the time limit it would have is not started
   (``mlguild.run.gate.unaffordable``): it is recorded as a node with the status ``over_budget``, the estimate
   and its basis in its failure and timing (``estimate_s``), so the brain sees it and moves on.
-- Near the end, when the brain's proposals keep exceeding the time left, or the last one did
-  and no measured script fits, the search ends (``nothing_fits``): the final stage gets the time.
+- Near the end, when the brain's proposals keep exceeding the time left, or the last one did,
+  no measured script fits and asking the brain again would cost time (a model's proposals),
+  the search ends (``nothing_fits``): the final stage gets the time.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _FAMILIES = (
 )
 _IMPORT = r"^\s*(?:from|import)\s+{}\b"
 _OVER_IN_A_ROW = 3  # proposals in a row over the time left near the end: the search ends
+_ASKING_SHARE = 0.1  # the share of the time left that asking the brain again may cost
 _NOT_MEASURED = (Op.REFIT, Op.EDA, Op.BLEND)
 
 
@@ -119,6 +121,12 @@ def nothing_fits(graph: SearchGraph, limit: float, full_limit: float) -> None:
     in_a_row = len(search) >= _OVER_IN_A_ROW and all(
         n.status == FailureKind.OVER_BUDGET for n in search[-_OVER_IN_A_ROW:]
     )
+    if in_a_row:
+        raise BudgetExhausted("time")
     fastest = min((n.timing["exec_s"] for n in search if n.ok and _measured(n)), default=None)
-    if in_a_row or fastest is None or fastest > limit:
+    # Nothing measured is that fast: another proposal may still be (a cheaper family, fewer
+    # folds, a blend), and asking again is worth it while it costs little of the time left
+    # (the recipes answer in milliseconds; a model's proposals take seconds each).
+    asking_s = float(search[-1].timing.get("brain_s") or 0.0)
+    if (fastest is None or fastest > limit) and asking_s * (_OVER_IN_A_ROW - 1) > _ASKING_SHARE * limit:
         raise BudgetExhausted("time")
