@@ -7,7 +7,9 @@ computed, only the files, the manifest and the sealed answers.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +56,12 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
         sealed_frames.append(frame)
     sealed = pd.concat(sealed_frames, ignore_index=True) if sealed_frames else pd.DataFrame(columns=[id_column])
 
-    tables = {rel: read_csv_exact(path) for rel, path in on_disk.items() if path.suffix.lower() == ".csv"}
-    inputs = [f for f in tables.values() if id_column in f.columns and not set(target_columns) & set(f.columns)]
+    @functools.cache
+    def inputs() -> list[pd.DataFrame]:
+        """The workspace's files of rows without labels (read only when a column needs them)."""
+        frames = [read_csv_exact(p) for p in on_disk.values() if p.suffix.lower() == ".csv"]
+        return [f for f in frames if id_column in f.columns and not set(target_columns) & set(f.columns)]
+
     for rel, path in sorted(on_disk.items()):
         entry = manifest["workspace"].get(rel)
         digest = sha256_file(path)
@@ -63,14 +69,19 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
             problems.append(f"{rel} changed since the workspace was built")
         if digest in sealed_hashes:
             problems.append(f"{rel} is byte-identical to a sealed file")
-        if rel in tables:
-            problems.extend(_check_csv(rel, tables[rel], id_column, target_columns, sealed, inputs))
+        if path.suffix.lower() == ".csv":
+            problems.extend(_check_csv(rel, read_csv_exact(path), id_column, target_columns, sealed, inputs))
     problems.extend(_check_time_order(ws, manifest, id_column))
     return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
 
 
 def _check_csv(
-    rel: str, frame: pd.DataFrame, id_column: str, targets: list[str], sealed: pd.DataFrame, inputs: list[pd.DataFrame]
+    rel: str,
+    frame: pd.DataFrame,
+    id_column: str,
+    targets: list[str],
+    sealed: pd.DataFrame,
+    inputs: Callable[[], list[pd.DataFrame]],
 ) -> list[str]:
     """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
     sealed labels more often than chance (independence) allows — by 3 standard deviations and at
@@ -97,7 +108,7 @@ def _check_csv(
         matches = int((seen == truth).sum())
         chance = float((truth.value_counts(normalize=True) * seen.value_counts(normalize=True)).sum())
         expected, spread = n * chance, (n * chance * (1 - chance)) ** 0.5
-        if matches >= 5 and matches > expected + 3 * spread and not _repeats_an_input(frame, id_column, col, inputs):
+        if matches >= 5 and matches > expected + 3 * spread and not _repeats_an_input(frame, id_column, col, inputs()):
             problems.append(
                 f"{rel} column {col!r} matches the sealed labels on {matches} of {n} sealed ids "
                 f"(chance: {expected:.0f})"
