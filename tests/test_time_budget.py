@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from time_budget import BUDGET_FILE, Recorder, load
+from time_budget import BUDGET_FILE, Recorder, load, plain_nodeid
 
 
 def test_every_slow_test_is_measured_and_the_total_fits_the_ceiling(request):
     budget = load()
-    slow = {item.nodeid for item in request.session.items if item.get_closest_marker("slow")}
+    slow = {plain_nodeid(item.nodeid) for item in request.session.items if item.get_closest_marker("slow")}
     unmeasured = sorted(slow - set(budget["tests"]))
     assert unmeasured == [], (
         f"slow tests with no measured seconds in {BUDGET_FILE.name}: measure them with "

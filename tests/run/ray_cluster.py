@@ -161,8 +161,10 @@ def node_pids(node: Node) -> list[int]:
 
 
 def kill_node(node: Node) -> None:
-    """SIGKILL every process of ``node`` and reap its ``ray start``."""
-    kill_marked(node.process.pid, node.mark)
+    """SIGKILL every process of ``node`` and reap its ``ray start``. Its session is killed by
+    the pid of that process only while it is not reaped: once it is, the pid (and a process
+    group of that number) may belong to any other process (CI's other tests' sandboxes)."""
+    kill_marked(node.process.pid if node.process.poll() is None else None, node.mark)
     node.process.wait(timeout=10)
 
 
@@ -179,12 +181,15 @@ def marked_pids(mark: str) -> list[int]:
     return found
 
 
-def kill_marked(pgid: int, mark: str) -> None:
-    """SIGKILL a node's processes from any process: its session ``pgid``, then any that left it."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def kill_marked(pgid: int | None, mark: str) -> None:
+    """SIGKILL a node's processes from any process: its session ``pgid`` (None: it is gone),
+    then any that left it. ``pgid`` must be the pid of the node's ``ray start`` while that
+    process is not yet reaped, so that no other process can have taken the number."""
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     for _ in range(3):
         pids = marked_pids(mark)
         if not pids:
