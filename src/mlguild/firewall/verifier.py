@@ -59,8 +59,9 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
     @functools.cache
     def inputs() -> list[pd.DataFrame]:
         """The workspace's files of rows without labels (read only when a column needs them)."""
-        frames = [read_csv_exact(p) for p in on_disk.values() if p.suffix.lower() == ".csv"]
-        return [f for f in frames if id_column in f.columns and not set(target_columns) & set(f.columns)]
+        unlabelled = lambda c: id_column in c and not set(target_columns) & set(c)
+        paths = [p for p in on_disk.values() if p.suffix.lower() == ".csv"]
+        return [read_csv_exact(p) for p in paths if unlabelled(read_csv_exact(p, nrows=0).columns)]
 
     for rel, path in sorted(on_disk.items()):
         entry = manifest["workspace"].get(rel)
@@ -87,7 +88,7 @@ def _check_csv(
     sealed labels more often than chance (independence) allows — by 3 standard deviations and at
     least 5 rows. A constant template value (a sample submission) matches exactly at chance; a copy,
     or a leak of a few percent of rows, does not. One exception: a label column that repeats,
-    row for row, a column of the public inputs (``inputs``: the workspace's files of rows
+    row for row, a column of the public inputs (``inputs()``: the workspace's files of rows
     without labels) reveals nothing they do not, however well it matches: a competition's
     sample submission may predict each row's input as its label (a text normalisation's
     "after" = "before"), and a task whose labels mostly equal an input matches that often."""
