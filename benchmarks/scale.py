@@ -4,9 +4,12 @@
                                          [--column-rows 200] [--repeats 1]
 
 Data that a package ships: scikit-learn's breast-cancer set (569 rows, 30 measurements, a
-binary diagnosis). The row sweep repeats its rows to 10k, 100k and 1M rows (30 columns); the
-column sweep repeats its measurements, renamed, to 10, 1,000 and 50,000 columns on its first
-``--column-rows`` rows. Each point is a CSV as a user hands it over (``csv:PATH``), and the
+binary diagnosis). The row sweep resamples its rows to 10k, 100k and 1M rows (30 columns), each
+measurement multiplied by 1 + 5% Gaussian noise and rounded to 5 decimals, so that values do not
+repeat (repeated values cost a CSV reader far less than real data does); the column sweep
+repeats its measurements, renamed, to 10, 1,000 and 50,000 columns on its first
+``--column-rows`` rows. Every point runs in a process of its own, so its peak resident memory
+(``peak MB``, the harness's, after run creation and after the draft) is its own. Each point is a CSV as a user hands it over (``csv:PATH``), and the
 costs measured are the harness's, never a model's:
 
 - init: reading the CSV into a task folder (target, metric, time order and text columns inferred);
@@ -25,7 +28,10 @@ point is measured first and thrown away: it pays the one-off imports.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +39,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mlguild import memory as memory_module
@@ -51,6 +58,7 @@ from mlguild.sources.resolve import resolve_task
 from mlguild.task.spec import HOLDOUT_SAMPLE
 
 COSTS = ("init", "firewall", "verifier", "profile", "score", "pools", "memory", "draft")
+COLUMNS = (*COSTS, "create MB", "peak MB")
 LIMIT = 1.15  # a growth exponent above this is faster than linear, noise allowed for
 times: dict[str, float] = defaultdict(float)
 
@@ -90,9 +98,14 @@ def base_frame() -> pd.DataFrame:
 
 
 def with_rows(base: pd.DataFrame, rows: int) -> pd.DataFrame:
-    """``base``'s rows repeated to ``rows`` rows."""
-    repeats = math.ceil(rows / len(base))
-    return pd.concat([base] * repeats, ignore_index=True).head(rows)
+    """``rows`` rows drawn from ``base`` with replacement, each measurement times 1 + 5% noise."""
+    rng = np.random.default_rng(0)
+    frame = base.iloc[rng.integers(0, len(base), rows)].reset_index(drop=True)
+    for column in frame.columns:
+        if column != "diagnosis":
+            values = frame[column].to_numpy(dtype=float)
+            frame[column] = np.round(values * (1 + 0.05 * rng.standard_normal(rows)), 5)
+    return frame
 
 
 def with_columns(base: pd.DataFrame, columns: int, rows: int) -> pd.DataFrame:
@@ -108,11 +121,15 @@ def with_columns(base: pd.DataFrame, columns: int, rows: int) -> pd.DataFrame:
     return frame
 
 
-def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
-    """The harness's costs for one data set (seconds)."""
+def peak_mb() -> float:
+    """This process's peak resident memory so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(csv: Path, workdir: Path) -> dict[str, float]:
+    """The harness's costs for one CSV (seconds), and its peak memory (MB) after creating the
+    run and at the end."""
     times.clear()
-    csv = workdir / "data.csv"
-    frame.to_csv(csv, index=False)
     started = time.perf_counter()
     task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
     times["init"] = time.perf_counter() - started
@@ -127,6 +144,7 @@ def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
         ],
     )
     run = create_run(task, cfg, workdir / "runs")
+    times["create MB"] = peak_mb()
     try:
         scorer = Scorer.from_file(run.spec, run.workspace.holdout_answers)
         ws = run.workspace
@@ -141,7 +159,8 @@ def measure(frame: pd.DataFrame, workdir: Path) -> dict[str, float]:
         agent.session.close()
     finally:
         run.close()
-    return {cost: times.get(cost, float("nan")) for cost in COSTS}
+    times["peak MB"] = peak_mb()
+    return {cost: times.get(cost, float("nan")) for cost in COLUMNS}
 
 
 def exponent(sizes: list[int], seconds: list[float]) -> float:
@@ -151,20 +170,43 @@ def exponent(sizes: list[int], seconds: list[float]) -> float:
     return math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
 
 
+def point(frame: pd.DataFrame) -> dict[str, float]:
+    """One point of a sweep: its CSV written here, its costs measured in a process of its own
+    (so that its peak memory is the harness's alone)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = Path(tmp) / "data.csv"
+        frame.to_csv(csv, index=False)
+        command = [sys.executable, __file__, "--point", str(csv)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"a point failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_point(csv: Path) -> dict[str, float]:
+    """The costs of one CSV, after a small run that pays the one-off imports."""
+    instrument()
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "data.csv"
+        with_rows(base_frame(), 500).to_csv(small, index=False)
+        measure(small, Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        return measure(csv, Path(tmp))
+
+
 def sweep(name: str, sizes: list[int], make: Callable[[int], pd.DataFrame], repeats: int) -> list[str]:
     """Measure every size (the fastest of ``repeats``), print the table; the flagged costs."""
     results: list[dict[str, float]] = []
     for size in sizes:
         best: dict[str, float] = {}
         for _ in range(repeats):
-            with tempfile.TemporaryDirectory() as tmp:
-                got = measure(make(size), Path(tmp))
-            best = {c: min(best.get(c, math.inf), got[c]) for c in COSTS}
+            got = point(make(size))
+            best = {c: min(best.get(c, math.inf), got[c]) for c in COLUMNS}
         results.append(best)
-        print(f"  {name} {size:>9,}: " + "  ".join(f"{c} {best[c]:.3f}s" for c in COSTS), flush=True)
-    print(f"\n{name:>9} | " + " | ".join(f"{c:>8}" for c in COSTS))
+        print(f"  {name} {size:>9,}: " + "  ".join(f"{c} {best[c]:.3f}" for c in COLUMNS), flush=True)
+    print(f"\n{name:>9} | " + " | ".join(f"{c:>9}" for c in COLUMNS))
     for size, row in zip(sizes, results, strict=True):
-        print(f"{size:>9,} | " + " | ".join(f"{row[c]:8.3f}" for c in COSTS))
+        print(f"{size:>9,} | " + " | ".join(f"{row[c]:9.3f}" for c in COLUMNS))
     flagged = []
     line = []
     for cost in COSTS:
@@ -183,11 +225,12 @@ def main() -> int:
     parser.add_argument("--columns", default="10,1000,50000")
     parser.add_argument("--column-rows", type=int, default=200, help="rows of the column sweep's tables")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--point", help=argparse.SUPPRESS)  # one point, in a child process
     args = parser.parse_args()
-    instrument()
+    if args.point:
+        print(json.dumps(measure_point(Path(args.point))))
+        return 0
     base = base_frame()
-    with tempfile.TemporaryDirectory() as tmp:
-        measure(with_rows(base, 500), Path(tmp))  # the one-off imports, not counted
     rows = [int(x) for x in args.rows.split(",") if x]
     columns = [int(x) for x in args.columns.split(",") if x]
     flagged: list[str] = []

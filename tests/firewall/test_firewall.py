@@ -282,3 +282,45 @@ def test_a_sample_that_predicts_each_rows_input_as_its_label_is_no_leak(tmp_path
     ws, _ = _build(leaky, tmp_path / "second")
     report = verify_workspace(ws.run_dir, "id", ["after"])
     assert any("sample_submission.csv" in p and "matches the sealed labels" in p for p in report.problems), report
+
+
+@pytest.mark.parametrize("name", ["fishing", "flights", "titanic"])  # groups; lookup tables and time; text
+def test_a_workspace_built_a_block_at_a_time_is_the_one_built_whole(tmp_path, monkeypatch, name):
+    """The train and test files are written a block of rows at a time (so a table of any length
+    fits in memory): with blocks of a few rows, every file of the workspace and of the sealed
+    folder is byte for byte the one a single block gives."""
+    import mlguild.util.exact_csv as exact
+    from mlguild.sources.examples import build_example
+    from mlguild.util.fs import sha256_file
+
+    task = load_task(build_example(name, tmp_path / name))
+
+    def digests(run_dir: Path) -> dict[str, str]:
+        ws = build_workspace(task, run_dir, FirewallConfig())
+        files = [*ws.data_dir.rglob("*"), *ws.sealed_dir.iterdir()]
+        return {p.relative_to(run_dir).as_posix(): sha256_file(p) for p in files if p.is_file()}
+
+    whole = digests(tmp_path / "whole")
+    monkeypatch.setattr(exact, "_BLOCK_BYTES", 512)
+    monkeypatch.setattr(exact, "_PANDAS_BLOCK_ROWS", 7)
+    assert digests(tmp_path / "blocks") == whole
+    assert verify_workspace(tmp_path / "blocks", task.spec.id_column, task.spec.target_columns).ok
+
+
+def test_a_copy_of_the_target_is_found_past_the_rows_compared_first(tmp_path):
+    """Every column is compared with the target on the first 2,000 rows and only those that agree
+    there are read whole: a column that agrees there and not after is no copy; a copy is."""
+    from mlguild.config import load_config
+    from mlguild.rundir.folder import create_run
+
+    root = make_task(tmp_path / "t", n=6_000)
+
+    def early(frame):  # equal to the target on the first 3,000 rows only
+        return frame.assign(y_early=frame["y"].where(frame.index < 3_000, "2"))
+
+    _edit_train(root, early)
+    run = create_run(load_task(root), load_config(), tmp_path / "runs")
+    run.close()
+    _edit_train(root, lambda f: f.assign(y_copy=f["y"]))
+    with pytest.raises(TaskError, match="'y_copy' equals the target 'y'"):
+        create_run(load_task(root), load_config(), tmp_path / "runs2")

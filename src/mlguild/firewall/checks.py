@@ -10,7 +10,10 @@ import pandas as pd
 
 from ..core.errors import TaskError
 from ..task.folder import Task
+from ..util.exact_csv import read_csv_exact
 from .copies import comparable, copied_columns
+
+_FIRST_ROWS = 2_000  # the rows every column is compared on before any is read whole
 
 
 def check_labels(train: pd.DataFrame, task: Task) -> None:
@@ -67,12 +70,20 @@ def check_ids(frame: pd.DataFrame, id_column: str, path: Path, unique: bool) -> 
 def no_copy_of_the_target(train: pd.DataFrame, task: Task) -> None:
     """Refuse a task whose own inputs hold a copy of a target (the same value in every labelled
     row, under another name): a model would copy it, the holdout would keep no secret, and
-    the verifier would rightly refuse the workspace later. Said now, as the data's problem."""
+    the verifier would rightly refuse the workspace later. Said now, as the data's problem.
+
+    ``train`` holds the targets and may hold only some of the other columns: every column is
+    compared on the file's first rows, and only those that agree there are read whole."""
     spec = task.spec
+    skip = {spec.id_column, *spec.target_columns}
+    head = read_csv_exact(task.train_path, nrows=_FIRST_ROWS)
     for target in spec.target_columns:
         if comparable(train[target]).nunique() < 2:
             continue
-        copies = copied_columns(train, train[target], skip={spec.id_column, *spec.target_columns})
+        copies = copied_columns(head, head[target], skip=skip)
+        if copies and len(train) > len(head):
+            whole = train if set(copies) <= set(train.columns) else read_csv_exact(task.train_path, usecols=copies)
+            copies = copied_columns(whole[copies], train[target].reset_index(drop=True))
         if copies:
             raise TaskError(
                 f"{task.train_path}: column {copies[0]!r} equals the target {target!r} in every "

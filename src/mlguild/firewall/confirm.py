@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..config import FirewallConfig
 from ..task.spec import HOLDOUT_INPUTS
-from ..util.exact_csv import read_csv_exact
+from ..util.exact_csv import read_csv_exact, write_csv_exact
 from .draws import split_holdout
 from .time_split import time_holdout
 
@@ -158,8 +158,8 @@ def split_predictions(path: Path, confirm: set[str] | None, id_column: str) -> I
             return
         in_confirm = frame[id_column].isin(confirm).to_numpy()
         holdout, confirmation = folder / "holdout.csv", folder / "confirm.csv"
-        frame[~in_confirm].to_csv(holdout, index=False)
-        frame[in_confirm].to_csv(confirmation, index=False)
+        write_csv_exact(frame[~in_confirm], holdout)
+        write_csv_exact(frame[in_confirm], confirmation)
         yield holdout, confirmation
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -16,7 +16,7 @@ import pandas as pd
 from ..task.folder import Task
 from ..task.lookup import key_values
 from ..task.spec import LookupTable
-from ..util.exact_csv import read_csv_exact
+from ..util.exact_csv import read_csv_exact, write_csv_exact
 from .copies import copied_columns
 
 _MIN_MATCHED = 10  # fewer matched rows say nothing about whether a column copies the label
@@ -50,7 +50,7 @@ def copy_table(task: Task, spec: LookupTable, train: pd.DataFrame, dest: Path) -
     table = read_csv_exact(src)
     dropped = label_columns(table, spec, train, task.spec.target_columns)
     if dropped:
-        table.drop(columns=dropped).to_csv(dest, index=False)
+        write_csv_exact(table.drop(columns=dropped), dest)
     else:
         shutil.copyfile(src, dest)
     return dropped

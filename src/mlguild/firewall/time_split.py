@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import TaskError
-from ..task.time_order import parse_times, time_orders
+from ..task.time_order import TimeOrder, parse_times
 
 
 def time_holdout(times: pd.Series, n_holdout: int, groups: pd.Series | None = None) -> np.ndarray:
@@ -76,10 +76,10 @@ def time_split_record(times: pd.Series, mask: np.ndarray, column: str, grouped: 
     return record
 
 
-def random_holdout_warning(train: pd.DataFrame, test: pd.DataFrame, skip: list[str], forced: bool) -> str | None:
+def random_holdout_warning(orders: list[TimeOrder], forced: bool) -> str | None:
     """The warning for a random holdout on data whose test rows come after its train rows in
-    a date column (``forced``: the config asked for random although the task names a time column)."""
-    orders = time_orders(train, test, skip)
+    a date column (``orders``, from ``task.time_order``; ``forced``: the config asked for random
+    although the task names a time column)."""
     if not orders:
         return None
     column = orders[0].column

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..task.column_parsers import parse_datetime
 from ..task.spec import HOLDOUT_INPUTS
-from ..util.exact_csv import read_csv_exact
+from ..util.exact_csv import read_csv_exact, rows_where
 from ..util.fs import sha256_file
 from .copies import comparable, copied_columns
 from .workspace import Workspace
@@ -55,13 +55,17 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
             continue
         sealed_frames.append(frame)
     sealed = pd.concat(sealed_frames, ignore_index=True) if sealed_frames else pd.DataFrame(columns=[id_column])
+    # Only a file's rows of sealed ids can reveal a sealed label, so only they are read (a
+    # block at a time): the train file has none, however long it is.
+    sealed_ids = set(sealed[id_column].tolist())
 
     @functools.cache
     def inputs() -> list[pd.DataFrame]:
-        """The workspace's files of rows without labels (read only when a column needs them)."""
+        """The workspace's files of rows without labels, their rows of sealed ids (read only when
+        a column needs them)."""
         unlabelled = lambda c: id_column in c and not set(target_columns) & set(c)
         paths = [p for p in on_disk.values() if p.suffix.lower() == ".csv"]
-        return [read_csv_exact(p) for p in paths if unlabelled(read_csv_exact(p, nrows=0).columns)]
+        return [rows_where(p, id_column, sealed_ids) for p in paths if unlabelled(read_csv_exact(p, nrows=0).columns)]
 
     for rel, path in sorted(on_disk.items()):
         entry = manifest["workspace"].get(rel)
@@ -71,7 +75,8 @@ def verify_workspace(run_dir: Path, id_column: str, target_columns: list[str]) -
         if digest in sealed_hashes:
             problems.append(f"{rel} is byte-identical to a sealed file")
         if path.suffix.lower() == ".csv":
-            problems.extend(_check_csv(rel, read_csv_exact(path), id_column, target_columns, sealed, inputs))
+            rows = rows_where(path, id_column, sealed_ids)
+            problems.extend(_check_csv(rel, rows, id_column, target_columns, sealed, inputs))
     problems.extend(_check_time_order(ws, manifest, id_column))
     return VerifyReport(ok=not problems, checked_files=len(on_disk), problems=problems)
 
@@ -84,12 +89,14 @@ def _check_csv(
     sealed: pd.DataFrame,
     inputs: Callable[[], list[pd.DataFrame]],
 ) -> list[str]:
-    """A label column reveals sealed labels when, on the sealed ids it lists, its values match the
+    """``frame``: a file's rows of sealed ids (all of them).
+
+    A label column reveals sealed labels when, on the sealed ids it lists, its values match the
     sealed labels more often than chance (independence) allows — by 3 standard deviations and at
     least 5 rows. A constant template value (a sample submission) matches exactly at chance; a copy,
     or a leak of a few percent of rows, does not. One exception: a label column that repeats,
-    row for row, a column of the public inputs (``inputs()``: the workspace's files of rows
-    without labels) reveals nothing they do not, however well it matches: a competition's
+    row for row on the sealed ids, a column of the public inputs (``inputs()``: the workspace's
+    files of rows without labels) reveals nothing they do not, however well it matches: a competition's
     sample submission may predict each row's input as its label (a text normalisation's
     "after" = "before"), and a task whose labels mostly equal an input matches that often."""
     if id_column not in frame.columns:
@@ -156,9 +163,13 @@ def _check_time_order(ws: Workspace, manifest: dict, id_column: str) -> list[str
         return []
     column = split["time_column"]
     train_file = json.loads((ws.data_dir / "task.json").read_text())["train_file"]
-    train, holdout = read_csv_exact(ws.data_dir / train_file), read_csv_exact(ws.data_dir / HOLDOUT_INPUTS)
-    if column not in train.columns or column not in holdout.columns:
+    train_path, holdout_path = ws.data_dir / train_file, ws.data_dir / HOLDOUT_INPUTS
+    if column not in read_csv_exact(train_path, nrows=0) or column not in read_csv_exact(holdout_path, nrows=0):
         return [f"the time column {column!r} is missing from the workspace's train or holdout file"]
+    train, holdout = (
+        read_csv_exact(train_path, usecols=[column]),
+        read_csv_exact(holdout_path, usecols=[id_column, column]),
+    )
     train_times, holdout_times = parse_datetime(train[column]), parse_datetime(holdout[column])
     if train.empty or holdout.empty:
         return []

@@ -18,13 +18,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 import pandas as pd
 
 from ..config import FirewallConfig
 from ..core.errors import FirewallError, TaskError
-from ..task.folder import Task
-from ..task.spec import HOLDOUT_FILES, HOLDOUT_INPUTS, HOLDOUT_SAMPLE, KNOWN_LABELS, RESERVED_NAMES, plain_relative_name
-from ..util.exact_csv import read_csv_exact
+from ..task.folder import Task, read_header
+from ..task.spec import (
+    HOLDOUT_FILES,
+    HOLDOUT_INPUTS,
+    HOLDOUT_SAMPLE,
+    KNOWN_LABELS,
+    RESERVED_NAMES,
+    TaskSpec,
+    plain_relative_name,
+)
+from ..task.time_order import time_orders_of_files
+from ..util.exact_csv import read_csv_exact, write_csv_exact, write_rows
 from ..util.fs import sha256_file
 from .checks import check_ids, check_labels, no_copy_of_the_target
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
@@ -81,10 +91,6 @@ def inside(folder: Path, name: str) -> Path:
     return dest
 
 
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, index=False)
-
-
 def _file_entry(path: Path, rows: int | None) -> dict:
     return {"bytes": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
 
@@ -105,8 +111,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     ws.data_dir.mkdir(parents=True)
     ws.sealed_dir.mkdir(parents=True)
 
-    train = read_csv_exact(task.train_path)
-    test = read_csv_exact(task.test_path)
+    # The columns the split and the checks need, read whole; every other column is read a block
+    # at a time when the rows are written, so a table of any width and length fits in memory.
+    train = read_csv_exact(task.train_path, usecols=_key_columns(task.spec, task.train_path))
+    test = read_csv_exact(task.test_path, usecols=_key_columns(task.spec, task.test_path))
     check_ids(train, spec.id_column, task.train_path, spec.ids_unique)
     check_ids(test, spec.id_column, task.test_path, spec.ids_unique)
     if len(train) < 10:
@@ -136,26 +144,25 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         train, mask, n_confirm, spec.target_columns[0], spec.group_key or spec.id_column,
         grouped=spec.group_key is not None, stratify=stratify, times=times, seed=cfg.seed,
     )  # fmt: skip
-    fit_rows, holdout_rows = train[~mask], train[mask]
+    files: dict[str, dict] = {}
+    out = ws.data_dir
+    holdout_rows = write_rows(task.train_path, ~mask, inside(out, spec.train_file), take=mask)
+    files[spec.train_file] = _file_entry(out / spec.train_file, int((~mask).sum()))
     in_confirm = confirm[mask]
     if in_confirm.any():  # the confirmation rows hide among the holdout rows, in a seeded shuffle
         order = shuffled_order(holdout_rows[spec.group_key or spec.id_column], cfg.seed)
         holdout_rows, in_confirm = holdout_rows.iloc[order], in_confirm[order]
-    files: dict[str, dict] = {}
-    out = ws.data_dir
     if spec.file_column is not None:  # a file per row: the holdout's under neutral names
-        holdout_rows = _copy_row_files(task, fit_rows, holdout_rows, test, out, files)
-    _write_csv(fit_rows, inside(out, spec.train_file))
-    files[spec.train_file] = _file_entry(out / spec.train_file, len(fit_rows))
-    _write_csv(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
+        holdout_rows = _copy_row_files(task, train[~mask], holdout_rows, test, out, files)
+    write_csv_exact(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
     files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
-    _write_csv(test, inside(out, spec.test_file))
+    write_rows(task.test_path, np.ones(len(test), dtype=bool), inside(out, spec.test_file))
     files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
 
     sample = read_csv_exact(task.sample_submission_path)
     shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
     files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
-    _write_csv(_holdout_sample(sample, holdout_rows, spec.id_column, spec.key_columns), out / HOLDOUT_SAMPLE)
+    write_csv_exact(_holdout_sample(sample, holdout_rows, spec.id_column, spec.key_columns), out / HOLDOUT_SAMPLE)
     files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
 
     (out / "description.md").write_text(task.description)
@@ -189,10 +196,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             files[rel] = _file_entry(dest, None)
 
     keep = [spec.id_column, *spec.key_columns, *spec.target_columns]  # the scorer checks key columns row by row
-    _write_csv(holdout_rows[~in_confirm][keep], ws.holdout_answers)
+    write_csv_exact(holdout_rows[~in_confirm][keep], ws.holdout_answers)
     sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
     if in_confirm.any():
-        _write_csv(holdout_rows[in_confirm][keep], ws.sealed_dir / CONFIRM_ANSWERS)
+        write_csv_exact(holdout_rows[in_confirm][keep], ws.sealed_dir / CONFIRM_ANSWERS)
         sealed[CONFIRM_ANSWERS] = _file_entry(ws.sealed_dir / CONFIRM_ANSWERS, int(in_confirm.sum()))
     if task.answers_path is not None:
         shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
@@ -216,7 +223,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
             "seed": cfg.seed,
             "fraction": cfg.holdout_fraction,
             "stratified": stratify and split_words["kind"] != "time",
-            "train_rows": len(fit_rows),
+            "train_rows": int((~mask).sum()),
             "holdout_rows": int((~in_confirm).sum()),
             "confirm_rows": int(in_confirm.sum()),
             **({"confirm_skipped": confirm_skipped} if confirm_skipped else {}),
@@ -253,8 +260,26 @@ def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: Firew
             )
         grouped = spec.group_key is not None
         return {"mask": mask, "times": times, **time_split_record(times, mask, spec.time_column, grouped)}
-    warning = random_holdout_warning(train, test, skip, forced=spec.time_column is not None)
+    orders = time_orders_of_files(task.train_path, task.test_path, skip)
+    warning = random_holdout_warning(orders, forced=spec.time_column is not None)
     return {"kind": "random", **({"warning": warning} if warning else {})}
+
+
+def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:
+    """The columns of the CSV ``path`` that the split, the checks and the sealed files read
+    (ids, labels, groups, keys, times, row files, the joins of lookup tables); None for all of
+    them where its header repeats a name (pandas renames the repeats)."""
+    header = read_header(path)
+    if len(set(header)) != len(header):
+        return None
+    wanted = {
+        spec.id_column,
+        *spec.target_columns,
+        *spec.key_columns,
+        *(t for s in spec.tables for t in s.join_columns),
+    }
+    wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column) if c is not None}
+    return [c for c in header if c in wanted]
 
 
 def _copy_row_files(

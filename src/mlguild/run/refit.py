@@ -233,7 +233,8 @@ def agreement(
         return _list_overlap(a.iloc[:, 0], b.iloc[:, 0])
     if kind == "label":  # several label columns (multi-label): the share of equal cells
         return float((a.astype(str).to_numpy() == b[a.columns].astype(str).to_numpy()).mean())
-    a, b = a.apply(pd.to_numeric, errors="coerce"), b.apply(pd.to_numeric, errors="coerce")
+    a = a.apply(pd.to_numeric, errors="coerce").astype(float)
+    b = b.apply(pd.to_numeric, errors="coerce").astype(float)
     if kind == "class_probabilities":
         return float((a.to_numpy().argmax(axis=1) == b.to_numpy().argmax(axis=1)).mean())
     return min(_rank_agreement(a[c], b[c]) for c in a.columns)

@@ -17,6 +17,7 @@ from ..core.errors import NothingLearnable
 from ..core.vocabulary import Event
 from ..metrics import Direction, Score, get_metric
 from ..task.folder import TaskSpec
+from ..util.exact_csv import read_csv_exact
 
 
 def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
@@ -27,7 +28,7 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
     kind = get_metric(spec.metric).prediction
     if len(spec.target_columns) != 1:
         return _write_prior_per_column(spec, train, sample, dest, kind)
-    target = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=[spec.target_columns[0]]).iloc[:, 0]
+    target = read_csv_exact(train, usecols=[spec.target_columns[0]]).iloc[:, 0]
     target = target[target != ""]
     frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
     columns = spec.prediction_columns
@@ -64,7 +65,7 @@ def _write_prior_per_column(spec: TaskSpec, train: Path, sample: Path, dest: Pat
         c not in spec.prediction_columns for c in spec.target_columns
     ):
         return False
-    labels = pd.read_csv(train, dtype=str, keep_default_na=False, usecols=spec.target_columns)
+    labels = read_csv_exact(train, usecols=spec.target_columns)
     frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
     median = get_metric(spec.metric).name == "mae"
     for column in spec.target_columns:

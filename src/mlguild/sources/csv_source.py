@@ -96,9 +96,11 @@ def build_from_csv(
             f"(its {len(columns)} columns: {listing(columns)})",
             f"pass --target {guess}" if guess is not None else "pass --target with one of its columns",
         )
-    if (train[target] == "").all():
+    unlabelled = (train[target] == "").to_numpy(dtype=bool)
+    if unlabelled.all():
         raise TaskError(f"target column {target!r} is empty", "pass the right --target")
-    train = train[train[target] != ""].reset_index(drop=True)
+    if unlabelled.any():  # (a copy of the whole table only where rows are dropped)
+        train = train[~unlabelled].reset_index(drop=True)
 
     test_frame = _read(Path(test), "test") if test else None
     if group is not None and task_type not in (None, "ranking"):

@@ -13,6 +13,7 @@ from ..core.errors import TaskError
 from ..firewall.time_split import task_times, time_holdout
 from ..firewall.workspace import split_holdout
 from ..task.folder import TaskSpec, load_task
+from ..util.exact_csv import write_csv_exact
 
 
 def prepare_dest(dest: Path, overwrite: bool = False) -> Path:
@@ -74,7 +75,7 @@ def default_prediction(spec: TaskSpec, train: pd.DataFrame) -> dict[str, object]
         return {c: share for c in spec.prediction_columns}
     if kind == "value":
         values = {c: train[c] if c in train else train[target] for c in spec.prediction_columns}
-        return {c: float(pd.to_numeric(v, errors="coerce").median()) for c, v in values.items()}
+        return {c: float(pd.to_numeric(v, errors="coerce").astype(float).median()) for c, v in values.items()}
     # a label column per target (multi-label) takes its own most common label
     return {c: train[c if c in train else target].astype(str).mode().iloc[0] for c in spec.prediction_columns}
 
@@ -88,8 +89,8 @@ def write_task(
     answers: pd.DataFrame | None,
 ) -> Path:
     """Write task.yaml, description.md, public/ and private/ files, then load the result to prove it valid."""
-    train.to_csv(dest / "public" / spec.train_file, index=False)
-    test_inputs.to_csv(dest / "public" / spec.test_file, index=False)
+    write_csv_exact(train, dest / "public" / spec.train_file)
+    write_csv_exact(test_inputs, dest / "public" / spec.test_file)
     sample = pd.DataFrame({spec.id_column: test_inputs[spec.id_column]})
     for key in spec.key_columns:
         sample[key] = test_inputs[key]
@@ -97,7 +98,7 @@ def write_task(
         sample[col] = value
     sample[spec.submission_columns].to_csv(dest / "public" / spec.sample_submission, index=False)
     if answers is not None:
-        answers.to_csv(dest / "private" / (spec.answers_file or "answers.csv"), index=False)
+        write_csv_exact(answers, dest / "private" / (spec.answers_file or "answers.csv"))
     (dest / "description.md").write_text(description)
     data = spec.model_dump(exclude_none=True)
     (dest / "task.yaml").write_text(yaml.safe_dump(data, sort_keys=False))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..util.exact_csv import count_rows, sample_rows
 from .column_kinds import KIND_NOTES, ColumnKind, detect_kind, plainly_numeric
 from .column_parsers import parse_number
 from .lookup import measure_tables, table_lines
@@ -41,6 +42,7 @@ class DataProfile:
     train_only: list[str] = field(default_factory=list)  # inputs of the train file the test file lacks
     files: dict[str, Any] = field(default_factory=dict)  # what a row's input file is like (files_profile)
     tables: list[dict[str, Any]] = field(default_factory=list)  # lookup tables and their joins (task.lookup)
+    profiled_rows: int | None = None  # the columns' rows when they were profiled on a sample (None: all)
 
     def columns_of(self, kind: ColumnKind) -> list[str]:
         return [c.name for c in self.columns if c.kind == kind]
@@ -60,6 +62,7 @@ class DataProfile:
             data.get("train_only", []),
             data.get("files", {}),
             data.get("tables", []),
+            data.get("profiled_rows"),
         )
 
 
@@ -82,8 +85,17 @@ def _target_profile(train: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]
 
 
 def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
-    """Profile the workspace train file; ``spec`` is the public task dict."""
-    train = pd.read_csv(data_dir / spec["train_file"], low_memory=False)
+    """Profile the workspace train file; ``spec`` is the public task dict. A train file over
+    ``_SAMPLE_ABOVE_BYTES`` has its columns profiled on a seeded random sample of about
+    ``_PROFILE_ROWS`` rows (its row count and its target are read whole): typing ten million
+    rows as pandas does would take minutes and many GiB for figures a sample tells as well."""
+    path = data_dir / spec["train_file"]
+    sample = sample_rows(path, _PROFILE_ROWS, 0, spec["target_columns"]) if _big(path) else None
+    if sample is None:
+        train = pd.read_csv(path, low_memory=False)
+        n_train, targets = len(train), train
+    else:
+        train, n_train, targets = sample.rows, sample.count, sample.whole
     n_holdout = _count_rows(data_dir / "holdout.csv")
     n_test = _count_rows(data_dir / spec["test_file"])
     skip = {spec["id_column"], *spec["target_columns"]}
@@ -111,9 +123,18 @@ def profile_workspace(data_dir: Path, spec: dict[str, Any]) -> DataProfile:
     in_test = set(pd.read_csv(test_path, nrows=0).columns) if test_path.is_file() else set(train.columns)
     train_only = [c.name for c in columns if c.name not in in_test]
     files = files_profile(data_dir, spec, train)
-    target = _target_profile(train, spec)
+    target = _target_profile(targets, spec)
     tables = measure_tables(data_dir, spec)
-    return DataProfile(len(train), n_holdout, n_test, columns, target, train_only, files, tables)
+    profiled = None if sample is None else len(train)
+    return DataProfile(n_train, n_holdout, n_test, columns, target, train_only, files, tables, profiled)
+
+
+_SAMPLE_ABOVE_BYTES = 64 << 20  # a train file larger than this is profiled on a sample of rows
+_PROFILE_ROWS = 200_000
+
+
+def _big(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > _SAMPLE_ABOVE_BYTES
 
 
 _FILE_SAMPLE = 30  # files opened to describe them: enough for sizes, colour and rates
@@ -223,6 +244,8 @@ def _count_rows(path: Path) -> int:
     line breaks, so counting lines would overstate them (tweets, reviews)."""
     if not path.exists():
         return 0
+    if _big(path) and (counted := count_rows(path)) is not None:
+        return counted
     csv.field_size_limit(1 << 30)  # a long text field is a row, not an error
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
         return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
@@ -231,6 +254,11 @@ def _count_rows(path: Path) -> int:
 def summary_text(profile: DataProfile, max_columns: int = 60) -> str:
     """A short human-readable summary for reports and prompts (bounded in size)."""
     lines = [f"train rows: {profile.n_train}, holdout rows: {profile.n_holdout}, test rows: {profile.n_test}"]
+    if profile.profiled_rows is not None:
+        lines.append(
+            f"(the columns below were profiled on a random sample of {profile.profiled_rows} train rows: "
+            "their unique counts are the sample's; the target on every row)"
+        )
     kinds: dict[str, int] = {}
     for c in profile.columns:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.errors import TaskError
+from ..util.exact_csv import read_csv_exact
 from .column_kinds import detect_kind
 from .column_parsers import as_text, parse_datetime
 
@@ -118,9 +120,9 @@ def time_orders_of_files(train_path: Path, test_path: Path, skip: list[str] | tu
         candidates = [c for c in _not_numbers(head, columns) if parse_times(head[c]) is not None]
         if not candidates:
             return []
-        train = pd.read_csv(train_path, dtype=str, keep_default_na=False, usecols=candidates)
-        test = pd.read_csv(test_path, dtype=str, keep_default_na=False, usecols=candidates)
-    except (OSError, ValueError):  # an unreadable or empty file: other checks name its problem
+        train = read_csv_exact(train_path, usecols=candidates)
+        test = read_csv_exact(test_path, usecols=candidates)
+    except (OSError, ValueError, TaskError):  # an unreadable or empty file: other checks name its problem
         return []
     return time_orders(train, test)
 

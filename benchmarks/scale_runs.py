@@ -1,0 +1,177 @@
+"""Whole runs of the recipe brain as the rows grow (issue 40, item 4). Run by hand, report the figures:
+
+    .venv/bin/python benchmarks/scale_runs.py [--rows 10000,100000,1000000] [--budget 10m]
+                                              [--peer lightgbm|none] [--workdir DIR]
+
+The data: scikit-learn's breast-cancer set resampled to each row count with 5% noise on every
+measurement (``benchmarks/scale.py``'s row sweep, which says why), handed over as one CSV
+(``csv:PATH``: a fifth of the rows become the test rows, their labels sealed). For each size,
+``mlguild run --time BUDGET --brain recipes --no-memory`` runs in a process of its own, and
+then, one after the other on the same machine, a default LightGBM on all labelled rows
+(``benchmarks/peers/run_lightgbm.py``, as in ``vs_automl.py``). Printed per size:
+
+- ``create s``: from the command's start to the run folder built (the task folder from the
+  CSV, the firewall, the verifier, the profile);
+- ``search s`` and ``final s``: the search's and the final stage's seconds (``mlguild status
+  --json``), and ``total s``, the command's wall time;
+- ``nodes``: the search nodes that finished, those killed by their time limit and those whose
+  estimated cost kept them from starting;
+- ``harness MB``: the peak resident memory of the mlguild process (its ``VmHWM``, read every
+  half second); ``script MB``: the largest peak of a node's process tree, as the sandbox
+  measured it;
+- the final test score, the peer's, and their ratio (above 1: mlguild better).
+
+Growth exponents between the first and the last size are printed for the times and the
+memory; one above 1.15 on a figure that is at least 10 s or 500 MB at the largest size is
+flagged ``SUPERLINEAR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale import base_frame, with_rows
+from vs_automl import mlguild_command, parse_duration, run_peer
+
+from mlguild.sources.resolve import resolve_task
+
+LIMIT = 1.15
+FIGURES = ("create s", "search s", "final s", "total s", "harness MB", "script MB")
+
+
+def peak_mb(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far (VmHWM), in MB; 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict:
+    """``mlguild run`` on the task folder, its process's peak memory watched; its figures."""
+    runs, run_id = work / "runs", name
+    log = work / f"mlguild-{name}.log"
+    env = {**os.environ, "MLGUILD_HOME": str(work / "home"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    command = [*mlguild_command(), "run", str(task_root), "--time", f"{budget_s:g}s", "--brain", "recipes"]
+    command += ["--runs-dir", str(runs), "--run-id", run_id, "--no-memory"]
+    started, started_at = time.monotonic(), time.time()
+    peak = [0.0]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+        def watch() -> None:
+            while proc.poll() is None:
+                peak[0] = max(peak[0], peak_mb(proc.pid))
+                time.sleep(0.5)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        proc.wait(timeout=2 * budget_s + 1800)
+        watcher.join()
+    total = time.monotonic() - started
+    run_dir = runs / run_id
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines() if line.strip()]
+    created = next(e["ts"] for e in journal if e["type"] == "run_started")
+    status = json.loads(
+        subprocess.run(
+            [*mlguild_command(), "status", str(run_dir), "--json"], capture_output=True, text=True, env=env, check=True
+        ).stdout
+    )
+    finished = [e for e in journal if e["type"] == "node_finished"]
+    scripts = max((float((e.get("exec") or {}).get("peak_tree_rss_mb") or 0) for e in finished), default=0.0)
+    grade_path = run_dir / "audit" / "final_grade.json"
+    grade = json.loads(grade_path.read_text()) if grade_path.exists() else {}
+    budget = status["budget"]
+    return {
+        "create s": created - started_at,
+        "search s": float(budget.get("search_s") or 0),
+        "final s": float(budget.get("final_s") or 0),
+        "total s": total,
+        "harness MB": peak[0],
+        "script MB": scripts,
+        "nodes": sum(1 for n in status.get("nodes", []) if n.get("op") not in ("refit", "eda")),
+        "timed_out": budget.get("timed_out"),
+        "not_started": budget.get("not_started"),
+        "score": grade.get("test_score"),
+        "refit": grade.get("refit"),
+        "rc": proc.returncode,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="10000,100000,1000000")
+    parser.add_argument("--budget", default="10m")
+    parser.add_argument("--peer", default="lightgbm", choices=("lightgbm", "none"))
+    parser.add_argument("--workdir", type=Path, help="keep the data, runs and logs here (default: a temporary folder)")
+    args = parser.parse_args()
+    budget_s = parse_duration(args.budget)
+    work = (args.workdir or Path(tempfile.mkdtemp(prefix="scale_runs-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["MLGUILD_HOME"] = str(work / "home")
+    sizes = [int(x) for x in args.rows.split(",") if x]
+    results = []
+    for rows in sizes:
+        name = f"rows{rows}"
+        csv = work / f"{name}.csv"
+        with_rows(base_frame(), rows).to_csv(csv, index=False)
+        task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
+        got = run_mlguild(task.root, name, budget_s, work)
+        if args.peer != "none":
+            spec_json = work / f"{name}.spec.json"
+            spec_json.write_text(json.dumps(task.spec.public_dict(), indent=2))
+            peer = run_peer(
+                "lightgbm", task, spec_json, name, budget_s, work, 2 * budget_s + 1800, work, os.cpu_count() or 1
+            )
+            got["peer"] = peer.get("score")
+            got["peer s"] = peer.get("wall_s")
+        results.append((rows, got))
+        print(f"  {rows:>10,}: {json.dumps(got)}", flush=True)
+    print(
+        f"\n{'rows':>10} | "
+        + " | ".join(f"{f:>10}" for f in FIGURES)
+        + " | nodes (killed, not started) | score | peer | ratio"
+    )
+    for rows, got in results:
+        figures = " | ".join(f"{got[f]:10.1f}" for f in FIGURES)
+        ratio = got["score"] / got["peer"] if got.get("score") and got.get("peer") else float("nan")
+        print(
+            f"{rows:>10,} | {figures} | {got['nodes']} ({got['timed_out']}, {got['not_started']}) | "
+            f"{got['score']} | {got.get('peer')} | {ratio:.4f}"
+        )
+    flagged = []
+    if len(results) > 1:
+        (small, first), (large, last) = results[0], results[-1]
+        line = []
+        for figure in FIGURES:
+            k = (
+                math.log(last[figure] / first[figure]) / math.log(large / small)
+                if first[figure] > 0 < last[figure]
+                else float("nan")
+            )
+            line.append(f"{k:10.2f}")
+            big = last[figure] >= (500 if figure.endswith("MB") else 10)
+            if k > LIMIT and big:
+                flagged.append(f"{figure} grows as rows^{k:.2f}")
+        print(f"{'exponent':>10} | " + " | ".join(line))
+    for line in flagged:
+        print(f"SUPERLINEAR: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
