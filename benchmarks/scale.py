@@ -9,7 +9,8 @@ measurement multiplied by 1 + 5% Gaussian noise and rounded to 5 decimals, so th
 repeat (repeated values cost a CSV reader far less than real data does); the column sweep
 repeats its measurements, renamed, to 10, 1,000 and 50,000 columns on its first
 ``--column-rows`` rows. Every point runs in a process of its own, so its peak resident memory
-(``peak MB``, the harness's, after run creation and after the draft) is its own. Each point is a CSV as a user hands it over (``csv:PATH``), and the
+(the harness's, in MB: after the task folder is built, ``init MB``; after the run is created,
+``create MB``; at the end, ``peak MB``) is its own. Each point is a CSV as a user hands it over (``csv:PATH``), and the
 costs measured are the harness's, never a model's:
 
 - init: reading the CSV into a task folder (target, metric, time order and text columns inferred);
@@ -58,7 +59,7 @@ from mlguild.sources.resolve import resolve_task
 from mlguild.task.spec import HOLDOUT_SAMPLE
 
 COSTS = ("init", "firewall", "verifier", "profile", "score", "pools", "memory", "draft")
-COLUMNS = (*COSTS, "create MB", "peak MB")
+COLUMNS = (*COSTS, "init MB", "create MB", "peak MB")
 LIMIT = 1.15  # a growth exponent above this is faster than linear, noise allowed for
 times: dict[str, float] = defaultdict(float)
 
@@ -133,6 +134,7 @@ def measure(csv: Path, workdir: Path) -> dict[str, float]:
     started = time.perf_counter()
     task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
     times["init"] = time.perf_counter() - started
+    times["init MB"] = peak_mb()
     cfg = load_config(
         None,
         [
@@ -170,12 +172,21 @@ def exponent(sizes: list[int], seconds: list[float]) -> float:
     return math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
 
 
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` as a CSV, by Arrow's writer (pandas takes minutes over ten million rows)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
 def point(frame: pd.DataFrame) -> dict[str, float]:
     """One point of a sweep: its CSV written here, its costs measured in a process of its own
     (so that its peak memory is the harness's alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "data.csv"
-        frame.to_csv(csv, index=False)
+        write_csv(frame, csv)
+        del frame
         command = [sys.executable, __file__, "--point", str(csv)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
