@@ -8,9 +8,9 @@ binary diagnosis). The row sweep resamples its rows to 10k, 100k and 1M rows (30
 measurement multiplied by 1 + 5% Gaussian noise and rounded to 5 decimals, so that values do not
 repeat (repeated values cost a CSV reader far less than real data does); the column sweep
 repeats its measurements, renamed, to 10, 1,000 and 50,000 columns on its first
-``--column-rows`` rows. Every point runs in a process of its own, so its peak resident memory
-(the harness's, in MB: after the task folder is built, ``init MB``; after the run is created,
-``create MB``; at the end, ``peak MB``) is its own. Each point is a CSV as a user hands it over (``csv:PATH``), and the
+``--column-rows`` rows. Each point's task folder is made from its CSV in a process of its own
+(``init MB``: that process's peak resident memory) and the rest runs in another (``create MB``
+after the run is created, ``peak MB`` at the end), so each peak is its step's alone. Each point is a CSV as a user hands it over (``csv:PATH``), and the
 costs measured are the harness's, never a model's:
 
 - init: reading the CSV into a task folder (target, metric, time order and text columns inferred);
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -56,6 +57,7 @@ from mlguild.sandbox import get_sandbox
 from mlguild.scoring.held_rows import HeldRows
 from mlguild.scoring.scorer import Scorer
 from mlguild.sources.resolve import resolve_task
+from mlguild.task.folder import Task, load_task
 from mlguild.task.spec import HOLDOUT_SAMPLE
 
 COSTS = ("init", "firewall", "verifier", "profile", "score", "pools", "memory", "draft")
@@ -127,14 +129,17 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(csv: Path, workdir: Path) -> dict[str, float]:
-    """The harness's costs for one CSV (seconds), and its peak memory (MB) after creating the
-    run and at the end."""
-    times.clear()
+def measure_init(csv: Path) -> dict:
+    """The seconds and the peak memory (MB) of turning one CSV into a task folder, and its path."""
     started = time.perf_counter()
     task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
-    times["init"] = time.perf_counter() - started
-    times["init MB"] = peak_mb()
+    return {"init": time.perf_counter() - started, "init MB": peak_mb(), "task": str(task.root)}
+
+
+def measure(task: Task, workdir: Path) -> dict[str, float]:
+    """The harness's costs for one task folder (seconds), and its peak memory (MB) after
+    creating the run and at the end."""
+    times.clear()
     cfg = load_config(
         None,
         [
@@ -162,7 +167,7 @@ def measure(csv: Path, workdir: Path) -> dict[str, float]:
     finally:
         run.close()
     times["peak MB"] = peak_mb()
-    return {cost: times.get(cost, float("nan")) for cost in COLUMNS}
+    return {cost: times.get(cost, float("nan")) for cost in COLUMNS if cost not in ("init", "init MB")}
 
 
 def exponent(sizes: list[int], seconds: list[float]) -> float:
@@ -181,28 +186,40 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def point(frame: pd.DataFrame) -> dict[str, float]:
-    """One point of a sweep: its CSV written here, its costs measured in a process of its own
-    (so that its peak memory is the harness's alone)."""
+    """One point of a sweep: its CSV written here; the task folder made from it in a process of
+    its own, and the rest measured in another (so that each peak memory is its step's alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "data.csv"
         write_csv(frame, csv)
         del frame
-        command = [sys.executable, __file__, "--point", str(csv)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        env = {**os.environ, "MLGUILD_HOME": str(Path(tmp) / "home")}
+        init = child(["--init", str(csv)], env)
+        task = init.pop("task")
+        return {**init, **child(["--point", task], env)}
+
+
+def child(arguments: list[str], env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, __file__, *arguments], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"a point failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"a point failed ({' '.join(arguments)}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure_point(csv: Path) -> dict[str, float]:
-    """The costs of one CSV, after a small run that pays the one-off imports."""
+def warm_up(folder: Path) -> Task:
+    """A small task folder made from a CSV in ``folder``: the one-off imports, paid before any
+    measure."""
+    small = folder / "small.csv"
+    with_rows(base_frame(), 500).to_csv(small, index=False)
+    return resolve_task(f"csv:{small}", target="diagnosis", fresh=True)
+
+
+def measure_point(task_root: Path) -> dict[str, float]:
+    """The costs of one task folder, after a small run that pays the one-off imports."""
     instrument()
     with tempfile.TemporaryDirectory() as tmp:
-        small = Path(tmp) / "data.csv"
-        with_rows(base_frame(), 500).to_csv(small, index=False)
-        measure(small, Path(tmp))
+        measure(warm_up(Path(tmp)), Path(tmp))
     with tempfile.TemporaryDirectory() as tmp:
-        return measure(csv, Path(tmp))
+        return measure(load_task(task_root), Path(tmp))
 
 
 def sweep(name: str, sizes: list[int], make: Callable[[int], pd.DataFrame], repeats: int) -> list[str]:
@@ -236,8 +253,14 @@ def main() -> int:
     parser.add_argument("--columns", default="10,1000,50000")
     parser.add_argument("--column-rows", type=int, default=200, help="rows of the column sweep's tables")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--point", help=argparse.SUPPRESS)  # one point, in a child process
+    parser.add_argument("--init", help=argparse.SUPPRESS)  # a point's task folder, in a child process
+    parser.add_argument("--point", help=argparse.SUPPRESS)  # the rest of a point, in another
     args = parser.parse_args()
+    if args.init:
+        with tempfile.TemporaryDirectory() as tmp:
+            warm_up(Path(tmp))
+        print(json.dumps(measure_init(Path(args.init))))
+        return 0
     if args.point:
         print(json.dumps(measure_point(Path(args.point))))
         return 0

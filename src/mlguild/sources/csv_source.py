@@ -16,11 +16,11 @@ from ..core.suggest import closest, did_you_mean, listing
 from ..metrics import get_metric
 from ..task.folder import TaskSpec
 from ..task.time_order import date_columns, infer_time_column
-from ..util.exact_csv import read_csv_exact
+from ..util.exact_csv import read_csv_exact, select_rows
 from ..util.frames import mean_lengths
 from .columns import default_metric, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking
-from .layout import prepare_dest, split_test, split_test_by_time, write_task
+from .layout import prepare_dest, test_rows, test_rows_by_time, write_task
 
 _TEXT_MEAN_LENGTH = 30
 
@@ -174,11 +174,13 @@ def build_from_csv(
             f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
         ) from exc
 
-    if test_frame is None and time_column is not None:
-        train, test_frame = split_test_by_time(train, 0.2, time_column)
-    elif test_frame is None:
-        stratify = target if task_type in ("binary", "multiclass") else None
-        train, test_frame = split_test(train, 0.2, 0, stratify)
+    train_rows = None  # with no test file, the rows that stay train rows (the rest are the test rows)
+    if test_frame is None:
+        if time_column is not None:
+            held = test_rows_by_time(train, 0.2, time_column)
+        else:
+            held = test_rows(train, 0.2, 0, target if task_type in ("binary", "multiclass") else None)
+        test_frame, train_rows = select_rows(train, held), ~held
     answers = None
     if target in test_frame.columns:
         answers = test_frame[[id_column, target]]
@@ -193,7 +195,7 @@ def build_from_csv(
     for path in [Path(train_path), *([Path(test)] if test else [])]:
         if (sep := sniff_separator(path)) != ",":
             description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
-    return write_task(dest, spec, description, train, test_frame, answers)
+    return write_task(dest, spec, description, train, test_frame, answers, train_rows)
 
 
 def _quiet(line: str) -> None:
@@ -216,7 +218,7 @@ def _time_column(
             )
         if named in skip:
             raise TaskError(f"--time-column {named!r} is the target or the id column", "name a column of dates")
-        split_test_by_time(train, 0.2, named)  # its values must all be dates (TaskError naming the fix)
+        test_rows_by_time(train, 0.2, named)  # its values must all be dates (TaskError naming the fix)
         how = "the test set is the latest 20% of the rows" if test is None else "the test file's rows"
         return named, [
             f"time column {named!r} (--time-column): {how}; the holdout is the latest labelled rows "

@@ -13,7 +13,7 @@ from ..core.errors import TaskError
 from ..firewall.time_split import task_times, time_holdout
 from ..firewall.workspace import split_holdout
 from ..task.folder import TaskSpec, load_task
-from ..util.exact_csv import write_csv_exact
+from ..util.exact_csv import select_rows, write_csv_exact
 
 
 def prepare_dest(dest: Path, overwrite: bool = False) -> Path:
@@ -34,21 +34,32 @@ def split_test(
     frame: pd.DataFrame, fraction: float, seed: int, stratify_on: str | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seeded (optionally stratified) split of labelled rows into train and a test set with answers."""
-    labels = frame[stratify_on] if stratify_on else pd.Series(np.zeros(len(frame)))
-    mask = split_holdout(labels, fraction, len(frame), seed, stratify=stratify_on is not None)
+    mask = test_rows(frame, fraction, seed, stratify_on)
     return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+
+
+def test_rows(frame: pd.DataFrame, fraction: float, seed: int, stratify_on: str | None) -> np.ndarray:
+    """The rows ``split_test`` makes test rows (a boolean mask)."""
+    labels = frame[stratify_on] if stratify_on else pd.Series(np.zeros(len(frame)))
+    return split_holdout(labels, fraction, len(frame), seed, stratify=stratify_on is not None)
 
 
 def split_test_by_time(frame: pd.DataFrame, fraction: float, column: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split labelled rows ordered in time: the test set is the latest ``fraction`` of them (rows
     sharing the time at the cut all on one side), as a competition on such data would split it."""
+    mask = test_rows_by_time(frame, fraction, column)
+    return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+
+
+def test_rows_by_time(frame: pd.DataFrame, fraction: float, column: str) -> np.ndarray:
+    """The rows ``split_test_by_time`` makes test rows (a boolean mask)."""
     times = task_times(frame, column, "the labelled rows")
     mask = time_holdout(times, int(round(len(frame) * fraction)))
     if not mask.any():
         raise TaskError(
             f"every row has the same {column!r}: no row is later than another", "pass another --time-column, or none"
         )
-    return frame[~mask].reset_index(drop=True), frame[mask].reset_index(drop=True)
+    return mask
 
 
 def split_test_groups(
@@ -87,9 +98,15 @@ def write_task(
     train: pd.DataFrame,
     test_inputs: pd.DataFrame,
     answers: pd.DataFrame | None,
+    train_rows: np.ndarray | None = None,
 ) -> Path:
-    """Write task.yaml, description.md, public/ and private/ files, then load the result to prove it valid."""
-    write_csv_exact(train, dest / "public" / spec.train_file)
+    """Write task.yaml, description.md, public/ and private/ files, then load the result to prove it valid.
+    ``train_rows``: the rows of ``train`` that are train rows (the rest became the test rows),
+    written a block at a time so that a long table is never copied whole; None: all of them."""
+    write_csv_exact(train, dest / "public" / spec.train_file, rows=train_rows)
+    if train_rows is not None:  # the labels the sample's stand-in values come from
+        labels = [c for c in dict.fromkeys([*spec.target_columns, *spec.prediction_columns]) if c in train]
+        train = select_rows(train[labels], train_rows)
     write_csv_exact(test_inputs, dest / "public" / spec.test_file)
     sample = pd.DataFrame({spec.id_column: test_inputs[spec.id_column]})
     for key in spec.key_columns:
