@@ -41,8 +41,11 @@ for i in range(3):
             os.setsid()
             if os.fork() == 0:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                open("grandchild", "w").close()
         while True:
             time.sleep(0.05)
+while not os.path.exists("grandchild"):  # "ready" once the whole tree is up, however loaded the machine
+    time.sleep(0.01)
 open("ready", "w").close()
 while True:
     time.sleep(0.05)
