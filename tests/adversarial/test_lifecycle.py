@@ -271,3 +271,8 @@ def test_agent_and_supervisor_both_killed_leave_the_namespace_to_its_init(tmp_pa
     finally:
         agent.kill()
         agent.wait()
+
+
+# Never beside one another: these tests kill sandboxed processes, and the lifecycle test of a
+# namespace left to its init lost that namespace to a kill from a test run beside it.
+pytestmark = pytest.mark.xdist_group("process-kills")

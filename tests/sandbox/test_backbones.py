@@ -156,3 +156,8 @@ def test_the_llm_brain_hears_of_the_backbones_for_images_text_and_sound_only():
     assert "efficientnet_lite0 (image, 1280-d" in line and "MLGUILD_DEVICE" in line
     assert "Pretrained backbones" in _backbones_line({"modality": "tabular", "text_columns": ["review"]})
     assert len(line) < 700  # one short line in the prompt
+
+
+# Never beside one another: these tests kill sandboxed processes, and the lifecycle test of a
+# namespace left to its init lost that namespace to a kill from a test run beside it.
+pytestmark = pytest.mark.xdist_group("process-kills")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from conftest import make_task, mlguild
 
 from mlguild.sandbox import devices
@@ -75,3 +76,8 @@ def test_a_cpu_run_says_so_and_tells_scripts_cpu(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     status = mlguild("status", str(tmp_path / "runs" / "c"), cwd=tmp_path, env=env)
     assert "device: every node's script ran on the cpu (" in " ".join(status.stdout.split())
+
+
+# Never beside one another: these tests kill sandboxed processes, and the lifecycle test of a
+# namespace left to its init lost that namespace to a kill from a test run beside it.
+pytestmark = pytest.mark.xdist_group("process-kills")

@@ -745,3 +745,8 @@ def test_bwrap_runs_an_interpreter_that_lives_under_tmp(tmp_path):
         assert "ran" in (node / "o.txt").read_text()
     finally:
         shutil.rmtree(venv, ignore_errors=True)
+
+
+# Never beside one another: these tests kill sandboxed processes, and the lifecycle test of a
+# namespace left to its init lost that namespace to a kill from a test run beside it.
+pytestmark = pytest.mark.xdist_group("process-kills")
