@@ -43,6 +43,11 @@ class FirewallConfig(_Section):
         ge=1,
         description="A confirmation split smaller than this many rows is skipped (the run says so): too few rows to confirm anything.",
     )
+    parquet_above_mb: float = Field(
+        64,
+        ge=0,
+        description="A training file larger than this (MB) also gets Parquet copies of its training, holdout and test files in the workspace, typed and narrowed (train.parquet beside train.csv), which the recipes read instead.",
+    )
 
 
 class SandboxConfig(_Section):

@@ -121,6 +121,19 @@ class SearchConfig(_Section):
         ge=0,
         description="The noise floor assumed until re-runs measure it, as a share of the best node's score.",
     )
+    row_samples: bool = Field(
+        True,
+        description="On a table with more training rows than sample_above_rows, search on nested random samples of them first: drafts on a sample the time allows, the best of each size run again on sample_factor times more rows (successive halving); the final refit uses every row.",
+    )
+    sample_above_rows: int = Field(
+        200_000, ge=1, description="Training rows above which the search samples them (row_samples)."
+    )
+    sample_min_rows: int = Field(50_000, ge=1, description="The smallest row sample the search trains on.")
+    sample_factor: int = Field(
+        4,
+        ge=2,
+        description="How many times more rows each larger sample holds, and how many nodes of one size compete for each promotion.",
+    )
     stop_on_convergence: bool = Field(
         False,
         description="End the run early once the search has converged (see convergence_window); --stop-on-convergence.",

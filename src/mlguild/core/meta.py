@@ -45,4 +45,9 @@ class NodeMeta(TypedDict, total=False):
     rerun_of: str
     refit_of: str
     data: str  # what a refit ran on, in words
+    # A row sample's (mlguild.run.samples): the training rows its script read, of how many, and
+    # the node whose script a grow ran again on more of them.
+    train_rows: int
+    train_rows_of: int
+    grown_from: str
     stage: dict[str, str]

@@ -37,6 +37,7 @@ class Action:
     parents: tuple[str, ...] = ()
     reason: str = ""
     reference: str = ""  # a rung of the baseline ladder the harness runs itself (mlguild.run.references)
+    rows: int | None = None  # the training rows its script reads: a random sample of this many (None: all)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class Context:
     ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the ideas offered to this node, best first
     why: str = ""  # why the search chose this move on these parents (best, exploring, stagnant, a re-run), in words
     full_limit_s: float | None = None  # the limit a script gets while the run's end is not near
+    train_rows: int | None = None  # a row sample's size, when its script trains on one (mlguild.run.samples)
     noise: str = ""  # how far apart two holdout scores must be to differ beyond noise, in one sentence
     earlier_bests: tuple[EarlierBest, ...] = ()  # the configurations of earlier runs' best nodes on this very task
     memory: MemoryQuery | None = None  # asks the memory at proposal time (a planner, with its draft plan)

@@ -22,6 +22,7 @@ class Op(StrEnum):
     FUSE = "fuse"  # one script combining a node with the best ideas of other branches
     BLEND = "blend"  # a weighted average of several nodes' predictions (mlguild.brains.recipes.fuse)
     RERUN = "rerun"  # a candidate's script again with another seed: evidence, not a new idea
+    GROW = "grow"  # a node's script again on a larger sample of the training rows (successive halving)
     REFIT = "refit"  # a final refit on all labelled rows (mlguild.final.stage): not a search node
 
 

@@ -31,6 +31,7 @@ from ..scoring.scorer import Scorer
 from ..task.spec import TaskSpec
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import atomic_write, read_no_follow
+from ..util.parquet import refresh_parquet
 from .bundle import EXPORT_FILE, export_run
 
 Say = Callable[[str], None]
@@ -157,6 +158,7 @@ def _data_with(export: Path, spec: TaskSpec, new_rows: Path, dest: Path, say: Sa
     shutil.copytree(dest, dest.with_name("data-saved-model"))
     rows.to_csv(dest.with_name("data-saved-model") / PREDICT_ROWS, index=False)
     rows.to_csv(dest / spec.test_file, index=False)
+    refresh_parquet(dest / spec.test_file)  # a large table's typed copy: the new rows
     template = read_csv_exact(dest / spec.sample_submission)
     sample = pd.DataFrame(
         {

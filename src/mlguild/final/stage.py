@@ -50,6 +50,7 @@ from ..run.refit import (
     refit_seconds,
 )
 from ..run.reserve import harness_seconds, refittable
+from ..run.samples import remove_samples
 from ..run.session import Session
 from ..rundir import events
 from ..rundir.folder import RunDir
@@ -210,11 +211,14 @@ class FinalStage:
             )
             # On rows ordered in time, a model that never saw the latest rows is a poor final
             # one: with no time to refit on every labelled row, refit on the latest window, as
-            # many rows as the search trained on (so as long as the search ran it).
+            # many rows as the search trained on (so as long as the search ran it; a row
+            # sample's rows, for a chain that searched on one: mlguild.run.samples).
             chain = refit_chain(graph, best, self.run)
-            same_size = sum(node_refit_seconds(n, 1.0, scale_of(n)) for n in chain)
+            searched = int(self.run.workspace.manifest()["split"]["train_rows"])
+            rows = min(int(n.meta.get("train_rows") or searched) for n in chain)
+            same_size = sum(node_refit_seconds(n, rows / searched, scale_of(n)) for n in chain)
             if self.run.spec.time_column and same_size <= timeout_s:
-                grow, window = 1.0, int(self.run.workspace.manifest()["split"]["train_rows"])
+                grow, window = rows / searched, rows
                 self.base_reason += (
                     f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
                     f"so refitted on the latest {window} labelled rows, as many as the search trained on"
@@ -232,6 +236,7 @@ class FinalStage:
                 self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
                 best = other
         deadline = time.monotonic() + timeout_s
+        remove_samples(self.run)  # the search's row samples: every refit trains on every row
         data = build_full_data(self.run, latest_rows=window)
         try:
             refitted: dict[str, Node] = {}

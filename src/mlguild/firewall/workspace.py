@@ -36,6 +36,7 @@ from ..task.spec import (
 from ..task.time_order import time_orders_of_files
 from ..util.exact_csv import read_csv_exact, write_csv_exact, write_rows
 from ..util.fs import sha256_file
+from ..util.parquet import column_types, parquet_rows, write_parquet
 from .checks import check_ids, check_labels, no_copy_of_the_target
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
 from .draws import split_holdout
@@ -158,6 +159,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
     write_rows(task.test_path, np.ones(len(test), dtype=bool), inside(out, spec.test_file))
     files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
+    if (out / spec.train_file).stat().st_size > cfg.parquet_above_mb * 1e6:  # a large table: typed copies too
+        for name, rows in _parquet_copies(spec, out).items():
+            files[name] = _file_entry(out / name, rows)
 
     sample = read_csv_exact(task.sample_submission_path)
     shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
@@ -263,6 +267,25 @@ def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: Firew
     orders = time_orders_of_files(task.train_path, task.test_path, skip)
     warning = random_holdout_warning(orders, forced=spec.time_column is not None)
     return {"kind": "random", **({"warning": warning} if warning else {})}
+
+
+def _parquet_copies(spec: TaskSpec, out: Path) -> dict[str, int]:
+    """Parquet copies of the training, holdout and test files (mlguild.util.parquet), their
+    columns typed alike over all three; the ids, labels and keys kept as text. Their names and
+    row counts; none where a file cannot be typed (the CSV files are the contract)."""
+    csvs = [out / spec.train_file, out / HOLDOUT_INPUTS, out / spec.test_file]
+    text = [spec.id_column, *spec.target_columns, *spec.key_columns, spec.group_column, spec.file_column]
+    written: dict[str, int] = {}
+    try:
+        types = column_types(csvs, [c for c in text if c])
+        for csv in csvs:
+            path = write_parquet(csv, types)
+            written[path.relative_to(out).as_posix()] = parquet_rows(path)
+    except TaskError:
+        for name in written:
+            (out / name).unlink()
+        return {}
+    return written
 
 
 def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:

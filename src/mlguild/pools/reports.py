@@ -25,7 +25,7 @@ from .store import PoolStore
 
 _TIME_LIMIT_SHARE = 0.8  # a script that used more of its limit than this was close to being cut
 _DIGEST_CHARS = 600  # one report as a prompt shows it
-_NOT_REPORTED = (Op.REFIT, Op.RERUN, Op.EDA)  # repeats of a node, or no attempt at the task
+_NOT_REPORTED = (Op.REFIT, Op.RERUN, Op.GROW, Op.EDA)  # repeats of a node, or no attempt at the task
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ class ContextBuilder:
             brief=self.brief,
             why=why_chosen(graph, action),
             full_limit_s=full_limit_s(self.run.config),
+            train_rows=action.rows,
             noise=self.noise(graph),
             earlier_bests=tuple(self.memory.earlier_bests()),
             memory=PlanRecall(self.memory, str(action.op), self.shown(graph, parents)),

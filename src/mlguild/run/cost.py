@@ -64,12 +64,14 @@ def family(meta: Mapping[str, Any], code: str) -> str | None:
 
 def work_units(meta: Mapping[str, Any], n_train: int) -> float:
     """How much fitting a script does, in folds of one seed on all training rows (1 when its
-    meta does not say)."""
+    meta does not say): fewer on a row sample (``train_rows``, mlguild.run.samples) or under
+    a recipe's row cap."""
     run = meta.get("run") if isinstance(meta.get("run"), Mapping) else {}
     assert isinstance(run, Mapping)
     folds, seeds = float(run.get("n_folds") or 1), float(run.get("seeds") or 1)
+    read = float(meta.get("train_rows") or n_train)
     cap = run.get("max_train_rows")
-    rows = min(1.0, float(cap) / n_train) if cap and n_train else 1.0
+    rows = min(1.0, min(read, float(cap) if cap else read) / n_train) if n_train else 1.0
     return max(folds * seeds * rows, 1e-9)
 
 
@@ -86,7 +88,7 @@ def estimate(graph: SearchGraph, action: Action, proposal: Proposal, code_of: An
     a node's script (to tell the family of a node the recipes did not write)."""
     units = work_units(proposal.meta, n_train)
     parents = [graph.nodes[p] for p in action.parents if p in graph.nodes]
-    if action.op in (Op.IMPROVE, Op.RERUN) or (action.op == Op.DEBUG and parents and parents[0].ok):
+    if action.op in (Op.IMPROVE, Op.RERUN, Op.GROW) or (action.op == Op.DEBUG and parents and parents[0].ok):
         parent = parents[0] if parents else None
         if parent is None or not _measured(parent):
             return None

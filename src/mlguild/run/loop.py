@@ -25,6 +25,7 @@ from .health import check_after_node
 from .node import finish_node, resume_interrupted, run_node, sync_best
 from .propose import context_for, propose
 from .references import References
+from .samples import sampled
 from .session import Reserved, Session
 from .workers import run_workers
 
@@ -96,19 +97,24 @@ class Agent:
         timeout = s.clock.next_limit_s(graph)
         explore = s.run.config.brain.eda and isinstance(s.brain, Explorer) and Op.EDA not in s.state.unavailable
         if not len(graph) and explore:
-            action = Action(Op.EDA, (), reason="explore the data before the first draft")
+            action = s.rows.assign(Action(Op.EDA, (), reason="explore the data before the first draft"), graph, None)
             return action, min(timeout, s.run.config.brain.eda_timeout_s)
         reference = self.references.next_action()  # the harness's own models first
         if reference is not None:
-            return reference, self.references.time_limit(timeout)
+            return s.rows.assign(reference, graph, s.clock.remaining_s()), self.references.time_limit(timeout)
+        grow = s.rows.promotion(graph, timeout, lambda n: graph.score_of(n).key())  # a sample's best, on more rows
+        if grow is not None:
+            return grow, timeout
         waive_seed_checks(s)  # a seed check only where its decision can still be acted on
         action = instead_of(s.policy.select(graph, len(graph)), graph, s.state.unavailable)
         action = affordable(action, graph, timeout, s.clock.full_limit_s())  # no script the time left cannot run
+        action = s.rows.assign(action, graph, s.clock.remaining_s())  # a large table's row sample
         if action.op == Op.BLEND:
             try:
                 return action, s.clock.next_limit_s(graph, action.parents)
             except BudgetExhausted:  # the blend's refit does not fit: a node that does, not the end
-                return cheaper(graph, timeout, "too little for this blend and its refit"), timeout
+                instead = cheaper(graph, timeout, "too little for this blend and its refit")
+                return s.rows.assign(instead, graph, s.clock.remaining_s()), timeout
         return action, timeout
 
     def _run(self, reserved: Reserved, cpus: tuple[int, ...] | None = None) -> Node:
@@ -117,6 +123,7 @@ class Agent:
         try:
             started = s.clock.elapsed()
             proposal, failure, seed = propose(s, reserved, self.references)
+            proposal = sampled(proposal, action, s.rows.n_train)  # the rows it trains on, in its meta
             brain_s = s.clock.elapsed() - started
             timeout = s.clock.within_remaining(reserved.timeout, brain_s)  # the brain's time comes out of the script's
             if failure is None:  # a script its estimated cost says cannot finish is not started

@@ -42,6 +42,7 @@ from ..util.fs import atomic_write, read_no_follow, read_text_no_follow, sha256_
 from .budget import MIN_SCRIPT_S, mark_cut_short
 from .refit import growth
 from .reserve import refit_scale
+from .samples import sample_dir
 from .session import Session
 from .steps import kept_outcome, kept_outputs, kept_step, score_once
 from .workers import current_worker
@@ -191,6 +192,9 @@ def _execute(
 ) -> Outcome:
     """Run the node's written script (mlguild.run.executor); a script that changed the scorer's
     files finishes its node as ``scorer_tampered`` (report, journal) and stops the run, named."""
+    rows = node.meta.get("train_rows")
+    if data_dir is None and rows and node.op != Op.REFIT:  # a large table's row sample (mlguild.run.samples)
+        data_dir = sample_dir(session.run, int(rows))
     outcome = session.executor.execute(node, timeout_s, seed=seed, data_dir=data_dir, cpus=cpus, score=score)
     if outcome.status != FailureKind.SCORER_TAMPERED:
         return outcome
@@ -235,7 +239,8 @@ def _finish(session: Session, node: Node, outcome: Outcome) -> None:
             mark_seen(session.run)  # the harness's own edit of the brief, not a person's
         session.contexts.brief = None  # the next proposal reads the brief with the findings
     # A re-run repeats its node, a node not started for its cost never ran: nothing to remember.
-    if node.op not in (Op.RERUN, Op.EDA) and node.status != FailureKind.OVER_BUDGET:
+    # A grow is a node's script on more rows: its record is the node's.
+    if node.op not in (Op.RERUN, Op.GROW, Op.EDA) and node.status != FailureKind.OVER_BUDGET:
         session.memory.record(node, graph, "" if node.ok else session.code(node), session.columns)
         session.report_warnings()
     is_best = sync_best(session)

@@ -19,6 +19,7 @@ from ..core.vocabulary import FailureKind, Op
 from ..rundir.records import Outcome
 from .context import offer
 from .references import References
+from .samples import grow_proposal
 from .session import Reserved, Session
 
 # How often the brain is asked again for a node whose proposal repeats a node's code; then
@@ -31,7 +32,7 @@ def context_for(s: Session, node: Node, action: Action, timeout: float) -> Conte
     """What ``node``'s brain will see (None for a re-run: no brain involved), the ideas it
     offers recorded on the node at once. Holds the session's lock (reentrant: ``reserve``
     calls it holding it)."""
-    if action.op == Op.RERUN:
+    if action.op in (Op.RERUN, Op.GROW):
         return None
     with s.lock:
         context = s.contexts.build(s.state.graph, action, node.iteration, timeout, node.id)
@@ -51,6 +52,11 @@ def propose(s: Session, reserved: Reserved, references: References) -> tuple[Pro
     try:
         if action.op == Op.RERUN:  # the same script with another seed: no brain involved
             proposal, seed = _rerun(s, action.parents[0], seed)
+        elif action.op == Op.GROW:  # a node's script on more rows: no brain involved either
+            with s.lock:
+                parent = s.state.graph[action.parents[0]]
+                proposal = grow_proposal(parent, s.code(parent), action)
+            seed = int(parent.meta.get("seed", seed))
         elif action.reference:  # the harness's script, not the brain's: nothing to review
             proposal = references.proposal(action)
         else:

@@ -30,8 +30,9 @@ from ..firewall.workspace import Workspace
 from ..rundir.folder import RunDir
 from ..scoring.ranked import row_keys
 from ..task.spec import HOLDOUT_FILES, TaskSpec
-from ..util.exact_csv import read_csv_exact
+from ..util.exact_csv import read_csv_exact, write_csv_exact
 from ..util.fs import read_no_follow
+from ..util.parquet import refresh_parquet
 
 # A refit's seconds over its node's seconds in the search, per unit of growth of the training
 # file, before any refit of its family was measured: linear in rows, and a quarter more.
@@ -81,6 +82,14 @@ def growth(run: RunDir) -> float:
     return (train + holdout + (split.get("confirm_rows") or 0)) / train
 
 
+def sample_growth(node: Node) -> float:
+    """How many times more rows the search's training file holds than the row sample ``node``
+    trained on (mlguild.run.samples), 1 for a node that read every row: its refit grows by
+    this much more than ``growth``."""
+    rows, of = node.meta.get("train_rows"), node.meta.get("train_rows_of")
+    return float(of) / float(rows) if rows and of else 1.0
+
+
 def node_refit_seconds(node: Node, grow: float, scale: float = DEFAULT_SCALE) -> float:
     """How long the refit of one node is expected to take: its measured fit time on this run,
     times the growth of the training file, times ``scale`` (what refits of its family
@@ -88,7 +97,7 @@ def node_refit_seconds(node: Node, grow: float, scale: float = DEFAULT_SCALE) ->
     to its time budget) is given more when the time left allows (``refit_budget``), but what
     the search keeps back for it is what it measured (issue 38: a 5-minute run kept back its
     nodes' whole time limits and ended a minute early)."""
-    return expected_refit_seconds(grow, node.timing.get("exec_s", 0.0), scale)
+    return expected_refit_seconds(grow * sample_growth(node), node.timing.get("exec_s", 0.0), scale)
 
 
 def expected_refit_seconds(grow: float, exec_s: float, scale: float = DEFAULT_SCALE) -> float:
@@ -107,9 +116,9 @@ def is_paced(node: Node) -> bool:
 
 def refit_budget(node: Node, grow: float, left_s: float) -> float:
     """The time limit of ``node``'s refit with ``left_s`` seconds left: a paced script gets as
-    much budget per row as the search gave it, when that fits (or it would train less than the
+    much budget per row as the search gave it (on its row sample's rows), when that fits (or it would train less than the
     node it replaces); any other script all that is left (it stops when it is done)."""
-    return min(left_s, grow * node.timing["budget_s"]) if is_paced(node) else left_s
+    return min(left_s, grow * sample_growth(node) * node.timing["budget_s"]) if is_paced(node) else left_s
 
 
 def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None, scale_of: ScaleOf | None = None) -> float:
@@ -194,7 +203,8 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, latest_rows: int 
         full = full[(when >= cut).to_numpy()].reset_index(drop=True)
     target = dest / spec.train_file
     target.unlink()
-    full.to_csv(target, index=False)
+    write_csv_exact(full, target)  # by Arrow where it can: pandas spends minutes on ten million rows
+    refresh_parquet(target)  # a large table's typed copy holds these rows too
     if spec.file_column is not None:  # the holdout rows' files join the train rows' (neutral names)
         for path in sorted((dest / HOLDOUT_FILES).iterdir()):
             shutil.copyfile(path, dest / str(spec.train_files) / path.name)

@@ -28,7 +28,15 @@ from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import Op, Status
 from ..rundir.folder import RunDir
 from .cost import family
-from .refit import DEFAULT_SCALE, best_blend, expected_refit_seconds, growth, planned_blend_seconds, refit_seconds
+from .refit import (
+    DEFAULT_SCALE,
+    best_blend,
+    expected_refit_seconds,
+    growth,
+    planned_blend_seconds,
+    refit_seconds,
+    sample_growth,
+)
 
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
 # Over the measured scales, for their spread from run to run. A machine whose load changes
@@ -50,7 +58,7 @@ def refit_scale(refit: Node, original: Node, grow: float) -> float | None:
     refit_s, search_s = refit.timing.get("exec_s") or 0.0, original.timing.get("exec_s") or 0.0
     if refit.status != Status.FINAL_OK or refit_s <= 0 or search_s <= 0 or grow <= 0:
         return None
-    return refit_s / (search_s * grow)
+    return refit_s / (search_s * grow * sample_growth(original))
 
 
 @dataclass

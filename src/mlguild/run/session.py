@@ -42,6 +42,7 @@ from .context import ContextBuilder
 from .encoder_probe import EncoderProbe
 from .executor import Executor
 from .reserve import RefitScales, refit_family
+from .samples import RowPlan
 
 EventHandler = Callable[[str, dict], None]
 
@@ -76,6 +77,7 @@ class Session:
         self.executor = Executor(run, sandbox, self.scorers)
         self.clock = BudgetClock(run, self.state)
         self.probe = EncoderProbe(run)  # an encoder's throughput, before the first draft that runs it
+        self.rows = RowPlan.of(run)  # which row sample each node trains on (a large table's)
         self.on_event: EventHandler = on_event or (lambda kind, data: None)
         self.lock = threading.RLock()
         self.brain_lock: AbstractContextManager = nullcontext() if isinstance(brain, Concurrent) else threading.Lock()

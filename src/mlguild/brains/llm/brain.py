@@ -261,6 +261,7 @@ class LLMBrain:
             why=context.why,
             noise=context.noise,
             full_limit_s=context.full_limit_s,
+            sample_rows={"train": context.train_rows, "of": profile.n_train} if context.train_rows else None,
             column_metric=per_column(str(task.get("metric", ""))),
         )
 
