@@ -91,7 +91,9 @@ def test_every_node_kind_is_journaled_before_its_script_runs(tmp_path):
     assert done.choice is not None and done.choice["refit"], done.choice
 
     kinds = {(s["op"], s["record"]) for s in sandbox.seen}
-    every_op = {(op, "node_started") for op in Op}  # eda, draft, improve, debug, evolve, fuse, blend, rerun, grow, refit
+    every_op = {
+        (op, "node_started") for op in Op
+    }  # eda, draft, improve, debug, evolve, fuse, blend, rerun, grow, refit
     assert every_op <= kinds, sorted(every_op - kinds)
     assert (Op.EVOLVE, "node_step") in kinds  # the fix loop's second script
     for seen in sandbox.seen:

@@ -75,7 +75,7 @@ def _node(graph: SearchGraph, i: int, score: float, rows: int | None, exec_s: fl
 def test_the_best_of_a_sample_grows_to_the_next_size_when_enough_compete_and_it_fits():
     plan = RowPlan(1000, (250, 500, 1000), 2)
     graph = SearchGraph("maximize")
-    key = lambda n: graph.score_of(n).key()  # noqa: E731
+    key = lambda n: graph.score_of(n).key()
     _node(graph, 1, 0.80, 250)
     assert plan.promotion(graph, 100.0, key) is None  # one node of that size: nothing compared yet
     _node(graph, 2, 0.85, 250)
@@ -130,7 +130,10 @@ def test_a_recipe_search_trains_on_samples_grows_its_best_and_refits_on_every_ro
     first = grows[0]
     parent = graph[first.parents[0]]
     assert first.meta["train_rows"] == 450 and first.meta["grown_from"] == parent.id
-    assert first.code_sha256 == parent.code_sha256 and len(pd.read_csv(run.node_dir(first.id) / "output" / "oof.csv")) == 450
+    assert (
+        first.code_sha256 == parent.code_sha256
+        and len(pd.read_csv(run.node_dir(first.id) / "output" / "oof.csv")) == 450
+    )
     before = [n for n in graph if n.id < first.id and n.ok and n.meta.get("train_rows") == 225]
     assert len(before) >= 2 and parent.id == max(before, key=lambda n: float(n.score or 0)).id  # the best of its size
     journaled = [r["node"] for r in run.journal.records if r["type"] == "node_started" and r["node"]["id"] == first.id]
