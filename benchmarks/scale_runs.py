@@ -23,6 +23,8 @@ then, one after the other on the same machine, a default LightGBM on all labelle
 - ``harness MB``: the peak resident memory of the mlguild process (its ``VmHWM``, read every
   half second); ``script MB``: the largest peak of a node's process tree, as the sandbox
   measured it;
+- ``samples``: how many nodes trained on each row sample (``all``: every training row) and
+  how many of them were grown onto more rows (``grown``; mlguild.run.samples);
 - the final test score, the peer's, and their ratio (above 1: mlguild better).
 
 Growth exponents between the first and the last size are printed for the times and the
@@ -111,6 +113,11 @@ def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict
         ).stdout
     )
     finished = [e for e in journal if e["type"] == "node_finished"]
+    started_nodes = [e["node"] for e in journal if e["type"] == "node_started" and e["node"]["op"] != "refit"]
+    samples: dict[str, int] = {}  # nodes per row sample they trained on (mlguild.run.samples)
+    for node in started_nodes:
+        rows = (node.get("meta") or {}).get("train_rows") or "all"
+        samples[str(rows)] = samples.get(str(rows), 0) + 1
     scripts = max((float((e.get("exec") or {}).get("peak_tree_rss_mb") or 0) for e in finished), default=0.0)
     grade_path = run_dir / "audit" / "final_grade.json"
     grade = json.loads(grade_path.read_text()) if grade_path.exists() else {}
@@ -123,6 +130,8 @@ def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict
         "harness MB": peak[0],
         "script MB": scripts,
         "nodes": sum(1 for n in status.get("nodes", []) if n.get("op") not in ("refit", "eda")),
+        "grown": sum(1 for n in started_nodes if n["op"] == "grow"),
+        "samples": samples,
         "timed_out": budget.get("timed_out"),
         "not_started": budget.get("not_started"),
         "score": grade.get("test_score"),
