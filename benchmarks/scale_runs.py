@@ -157,9 +157,10 @@ def main() -> int:
     for rows in sizes:
         name = f"rows{rows}"
         csv = work / f"{name}.csv"
-        frame = synthetic(rows) if args.data == "synthetic" else with_rows(base_frame(), rows)
-        write_csv(frame, csv)
-        del frame
+        if not csv.exists():  # the same seeded rows as a run before it in this work folder wrote
+            frame = synthetic(rows) if args.data == "synthetic" else with_rows(base_frame(), rows)
+            write_csv(frame, csv)
+            del frame
         task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
         got = run_mlguild(task.root, name, budget_s, work)
         if args.peer != "none":

@@ -21,7 +21,7 @@ from mlguild.llm import ScriptedLLM
 from mlguild.run.cost import work_units
 from mlguild.run.loop import Agent
 from mlguild.run.refit import node_refit_seconds
-from mlguild.run.samples import SAMPLES, RowPlan, ladder, sample_dir, sample_mask
+from mlguild.run.samples import SAMPLES, RowPlan, ladder, rows_scaled_seconds, sample_dir, sample_mask
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
 from mlguild.task.folder import load_task
@@ -83,6 +83,8 @@ def test_the_best_of_a_sample_grows_to_the_next_size_when_enough_compete_and_it_
     grow = plan.promotion(graph, 100.0, key)
     assert grow is not None and (grow.op, grow.parents, grow.rows) == (Op.GROW, ("n0002",), 500)
     assert plan.promotion(graph, 15.0, key) is None  # 10 s on 250 rows: about 20 s on 500, over the limit
+    graph["n0002"].timing["fit_s"] = 4.0  # of its 10 s, 4 fitting: about 14 s on 500 rows
+    assert plan.promotion(graph, 15.0, key) is not None
     _node(graph, 4, 0.86, 500, 20.0, Op.GROW, ("n0002",))
     assert plan.promotion(graph, 100.0, key) is None  # grown already; the best share is one of three
     _node(graph, 5, 0.87, 500, 20.0, Op.IMPROVE, ("n0004",))
@@ -104,6 +106,10 @@ def test_a_sampled_nodes_refit_and_cost_grow_with_the_rows_its_sample_left_out()
     whole.timing = sampled.timing = {"exec_s": 10.0}
     sampled.meta = {"train_rows": 250, "train_rows_of": 1000}
     assert node_refit_seconds(sampled, 1.25, 1.0) == 4 * node_refit_seconds(whole, 1.25, 1.0) == 50.0
+    # A script that says it spent 2 of its 10 s fitting: only those grow with the rows (reading
+    # the files and predicting the holdout and test rows do not).
+    sampled.timing["fit_s"] = 2.0
+    assert rows_scaled_seconds(sampled, 4.0) == 16.0 and node_refit_seconds(sampled, 1.25, 1.0) == 20.0
     assert work_units({"run": {"n_folds": 5}, "train_rows": 250}, 1000) == 1.25
     assert work_units({"run": {"n_folds": 5, "max_train_rows": 100}, "train_rows": 250}, 1000) == 0.5
 
@@ -122,6 +128,7 @@ def test_a_recipe_search_trains_on_samples_grows_its_best_and_refits_on_every_ro
     graph = agent.session.state.graph
     drafts = [n for n in graph if n.op == Op.DRAFT]
     assert drafts and all(n.meta.get("train_rows") == 225 and n.ok for n in drafts), [(n.id, n.status) for n in drafts]
+    assert all(0 < n.timing["fit_s"] <= n.timing["exec_s"] for n in drafts)  # what the recipes say they fitted
     for node in drafts:  # the script read the sample: its out-of-fold rows are the sample's
         oof = pd.read_csv(run.node_dir(node.id) / "output" / "oof.csv")
         assert len(oof) == 225

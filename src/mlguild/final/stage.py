@@ -209,19 +209,22 @@ class FinalStage:
                 f"not enough time left to refit {best.id} as long as the search ran it "
                 f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
             )
-            # On rows ordered in time, a model that never saw the latest rows is a poor final
-            # one: with no time to refit on every labelled row, refit on the latest window, as
-            # many rows as the search trained on (so as long as the search ran it; a row
-            # sample's rows, for a chain that searched on one: mlguild.run.samples).
+            # A refit on part of the labelled rows still learns from more of them than the
+            # search did (a row sample's node far more: mlguild.run.samples): refit on as many
+            # as the time left allows, when that is at least as many as the chain trained on
+            # (the latest of them on rows ordered in time: a model that never saw the latest
+            # rows is a poor final one; a seeded random share of them otherwise).
             chain = refit_chain(graph, best, self.run)
             searched = int(self.run.workspace.manifest()["split"]["train_rows"])
-            rows = min(int(n.meta.get("train_rows") or searched) for n in chain)
-            same_size = sum(node_refit_seconds(n, rows / searched, scale_of(n)) for n in chain)
-            if self.run.spec.time_column and same_size <= timeout_s:
-                grow, window = rows / searched, rows
+            trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
+            per_row = sum(node_refit_seconds(n, 1.0, scale_of(n)) for n in chain) / searched
+            fits = min(int(timeout_s / per_row), int(grow * searched)) if per_row > 0 else 0
+            if fits >= trained:
+                grow, window = fits / searched, fits
+                which = "the latest" if self.run.spec.time_column else "a random sample of"
                 self.base_reason += (
                     f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
-                    f"so refitted on the latest {window} labelled rows, as many as the search trained on"
+                    f"so refitted on {which} {window} labelled rows, at least as many as the search trained on"
                 )
             else:
                 may = lambda n: self._within_noise(best, n)
@@ -237,7 +240,7 @@ class FinalStage:
                 best = other
         deadline = time.monotonic() + timeout_s
         remove_samples(self.run)  # the search's row samples: every refit trains on every row
-        data = build_full_data(self.run, latest_rows=window)
+        data = build_full_data(self.run, rows=window)
         try:
             refitted: dict[str, Node] = {}
             for original in refit_chain(graph, best, self.run):

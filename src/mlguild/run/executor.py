@@ -163,6 +163,9 @@ class Executor:
             "harness_s": round(time.monotonic() - started - exec_s, 4),
             "budget_s": round(timeout_s, 3),
         }  # what MLGUILD_TIME_BUDGET told the script
+        fit_s = _fit_seconds(output, exec_s)
+        if fit_s is not None:
+            outcome.timing["fit_s"] = fit_s
         return outcome
 
     def _gpus(self) -> tuple[str, ...]:
@@ -377,3 +380,14 @@ def _clear(output: Path) -> None:
         for path in sorted(output.rglob("*"), reverse=True):
             path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
         output.rmdir()
+
+
+def _fit_seconds(output: Path, exec_s: float) -> float | None:
+    """The seconds a script says it spent fitting (``fit_s`` in its ``output/model/mlguild-model.json``,
+    as the recipes write it), at most its run time; None when it says nothing. Only the budget
+    reads it (how a script's time grows with its training rows: mlguild.run.samples), never a score."""
+    try:
+        said = json.loads(read_no_follow(output / "model" / "mlguild-model.json")).get("fit_s")
+        return round(min(max(float(said), 0.0), exec_s), 3) if said is not None else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None

@@ -30,9 +30,10 @@ from ..firewall.workspace import Workspace
 from ..rundir.folder import RunDir
 from ..scoring.ranked import row_keys
 from ..task.spec import HOLDOUT_FILES, TaskSpec
-from ..util.exact_csv import read_csv_exact, write_csv_exact
+from ..util.exact_csv import read_csv_exact, select_rows, write_csv_exact
 from ..util.fs import read_no_follow
 from ..util.parquet import refresh_parquet
+from .samples import rows_scaled_seconds, share_of_rows
 
 # A refit's seconds over its node's seconds in the search, per unit of growth of the training
 # file, before any refit of its family was measured: linear in rows, and a quarter more.
@@ -84,8 +85,8 @@ def growth(run: RunDir) -> float:
 
 def sample_growth(node: Node) -> float:
     """How many times more rows the search's training file holds than the row sample ``node``
-    trained on (mlguild.run.samples), 1 for a node that read every row: its refit grows by
-    this much more than ``growth``."""
+    trained on (mlguild.run.samples), 1 for a node that read every row: its refit fits on this
+    much more than ``growth`` (``rows_scaled_seconds``)."""
     rows, of = node.meta.get("train_rows"), node.meta.get("train_rows_of")
     return float(of) / float(rows) if rows and of else 1.0
 
@@ -97,7 +98,7 @@ def node_refit_seconds(node: Node, grow: float, scale: float = DEFAULT_SCALE) ->
     to its time budget) is given more when the time left allows (``refit_budget``), but what
     the search keeps back for it is what it measured (issue 38: a 5-minute run kept back its
     nodes' whole time limits and ended a minute early)."""
-    return expected_refit_seconds(grow * sample_growth(node), node.timing.get("exec_s", 0.0), scale)
+    return expected_refit_seconds(grow, rows_scaled_seconds(node, sample_growth(node)), scale)
 
 
 def expected_refit_seconds(grow: float, exec_s: float, scale: float = DEFAULT_SCALE) -> float:
@@ -165,19 +166,20 @@ def own_refit_limit(
     return (remaining - members) / (1 + grow * DEFAULT_SCALE)
 
 
-def build_full_data(run: RunDir, latest_rows: int | None = None) -> Path:
+def build_full_data(run: RunDir, rows: int | None = None) -> Path:
     """A copy of the workspace data whose training file also holds the holdout rows and labels
-    (with ``latest_rows``, on a task ordered in time, only the latest rows: see ``write_full_data``)."""
-    return write_full_data(run.spec, run.workspace, full_data_dir(run.path), latest_rows)
+    (with ``rows``, about that many of them only: see ``write_full_data``)."""
+    return write_full_data(run.spec, run.workspace, full_data_dir(run.path), rows)
 
 
-def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, latest_rows: int | None = None) -> Path:
+def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, rows: int | None = None) -> Path:
     """Write to ``dest`` a copy of ``ws``'s data whose training file also holds the holdout
     rows and their labels, the confirmation split's among them (what a refit trains on, and
     what an export hands over: both come after the confirmation split was scored). With
-    ``latest_rows`` and a ``time_column``: about that many of the latest labelled rows only,
-    the earliest dropped (rows, or whole groups by their latest time, sharing the time at the
-    cut kept together): the latest window, for a refit with no time to train on them all."""
+    ``rows``, for a refit with no time to train on them all, about that many labelled rows
+    only: with a ``time_column`` the latest, the earliest dropped (rows, or whole groups by
+    their latest time, sharing the time at the cut kept together); otherwise a seeded random
+    share of them (whole groups where rows come in groups)."""
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(ws.data_dir, dest)
@@ -195,12 +197,14 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, latest_rows: int 
         )
     labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})
     full = pd.concat([train, labelled[train.columns]], ignore_index=True)
-    if latest_rows and spec.time_column and latest_rows < len(full):
+    if rows and spec.time_column and rows < len(full):
         when = pd.to_datetime(full[spec.time_column], format="mixed", utc=True, errors="coerce")
         if not spec.ids_unique:
             when = when.groupby(full[spec.id_column].to_numpy()).transform("max")
-        cut = when.sort_values(ascending=False, na_position="last").iloc[latest_rows - 1]
+        cut = when.sort_values(ascending=False, na_position="last").iloc[rows - 1]
         full = full[(when >= cut).to_numpy()].reset_index(drop=True)
+    elif rows and rows < len(full):
+        full = select_rows(full, share_of_rows(full[spec.group_key or spec.id_column], rows))
     target = dest / spec.train_file
     target.unlink()
     write_csv_exact(full, target)  # by Arrow where it can: pandas spends minutes on ten million rows

@@ -37,6 +37,7 @@ from .refit import (
     refit_seconds,
     sample_growth,
 )
+from .samples import rows_scaled_seconds
 
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
 # Over the measured scales, for their spread from run to run. A machine whose load changes
@@ -58,7 +59,7 @@ def refit_scale(refit: Node, original: Node, grow: float) -> float | None:
     refit_s, search_s = refit.timing.get("exec_s") or 0.0, original.timing.get("exec_s") or 0.0
     if refit.status != Status.FINAL_OK or refit_s <= 0 or search_s <= 0 or grow <= 0:
         return None
-    return refit_s / (search_s * grow * sample_growth(original))
+    return refit_s / (rows_scaled_seconds(original, sample_growth(original)) * grow)
 
 
 @dataclass
