@@ -20,7 +20,7 @@ from mlguild.final.stage import finish
 from mlguild.llm import ScriptedLLM
 from mlguild.run.cost import work_units
 from mlguild.run.loop import Agent
-from mlguild.run.refit import node_refit_seconds
+from mlguild.run.refit import node_refit_seconds, write_full_data
 from mlguild.run.samples import SAMPLES, RowPlan, ladder, rows_scaled_seconds, sample_dir, sample_mask
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
@@ -162,4 +162,22 @@ def test_the_llm_is_told_its_node_trains_on_a_sample(tmp_path):
     assert f"a random sample of {rows.sizes[0]} of its {rows.n_train} rows" in prompt
     node = next(iter(agent.session.state.graph))
     assert node.ok and node.meta["train_rows"] == rows.sizes[0]
+    run.close()
+
+
+def test_a_refit_with_no_time_for_every_row_trains_on_a_seeded_share_of_all_labelled_rows(tmp_path):
+    run = create_run(load_task(make_task(tmp_path / "t", n=2000)), load_config(None, []), tmp_path / "runs")
+    every = pd.read_csv(write_full_data(run.spec, run.workspace, tmp_path / "all") / "train.csv", dtype={"id": str})
+    share = pd.read_csv(
+        write_full_data(run.spec, run.workspace, tmp_path / "share", rows=700) / "train.csv", dtype={"id": str}
+    )
+    again = pd.read_csv(
+        write_full_data(run.spec, run.workspace, tmp_path / "again", rows=700) / "train.csv", dtype={"id": str}
+    )
+    assert len(share) == 700 and share.equals(again)  # seeded: the same rows each time
+    assert set(share["id"]) < set(every["id"])  # labelled rows of both kinds: train and holdout
+    holdout = set(pd.read_csv(run.workspace.data_dir / "holdout.csv", dtype={"id": str})["id"])
+    assert 0 < len(set(share["id"]) & holdout) < len(holdout)
+    merged = share.merge(every, on="id", suffixes=("", "_all"))
+    assert (merged["y"] == merged["y_all"]).all()  # each row with its own label
     run.close()

@@ -179,6 +179,7 @@ class FinalStage:
         self.held = session.executor.held
         self.base_reason = ""
         self.fallback: dict[str, Any] | None = None  # the base could not be refitted in time: what was instead
+        self.refit_on = "all labelled rows"  # what the refit trained on, in words (fewer when time was short)
 
     def _best_node(self) -> Node:
         """The best node of the search (``finish`` runs the final stage only when there is one)."""
@@ -221,6 +222,7 @@ class FinalStage:
             fits = min(int(timeout_s / per_row), int(grow * searched)) if per_row > 0 else 0
             if fits >= trained:
                 grow, window = fits / searched, fits
+                self.refit_on = f"{window} labelled rows"
                 which = "the latest" if self.run.spec.time_column else "a random sample of"
                 self.base_reason += (
                     f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
@@ -332,7 +334,7 @@ class FinalStage:
                         f"({versus}, {needed_share:.0%} or more)", score,
                     )  # fmt: skip
                 return self._choose(
-                    best, refit, f"refit on all labelled rows; within noise of {best.id} on the holdout rows or better "
+                    best, refit, f"refit on {self.refit_on}; within noise of {best.id} on the holdout rows or better "
                     f"({versus}; for {why} the refit is judged by its metric, test-prediction agreement {score:.3f})",
                     score,
                 )  # fmt: skip
@@ -346,7 +348,7 @@ class FinalStage:
                 f"of the test predictions (at least {needed} needed)",
                 score,
             )
-        return self._choose(best, refit, f"refit on all labelled rows; agreement with {best.id}: {score:.3f}", score)
+        return self._choose(best, refit, f"refit on {self.refit_on}; agreement with {best.id}: {score:.3f}", score)
 
     def _holdout_wins(self, best: Node, refit: Node) -> float | None:
         """The share of bootstrap resamples of the holdout rows on which the base node scores

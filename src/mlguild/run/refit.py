@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import RunError
@@ -30,7 +31,7 @@ from ..firewall.workspace import Workspace
 from ..rundir.folder import RunDir
 from ..scoring.ranked import row_keys
 from ..task.spec import HOLDOUT_FILES, TaskSpec
-from ..util.exact_csv import read_csv_exact, select_rows, write_csv_exact
+from ..util.exact_csv import append_rows, read_csv_exact, select_rows, write_rows
 from ..util.fs import read_no_follow
 from ..util.parquet import refresh_parquet
 from .samples import rows_scaled_seconds, share_of_rows
@@ -185,7 +186,8 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, rows: int | None 
     shutil.copytree(ws.data_dir, dest)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    train = read_csv_exact(ws.data_dir / spec.train_file)
+    source = ws.data_dir / spec.train_file
+    columns = list(read_csv_exact(source, nrows=0).columns)
     inputs = read_csv_exact(ws.data_dir / "holdout.csv")
     answers = held_answers(ws.data_dir, ws.holdout_answers, spec.id_column)  # with the confirmation rows'
     # The firewall wrote the holdout inputs and their answers from the same rows in the same
@@ -195,19 +197,26 @@ def write_full_data(spec: TaskSpec, ws: Workspace, dest: Path, rows: int | None 
             "the holdout inputs and their sealed answers no longer list the same ids in the same order",
             "the run directory was changed by hand; start a new run",
         )
-    labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})
-    full = pd.concat([train, labelled[train.columns]], ignore_index=True)
-    if rows and spec.time_column and rows < len(full):
-        when = pd.to_datetime(full[spec.time_column], format="mixed", utc=True, errors="coerce")
+    labelled = inputs.assign(**{c: answers[c].to_numpy() for c in spec.target_columns})[columns]
+    # The training rows are read only for the columns that choose rows, and written a block at
+    # a time (ten million rows held whole took gigabytes); the labelled holdout rows follow them.
+    chooses = [spec.time_column] if rows and spec.time_column else [spec.group_key or spec.id_column]
+    keys = pd.concat([read_csv_exact(source, usecols=chooses), labelled[chooses]], ignore_index=True)
+    keep = np.ones(len(keys), dtype=bool)
+    if rows and spec.time_column and rows < len(keys):
+        when = pd.to_datetime(keys[spec.time_column], format="mixed", utc=True, errors="coerce")
         if not spec.ids_unique:
-            when = when.groupby(full[spec.id_column].to_numpy()).transform("max")
+            ids = pd.concat([read_csv_exact(source, usecols=[spec.id_column]), labelled[[spec.id_column]]])
+            when = when.groupby(ids[spec.id_column].to_numpy()).transform("max")
         cut = when.sort_values(ascending=False, na_position="last").iloc[rows - 1]
-        full = full[(when >= cut).to_numpy()].reset_index(drop=True)
-    elif rows and rows < len(full):
-        full = select_rows(full, share_of_rows(full[spec.group_key or spec.id_column], rows))
+        keep = (when >= cut).to_numpy()
+    elif rows and rows < len(keys):
+        keep = share_of_rows(keys[chooses[0]], rows)
     target = dest / spec.train_file
     target.unlink()
-    write_csv_exact(full, target)  # by Arrow where it can: pandas spends minutes on ten million rows
+    n_train = len(keys) - len(labelled)
+    write_rows(source, keep[:n_train], target)
+    append_rows(select_rows(labelled, keep[n_train:]), target)
     refresh_parquet(target)  # a large table's typed copy holds these rows too
     if spec.file_column is not None:  # the holdout rows' files join the train rows' (neutral names)
         for path in sorted((dest / HOLDOUT_FILES).iterdir()):

@@ -200,6 +200,14 @@ def write_rows(source: Path, keep: np.ndarray, dest: Path | None, take: np.ndarr
     raise AssertionError("pandas reads every file Arrow refuses")
 
 
+def append_rows(frame: pd.DataFrame, path: Path) -> None:
+    """Add the rows of ``frame`` to the end of the CSV ``path`` (no header), as
+    ``write_csv_exact`` writes rows; ``frame`` has the file's columns, in its order."""
+    with open(path, "ab") as out:
+        if len(frame):
+            _append(frame, out, header=False)
+
+
 def _append(block: pd.DataFrame, out: IO[bytes], header: bool) -> None:
     text = io.BytesIO()
     if len(block.columns) < 2 or not _write_arrow(block, text, header):
