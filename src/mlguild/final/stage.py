@@ -241,7 +241,7 @@ class FinalStage:
                 self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
                 best = other
         deadline = time.monotonic() + timeout_s
-        remove_samples(self.run)  # the search's row samples: every refit trains on every row
+        remove_samples(self.run)  # the search is over: its row samples are no longer read
         data = build_full_data(self.run, rows=window)
         try:
             refitted: dict[str, Node] = {}
