@@ -324,3 +324,20 @@ def test_a_copy_of_the_target_is_found_past_the_rows_compared_first(tmp_path):
     _edit_train(root, lambda f: f.assign(y_copy=f["y"]))
     with pytest.raises(TaskError, match="'y_copy' equals the target 'y'"):
         create_run(load_task(root), load_config(), tmp_path / "runs2")
+
+
+@pytest.mark.parametrize("parquet_above_mb", [64.0, 0.0])
+def test_another_format_of_the_train_table_is_never_copied_into_the_workspace(tmp_path, parquet_above_mb):
+    # Competitions often ship train.parquet beside train.csv: every labelled row, the holdout's too.
+    task_dir = make_task(tmp_path / "t", n=200)
+    pd.read_csv(task_dir / "public" / "train.csv").to_parquet(task_dir / "public" / "train.parquet")
+    (task_dir / "public" / "train.csv.gz").write_bytes(b"")  # any format of it
+    ws = build_workspace(load_task(task_dir), tmp_path / "run", FirewallConfig(parquet_above_mb=parquet_above_mb))
+    assert sorted(ws.manifest()["other_formats_not_copied"]) == ["train.csv.gz", "train.parquet"]
+    assert not (ws.data_dir / "train.csv.gz").exists()
+    ids = set(read_csv_exact(ws.data_dir / "train.csv")["id"])
+    if parquet_above_mb:
+        assert not (ws.data_dir / "train.parquet").exists()
+    else:  # the harness's own typed copy: the training rows alone
+        assert set(pd.read_parquet(ws.data_dir / "train.parquet")["id"]) == ids
+    assert verify_workspace(tmp_path / "run", "id", ["y"]).ok

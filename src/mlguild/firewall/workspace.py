@@ -184,8 +184,16 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     row_folders = tuple(f"{d}/" for d in (spec.train_files, spec.test_files) if d) if spec.file_column else ()
     tables = {t.file: t for t in spec.tables}
     label_free: dict[str, list[str]] = {}  # a table's columns dropped for carrying a label
+    # Another format of the train or test table (train.parquet beside train.csv, as many
+    # competitions ship them) holds the same rows, the holdout's labels among them: never
+    # copied (a large table gets the harness's own typed copies: mlguild.util.parquet).
+    same_table = {_stem(spec.train_file), _stem(spec.test_file), _stem(HOLDOUT_INPUTS)}
+    other_formats: list[str] = []
     for src in task.public_files():
         rel = src.relative_to(task.public_dir).as_posix()
+        if rel not in handled and "/" not in rel and rel not in tables and _stem(rel) in same_table:
+            other_formats.append(rel)
+            continue
         if rel not in handled and not rel.startswith(row_folders):
             if rel in RESERVED_NAMES:
                 raise TaskError(
@@ -236,6 +244,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         },
         "workspace": files,
         **({"tables_dropped": label_free} if label_free else {}),
+        **({"other_formats_not_copied": other_formats} if other_formats else {}),
         "sealed": sealed,
     }
     ws.manifest_path.write_text(json.dumps(manifest, indent=2))
@@ -267,6 +276,11 @@ def _split_words(train: pd.DataFrame, test: pd.DataFrame, task: Task, cfg: Firew
     orders = time_orders_of_files(task.train_path, task.test_path, skip)
     warning = random_holdout_warning(orders, forced=spec.time_column is not None)
     return {"kind": "random", **({"warning": warning} if warning else {})}
+
+
+def _stem(name: str) -> str:
+    """A file's name up to its first dot: the table a file holds, whatever its format."""
+    return PurePosixPath(name).name.split(".")[0]
 
 
 def _parquet_copies(spec: TaskSpec, out: Path) -> dict[str, int]:
