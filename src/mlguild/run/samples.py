@@ -194,18 +194,19 @@ def sample_dir(run: RunDir, rows: int) -> Path:
             if entry not in (train, parquet_of(train)):
                 _link_tree(entry, partial / entry.name)
         keep = sample_mask(train, rows, spec.group_key or spec.id_column)
-        write_rows(train, keep, partial / spec.train_file)
+        written = [partial / spec.train_file]
+        write_rows(train, keep, written[0])
         if parquet_of(train).exists():  # a large table's typed copy: the same rows
-            write_rows_parquet(parquet_of(train), keep, parquet_of(partial / spec.train_file))
-        for path in partial.rglob("*"):  # as the workspace: read-only, a guard against accidents
-            if not path.is_dir():
-                path.chmod(0o444)
+            written.append(parquet_of(written[0]))
+            write_rows_parquet(parquet_of(train), keep, written[1])
+        for path in written:  # read-only as the workspace's files (the links share their modes)
+            path.chmod(0o444)
         partial.rename(dest)
     return dest
 
 
 def remove_samples(run: RunDir) -> None:
-    """Delete the row samples (the search is over: the final stage trains on every row)."""
+    """Delete the row samples (the search is over: no refit reads them)."""
     shutil.rmtree(run.workspace.data_dir.parent / SAMPLES, ignore_errors=True)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import TaskError
+from .exact_csv import read_csv_exact
 
 _BLOCK_BYTES = 16 << 20
 # pandas.read_csv's default missing-value spellings (pandas._libs.parsers.STR_NA_VALUES).
@@ -79,12 +80,12 @@ def _observe(found: list[Any], column: Any) -> None:
             numbers = pc.cast(values, pa.int64())
             if pc.any(missing).as_py():
                 found[0] = "float"  # a missing value: pandas reads the column as floats
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not every value is an integer
             found[0] = "float"
     if found[0] == "float":
         try:
             numbers = pc.cast(values, pa.float64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not every value is a number
             found[0] = "text"
             return
     if len(numbers):
@@ -102,21 +103,13 @@ def write_parquet(csv: Path, types: Mapping[str, Any], dest: Path | None = None)
 
     dest = dest or parquet_of(csv)
     partial = dest.with_name(f".{dest.name}.partial")
-    schema = None
     try:
-        writer = None
-        for batch in _batches(csv):
-            if schema is None:
-                schema = pa.schema([(name, types[name]) for name in batch.schema.names])
-                writer = pq.ParquetWriter(partial, schema)
-            assert writer is not None
-            writer.write_batch(_typed(batch, schema))
-        if writer is None:  # a header and no rows
-            names = [name for name in _header_names(csv)]
-            schema = pa.schema([(name, types.get(name, pa.string())) for name in names])
-            writer = pq.ParquetWriter(partial, schema)
-        writer.close()
+        schema = pa.schema([(name, types[name]) for name in _header_names(csv)])
+        with pq.ParquetWriter(partial, schema) as writer:  # a header and no rows: no row group
+            for batch in _batches(csv):
+                writer.write_batch(_typed(batch, schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError) as exc:
+        # a value that does not fit its type, or a column ``types`` does not name
         partial.unlink(missing_ok=True)
         raise TaskError(f"cannot write {csv.name} as Parquet: {exc}", "start a new run from the task folder") from exc
     os.replace(partial, dest)
@@ -185,9 +178,7 @@ def _batches(path: Path) -> Iterator[Any]:
 
 
 def _header_names(path: Path) -> list[str]:
-    import pandas as pd
-
-    return [str(c) for c in pd.read_csv(path, nrows=0, index_col=False).columns]
+    return [str(c) for c in read_csv_exact(path, nrows=0).columns]
 
 
 def _typed(batch: Any, schema: Any) -> Any:
