@@ -157,6 +157,11 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             where = public / folder / (frames[csv][by[0]].iloc[i] if by else "")
             where.mkdir(parents=True, exist_ok=True)
             (where / f"{value}{suffix}").write_bytes(b"")
+    pattern, _, labels = (spec.get("labelled") or "::").partition("::")
+    for n in range(_ROWS["train"] if pattern else 0):  # train files labelled by their folder or name
+        label = labels.split("|")[n % len(labels.split("|"))]
+        (public / pattern.format(n=n, label=label)).parent.mkdir(parents=True, exist_ok=True)
+        (public / pattern.format(n=n, label=label)).write_bytes(b"")
     for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
         with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
             archive.write(public / zipped, arcname=zipped)
@@ -288,12 +293,15 @@ train files (in one folder, or in folders named by their label), the test table 
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
 `_`, a sample submission written with its pandas index, and tables that are tab-separated,
-zipped or JSON arrays of records.
+zipped or JSON arrays of records. A folder with no train table whose train files are labelled
+by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
+by a part of their names (dogs-vs-cats-redux-kernels-edition) gets its train table derived from
+them (see [task folders](task-folders.md)).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
 packed in archives (aerial-cactus-identification's train.zip and test.zip: the refusal says to
-unpack them); the labels are in file or folder names with no CSV naming them; the
+unpack them); the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
 token as its prediction, and most tokens are their own written form: the firewall's verifier
 lets a sample column that repeats a public input row for row pass however well it matches the

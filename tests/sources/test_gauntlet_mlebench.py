@@ -128,3 +128,18 @@ def test_a_train_file_named_otherwise_is_the_one_csv_beside_the_test_file(tmp_pa
     (public / "extra.csv").write_text("key,y\nk1,2\n")  # two candidates: which is train is not guessed
     with pytest.raises(TaskError, match="cannot tell which file is the train file"):
         infer_task(tmp_path / "comp")
+
+
+def test_a_metric_named_again_in_known_words_is_the_known_one(tmp_path: Path) -> None:
+    public = tmp_path / "comp" / "public"
+    public.mkdir(parents=True)
+    (public / "train.csv").write_text("id,x,y\n" + "".join(f"{i},{i % 7},{'abc'[i % 3]}\n" for i in range(30)))
+    (public / "test.csv").write_text("id,x\n" + "".join(f"{i},{i % 5}\n" for i in range(30, 40)))
+    (public / "sample_submission.csv").write_text("id,y\n" + "".join(f"{i},a\n" for i in range(30, 40)))
+    evaluation = "Submissions are evaluated on MeanFScore, which at Kaggle is actually a micro-averaged F1-score."
+    (public / "description.md").write_text(f"# comp\n\n## Evaluation\n\n{evaluation}\n")
+    # micro F1 over one label a row counts each row once: it is accuracy
+    assert infer_task(tmp_path / "comp").spec.metric == "accuracy"
+    (public / "description.md").write_text("# comp\n\n## Evaluation\n\nEvaluated on MeanFScore over the labels.\n")
+    with pytest.raises(TaskError, match="mean F1 over label sets"):
+        infer_task(tmp_path / "comp")

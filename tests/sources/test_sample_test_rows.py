@@ -22,14 +22,21 @@ from mlguild.sources.resolve import folder_task
 
 
 def cactus_folder(
-    root, n_train: int = 8, n_test: int = 4, images: bool = False, by_label: bool = False, ranked: bool = False
+    root,
+    n_train: int = 8,
+    n_test: int = 4,
+    images: bool = False,
+    by_label: bool = False,
+    ranked: bool = False,
+    table: bool = True,
 ):
     """aerial-cactus-identification's public layout, its image folders unpacked (MLE-bench leaves
     them as train.zip and test.zip): ids are the file names, in train/ and test/;
     with ``images`` real grey pictures (bright ones are label 1), else empty files; ``by_label``
     puts each train image in a folder named by its label (train/1/...), as paddy-disease-
     classification's are; ``ranked`` asks for ranked guesses scored by MAP@5, as whale-
-    categorization-playground and hotel-id-2021-fgvc8 do."""
+    categorization-playground and hotel-id-2021-fgvc8 do; without ``table`` no train.csv: the
+    folders' names are the labels (plant-seedlings-classification's layout)."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     for folder in (public / "train", public / "test", private):
         folder.mkdir(parents=True)
@@ -47,7 +54,8 @@ def cactus_folder(
             (folder / name).write_bytes(b"")
         rows.append({"id": name, "has_cactus": f"w_{label}" if ranked else str(label)})
     frame = pd.DataFrame(rows)
-    frame[:n_train].to_csv(public / "train.csv", index=False)
+    if table:
+        frame[:n_train].to_csv(public / "train.csv", index=False)
     frame[n_train:].assign(has_cactus="w_0 w_1" if ranked else "0.5").to_csv(
         public / "sample_submission.csv", index=False
     )
@@ -115,9 +123,15 @@ def test_train_files_in_folders_named_by_their_labels_are_laid_flat(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("by_label", [False, True])  # the second: folders named by label, and ranked guesses
-def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_path, by_label):
-    folder = cactus_folder(tmp_path / "cactus", n_train=80, n_test=24, images=True, by_label=by_label, ranked=by_label)
+@pytest.mark.parametrize(
+    ("by_label", "table"),
+    [(False, True), (True, True), (True, False)],  # folders named by label (ranked guesses), then with no train table
+)
+def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_path, by_label, table):
+    ranked = by_label and table
+    folder = cactus_folder(
+        tmp_path / "cactus", n_train=80, n_test=24, images=True, by_label=by_label, ranked=ranked, table=table
+    )
     done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "r"
@@ -126,5 +140,5 @@ def test_an_image_folder_without_a_test_file_runs_to_a_graded_submission(tmp_pat
     assert list(submission.columns) == ["id", "has_cactus"] and sorted(submission["id"]) == sorted(sample["id"])
     grade = json.loads((run / "audit" / "final_grade.json").read_text())
     assert grade["valid"] and grade["test_score"] > 0.8  # bright against dark: far above the 0.5 of guessing
-    assert grade["metric"] == ("map_at_k" if by_label else "roc_auc")
+    assert grade["metric"] == ("map_at_k" if ranked else "roc_auc")
     assert not (folder / "prepared" / "task.yaml").exists()

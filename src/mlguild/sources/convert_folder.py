@@ -18,6 +18,7 @@ import yaml
 
 from ..task.folder import NOT_DATA, TaskSpec
 from ..util.exact_csv import read_csv_exact
+from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
 from .submission_ids import with_id
 from .tables import as_csv
 from .tables import frame as table
@@ -42,6 +43,7 @@ def write_converted(
     indexed: bool = False,
     retyped: tuple[str, ...] = (),
     nested: str | None = None,
+    labelled: LabelledFiles | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -58,7 +60,9 @@ def write_converted(
     public = dest / "public"
     public.mkdir(parents=True)
     flat = spec.data_dir == "."
-    _link_tree(data_dir, public, lambda rel: flat and rel.parts[0] in NOT_DATA)
+    # labelled train files come renamed (write_own_files): their folders and names would tell labels
+    gone = labelled.folder if labelled is not None else None
+    _link_tree(data_dir, public, lambda rel: (flat and rel.parts[0] in NOT_DATA) or _under(rel, gone))
     for name in _ROOT_FILES:
         source = root / name
         if source.is_dir() and not source.is_symlink():
@@ -76,7 +80,12 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled)
+    if labelled is not None:  # which file each train id is, for the user: outside public/, unseen by scripts
+        origin = [p.relative_to(data_dir).as_posix() for p in labelled.sources]
+        pd.DataFrame({spec.id_column: labelled.table[spec.id_column], "file": origin}).to_csv(
+            dest / TRAIN_FILES_FROM, index=False
+        )
     converted = spec.model_copy(update={"data_dir": "public"})
     data = converted.model_dump(exclude_none=True)
     data["answers_file"] = converted.answers_file  # null when there are none: not the default name
@@ -93,14 +102,21 @@ def write_own_files(
     indexed: bool = False,
     retyped: tuple[str, ...] = (),
     nested: str | None = None,
+    labelled: LabelledFiles | None = None,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
     table left beside would show the holdout's labels), the derived test table, the sample
     submission without its pandas index (``indexed``), and the train and test files with the id
     column made of ``made_of``; train files in subfolders named by the label column ``nested``
-    laid flat in their folder (a file's folder would tell its label, the holdout's too). A link
-    is replaced, never written through."""
+    laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
+    train table, the one ``labelled`` derives, and its files linked under their new names. A
+    link is replaced, never written through."""
+    if labelled is not None:
+        labelled.table.to_csv(public / spec.train_file, index=False)
+        folder = public / labelled.folder
+        for name, source in zip(labelled.table[spec.id_column], labelled.sources, strict=True):
+            _link_or_copy(source, folder / f"{name}{labelled.suffix}")
     for name in retyped:
         converted = table(public / name)
         (public / name).unlink()
@@ -123,6 +139,10 @@ def write_own_files(
             (folder / label / name).rename(folder / name)
         for label in set(train[nested]):
             shutil.rmtree(folder / label)  # what is left there belongs to no train row
+
+
+def _under(rel: Path, folder: str | None) -> bool:
+    return folder is not None and (rel.as_posix() == folder or rel.as_posix().startswith(f"{folder}/"))
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

@@ -8,8 +8,18 @@ from pathlib import Path
 import pandas as pd
 
 FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
-_SUFFIXES = ("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".wav", ".mp3", ".flac", ".json", ".txt")
+MEDIA_SUFFIXES = (
+    *("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif"),
+    *(".wav", ".aif", ".aiff", ".mp3", ".flac", ".json", ".txt"),
+)
 _IMAGES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif")
+_SOUNDS = (".wav", ".aif", ".aiff")  # what the audio recipes read (features/audio.py.j2)
+
+
+def modality_of(name: str) -> str:
+    """The modality of rows whose files are named like ``name``."""
+    name = name.lower()
+    return "image_files" if name.endswith(_IMAGES) else "audio_files" if name.endswith(_SOUNDS) else "tabular"
 
 
 def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
@@ -27,10 +37,13 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
         found: dict[str, tuple] = {}
         for rows, role in ((train, "train"), (test, "test")):
             values = [v for v in rows[column].head(FILE_PROBE).astype(str) if v]
-            if not values or not any(Path(f"{values[0]}{s}").name in names for s in _SUFFIXES):
+            if not values or not any(Path(f"{values[0]}{s}").name in names for s in MEDIA_SUFFIXES):
                 break
             where = [
-                (d, s) for d in folders for s in _SUFFIXES if values and all((d / f"{v}{s}").is_file() for v in values)
+                (d, s)
+                for d in folders
+                for s in MEDIA_SUFFIXES
+                if values and all((d / f"{v}{s}").is_file() for v in values)
             ]
             named: list[tuple] = [w for w in where if role in w[0].name.lower()] or where
             if not named and role == "train":  # each train file in a folder named by its label
@@ -47,11 +60,7 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
                 "train_files": found["train"][0].relative_to(data_dir).as_posix(),
                 "test_files": found["test"][0].relative_to(data_dir).as_posix(),
                 "file_suffix": suffix,
-                "modality": "image_files"
-                if example.endswith(_IMAGES)
-                else "audio_files"
-                if example.endswith(".wav")
-                else "tabular",
+                "modality": modality_of(example),
             }
     return None
 
@@ -66,7 +75,7 @@ def _by_label(folders: list[Path], rows: pd.DataFrame, column: str) -> list[tupl
         if probe[label].eq("").any():
             continue
         for d in folders:
-            for s in _SUFFIXES:
+            for s in MEDIA_SUFFIXES:
                 if all((d / a / f"{v}{s}").is_file() for a, v in zip(probe[label], probe[column], strict=True)):
                     found.append((d, s, label))
     return found

@@ -34,9 +34,10 @@ from .description import (
     label_after_probability,
 )
 from .file_columns import FILE_PROBE, file_column
+from .labelled_files import DERIVED_TRAIN, LabelledFiles, labelled_train_files
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
-from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files
+from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
 from .shapes import (
     key_shape,
     sample_is_probability,
@@ -46,6 +47,9 @@ from .shapes import (
 )
 from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 
+# An F1 over label columns, named for a target of one label a row: micro-averaged, every row
+# counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
+_ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
 
@@ -63,11 +67,13 @@ class Inferred:
     indexed: bool = False  # the sample submission's first column is its pandas index, to drop
     retyped: tuple[str, ...] = ()  # tab-separated or zipped tables, written as CSV files (sources/tables)
     nested: str | None = None  # the label column naming the train files' subfolders, laid flat when converted
+    labelled: LabelledFiles | None = None  # no train table: the train files labelled by folder or name
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
-        return self.test_rows is not None or bool(self.made_of or self.retyped or self.nested) or self.indexed
+        own = self.test_rows is not None or self.labelled is not None or self.indexed
+        return own or bool(self.made_of or self.retyped or self.nested)
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -121,10 +127,6 @@ def infer_task(
     ]
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     rest = [p for p in csvs if p != sample_path]
-    # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
-    train_path = _pick(
-        rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
-    )
     sample_header = tables.header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
     sample_header = sample_header[1:] if indexed else sample_header
@@ -134,12 +136,28 @@ def infer_task(
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
-    train_header = tables.header(train_path)
-    train = tables.frame(train_path, _SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    labelled = None
+    try:  # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
+        train_path = _pick(
+            rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
+        )
+    except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
+        labelled = _labelled(data_dir, sample_path, id_column)
+        if labelled is None:
+            raise unpack_first(refused, data_dir) from None
+        train_path = data_dir / DERIVED_TRAIN
+        notes.append(f"no train table: {labelled.how}; the train table is derived from them ({DERIVED_TRAIN})")
+    if labelled is not None:
+        train = labelled.table
+    else:
+        train = tables.frame(train_path, _SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
+    train_header = list(train.columns) if labelled is not None else tables.header(train_path)
     # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
     others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
-    if not any("test" in p.name.lower() for p in others):
+    if labelled is not None:
+        listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
+    elif not any("test" in p.name.lower() for p in others):
         listed = sample_lists_test_files(data_dir, sample_path, train, id_column)
         if listed is None and not others:
             raise no_test_rows(data_dir, sample_path, train_path)
@@ -267,6 +285,8 @@ def infer_task(
         refuse_label_sets(train, targets, metric, folder)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
+        if len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
+            metric, phrase = _ONE_LABEL_F1[metric], f"{phrase}' over one label a row, which is '{_ONE_LABEL_F1[metric]}"
         if len(targets) > 1:
             metric = several_targets_metric(metric)
         notes.append(f"metric {metric}: the description says {phrase!r}")
@@ -280,7 +300,11 @@ def infer_task(
     if kind == "label" and probabilities:
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
-    files = file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+    files = (
+        labelled.file_spec(id_column)
+        if labelled is not None
+        else file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+    )
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     if files is not None:
         notes.append(
@@ -343,7 +367,17 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested)
+    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled)
+
+
+def _labelled(data_dir: Path, sample_path: Path, id_column: str) -> LabelledFiles | None:
+    """Train files labelled by their folders or names, for the sample's one prediction column."""
+    sample = tables.frame(sample_path, FILE_PROBE)
+    predicted = [c for c in sample.columns if c != id_column]
+    if id_column not in sample or not predicted:
+        return None
+    # one prediction column is the label's; several are its classes' probabilities, the label unnamed
+    return labelled_train_files(data_dir, sample, id_column, predicted[0] if len(predicted) == 1 else "label")
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:

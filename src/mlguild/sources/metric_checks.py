@@ -45,6 +45,10 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("top-1 error", r"\btop[- ]?1 (classification )?error"),
 ]
 
+# Words that put a registered metric's words in the place of the unregistered one named just before
+# ("MeanFScore, which at Kaggle is actually a micro-averaged F1-score"): then the registered one is it.
+_CORRECTION = r"^[^.]{0,60}\b(actually|in fact|i\.e\.|that is)\b[^.]{0,30}$"
+
 # Words saying the grader leaves some rows out: a metric over every row is then another number.
 _PARTIAL = r"\b(is|are|will be) not (scored|evaluated)\b"
 
@@ -64,7 +68,9 @@ def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> 
         known = body.lower().find(known_phrase.lower()) if known_phrase else -1
         if hits:
             start, name, phrase = min(hits)
-            if known < 0 or start < known or (start == known and len(phrase) > len(str(known_phrase))):
+            corrected = known > start and re.search(_CORRECTION, body[start:known], re.I) is not None
+            earlier = known < 0 or start < known or (start == known and len(phrase) > len(str(known_phrase)))
+            if earlier and not corrected:
                 raise TaskError(
                     f"the description's metric is {name} ({phrase!r}), which mlguild does not have",
                     f"pass the registered metric to optimise instead: mlguild run {folder} --metric NAME",

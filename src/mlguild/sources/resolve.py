@@ -102,6 +102,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.indexed,
             inferred.retyped,
             inferred.nested,
+            inferred.labelled,
         )
     except OSError as exc:
         raise TaskError(

@@ -43,11 +43,28 @@ def sample_lists_test_files(
 def no_test_rows(data_dir: Path, sample_path: Path, train_path: Path) -> TaskError:
     """The refusal of a folder with no test table whose sample's ids name no files, with the fix:
     unpack the archives there (MLE-bench zips some competitions' image folders), or write one."""
-    packed = sorted(p.name for suffix in ("zip", "7z", "tar", "tar.gz") for p in data_dir.glob(f"*.{suffix}"))
+    packed = archives(data_dir)
     return TaskError(
         f"no CSV of test rows in {data_dir} besides {sample_path.name} and {train_path.name}, and "
         f"{sample_path.name}'s ids name no files in a test folder",
         f"unpack the archives that may hold the files ({', '.join(packed[:4])}) in {data_dir}, then run again"
         if packed
         else f"write a test.csv holding {sample_path.name}'s id column (and the rows' inputs), then run again",
+    )
+
+
+def archives(data_dir: Path) -> list[str]:
+    """The archives in ``data_dir`` that are no one table (a zipped CSV is read as it is)."""
+    found = {p.name for suffix in ("zip", "7z", "tar", "tar.gz") for p in data_dir.glob(f"*.{suffix}")}
+    return sorted(name for name in found if not name.lower().endswith((".csv.zip", ".tsv.zip")))
+
+
+def unpack_first(refused: TaskError, data_dir: Path) -> TaskError:
+    """``refused`` with the fix to unpack the archives of ``data_dir`` first, when it holds any."""
+    packed = archives(data_dir)
+    if not packed:
+        return refused
+    return TaskError(
+        refused.message,
+        f"unpack the archives that may hold the files ({', '.join(packed[:4])}) in {data_dir}, then run again",
     )

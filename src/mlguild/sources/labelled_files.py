@@ -1,0 +1,142 @@
+"""A competition folder with no train table: each train row is a file whose label is the name of
+its folder (``train/<label>/<file>``, the layout torchvision's ImageFolder reads:
+plant-seedlings-classification, tensorflow-speech-recognition-challenge's ``train/audio/<word>/``)
+or a token of its name (dogs-vs-cats' ``train/cat.0.jpg``, the ICML 2013 whale challenge's
+``..._TRAIN0_1.aif``), and a sample submission whose ids name the test files.
+
+The train table is derived: one row per train file, its label in the sample submission's
+prediction column. Every train file gets a new, neutral name (``train00017.png``, numbered in a
+seeded random order) in the converted task folder (``sources/convert_folder``), and the folder
+the files came from is left out of it: a file's folder or name would tell its label, the
+holdout's too, and a number that followed the labels' order would as well. Which original file
+each id is stays beside the task folder, outside what scripts see (``TRAIN_FILES_FROM``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .file_columns import FILE_PROBE, MEDIA_SUFFIXES, modality_of
+
+DERIVED_TRAIN = "train.csv"  # the derived train table's name in the converted folder's public/
+TRAIN_FILES_FROM = "train_files_from.csv"  # in the converted task folder, beside public/: id -> original file
+_MIN_PER_LABEL = 2  # a label that names fewer files than this is no class, but a file's own name
+
+
+@dataclass
+class LabelledFiles:
+    """The derived train table and where its files come from."""
+
+    table: pd.DataFrame  # the id column and the label column, every value text
+    sources: list[Path]  # the original file of each row, in the table's order
+    folder: str  # the train files' folder relative to the data folder: left out, and refilled with renamed files
+    test_folder: str  # the test files' folder relative to the data folder
+    suffix: str  # what the ids lack of their file names ('' when the ids carry their extension)
+    how: str  # the sentence that says where the labels came from
+
+    def file_spec(self, id_column: str) -> dict[str, str]:
+        """The task spec's fields that say which file each row is: the id names it."""
+        example = f"{self.table[id_column].iloc[0]}{self.suffix}"
+        return {
+            "file_column": id_column,
+            "train_files": self.folder,
+            "test_files": self.test_folder,
+            "file_suffix": self.suffix,
+            "modality": modality_of(example),
+        }
+
+
+def labelled_train_files(data_dir: Path, sample: pd.DataFrame, id_column: str, target: str) -> LabelledFiles | None:
+    """The train files of ``data_dir`` with the labels their folders or names give, when the
+    sample submission's ids name files in a test folder and the train files (of the same kind, in
+    a folder whose path says train) carry a label each; None otherwise."""
+    ids = [v for v in sample[id_column].head(FILE_PROBE).astype(str) if v]
+    files = [p for p in data_dir.rglob("*") if p.is_file() and not _hidden(p, data_dir)]
+    folders = sorted({p.parent for p in files})
+    test = _test_folder(folders, ids)
+    if test is None:
+        return None
+    test_folder, suffix = test
+    extension = Path(f"{ids[0]}{suffix}").suffix.lower()
+    train = [
+        p
+        for p in files
+        if p.suffix.lower() == extension
+        and test_folder not in p.parents
+        and any("train" in part.lower() for part in p.relative_to(data_dir).parent.parts)
+    ]
+    found = _by_folder(train) or _by_name(train, [f"{v}{suffix}" for v in ids])
+    if found is None or found[0] in test_folder.parents:  # the train folder, left out, holds the test files
+        return None
+    root, labels, sources, how = found
+    order = np.random.default_rng(0).permutation(len(sources))  # numbers that follow no label order
+    width = len(str(len(sources) - 1))
+    carried = extension if not suffix else ""  # the ids name their files as the sample's do
+    rows = [(f"train{k:0{width}d}{carried}", labels[i]) for k, i in enumerate(order)]
+    table = pd.DataFrame(rows, columns=[id_column, target], dtype=str)
+    return LabelledFiles(
+        table=table,
+        sources=[sources[i] for i in order],
+        folder=root.relative_to(data_dir).as_posix(),
+        test_folder=test_folder.relative_to(data_dir).as_posix(),
+        suffix=suffix,
+        how=how.format(folder=root.relative_to(data_dir).as_posix(), n=len(sources), k=len(set(labels))),
+    )
+
+
+def _hidden(path: Path, data_dir: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(data_dir).parts)
+
+
+def _test_folder(folders: list[Path], ids: list[str]) -> tuple[Path, str] | None:
+    """(the folder, the suffix) where every probed id names a file; a folder that says test first."""
+    if not ids:
+        return None
+    where = [(d, s) for d in folders for s in MEDIA_SUFFIXES if all((d / f"{v}{s}").is_file() for v in ids)]
+    named = [w for w in where if "test" in w[0].name.lower()] or where
+    return named[0] if len(named) >= 1 else None
+
+
+def _by_folder(train: list[Path]) -> tuple[Path, list[str], list[Path], str] | None:
+    """Files in folders named by their labels, all beside each other (``train/<label>/<file>``)."""
+    parents = {p.parent for p in train}
+    roots = {p.parent for p in parents}
+    if len(parents) < 2 or len(roots) != 1:
+        return None
+    labels = [p.parent.name for p in train]
+    if min(labels.count(x) for x in set(labels)) < _MIN_PER_LABEL:
+        return None
+    return roots.pop(), labels, train, "{n} train files in {folder}/, labelled by the folder each is in ({k} labels)"
+
+
+def _by_name(train: list[Path], test_names: list[str]) -> tuple[Path, list[str], list[Path], str] | None:
+    """Files in one folder whose names carry the label as their first or last token (``cat.0.jpg``,
+    ``..._TRAIN0_1.aif``): a token of few values, each on several files, that no test file's name
+    has in its place (test files carry no label). Both places qualifying alike is no answer."""
+    if len({p.parent for p in train}) != 1 or len(train) < 2 * _MIN_PER_LABEL:
+        return None
+    found = []
+    for place, word in ((0, "first"), (-1, "last")):
+        labels = [_tokens(p.name)[place] for p in train]
+        counts = pd.Series(labels).value_counts()
+        test_tokens = {_tokens(name)[place] for name in test_names}
+        if 2 <= len(counts) <= max(2, len(train) // 5) and counts.min() >= _MIN_PER_LABEL:
+            if not test_tokens & set(counts.index):
+                found.append((len(counts), labels, word))
+    found.sort(key=lambda f: f[0])
+    if not found or (len(found) > 1 and found[0][0] == found[1][0]):
+        return None
+    _, labels, word = found[0]
+    how = f"{{n}} train files in {{folder}}/, labelled by the {word} part of each file's name ({{k}} labels)"
+    return train[0].parent, labels, train, how
+
+
+def _tokens(name: str) -> list[str]:
+    """A file name's parts between dots, underscores and dashes, its extension left out."""
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return re.split(r"[._-]", stem) or [stem]
