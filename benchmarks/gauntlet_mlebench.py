@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -160,8 +161,18 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
     pattern, _, labels = (spec.get("labelled") or "::").partition("::")
     for n in range(_ROWS["train"] if pattern else 0):  # train files labelled by their folder or name
         label = labels.split("|")[n % len(labels.split("|"))]
-        (public / pattern.format(n=n, label=label)).parent.mkdir(parents=True, exist_ok=True)
-        (public / pattern.format(n=n, label=label)).write_bytes(b"")
+        path = public / pattern.format(n=n, label=label, half=n * 2 // _ROWS["train"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    for entry in spec.get("packed") or []:  # FOLDER=ARCHIVE[:nested][:keep], as prepare.py packs a folder
+        folder, _, rest = entry.partition("=")
+        archive, *flags = rest.split(":")
+        files = sorted(p for p in (public / folder).rglob("*") if p.is_file())
+        with zipfile.ZipFile(public / archive, "w") as packed:
+            for file in files:  # mlebench.utils.compress: names inside the folder; make_archive: with it
+                packed.write(file, arcname=file.relative_to(public if "nested" in flags else public / folder))
+        if "keep" not in flags:
+            shutil.rmtree(public / folder)
     for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
         with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
             archive.write(public / zipped, arcname=zipped)
@@ -300,8 +311,8 @@ them (see [task folders](task-folders.md)).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
-packed in archives (aerial-cactus-identification's train.zip and test.zip: the refusal says to
-unpack them); the
+packed in 7z archives (the refusal says to unpack them; zip and tar archives are read as if
+unpacked); the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
 token as its prediction, and most tokens are their own written form: the firewall's verifier
 lets a sample column that repeats a public input row for row pass however well it matches the

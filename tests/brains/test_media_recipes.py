@@ -81,3 +81,34 @@ def test_the_audio_draft_takes_the_datas_sample_rate():
     )
     assert meta["features"]["sample_rate"] == 8000
     assert recipes_for(spec) == ["audio_lightgbm", "audio_linear"]
+
+
+@pytest.mark.parametrize(("channels", "width"), [(1, 2), (2, 2), (1, 1)])
+def test_the_audio_recipes_read_aiff_clips_as_the_standard_library_wrote_them(tmp_path, channels, width):
+    """The ICML 2013 whale challenge's clips are AIFF, which scipy does not read: the rendered
+    script's own reader must give the samples and rate that Python's aifc module wrote."""
+    import ast
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # aifc leaves the standard library in 3.13
+        import aifc
+
+    rng = np.random.default_rng(channels * 10 + width)
+    wave = rng.integers(-(2 ** (8 * width - 1)), 2 ** (8 * width - 1), size=(301, channels))
+    path = tmp_path / "clip.aif"
+    with aifc.open(str(path), "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(width)
+        out.setframerate(2000)
+        out.writeframes(wave.astype(f">i{width}").tobytes())
+    spec = task("audio_files")
+    code = render_script(spec, PROFILE, draft_meta("audio_lightgbm", spec, PROFILE), "test")
+    reader = next(n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and n.name == "read_aiff")
+    scope: dict = {"np": np}
+    exec(compile(ast.Module(body=[reader], type_ignores=[]), "solution.py", "exec"), scope)
+    rate, samples = scope["read_aiff"](path)
+    assert rate == 2000
+    assert np.array_equal(samples, wave[:, 0] if channels == 1 else wave)

@@ -18,6 +18,7 @@ import yaml
 
 from ..task.folder import NOT_DATA, TaskSpec
 from ..util.exact_csv import read_csv_exact
+from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
 from .submission_ids import with_id
 from .tables import as_csv
@@ -44,6 +45,7 @@ def write_converted(
     retyped: tuple[str, ...] = (),
     nested: str | None = None,
     labelled: LabelledFiles | None = None,
+    unpacked: tuple[Path, ...] = (),
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -60,9 +62,11 @@ def write_converted(
     public = dest / "public"
     public.mkdir(parents=True)
     flat = spec.data_dir == "."
-    # labelled train files come renamed (write_own_files): their folders and names would tell labels
-    gone = labelled.folder if labelled is not None else None
-    _link_tree(data_dir, public, lambda rel: (flat and rel.parts[0] in NOT_DATA) or _under(rel, gone))
+    # A task of files holds its archives unpacked, not as they are: an archive of the train folder
+    # beside the split would show file names (cat.0.jpg) that tell the holdout's labels.
+    packed = {p.name for p in [*archive_files(data_dir), *data_dir.glob("*.7z")]} if spec.file_column else set()
+    _link_tree(data_dir, public, lambda rel: (flat and rel.parts[0] in NOT_DATA) or rel.as_posix() in packed)
+    unpack(list(unpacked), public)
     for name in _ROOT_FILES:
         source = root / name
         if source.is_dir() and not source.is_symlink():
@@ -82,8 +86,7 @@ def write_converted(
         _link_or_copy(board, dest / LEADERBOARD)
     write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled)
     if labelled is not None:  # which file each train id is, for the user: outside public/, unseen by scripts
-        origin = [p.relative_to(data_dir).as_posix() for p in labelled.sources]
-        pd.DataFrame({spec.id_column: labelled.table[spec.id_column], "file": origin}).to_csv(
+        pd.DataFrame({spec.id_column: labelled.table[spec.id_column], "file": labelled.sources}).to_csv(
             dest / TRAIN_FILES_FROM, index=False
         )
     converted = spec.model_copy(update={"data_dir": "public"})
@@ -112,11 +115,14 @@ def write_own_files(
     laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
     train table, the one ``labelled`` derives, and its files linked under their new names. A
     link is replaced, never written through."""
-    if labelled is not None:
+    if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
         labelled.table.to_csv(public / spec.train_file, index=False)
-        folder = public / labelled.folder
+        staging = public / ".labelled"
+        staging.mkdir()
         for name, source in zip(labelled.table[spec.id_column], labelled.sources, strict=True):
-            _link_or_copy(source, folder / f"{name}{labelled.suffix}")
+            (public / source).rename(staging / f"{name}{labelled.suffix}")
+        shutil.rmtree(public / labelled.folder)
+        staging.rename(public / labelled.folder)
     for name in retyped:
         converted = table(public / name)
         (public / name).unlink()
@@ -139,10 +145,6 @@ def write_own_files(
             (folder / label / name).rename(folder / name)
         for label in set(train[nested]):
             shutil.rmtree(folder / label)  # what is left there belongs to no train row
-
-
-def _under(rel: Path, folder: str | None) -> bool:
-    return folder is not None and (rel.as_posix() == folder or rel.as_posix().startswith(f"{folder}/"))
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

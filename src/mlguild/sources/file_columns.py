@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .folder_files import FolderFiles
+
 FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
 MEDIA_SUFFIXES = (
     *("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif"),
@@ -22,15 +24,14 @@ def modality_of(name: str) -> str:
     return "image_files" if name.endswith(_IMAGES) else "audio_files" if name.endswith(_SOUNDS) else "tabular"
 
 
-def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
+def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
     """The column whose values name each row's file (in a folder for train rows and one for test
     rows), with those folders, the suffix the values lack, and the modality; None if none does.
     Train files in subfolders named by a label column add ``train_subfolders``: that column."""
-    paths = [p for p in data_dir.rglob("*") if not p.name.startswith(".")]
-    folders = sorted(p for p in paths if p.is_dir())
+    folders = files.folders
     # Every file's name, once: a column whose first value names no file anywhere is passed over at
     # once (a table of 785 pixel columns would otherwise probe every column against every other).
-    names = {p.name for p in paths if p.is_file()}
+    names = files.names
     for column in dict.fromkeys(columns):
         if column not in train or column not in test:
             continue
@@ -40,14 +41,11 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
             if not values or not any(Path(f"{values[0]}{s}").name in names for s in MEDIA_SUFFIXES):
                 break
             where = [
-                (d, s)
-                for d in folders
-                for s in MEDIA_SUFFIXES
-                if values and all((d / f"{v}{s}").is_file() for v in values)
+                (d, s) for d in folders for s in MEDIA_SUFFIXES if all(files.is_file(d, f"{v}{s}") for v in values)
             ]
-            named: list[tuple] = [w for w in where if role in w[0].name.lower()] or where
+            named: list[tuple] = [w for w in where if role in _name(w[0])] or where
             if not named and role == "train":  # each train file in a folder named by its label
-                named = [(d, s, c) for d, s, c in _by_label(folders, rows, column) if "train" in d.name.lower()]
+                named = [(d, s, c) for d, s, c in _by_label(files, folders, rows, column) if "train" in _name(d)]
             if not named:
                 break
             found[role] = named[0]
@@ -57,15 +55,20 @@ def file_column(data_dir: Path, train: pd.DataFrame, test: pd.DataFrame, columns
             nested: dict[str, str] = {"train_subfolders": found["train"][2]} if len(found["train"]) > 2 else {}
             return nested | {
                 "file_column": column,
-                "train_files": found["train"][0].relative_to(data_dir).as_posix(),
-                "test_files": found["test"][0].relative_to(data_dir).as_posix(),
+                "train_files": found["train"][0] or ".",
+                "test_files": found["test"][0] or ".",
                 "file_suffix": suffix,
                 "modality": modality_of(example),
             }
     return None
 
 
-def _by_label(folders: list[Path], rows: pd.DataFrame, column: str) -> list[tuple[Path, str, str]]:
+def _name(folder: str) -> str:
+    """A folder's own name, lower case."""
+    return folder.rsplit("/", 1)[-1].lower()
+
+
+def _by_label(files: FolderFiles, folders: list[str], rows: pd.DataFrame, column: str) -> list[tuple[str, str, str]]:
     """(folder, suffix, label column) where every probed row's file is ``folder/<label>/<value>``
     (paddy-disease-classification's train_images/blast/100330.jpg): the label column names the
     subfolder (sources/convert_folder lays such files flat)."""
@@ -76,6 +79,7 @@ def _by_label(folders: list[Path], rows: pd.DataFrame, column: str) -> list[tupl
             continue
         for d in folders:
             for s in MEDIA_SUFFIXES:
-                if all((d / a / f"{v}{s}").is_file() for a, v in zip(probe[label], probe[column], strict=True)):
+                pairs = zip(probe[label], probe[column], strict=True)
+                if all(files.is_file(d, f"{a}/{v}{s}") for a, v in pairs):
                     found.append((d, s, label))
     return found

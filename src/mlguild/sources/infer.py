@@ -34,6 +34,7 @@ from .description import (
     label_after_probability,
 )
 from .file_columns import FILE_PROBE, file_column
+from .folder_files import FolderFiles
 from .labelled_files import DERIVED_TRAIN, LabelledFiles, labelled_train_files
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
@@ -68,11 +69,12 @@ class Inferred:
     retyped: tuple[str, ...] = ()  # tab-separated or zipped tables, written as CSV files (sources/tables)
     nested: str | None = None  # the label column naming the train files' subfolders, laid flat when converted
     labelled: LabelledFiles | None = None  # no train table: the train files labelled by folder or name
+    unpacked: tuple[Path, ...] = ()  # archives holding rows' files: unpacked into the converted folder
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
-        own = self.test_rows is not None or self.labelled is not None or self.indexed
+        own = self.test_rows is not None or self.labelled is not None or self.indexed or bool(self.unpacked)
         return own or bool(self.made_of or self.retyped or self.nested)
 
 
@@ -126,6 +128,7 @@ def infer_task(
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
+    present = FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA)  # archives' files among them
     rest = [p for p in csvs if p != sample_path]
     sample_header = tables.header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
@@ -142,7 +145,7 @@ def infer_task(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
     except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
-        labelled = _labelled(data_dir, sample_path, id_column)
+        labelled = _labelled(present, sample_path, id_column)
         if labelled is None:
             raise unpack_first(refused, data_dir) from None
         train_path = data_dir / DERIVED_TRAIN
@@ -158,7 +161,7 @@ def infer_task(
     if labelled is not None:
         listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
     elif not any("test" in p.name.lower() for p in others):
-        listed = sample_lists_test_files(data_dir, sample_path, train, id_column)
+        listed = sample_lists_test_files(present, sample_path, train, id_column)
         if listed is None and not others:
             raise no_test_rows(data_dir, sample_path, train_path)
     # with the tables set aside, the one file left is the test file, whatever its name
@@ -303,7 +306,7 @@ def infer_task(
     files = (
         labelled.file_spec(id_column)
         if labelled is not None
-        else file_column(data_dir, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+        else file_column(present, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
     )
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     if files is not None:
@@ -367,17 +370,20 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled)
+    unpacked = tuple(present.archives()) if files is not None else ()  # the rows' files some archives hold
+    if unpacked:
+        notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
+    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled, unpacked)
 
 
-def _labelled(data_dir: Path, sample_path: Path, id_column: str) -> LabelledFiles | None:
+def _labelled(present: FolderFiles, sample_path: Path, id_column: str) -> LabelledFiles | None:
     """Train files labelled by their folders or names, for the sample's one prediction column."""
     sample = tables.frame(sample_path, FILE_PROBE)
     predicted = [c for c in sample.columns if c != id_column]
     if id_column not in sample or not predicted:
         return None
     # one prediction column is the label's; several are its classes' probabilities, the label unnamed
-    return labelled_train_files(data_dir, sample, id_column, predicted[0] if len(predicted) == 1 else "label")
+    return labelled_train_files(present, sample, id_column, predicted[0] if len(predicted) == 1 else "label")
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePosixPath
 
 import numpy as np
 import pandas as pd
 
 from .file_columns import FILE_PROBE, MEDIA_SUFFIXES, modality_of
+from .folder_files import FolderFiles
 
 DERIVED_TRAIN = "train.csv"  # the derived train table's name in the converted folder's public/
 TRAIN_FILES_FROM = "train_files_from.csv"  # in the converted task folder, beside public/: id -> original file
@@ -33,7 +34,7 @@ class LabelledFiles:
     """The derived train table and where its files come from."""
 
     table: pd.DataFrame  # the id column and the label column, every value text
-    sources: list[Path]  # the original file of each row, in the table's order
+    sources: list[str]  # the original file of each row (its path in the data folder), in the table's order
     folder: str  # the train files' folder relative to the data folder: left out, and refilled with renamed files
     test_folder: str  # the test files' folder relative to the data folder
     suffix: str  # what the ids lack of their file names ('' when the ids carry their extension)
@@ -51,27 +52,25 @@ class LabelledFiles:
         }
 
 
-def labelled_train_files(data_dir: Path, sample: pd.DataFrame, id_column: str, target: str) -> LabelledFiles | None:
-    """The train files of ``data_dir`` with the labels their folders or names give, when the
+def labelled_train_files(files: FolderFiles, sample: pd.DataFrame, id_column: str, target: str) -> LabelledFiles | None:
+    """The train files among ``files`` with the labels their folders or names give, when the
     sample submission's ids name files in a test folder and the train files (of the same kind, in
     a folder whose path says train) carry a label each; None otherwise."""
     ids = [v for v in sample[id_column].head(FILE_PROBE).astype(str) if v]
-    files = [p for p in data_dir.rglob("*") if p.is_file() and not _hidden(p, data_dir)]
-    folders = sorted({p.parent for p in files})
-    test = _test_folder(folders, ids)
+    test = _test_folder(files, ids)
     if test is None:
         return None
     test_folder, suffix = test
-    extension = Path(f"{ids[0]}{suffix}").suffix.lower()
+    extension = PurePosixPath(f"{ids[0]}{suffix}").suffix.lower()
     train = [
-        p
-        for p in files
-        if p.suffix.lower() == extension
-        and test_folder not in p.parents
-        and any("train" in part.lower() for part in p.relative_to(data_dir).parent.parts)
+        PurePosixPath(f)
+        for f in sorted(files.files)
+        if PurePosixPath(f).suffix.lower() == extension
+        and not _under(f, test_folder)
+        and any("train" in part.lower() for part in PurePosixPath(f).parent.parts)
     ]
     found = _by_folder(train) or _by_name(train, [f"{v}{suffix}" for v in ids])
-    if found is None or found[0] in test_folder.parents:  # the train folder, left out, holds the test files
+    if found is None or _under(test_folder, found[0].as_posix()):  # the train folder, left out, holds the tests
         return None
     root, labels, sources, how = found
     order = np.random.default_rng(0).permutation(len(sources))  # numbers that follow no label order
@@ -81,28 +80,28 @@ def labelled_train_files(data_dir: Path, sample: pd.DataFrame, id_column: str, t
     table = pd.DataFrame(rows, columns=[id_column, target], dtype=str)
     return LabelledFiles(
         table=table,
-        sources=[sources[i] for i in order],
-        folder=root.relative_to(data_dir).as_posix(),
-        test_folder=test_folder.relative_to(data_dir).as_posix(),
+        sources=[sources[i].as_posix() for i in order],
+        folder=root.as_posix(),
+        test_folder=test_folder or ".",
         suffix=suffix,
-        how=how.format(folder=root.relative_to(data_dir).as_posix(), n=len(sources), k=len(set(labels))),
+        how=how.format(folder=root.as_posix(), n=len(sources), k=len(set(labels))),
     )
 
 
-def _hidden(path: Path, data_dir: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(data_dir).parts)
+def _under(path: str, folder: str) -> bool:
+    return folder in ("", ".") or path == folder or path.startswith(f"{folder}/")
 
 
-def _test_folder(folders: list[Path], ids: list[str]) -> tuple[Path, str] | None:
+def _test_folder(files: FolderFiles, ids: list[str]) -> tuple[str, str] | None:
     """(the folder, the suffix) where every probed id names a file; a folder that says test first."""
     if not ids:
         return None
-    where = [(d, s) for d in folders for s in MEDIA_SUFFIXES if all((d / f"{v}{s}").is_file() for v in ids)]
-    named = [w for w in where if "test" in w[0].name.lower()] or where
-    return named[0] if len(named) >= 1 else None
+    where = [(d, s) for d in files.folders for s in MEDIA_SUFFIXES if all(files.is_file(d, f"{v}{s}") for v in ids)]
+    named = [w for w in where if "test" in w[0].rsplit("/", 1)[-1].lower()] or where
+    return named[0] if named else None
 
 
-def _by_folder(train: list[Path]) -> tuple[Path, list[str], list[Path], str] | None:
+def _by_folder(train: list[PurePosixPath]) -> tuple[PurePosixPath, list[str], list[PurePosixPath], str] | None:
     """Files in folders named by their labels, all beside each other (``train/<label>/<file>``)."""
     parents = {p.parent for p in train}
     roots = {p.parent for p in parents}
@@ -114,7 +113,9 @@ def _by_folder(train: list[Path]) -> tuple[Path, list[str], list[Path], str] | N
     return roots.pop(), labels, train, "{n} train files in {folder}/, labelled by the folder each is in ({k} labels)"
 
 
-def _by_name(train: list[Path], test_names: list[str]) -> tuple[Path, list[str], list[Path], str] | None:
+def _by_name(
+    train: list[PurePosixPath], test_names: list[str]
+) -> tuple[PurePosixPath, list[str], list[PurePosixPath], str] | None:
     """Files in one folder whose names carry the label as their first or last token (``cat.0.jpg``,
     ``..._TRAIN0_1.aif``): a token of few values, each on several files, that no test file's name
     has in its place (test files carry no label). Both places qualifying alike is no answer."""
@@ -128,12 +129,33 @@ def _by_name(train: list[Path], test_names: list[str]) -> tuple[Path, list[str],
         if 2 <= len(counts) <= max(2, len(train) // 5) and counts.min() >= _MIN_PER_LABEL:
             if not test_tokens & set(counts.index):
                 found.append((len(counts), labels, word))
-    found.sort(key=lambda f: f[0])
-    if not found or (len(found) > 1 and found[0][0] == found[1][0]):
+    lacking = _lacking_in_test([p.name for p in train], test_names)
+    found.sort(key=lambda f: (f[0], f[2] != lacking))
+    if not found or (len(found) > 1 and found[0][0] == found[1][0] and lacking is None):
         return None
     _, labels, word = found[0]
     how = f"{{n}} train files in {{folder}}/, labelled by the {word} part of each file's name ({{k}} labels)"
     return train[0].parent, labels, train, how
+
+
+def _lacking_in_test(train_names: list[str], test_names: list[str]) -> str | None:
+    """Which part ('first' or 'last') train names have that test names lack, when every train name
+    has one part more than every test name and the others match it in kind (digits, letters) part
+    by part: ``..._TRAIN0_1`` against ``..._Test0`` lacks the last, ``cat.0`` against ``1`` the first."""
+    train_parts = [[_kind(t) for t in _tokens(n)] for n in train_names]
+    test_parts = [[_kind(t) for t in _tokens(n)] for n in test_names]
+    sizes, test_sizes = {len(t) for t in train_parts}, {len(t) for t in test_parts}
+    if len(sizes) != 1 or test_sizes != {sizes.pop() - 1}:
+        return None
+    kinds = {tuple(t) for t in test_parts}
+    matches = [word for word, cut in (("first", slice(1, None)), ("last", slice(None, -1)))
+               if {tuple(t[cut]) for t in train_parts} <= kinds]  # fmt: skip
+    return matches[0] if len(matches) == 1 else None
+
+
+def _kind(token: str) -> str:
+    """A name part's kind: its runs of digits and of letters (``TRAIN0`` and ``Test0`` alike)."""
+    return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "a", token))
 
 
 def _tokens(name: str) -> list[str]:

@@ -103,6 +103,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.retyped,
             inferred.nested,
             inferred.labelled,
+            inferred.unpacked,
         )
     except OSError as exc:
         raise TaskError(

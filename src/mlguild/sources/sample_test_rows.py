@@ -20,12 +20,13 @@ import pandas as pd
 from ..core.errors import TaskError
 from ..util.exact_csv import read_csv_exact
 from .file_columns import FILE_PROBE, file_column
+from .folder_files import FolderFiles, archive_files, members
 
 DERIVED_TEST = "test.csv"  # the derived test table's name in the converted folder's public/
 
 
 def sample_lists_test_files(
-    data_dir: Path, sample_path: Path, train: pd.DataFrame, id_column: str
+    files: FolderFiles, sample_path: Path, train: pd.DataFrame, id_column: str
 ) -> pd.DataFrame | None:
     """The test table (the sample submission's id column, every row) when those ids name one
     file each in a test folder and the train file's ids name files in another; else None."""
@@ -34,7 +35,7 @@ def sample_lists_test_files(
     rows = read_csv_exact(sample_path)[[id_column]]
     if rows.empty or rows[id_column].duplicated().any():  # ids that repeat list no files one by one
         return None
-    found = file_column(data_dir, train, rows.head(FILE_PROBE), [id_column])
+    found = file_column(files, train, rows.head(FILE_PROBE), [id_column])
     if found is None or found["train_files"] == found["test_files"]:
         return None
     return rows
@@ -54,9 +55,11 @@ def no_test_rows(data_dir: Path, sample_path: Path, train_path: Path) -> TaskErr
 
 
 def archives(data_dir: Path) -> list[str]:
-    """The archives in ``data_dir`` that are no one table (a zipped CSV is read as it is)."""
-    found = {p.name for suffix in ("zip", "7z", "tar", "tar.gz") for p in data_dir.glob(f"*.{suffix}")}
-    return sorted(name for name in found if not name.lower().endswith((".csv.zip", ".tsv.zip")))
+    """The archives in ``data_dir`` whose files inference could not read (7z; a damaged or an
+    encrypted one): unpacked by hand, they may hold what is missing. Zip and tar archives are
+    read as if unpacked (sources/folder_files)."""
+    unread = [p.name for p in archive_files(data_dir) if not members(p)]
+    return sorted([*unread, *(p.name for p in data_dir.glob("*.7z"))])
 
 
 def unpack_first(refused: TaskError, data_dir: Path) -> TaskError:
