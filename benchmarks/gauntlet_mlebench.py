@@ -28,6 +28,7 @@ import json
 import random
 import shutil
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -164,13 +165,21 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         path = public / pattern.format(n=n, label=label, half=n * 2 // _ROWS["train"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"")
+    if spec.get("coco"):
+        _write_coco(public, spec["coco"], frames)
     for entry in spec.get("packed") or []:  # FOLDER=ARCHIVE[:nested][:keep], as prepare.py packs a folder
         folder, _, rest = entry.partition("=")
         archive, *flags = rest.split(":")
         files = sorted(p for p in (public / folder).rglob("*") if p.is_file())
-        with zipfile.ZipFile(public / archive, "w") as packed:
-            for file in files:  # mlebench.utils.compress: names inside the folder; make_archive: with it
-                packed.write(file, arcname=file.relative_to(public if "nested" in flags else public / folder))
+        inside = {file: file.relative_to(public if "nested" in flags else public / folder).as_posix() for file in files}
+        if archive.endswith(".zip"):  # mlebench.utils.compress: names inside the folder; make_archive: with it
+            with zipfile.ZipFile(public / archive, "w") as packed:
+                for file, arcname in inside.items():
+                    packed.write(file, arcname=arcname)
+        else:
+            with tarfile.open(public / archive, "w") as tarred:
+                for file, arcname in inside.items():
+                    tarred.add(file, arcname=arcname)
         if "keep" not in flags:
             shutil.rmtree(public / folder)
     for zipped in spec.get("zipped") or []:  # prepare.py zips it: public holds NAME.zip alone
@@ -181,6 +190,38 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         (public / other).parent.mkdir(parents=True, exist_ok=True)
         (public / other).write_bytes(b"")
     return root / name
+
+
+def _write_coco(public: Path, coco: dict, frames: dict) -> None:
+    """COCO-style metadata as the FGVC competitions ship it: a train listing of images (an id and a
+    file_name) with an annotation (image_id, category_id) each, an empty file per train image, and
+    a test listing (a dict with images, or a plain list) of the sample submission's ids."""
+    categories = [int(c) for c in str(coco["categories"]).split("|")]
+    key = coco.get("id_key", "id")
+    for listing, written in ((coco["train_json"], True), *((v, False) for v in coco.get("unseen_json", []))):
+        images, notes = [], []
+        for n in range(_ROWS["train"]):
+            cat = categories[n % len(categories)]
+            image_id = coco.get("train_id", "{n}").format(n=n if written else n + 900, cat=cat)
+            name = coco["train_file"].format(n=n if written else n + 900, cat=cat, id=image_id)
+            images.append({key: image_id if "train_id" in coco else int(image_id), "file_name": name})
+            notes.append({"id": n, "image_id": images[-1][key], "category_id": cat})
+            if written:  # an unseen listing's images are not in the folder (inaturalist's val2019)
+                (public / coco["train_base"] / name).parent.mkdir(parents=True, exist_ok=True)
+                (public / coco["train_base"] / name).write_bytes(b"")
+        (public / listing).parent.mkdir(parents=True, exist_ok=True)
+        labelled = {"images": images, "annotations": notes, "categories": [{"id": c} for c in categories], "info": {}}
+        (public / listing).write_text(json.dumps(labelled))
+    sample = next(f for name, f in frames.items() if "sample" in name.lower() or "Submission" in name)
+    tests = []
+    for k, image_id in enumerate(sample.iloc[:, 0]):
+        name = coco["test_file"].format(id=image_id, n=k)
+        tests.append({coco.get("test_id_key", key): image_id, "file_name": name})
+        (public / coco["test_base"] / name).parent.mkdir(parents=True, exist_ok=True)
+        (public / coco["test_base"] / name).write_bytes(b"")
+    listed = tests if coco.get("test_list") else {"images": tests, "info": {}}
+    (public / coco["test_json"]).parent.mkdir(parents=True, exist_ok=True)
+    (public / coco["test_json"]).write_text(json.dumps(listed))
 
 
 def shape_of(spec: TaskSpec) -> str:
@@ -306,8 +347,9 @@ conversion serves a submission id that is a test column under another name or tw
 `_`, a sample submission written with its pandas index, and tables that are tab-separated,
 zipped or JSON arrays of records. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
-by a part of their names (dogs-vs-cats-redux-kernels-edition) gets its train table derived from
-them (see [task folders](task-folders.md)).
+by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
+(herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them; zip and tar
+archives are read as if unpacked (see [task folders](task-folders.md)).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are

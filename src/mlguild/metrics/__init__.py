@@ -36,6 +36,7 @@ from mlguild.metrics.functions import (
     _rmsle_1d,
     _roc_auc_1d,
     accuracy,
+    error_rate,
     f1,
     f1_macro,
     gauc,
@@ -118,6 +119,7 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
         _m("accuracy", "maximize", "label", _columnwise(accuracy), "fraction of exactly matching labels"),
+        _m("error_rate", "minimize", "label", error_rate, "fraction of wrong labels (top-1 error, 1 - accuracy)"),
         _m("roc_auc", "maximize", "probability", _columnwise(_roc_auc_1d), "binary ROC AUC (ties averaged)"),
         _m("logloss", "minimize", "class_probabilities", logloss, "multiclass log loss, rows clipped and renormalised"),
         _m(
@@ -217,6 +219,7 @@ METRICS: dict[str, Metric] = {
 ALIASES: dict[str, str] = {
     "auc": "roc_auc", "rocauc": "roc_auc", "roc_auc_score": "roc_auc", "auroc": "roc_auc",
     "acc": "accuracy", "accuracy_score": "accuracy",
+    "top1_error": "error_rate", "top_1_error": "error_rate", "classification_error": "error_rate", "error": "error_rate",
     "log_loss": "logloss", "mlogloss": "logloss", "multi_logloss": "logloss", "cross_entropy": "logloss",
     "bce": "binary_logloss", "binary_crossentropy": "binary_logloss", "binary_log_loss": "binary_logloss",
     "f1_score": "f1", "macro_f1": "f1_macro", "f1macro": "f1_macro",

@@ -96,6 +96,11 @@ def accuracy(y_true: Any, y_pred: Any) -> float:
     return float(np.mean(np.asarray(y_true) == np.asarray(y_pred)))
 
 
+def error_rate(y_true: Any, y_pred: Any) -> float:
+    """Fraction of rows whose predicted label differs from the true label (top-1 error: 1 - accuracy)."""
+    return 1.0 - accuracy(y_true, y_pred)
+
+
 def _roc_auc_1d(y_true: Any, y_score: Any) -> float:
     codes = np.zeros(len(y_true), dtype=np.int64)
     auc, ok = _grouped_auc(np.asarray(y_true), np.asarray(y_score), codes)

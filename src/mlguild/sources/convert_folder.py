@@ -117,12 +117,22 @@ def write_own_files(
     link is replaced, never written through."""
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
         labelled.table.to_csv(public / spec.train_file, index=False)
-        staging = public / ".labelled"
-        staging.mkdir()
-        for name, source in zip(labelled.table[spec.id_column], labelled.sources, strict=True):
-            (public / source).rename(staging / f"{name}{labelled.suffix}")
-        shutil.rmtree(public / labelled.folder)
-        staging.rename(public / labelled.folder)
+        renamed = {
+            labelled.folder: list(zip(labelled.table[spec.id_column].astype(str), labelled.sources, strict=True))
+        }
+        if labelled.test_sources is not None:
+            renamed[labelled.test_folder] = list(labelled.test_sources.items())
+        for k, pairs in enumerate(renamed.values()):
+            staging = public / f".renamed-{k}"
+            staging.mkdir()
+            for name, source in pairs:
+                (public / source).rename(staging / f"{name}{labelled.suffix}")
+        for k, moved in enumerate(renamed):
+            shutil.rmtree(public / moved)
+            (public / moved).parent.mkdir(parents=True, exist_ok=True)
+            (public / f".renamed-{k}").rename(public / moved)
+        for name in labelled.left_out:
+            (public / name).unlink(missing_ok=True)
     for name in retyped:
         converted = table(public / name)
         (public / name).unlink()

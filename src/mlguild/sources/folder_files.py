@@ -3,10 +3,12 @@
 MLE-bench's prepare.py zips several competitions' image and sound folders (aerial-cactus-
 identification's ``train.zip`` and ``test.zip``, the ICML 2013 whale challenge's ``train2.zip``),
 and a Kaggle download often holds ``train_images.zip`` beside the tables. Inference reads an
-archive's members as if it were unpacked where it lies: a member path that starts with the same
-folder in every member is taken as it is (``train2/x.aif``), members with no common folder go
-into a folder named by the archive (``train.zip``'s ``x.jpg`` is ``train/x.jpg``), as unzipping
-it there would leave them. A file already on the disk wins over a member of the same path. The
+archive's members as if it were unpacked into a folder named by it: ``train.zip``'s ``x.jpg`` is
+``train/x.jpg`` (mlebench.utils.compress names members inside the folder it packs), and
+inaturalist-2019's ``train_val2019.tar.gz``'s ``Plants/400/x.jpg`` is
+``train_val2019/Plants/400/x.jpg``, where its metadata says it is; members that all start with
+that folder already keep their paths (``train2.zip``'s ``train2/x.aif``, as shutil.make_archive
+names them). A file already on the disk wins over a member of the same path. The
 converted task folder (``sources/convert_folder``) then holds the members unpacked.
 
 Only plain files with plain relative paths are members: a path that climbs out (``../x``), an
@@ -68,7 +70,7 @@ def members(archive: Path) -> dict[str, str]:
         return {}
     plain = {name: rel for name in names if (rel := _plain(name)) is not None}
     firsts = {PurePosixPath(rel).parts[0] for rel in plain.values()}
-    nested = len(firsts) == 1 and all(len(PurePosixPath(rel).parts) > 1 for rel in plain.values())
+    nested = firsts == {_stem(archive)} and all(len(PurePosixPath(rel).parts) > 1 for rel in plain.values())
     prefix = "" if nested else f"{_stem(archive)}/"
     return {f"{prefix}{rel}": name for name, rel in plain.items()}
 

@@ -23,6 +23,7 @@ from ..metrics import METRICS, get_metric, metric_name
 from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
 from . import tables
+from .annotated_files import annotated_train_files
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
@@ -263,6 +264,8 @@ def infer_task(
             task_type = "multiclass"  # probability columns per class, however many
         elif len(targets) > 1:
             task_type = several_task_type(train, targets)
+        elif wanted is not None and get_metric(wanted).prediction == "label" and _labels(train[targets[0]]) > 2:
+            task_type = "multiclass"  # however many classes, and numbers too: the metric scores labels
         else:
             task_type = infer_task_type(train[targets[0]])
         notes.append(f"task type {task_type}")
@@ -376,14 +379,20 @@ def infer_task(
     return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled, unpacked)
 
 
+def _labels(target: pd.Series) -> int:
+    return int(target[target != ""].nunique())
+
+
 def _labelled(present: FolderFiles, sample_path: Path, id_column: str) -> LabelledFiles | None:
-    """Train files labelled by their folders or names, for the sample's one prediction column."""
-    sample = tables.frame(sample_path, FILE_PROBE)
+    """Train files labelled by their folders or names, or by COCO-style metadata, for the
+    sample's one prediction column (several are its classes' probabilities: the label is unnamed)."""
+    sample = tables.frame(sample_path)
     predicted = [c for c in sample.columns if c != id_column]
     if id_column not in sample or not predicted:
         return None
-    # one prediction column is the label's; several are its classes' probabilities, the label unnamed
-    return labelled_train_files(present, sample, id_column, predicted[0] if len(predicted) == 1 else "label")
+    target = predicted[0] if len(predicted) == 1 else "label"
+    found = labelled_train_files(present, sample.head(FILE_PROBE), id_column, target)
+    return found or annotated_train_files(present, sample, id_column, target)
 
 
 def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:

@@ -39,6 +39,10 @@ class LabelledFiles:
     test_folder: str  # the test files' folder relative to the data folder
     suffix: str  # what the ids lack of their file names ('' when the ids carry their extension)
     how: str  # the sentence that says where the labels came from
+    # test files named otherwise than by their ids (their paths, in the sample's order of ids):
+    # renamed to <id><suffix> in place of their folder, which is left out
+    test_sources: dict[str, str] | None = None
+    left_out: tuple[str, ...] = ()  # other files the converted folder leaves out (metadata that holds labels)
 
     def file_spec(self, id_column: str) -> dict[str, str]:
         """The task spec's fields that say which file each row is: the id names it."""

@@ -34,6 +34,7 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("Matthews correlation", r"\bmatthews"),
     ("Kullback-Leibler divergence", r"\bkullback|\bkl[- ]divergence"),
     ("Levenshtein distance", r"\blevenshtein|\bedit distance"),
+    ("word error rate", r"\b(word|character|phoneme|label) error rate|\bwer\b"),
     ("Jaccard score", r"\bjaccard"),
     ("Dice coefficient", r"\bdice\b|\bs(ø|o)rensen"),
     ("intersection over union", r"\bintersection over union|\biou\b"),
@@ -42,7 +43,6 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("percentile distance error", r"\bpercentile distance"),
     ("Laplace log likelihood", r"\blaplace log[- ]likelihood"),
     ("lwlrap", r"\blwlrap\b|label[- ]weighted label[- ]ranking"),
-    ("top-1 error", r"\btop[- ]?1 (classification )?error"),
 ]
 
 # Words that put a registered metric's words in the place of the unregistered one named just before

@@ -153,6 +153,7 @@ def _tidy_blank_lines(lines: list[str]) -> str:
 # expression over `truth` and `prediction` (as the script builds them for that kind).
 _CV = {
     "accuracy": ("from sklearn.metrics import accuracy_score", "accuracy_score(truth, prediction)"),
+    "error_rate": ("from sklearn.metrics import accuracy_score", "1.0 - accuracy_score(truth, prediction)"),
     "roc_auc": ("from sklearn.metrics import roc_auc_score", "roc_auc_score(truth, prediction)"),
     "binary_logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=[0, 1])"),
     "logloss": ("from sklearn.metrics import log_loss", "log_loss(truth, prediction, labels=CLASSES)"),
