@@ -40,6 +40,7 @@ from mlguild.metrics.functions import (
     f1,
     f1_macro,
     gauc,
+    kl_divergence,
     logloss,
     multilabel_f1_macro,
     multilabel_f1_micro,
@@ -151,6 +152,14 @@ METRICS: dict[str, Metric] = {
         # is its one-column metric averaged over the columns (see PER_COLUMN).
         _m("mcrmse", "minimize", "value", _columnwise(_rmse_1d), "mean column-wise root mean squared error"),
         _m(
+            "kl_divergence",
+            "minimize",
+            "value",
+            kl_divergence,
+            "mean Kullback-Leibler divergence of each row's predicted distribution over the target columns "
+            "from the true one (rows normalised to sum 1)",
+        ),
+        _m(
             "mean_columnwise_rmsle",
             "minimize",
             "value",
@@ -219,6 +228,7 @@ METRICS: dict[str, Metric] = {
 ALIASES: dict[str, str] = {
     "auc": "roc_auc", "rocauc": "roc_auc", "roc_auc_score": "roc_auc", "auroc": "roc_auc",
     "acc": "accuracy", "accuracy_score": "accuracy",
+    "kl": "kl_divergence", "kld": "kl_divergence", "kullback_leibler": "kl_divergence",
     "top1_error": "error_rate", "top_1_error": "error_rate", "classification_error": "error_rate", "error": "error_rate",
     "log_loss": "logloss", "mlogloss": "logloss", "multi_logloss": "logloss", "cross_entropy": "logloss",
     "bce": "binary_logloss", "binary_crossentropy": "binary_logloss", "binary_log_loss": "binary_logloss",

@@ -140,6 +140,25 @@ def logloss(y_true: Any, y_prob: Any) -> float:
     return float(-np.mean(np.log(p[np.arange(len(y)), y])))
 
 
+def kl_divergence(y_true: Any, y_pred: Any) -> float:
+    """Mean over rows of the Kullback-Leibler divergence KL(truth || prediction), each row of
+    several columns read as a distribution: the truth's row (vote counts, say) divided by its sum,
+    the prediction's raised to at least 1e-15 and divided by its sum (Kaggle's HMS metric clips
+    probabilities so; predicted counts are shares once divided). A cell whose truth is 0 adds
+    nothing; a truth row that sums to 0 is an error."""
+    t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+    if t.ndim != 2 or t.shape != p.shape or t.shape[1] < 2:
+        raise ValueError(f"kl_divergence needs (n, k>=2) truth and predictions of one shape, got {t.shape}, {p.shape}")
+    totals = t.sum(axis=1, keepdims=True)
+    if (t < 0).any() or (totals <= 0).any():
+        raise ValueError("kl_divergence needs truth rows of non-negative values with a positive sum")
+    t = t / totals
+    p = np.maximum(np.nan_to_num(p, nan=_EPS), _EPS)
+    p = p / p.sum(axis=1, keepdims=True)
+    terms = np.where(t > 0, t * (np.log(np.where(t > 0, t, 1.0)) - np.log(p)), 0.0)
+    return float(np.mean(terms.sum(axis=1)))
+
+
 def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Both label arrays as codes over the sorted union of their labels, and its size."""
     t, p = np.asarray(y_true), np.asarray(y_pred)

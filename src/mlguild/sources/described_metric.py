@@ -22,6 +22,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("mean_columnwise_logloss", r"mean[- ]column[- ]?wise[- ]log[- ]?loss|column[- ]?wise[- ]mean[- ]log[- ]?loss"),
     ("mean_columnwise_spearman", r"mean[- ]column[- ]?wise[- ]spearman|column[- ]?wise[- ]mean[- ]spearman"),
     ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
+    ("kl_divergence", r"\bkullback|\bkl[- ]divergence"),
     ("spearman", r"\bspearman"),
     ("pearson", r"\bpearson"),
     ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),

@@ -296,6 +296,12 @@ def infer_task(
         if len(targets) > 1:
             metric = several_targets_metric(metric)
         notes.append(f"metric {metric}: the description says {phrase!r}")
+    if metric == "kl_divergence" and len(targets) < 2:
+        raise TaskError(
+            f"the metric kl_divergence compares distributions over several target columns, but the task has "
+            f"the one target {targets[0]!r}",
+            f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
+        )
     kind = get_metric(metric).prediction
     if kind == "class_probabilities" and classes is None:
         raise TaskError(

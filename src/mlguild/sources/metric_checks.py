@@ -32,7 +32,6 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("Kaggle's mean F1 over label sets", r"\bmean ?f1[- ]?score\b|\bmeanfscore\b"),
     ("Kendall's tau", r"\bkendall"),
     ("Matthews correlation", r"\bmatthews"),
-    ("Kullback-Leibler divergence", r"\bkullback|\bkl[- ]divergence"),
     ("Levenshtein distance", r"\blevenshtein|\bedit distance"),
     ("word error rate", r"\b(word|character|phoneme|label) error rate|\bwer\b"),
     ("Jaccard score", r"\bjaccard"),
