@@ -156,7 +156,8 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         frames[file].to_csv(public / file, index=False, sep=sep)
     for csv, column, folder, suffix, *by in spec.get("media") or []:
         for i, value in enumerate(frames[csv][column]):
-            where = public / folder / (frames[csv][by[0]].iloc[i] if by else "")
+            shard = int(by[0].split(":")[1]) if by and by[0].startswith("shard:") else 0  # folders of first characters
+            where = public / folder / ("/".join(value[:shard]) if shard else frames[csv][by[0]].iloc[i] if by else "")
             where.mkdir(parents=True, exist_ok=True)
             (where / f"{value}{suffix}").write_bytes(b"")
     pattern, _, labels = (spec.get("labelled") or "::").partition("::")
@@ -349,7 +350,10 @@ zipped or JSON arrays of records. A folder with no train table whose train files
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
 (herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them; zip and tar
-archives are read as if unpacked (see [task folders](task-folders.md)).
+archives are read as if unpacked (see [task folders](task-folders.md)). Rows whose data is a CSV
+of sensor columns each (predict-volcanic-eruptions-ingv-oe) or a NumPy array in folders named
+by the id's first character (seti-breakthrough-listen) are array files (see
+[images, text and sound](images-text-audio.md)).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
 Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are

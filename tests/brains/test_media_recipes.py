@@ -39,6 +39,8 @@ PROFILE = {"n_train": 100, "columns": [], "target": {"min": 0.0}, "files": {"kin
         ("backbone_finetune", "image_files"),
         ("audio_lightgbm", "audio_files"),
         ("audio_linear", "audio_files"),
+        ("array_lightgbm", "array_files"),
+        ("array_linear", "array_files"),
     ],
 )
 @pytest.mark.parametrize("task_type,metric", [("multiclass", "accuracy"), ("regression", "rmse")])
@@ -46,7 +48,7 @@ def test_the_media_recipes_render_scripts_that_compile(name, modality, task_type
     spec = task(modality, task_type, metric)
     code = render_script(spec, PROFILE, draft_meta(name, spec, PROFILE), "test")
     compile(code, "solution.py", "exec")
-    assert "MLGUILD_DEVICE" in code or modality == "audio_files"
+    assert "MLGUILD_DEVICE" in code or modality in ("audio_files", "array_files")
     assert "cuda:" not in code  # no hard-coded device ordinal
 
 

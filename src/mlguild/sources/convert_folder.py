@@ -46,6 +46,7 @@ def write_converted(
     nested: str | None = None,
     labelled: LabelledFiles | None = None,
     unpacked: tuple[Path, ...] = (),
+    shards: dict[str, int] | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -84,7 +85,7 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards)
     if labelled is not None:  # which file each train id is, for the user: outside public/, unseen by scripts
         pd.DataFrame({spec.id_column: labelled.table[spec.id_column], "file": labelled.sources}).to_csv(
             dest / TRAIN_FILES_FROM, index=False
@@ -106,6 +107,7 @@ def write_own_files(
     retyped: tuple[str, ...] = (),
     nested: str | None = None,
     labelled: LabelledFiles | None = None,
+    shards: dict[str, int] | None = None,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
@@ -155,6 +157,17 @@ def write_own_files(
             (folder / label / name).rename(folder / name)
         for label in set(train[nested]):
             shutil.rmtree(folder / label)  # what is left there belongs to no train row
+    for role, depth in (shards or {}).items():  # files in subfolders named by their first characters: laid flat
+        table_file, files = (
+            (spec.train_file, spec.train_files) if role == "train" else (spec.test_file, spec.test_files)
+        )
+        folder = public / str(files)
+        values = read_csv_exact(public / table_file, usecols=[str(spec.file_column)])[str(spec.file_column)]
+        for value in values:
+            name = f"{value}{spec.file_suffix}"
+            (folder / "/".join(value[:depth]) / name).rename(folder / name)
+        for shard in {value[0] for value in values}:
+            shutil.rmtree(folder / shard, ignore_errors=True)  # what is left there belongs to no row
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

@@ -12,22 +12,26 @@ from .folder_files import FolderFiles
 FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
 MEDIA_SUFFIXES = (
     *("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif"),
-    *(".wav", ".aif", ".aiff", ".mp3", ".flac", ".json", ".txt"),
+    *(".wav", ".aif", ".aiff", ".mp3", ".flac", ".json", ".txt", ".npy", ".csv"),
 )
 _IMAGES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif")
 _SOUNDS = (".wav", ".aif", ".aiff")  # what the audio recipes read (features/audio.py.j2)
+_ARRAYS = (".npy", ".csv")  # a NumPy array, or a CSV of numeric columns, per row (features/arrays.py.j2)
 
 
 def modality_of(name: str) -> str:
     """The modality of rows whose files are named like ``name``."""
     name = name.lower()
-    return "image_files" if name.endswith(_IMAGES) else "audio_files" if name.endswith(_SOUNDS) else "tabular"
+    if name.endswith(_IMAGES):
+        return "image_files"
+    return "audio_files" if name.endswith(_SOUNDS) else "array_files" if name.endswith(_ARRAYS) else "tabular"
 
 
 def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
     """The column whose values name each row's file (in a folder for train rows and one for test
     rows), with those folders, the suffix the values lack, and the modality; None if none does.
-    Train files in subfolders named by a label column add ``train_subfolders``: that column."""
+    Train files in subfolders named by a label column add ``train_subfolders``: that column; files
+    in subfolders named by their values' first characters add ``shards``: {role: depth}."""
     folders = files.folders
     # Every file's name, once: a column whose first value names no file anywhere is passed over at
     # once (a table of 785 pixel columns would otherwise probe every column against every other).
@@ -46,13 +50,21 @@ def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, col
             named: list[tuple] = [w for w in where if role in _name(w[0])] or where
             if not named and role == "train":  # each train file in a folder named by its label
                 named = [(d, s, c) for d, s, c in _by_label(files, folders, rows, column) if "train" in _name(d)]
+            if not named:  # each file in subfolders named by its value's first characters
+                sharded = _sharded(files, folders, values)
+                named = [w for w in sharded if role in _name(w[0])] or sharded
             if not named:
                 break
             found[role] = named[0]
         if len(found) == 2 and found["train"][1] == found["test"][1]:
             suffix = found["train"][1]
             example = f"{train[column].iloc[0]}{suffix}".lower()
-            nested: dict[str, str] = {"train_subfolders": found["train"][2]} if len(found["train"]) > 2 else {}
+            nested: dict = {}
+            if len(found["train"]) > 2 and isinstance(found["train"][2], str):
+                nested["train_subfolders"] = found["train"][2]
+            shards = {role: w[2] for role, w in found.items() if len(w) > 2 and isinstance(w[2], int)}
+            if shards:  # {role: depth}: laid flat when converted
+                nested["shards"] = shards
             return nested | {
                 "file_column": column,
                 "train_files": found["train"][0] or ".",
@@ -66,6 +78,24 @@ def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, col
 def _name(folder: str) -> str:
     """A folder's own name, lower case."""
     return folder.rsplit("/", 1)[-1].lower()
+
+
+_SHARD_DEPTHS = (1, 2, 3)  # seti's train/0/0a1b.npy; g2net's train/0/a/1/0a1b2c.npy
+
+
+def _sharded(files: FolderFiles, folders: list[str], values: list[str]) -> list[tuple[str, str, int]]:
+    """(folder, suffix, depth) where every probed value's file is under subfolders named by its
+    first ``depth`` characters, one each (``folder/0/a/0a1b.npy`` at depth 2); they are laid flat
+    in the converted task folder (sources/convert_folder)."""
+    found = []
+    for depth in _SHARD_DEPTHS:
+        if any(len(v) <= depth for v in values):
+            continue
+        for d in folders:
+            for s in MEDIA_SUFFIXES:
+                if all(files.is_file(d, f"{'/'.join(v[:depth])}/{v}{s}") for v in values):
+                    found.append((d, s, depth))
+    return found
 
 
 def _by_label(files: FolderFiles, folders: list[str], rows: pd.DataFrame, column: str) -> list[tuple[str, str, str]]:

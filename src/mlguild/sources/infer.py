@@ -52,6 +52,7 @@ from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 # An F1 over label columns, named for a target of one label a row: micro-averaged, every row
 # counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
 _ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
+_PER_ROW_TABLES = 10  # CSV files in one subfolder, alike, from which on they are rows' own data
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
 
@@ -71,12 +72,13 @@ class Inferred:
     nested: str | None = None  # the label column naming the train files' subfolders, laid flat when converted
     labelled: LabelledFiles | None = None  # no train table: the train files labelled by folder or name
     unpacked: tuple[Path, ...] = ()  # archives holding rows' files: unpacked into the converted folder
+    shards: dict[str, int] = field(default_factory=dict)  # {train|test: depth}: files in subfolders by id, laid flat
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         own = self.test_rows is not None or self.labelled is not None or self.indexed or bool(self.unpacked)
-        return own or bool(self.made_of or self.retyped or self.nested)
+        return own or bool(self.made_of or self.retyped or self.nested or self.shards)
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -128,6 +130,11 @@ def infer_task(
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
+    per_row = _per_row_tables(csvs, data_dir)
+    if per_row:
+        csvs = [p for p in csvs if p not in per_row]
+        folders = sorted({p.parent.relative_to(data_dir).as_posix() for p in per_row})
+        notes.append(f"{len(per_row)} CSV files in {', '.join(folders)}/: each row's own data, not tables")
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
     present = FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA)  # archives' files among them
     rest = [p for p in csvs if p != sample_path]
@@ -312,12 +319,13 @@ def infer_task(
     if kind == "label" and probabilities:
         notes.append(f"note: the sample submission holds probabilities, but {metric} scores labels")
 
-    files = (
+    files: dict | None = (
         labelled.file_spec(id_column)
         if labelled is not None
         else file_column(present, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
     )
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
+    shards: dict[str, int] = files.pop("shards", {}) if files is not None else {}  # laid flat when converted too
     if files is not None:
         notes.append(
             f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
@@ -382,7 +390,31 @@ def infer_task(
     unpacked = tuple(present.archives()) if files is not None else ()  # the rows' files some archives hold
     if unpacked:
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
-    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled, unpacked)
+    if shards:
+        notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
+    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled, unpacked, shards)
+
+
+def _per_row_tables(csvs: list[Path], data_dir: Path) -> set[Path]:
+    """CSV files that are rows' own data, not tables: those of a subfolder holding at least
+    ``_PER_ROW_TABLES`` of them with one header (predict-volcanic-eruptions' train/1000213997.csv,
+    one segment of ten sensors each, named by the row's id)."""
+    by_folder: dict[Path, list[Path]] = {}
+    for path in csvs:
+        if path.parent != data_dir and path.suffix.lower() == ".csv":
+            by_folder.setdefault(path.parent, []).append(path)
+    found: set[Path] = set()
+    for paths in by_folder.values():
+        if len(paths) >= _PER_ROW_TABLES and len({_header_or_none(p) for p in paths[:3]}) == 1:
+            found.update(paths)
+    return found
+
+
+def _header_or_none(path: Path) -> tuple[str, ...] | None:
+    try:
+        return tuple(read_header(path))
+    except TaskError:  # an empty or unreadable file: alike with others of its kind
+        return None
 
 
 def _labels(target: pd.Series) -> int:

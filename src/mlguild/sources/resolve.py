@@ -104,6 +104,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.nested,
             inferred.labelled,
             inferred.unpacked,
+            inferred.shards,
         )
     except OSError as exc:
         raise TaskError(

@@ -154,7 +154,22 @@ def files_profile(data_dir: Path, spec: dict[str, Any], train: pd.DataFrame) -> 
         return _wav_profile(paths)
     if spec.get("modality") == "image_files" and paths:
         return _image_profile(paths)
+    if spec.get("modality") == "array_files" and paths:
+        return _array_profile(paths)
     return {}
+
+
+def _array_profile(paths: list[Path]) -> dict[str, Any]:
+    """The shapes of the first rows' arrays (a CSV's: rows x columns, and its header)."""
+    shapes, header = [], None
+    for path in paths[:10]:
+        if path.suffix.lower() == ".csv":
+            frame = pd.read_csv(path)
+            shapes.append(list(frame.shape))
+            header = header or [str(c) for c in frame.columns[:12]]
+        else:
+            shapes.append(list(np.load(path, mmap_mode="r", allow_pickle=False).shape))
+    return {"kind": "array", "sampled": len(shapes), "shapes": shapes[:5], **({"columns": header} if header else {})}
 
 
 def _image_profile(paths: list[Path]) -> dict[str, Any]:
@@ -289,6 +304,9 @@ def files_line(files: dict[str, Any]) -> str:
             f"wav sound, sample rate {files['sample_rate']} Hz (seen: {files['sample_rates']}), "
             f"{s['min']}-{s['max']} s long (mean {s['mean']} s), channels {files['channels']}"
         )
+    if files.get("kind") == "array":
+        columns = f", columns {files['columns']}" if files.get("columns") else ""
+        return f"arrays of shapes {files['shapes']} (the first rows'){columns}"
     if files.get("kind") == "image":
         colour = "colour" if files["colour"] else "grey"
         return f"{colour} images ({', '.join(files['modes'])}), median {files['median_size']} px, shortest side {files['min_side']} px"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from ..metrics import get_metric, metric_name
 
 TaskType = Literal["binary", "multiclass", "regression", "ranking"]
-Modality = Literal["tabular", "text", "image_array", "image_files", "audio_files"]
+Modality = Literal["tabular", "text", "image_array", "image_files", "audio_files", "array_files"]
 
 # Files the firewall writes into a run's workspace itself: a task file of the same name
 # would be overwritten by them (or overwrite them).
@@ -103,7 +103,7 @@ class TaskSpec(BaseModel):
     task_type: TaskType = Field(description="binary, multiclass, regression or ranking.")
     modality: Modality = Field(
         "tabular",
-        description="What the inputs are: tabular, text, image_array (pixels as columns), image_files (one image file per row) or audio_files (one wav file per row).",
+        description="What the inputs are: tabular, text, image_array (pixels as columns), image_files (one image file per row), audio_files (one wav or AIFF file per row) or array_files (one NumPy array or CSV of numeric columns per row).",
     )
     metric: str = Field(description="Metric name from the registry (mlguild.metrics).")
     direction: Literal["maximize", "minimize"] | None = Field(
@@ -228,7 +228,7 @@ class TaskSpec(BaseModel):
                 )
         if self.file_column is not None and (self.train_files is None or self.test_files is None):
             raise ValueError("file_column needs train_files and test_files: the folders the rows' files are in")
-        if self.file_column is None and self.modality in ("image_files", "audio_files"):
+        if self.file_column is None and self.modality in ("image_files", "audio_files", "array_files"):
             raise ValueError(f"modality {self.modality} needs file_column, train_files and test_files")
         if "/" in self.file_suffix or ".." in self.file_suffix:
             raise ValueError(f"file_suffix {short(self.file_suffix)} must be a plain ending such as '.jpg'")

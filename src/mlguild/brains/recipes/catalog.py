@@ -238,6 +238,32 @@ _RECIPE_LIST = [
         {"C": "C", "alpha": "alpha"},
         ("class_weight", "balanced"),
     ),
+    # ---- array files (a NumPy array or a CSV of sensor columns per row): summary statistics per channel
+    Recipe(
+        "array_lightgbm",
+        "array_files",
+        "LightGBM on per-channel summary statistics of each row's array",
+        "statistics of each channel (level, spread, extremes, quantiles, roughness) summarise a signal in numbers trees combine well",
+        "lightgbm",
+        "arrays",
+        "none",
+        lightgbm_defaults(1000, 0.05, 15, 0.5, 20),
+        GBDT_KNOBS,
+        ("class_weight", "balanced"),
+        stochastic=True,
+    ),
+    Recipe(
+        "array_linear",
+        "array_files",
+        "Linear model on standardised per-channel summary statistics",
+        "a linear model on the same statistics: a fast, different-biased second opinion",
+        "linear",
+        "arrays",
+        "none",
+        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
+        {"C": "C", "alpha": "alpha"},
+        ("class_weight", "balanced"),
+    ),
     # ---- image arrays (pixels as columns)
     # Offered only where torch is installed (the [torch] extra); forests are not marked
     # stochastic: a forest averaged over seeds is just a bigger forest (see more_trees).
@@ -322,6 +348,7 @@ PHOTO_ORDER = DRAFT_ORDER.pop("image_files") + DRAFT_ORDER["image_array"]
 DRAFT_ORDER["image_files"] = DRAFT_ORDER["image_array"]
 FALLBACK = {
     "audio_files": "audio_linear",
+    "array_files": "array_linear",
     "tabular": "hist_gb",
     "text": "tfidf_linear",
     "image_array": "pixels_linear",
