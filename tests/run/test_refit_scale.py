@@ -63,6 +63,18 @@ def test_the_reserve_follows_the_measured_refit_scale_of_the_nodes_family(run):
     assert refit_scale(_refit("n0005", cat, 5.0, status="timeout"), cat, grow) is None
 
 
+def test_a_refit_on_part_of_the_labelled_rows_is_measured_against_the_rows_it_trained_on(run):
+    # Short of time, the final stage refitted on a share of the rows: 1.5 times the search's,
+    # not every labelled row. Its 12 s are a scale of 12 / (10 x 1.5), not 12 / (10 x growth).
+    graph = SearchGraph("maximize")
+    best = graph.add(_scored("n0001", "lightgbm", exec_s=10.0, score=0.9))
+    part = _refit("n0002", best, exec_s=12.0)
+    part.meta["refit_growth"] = 1.5
+    assert refit_scale(part, best, growth(run)) == pytest.approx(0.8)
+    graph.add(part)
+    assert RefitScales().measured(run, graph) == {"recipe lightgbm": [pytest.approx(0.8)]}
+
+
 def test_a_memory_prior_is_used_when_the_run_has_not_measured_a_refit(run):
     graph = SearchGraph("maximize")
     best = graph.add(_scored("n0001", "lightgbm", exec_s=10.0, score=0.9))

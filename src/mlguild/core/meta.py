@@ -45,6 +45,7 @@ class NodeMeta(TypedDict, total=False):
     rerun_of: str
     refit_of: str
     data: str  # what a refit ran on, in words
+    refit_growth: float  # how many times the search's training rows a refit trained on (fewer when time was short)
     # A row sample's (mlguild.run.samples): the training rows its script read, of how many, and
     # the node whose script a grow ran again on more of them.
     train_rows: int

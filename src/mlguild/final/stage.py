@@ -251,7 +251,7 @@ class FinalStage:
                 # its members' refits away.
                 if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original))):
                     return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
-                node = self._refit_node(original, refitted, data, refit_budget(original, grow, left))
+                node = self._refit_node(original, refitted, data, refit_budget(original, grow, left), grow)
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     why = f"the refit of {original.id} failed ({node.status}): {last[:200]}"
@@ -283,12 +283,13 @@ class FinalStage:
         wins = bootstrap_wins(self.run, self.scorers.holdout, base, other, self.held)
         return wins is not None and wins < self.run.config.final.tie_share
 
-    def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float) -> Node:
+    def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float, grow: float) -> Node:
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
         meta: NodeMeta = {
             "refit_of": original.id,
-            "data": "train + holdout (all labelled rows)",
+            "data": "train + holdout (all labelled rows)" if grow == growth(self.run) else self.refit_on,
+            "refit_growth": round(grow, 6),  # what its time is measured against (mlguild.run.reserve)
         }
         stage: dict[str, str] = {}
         if original.is_blend:  # blend the refitted members, staged under their original names

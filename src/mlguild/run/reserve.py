@@ -54,8 +54,10 @@ def refit_family(node: Node, code: str) -> str:
 
 def refit_scale(refit: Node, original: Node, grow: float) -> float | None:
     """What ``refit`` measured: its seconds over its node's in the search, per unit of growth
-    of the training file; None when it says nothing (it failed or was cut, or either has
+    of the training file (``grow``, or the share of it the refit trained on when time was short:
+    its meta's ``refit_growth``); None when it says nothing (it failed or was cut, or either has
     no time)."""
+    grow = float(refit.meta.get("refit_growth") or grow)
     refit_s, search_s = refit.timing.get("exec_s") or 0.0, original.timing.get("exec_s") or 0.0
     if refit.status != Status.FINAL_OK or refit_s <= 0 or search_s <= 0 or grow <= 0:
         return None
