@@ -114,3 +114,27 @@ def test_the_audio_recipes_read_aiff_clips_as_the_standard_library_wrote_them(tm
     rate, samples = scope["read_aiff"](path)
     assert rate == 2000
     assert np.array_equal(samples, wave[:, 0] if channels == 1 else wave)
+
+
+def test_the_profile_reads_an_aiff_clips_rate_and_length(tmp_path):
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from mlguild.task.profile import files_line, files_profile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import aifc
+
+    (tmp_path / "train").mkdir()
+    with aifc.open(str(tmp_path / "train" / "a.aif"), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(2000)
+        out.writeframes(np.zeros(4000, dtype=">i2").tobytes())
+    spec = {"file_column": "clip", "train_files": "train", "file_suffix": "", "modality": "audio_files"}
+    files = files_profile(tmp_path, spec, pd.DataFrame({"clip": ["a.aif"]}))
+    assert (files["sample_rate"], files["seconds"]["mean"], files["channels"]) == (2000, 2.0, [1])
+    assert files_line(files).startswith("AIFF sound, sample rate 2000 Hz")

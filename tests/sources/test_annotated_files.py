@@ -75,6 +75,20 @@ def test_an_image_with_two_categories_or_a_sample_of_other_ids_is_no_such_folder
     assert annotated_train_files(files, sample, "Id", "Predicted") is not None
     assert annotated_train_files(files, sample.assign(Id="x" + sample["Id"]), "Id", "Predicted") is None
     metadata = json.loads((folder / "public" / "train_metadata.json").read_text())
+    # ids are each listing's own: a train image whose id is also a test image's stays a train row
+    metadata["images"][0]["image_id"] = metadata["annotations"][0]["image_id"] = "0"
+    (folder / "public" / "train_metadata.json").write_text(json.dumps(metadata))
+    found = annotated_train_files(FolderFiles.of(folder / "public"), sample, "Id", "Predicted")
+    assert found is not None and len(found.table) == 12
+    # the test images are renamed by their ids: an id that is no plain file name is no such folder
+    tests = json.loads((folder / "public" / "test_metadata.json").read_text())
+    tests["images"][0]["image_id"] = "../../escaped"
+    (folder / "public" / "test_metadata.json").write_text(json.dumps(tests))
+    hostile = sample.assign(Id=["../../escaped", *sample["Id"][1:]])
+    assert annotated_train_files(FolderFiles.of(folder / "public"), hostile, "Id", "Predicted") is None
+    tests["images"][0]["image_id"] = "0"
+    (folder / "public" / "test_metadata.json").write_text(json.dumps(tests))
+    assert annotated_train_files(FolderFiles.of(folder / "public"), sample, "Id", "Predicted") is not None
     metadata["annotations"].append({"image_id": metadata["images"][0]["image_id"], "category_id": 7})
     (folder / "public" / "train_metadata.json").write_text(json.dumps(metadata))
     assert annotated_train_files(FolderFiles.of(folder / "public"), sample, "Id", "Predicted") is None

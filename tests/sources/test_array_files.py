@@ -41,7 +41,7 @@ def segments_folder(root, n_train: int = 60, n_test: int = 20):
     return root, frame
 
 
-def sharded_folder(root, n_train: int = 60, n_test: int = 20):
+def sharded_folder(root, n_train: int = 60, n_test: int = 20, ordered: bool = False):
     """SETI-style: train_labels.csv (id, target), each row's .npy array in train/<id[0]>/ and
     test/<id[0]>/, the sample submission listing the test rows; the answers in private/."""
     rng = np.random.default_rng(1)
@@ -50,12 +50,16 @@ def sharded_folder(root, n_train: int = 60, n_test: int = 20):
     rows = []
     for k in range(n_train + n_test):
         image_id, target = f"{rng.integers(16**11):011x}", k % 2
+        if ordered and k < 25:  # sorted, the first 20 train ids all lie in train/0/
+            image_id = f"0{image_id[1:]}"
         array = rng.normal(size=(2, 8, 8)) + (1.5 if target else 0) * (np.arange(8) == 3)  # a line when 1
         where = public / ("test" if k >= n_train else "train") / image_id[0]
         where.mkdir(parents=True, exist_ok=True)
         np.save(where / f"{image_id}.npy", array.astype(np.float32))
         rows.append({"id": image_id, "target": str(target)})
     frame = pd.DataFrame(rows)
+    if ordered:  # sorted by id, as seti's are: the first rows' ids share their first character
+        frame = pd.concat([frame[:n_train].sort_values("id"), frame[n_train:].sort_values("id")], ignore_index=True)
     frame[:n_train].to_csv(public / "train_labels.csv", index=False)
     frame[n_train:].assign(target=0.5).to_csv(public / "sample_submission.csv", index=False)
     frame[n_train:].to_csv(private / "answers.csv", index=False)
@@ -76,13 +80,16 @@ def test_csvs_of_each_rows_data_are_no_tables_and_sharded_files_are_laid_flat(tm
     )
     assert any("CSV files in test, train/: each row's own data" in note for note in inferred.notes)
 
-    folder, frame = sharded_folder(tmp_path / "seti", n_train=12, n_test=4)
-    inferred = infer_task(folder)
-    assert inferred.shards == {"train": 1, "test": 1} and inferred.spec.modality == "array_files"
-    task = folder_task(folder, None, None)
-    names = sorted(p.name for p in (task.public_dir / "train").iterdir())
-    assert names == sorted(f"{i}.npy" for i in frame["id"][:12])  # flat: no folder of first characters left
-    assert sorted(p.name for p in (task.public_dir / "test").iterdir()) == sorted(f"{i}.npy" for i in frame["id"][12:])
+    for ordered in (False, True):
+        folder, frame = sharded_folder(tmp_path / f"seti-{ordered}", n_train=40, n_test=4, ordered=ordered)
+        inferred = infer_task(folder)
+        assert inferred.shards == {"train": 1, "test": 1} and inferred.spec.modality == "array_files"
+        assert (inferred.spec.train_files, inferred.spec.test_files) == ("train", "test")
+        task = folder_task(folder, None, None)
+        names = sorted(p.name for p in (task.public_dir / "train").iterdir())
+        assert names == sorted(f"{i}.npy" for i in frame["id"][:40])  # flat: no folder of first characters left
+        tests = sorted(p.name for p in (task.public_dir / "test").iterdir())
+        assert tests == sorted(f"{i}.npy" for i in frame["id"][40:])
 
 
 @pytest.mark.slow

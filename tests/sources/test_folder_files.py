@@ -37,14 +37,22 @@ def test_members_are_read_as_unpacked_beside_the_archive_and_hostile_ones_passed
     assert sorted(members(tmp_path / "test.tar.gz")) == ["test/d.png"]
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "a.jpg").write_bytes(b"on disk")  # a file on the disk wins over a member
-    files = FolderFiles.of(tmp_path)
+    # archives named so that their folder would be no plain name are never read: .zip, ...zip
+    for hostile in (".zip", "...zip"):
+        with zipfile.ZipFile(tmp_path / hostile, "w") as z:
+            z.writestr("tmp/evil.txt" if hostile == ".zip" else "up.txt", b"x")
+    disk = FolderFiles.of(tmp_path)
+    assert not disk.is_file("test", "d.png")  # the disk's files alone, until the archives are asked for
+    files = disk.with_archives()
     assert {"train/a.jpg", "train/sub/b.jpg", "train2/c.aif", "test/d.png"} <= files.files
+    assert not {f for f in files.files if "evil" in f or "up.txt" in f}
     assert "train/a.jpg" not in files.packed and files.is_file("test", "d.png")
     dest = tmp_path / "out"
-    assert unpack(files.archives(), dest) == 4
+    assert unpack(files.archives(), dest, under=("train", "test")) == 3  # train2/ is no rows' folder here
     assert sorted(listing(dest)) == sorted(
-        ["train", "train/a.jpg", "train/sub", "train/sub/b.jpg", "train2", "train2/c.aif", "test", "test/d.png"]
+        ["train", "train/a.jpg", "train/sub", "train/sub/b.jpg", "test", "test/d.png"]
     )
+    assert unpack(files.archives(), dest) == 1  # then the rest; what is there already is kept
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path.parent / "escape.txt").exists()
 
 

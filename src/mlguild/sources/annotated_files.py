@@ -40,23 +40,26 @@ def annotated_train_files(
     if not listings:
         return None
     wanted = [str(v) for v in sample[id_column].astype(str)]
+    if not all(_plain_name(i) for i in wanted):  # the test files are renamed by their ids
+        return None
     tests = [(name, images) for name, (images, labels) in listings if not labels and set(wanted) <= set(images)]
     if len(tests) != 1:
         return None
     test_json, test_images = tests[0]
-    labelled: dict[str, tuple[str, str]] = {}  # image id -> (file name, category), over every annotated listing
+    test_paths = _located(files, test_json, [test_images[i] for i in wanted])
+    if test_paths is None:
+        return None
+    tested = set(test_paths)
+    rows: list[tuple[str, str]] = []  # (file, category) of every annotated image in the folder
     train_jsons = []
     for name, (images, labels) in listings:
-        if labels:
-            train_jsons.append(name)
-            labelled.update({i: (images[i], labels[i]) for i in images if i in labels and i not in test_images})
-    if not labelled:
-        return None
-    test_paths = _located(files, test_json, [test_images[i] for i in wanted])
-    train_found = _located(files, train_jsons[0], [f for f, _ in labelled.values()], every=False)
-    if test_paths is None or train_found is None:
-        return None
-    rows = [(path, labelled[i][1]) for i, path in zip(labelled, train_found, strict=True) if path is not None]
+        annotated = [i for i in images if i in labels]
+        located = _located(files, name, [images[i] for i in annotated], every=False) if annotated else None
+        if located is None:
+            continue
+        train_jsons.append(name)
+        # ids are a listing's own (test ids may repeat train ones): a test image is known by its file
+        rows += [(path, labels[i]) for i, path in zip(annotated, located, strict=True) if path and path not in tested]
     suffixes = {PurePosixPath(p).suffix.lower() for p, _ in rows} | {
         PurePosixPath(p).suffix.lower() for p in test_paths
     }
@@ -90,7 +93,7 @@ def _listing(root: Path, name: str) -> tuple[dict[str, str], dict[str, str]] | N
         return None
     try:
         with open(root / name, encoding="utf-8-sig") as fh:
-            start = fh.read(1).lstrip()
+            start = fh.read(256).lstrip()[:1]
             if start not in ("{", "["):
                 return None
             fh.seek(0)
@@ -112,6 +115,11 @@ def _listing(root: Path, name: str) -> tuple[dict[str, str], dict[str, str]] | N
             if labels.setdefault(image, category) != category:
                 return None
     return images, labels
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` can be a file's name as it is: no folder in it, not hidden, not empty."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
 
 
 def _located(files: FolderFiles, listing: str, names: list[str], every: bool = True) -> list | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ..core.errors import TaskError
 from ..task.folder import NOT_DATA, TaskSpec
 from ..util.exact_csv import read_csv_exact
 from .folder_files import archive_files, unpack
@@ -67,7 +68,8 @@ def write_converted(
     # beside the split would show file names (cat.0.jpg) that tell the holdout's labels.
     packed = {p.name for p in [*archive_files(data_dir), *data_dir.glob("*.7z")]} if spec.file_column else set()
     _link_tree(data_dir, public, lambda rel: (flat and rel.parts[0] in NOT_DATA) or rel.as_posix() in packed)
-    unpack(list(unpacked), public)
+    folders = tuple("" if f in (None, ".") else str(f) for f in (spec.train_files, spec.test_files))
+    unpack(list(unpacked), public, under=folders)  # the rows' files alone, not all an archive holds
     for name in _ROOT_FILES:
         source = root / name
         if source.is_dir() and not source.is_symlink():
@@ -157,17 +159,26 @@ def write_own_files(
             (folder / label / name).rename(folder / name)
         for label in set(train[nested]):
             shutil.rmtree(folder / label)  # what is left there belongs to no train row
+    emptied: set[Path] = set()
     for role, depth in (shards or {}).items():  # files in subfolders named by their first characters: laid flat
         table_file, files = (
             (spec.train_file, spec.train_files) if role == "train" else (spec.test_file, spec.test_files)
         )
         folder = public / str(files)
         values = read_csv_exact(public / table_file, usecols=[str(spec.file_column)])[str(spec.file_column)]
-        for value in values:
+        for value in dict.fromkeys(values):
             name = f"{value}{spec.file_suffix}"
-            (folder / "/".join(value[:depth]) / name).rename(folder / name)
-        for shard in {value[0] for value in values}:
-            shutil.rmtree(folder / shard, ignore_errors=True)  # what is left there belongs to no row
+            at = folder / "/".join(value[:depth]) / name
+            if len(value) <= depth or "/" in value or "\\" in value or value.startswith(".") or not at.is_file():
+                raise TaskError(
+                    f"the rows' files were read as lying in folders named by their ids' first {depth} "
+                    f"character(s), but {table_file}'s {value!r} has no file {at.relative_to(public)}",
+                    "write task.yaml by hand, naming train_files and test_files (see docs/guides/task-folders.md)",
+                )
+            at.rename(folder / name)
+            emptied.add(folder / value[0])
+    for shard in emptied:  # once both are flat: what is left there belongs to no row
+        shutil.rmtree(shard, ignore_errors=True)
 
 
 def _link_tree(source: Path, dest: Path, skip) -> None:

@@ -37,7 +37,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
     ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
     ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),
-    ("error_rate", r"\btop[- ]?1 (classification )?error|\bclassification error( rate)?\b|\berror rate\b"),
+    ("error_rate", r"\btop[- ]?1 (classification )?error|\b(mis)?classification error( rate)?\b"),
     ("accuracy", r"\baccuracy\b|classification rate"),
 ]
 

@@ -44,15 +44,19 @@ def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, col
             values = [v for v in rows[column].head(FILE_PROBE).astype(str) if v]
             if not values or not any(Path(f"{values[0]}{s}").name in names for s in MEDIA_SUFFIXES):
                 break
-            where = [
-                (d, s) for d in folders for s in MEDIA_SUFFIXES if all(files.is_file(d, f"{v}{s}") for v in values)
-            ]
-            named: list[tuple] = [w for w in where if role in _name(w[0])] or where
-            if not named and role == "train":  # each train file in a folder named by its label
+            # Each train file in a folder named by its label; else each file in subfolders named by
+            # its value's first characters; else all in one folder. In that order: rows sorted by
+            # label, or by id, would all lie in one of those subfolders too.
+            named: list[tuple] = []
+            if role == "train":
                 named = [(d, s, c) for d, s, c in _by_label(files, folders, rows, column) if "train" in _name(d)]
-            if not named:  # each file in subfolders named by its value's first characters
-                sharded = _sharded(files, folders, values)
-                named = [w for w in sharded if role in _name(w[0])] or sharded
+            sharded = _sharded(files, folders, values) if not named else []
+            named = named or [w for w in sharded if role in _name(w[0])] or sharded
+            if not named:
+                where = [
+                    (d, s) for d in folders for s in MEDIA_SUFFIXES if all(files.is_file(d, f"{v}{s}") for v in values)
+                ]
+                named = [w for w in where if role in _name(w[0])] or where
             if not named:
                 break
             found[role] = named[0]
@@ -85,17 +89,28 @@ _SHARD_DEPTHS = (1, 2, 3)  # seti's train/0/0a1b.npy; g2net's train/0/a/1/0a1b2c
 
 def _sharded(files: FolderFiles, folders: list[str], values: list[str]) -> list[tuple[str, str, int]]:
     """(folder, suffix, depth) where every probed value's file is under subfolders named by its
-    first ``depth`` characters, one each (``folder/0/a/0a1b.npy`` at depth 2); they are laid flat
-    in the converted task folder (sources/convert_folder)."""
+    first ``depth`` characters, one each (``folder/0/a/0a1b.npy`` at depth 2), and every subfolder
+    of the folder is named by one character; they are laid flat in the converted task folder
+    (sources/convert_folder)."""
+    children: dict[str, list[str]] = {}
+    for folder in folders:
+        if folder:
+            parent, _, name = folder.rpartition("/")
+            children.setdefault(parent, []).append(name)
     found = []
     for depth in _SHARD_DEPTHS:
-        if any(len(v) <= depth for v in values):
+        if any(len(v) <= depth or not _plain(v) for v in values):
             continue
-        for d in folders:
+        for d in (d for d, names in children.items() if values[0][0] in names and all(len(n) == 1 for n in names)):
             for s in MEDIA_SUFFIXES:
                 if all(files.is_file(d, f"{'/'.join(v[:depth])}/{v}{s}") for v in values):
                     found.append((d, s, depth))
     return found
+
+
+def _plain(value: str) -> bool:
+    """Whether a value can be a file's name as it is: no folder in it, not hidden."""
+    return "/" not in value and "\\" not in value and not value.startswith(".")
 
 
 def _by_label(files: FolderFiles, folders: list[str], rows: pd.DataFrame, column: str) -> list[tuple[str, str, str]]:

@@ -30,11 +30,15 @@ _SKIP = ("__MACOSX",)  # folders archivers add that hold no data
 
 
 def archive_files(data_dir: Path) -> list[Path]:
-    """The archives directly in ``data_dir`` that hold files, not one zipped table."""
+    """The archives directly in ``data_dir`` that hold files, not one zipped table (and none
+    whose name is hidden or makes no plain folder name: ``.zip``, ``...zip``)."""
     return sorted(
         p
         for p in data_dir.iterdir()
-        if p.is_file() and p.name.lower().endswith(ARCHIVES) and not p.name.lower().endswith(_TABLES)
+        if p.is_file()
+        and p.name.lower().endswith(ARCHIVES)
+        and not p.name.lower().endswith(_TABLES)
+        and _plain(_stem(p)) == _stem(p)
     )
 
 
@@ -85,13 +89,20 @@ class FolderFiles:
 
     @classmethod
     def of(cls, data_dir: Path, skip=lambda rel: False) -> FolderFiles:
-        """The files of ``data_dir`` (hidden ones, and those ``skip`` names by their first part, left out)."""
+        """The files on the disk in ``data_dir`` (hidden ones, and those ``skip`` names by their
+        first part, left out); ``with_archives`` adds the archives' members."""
         found = cls(data_dir)
         for path in data_dir.rglob("*"):
             rel = path.relative_to(data_dir)
             if path.is_file() and not skip(rel) and not any(part.startswith(".") for part in rel.parts):
                 found.files.add(rel.as_posix())
-        for archive in archive_files(data_dir):
+        return found
+
+    def with_archives(self) -> FolderFiles:
+        """These files and the members of the folder's archives (listing a .tar.gz reads it
+        whole: done only when the files on the disk do not make the task)."""
+        found = FolderFiles(self.root, set(self.files))
+        for archive in archive_files(self.root):
             for inside, member in members(archive).items():
                 if inside not in found.files:
                     found.packed[inside] = (archive, member)
@@ -116,12 +127,19 @@ class FolderFiles:
         return sorted({archive for archive, _ in self.packed.values()})
 
 
-def unpack(archives: list[Path], dest: Path) -> int:
-    """Unpack into ``dest`` every member of ``archives`` whose path is not a file there yet, as
-    ``FolderFiles`` reads it; the number of files written."""
-    written = 0
+def unpack(archives: list[Path], dest: Path, under: tuple[str, ...] = ("",)) -> int:
+    """Unpack into ``dest`` every member of ``archives`` in one of the folders ``under`` ('' for
+    all) whose path is not a file there yet, as ``FolderFiles`` reads it; the number of files
+    written. A path that would lie outside ``dest`` is never written."""
+    written, top = 0, dest.resolve()
     for archive in archives:
-        wanted = {name: rel for rel, name in members(archive).items() if not (dest / rel).exists()}
+        wanted = {
+            name: rel
+            for rel, name in members(archive).items()
+            if any(not f or rel.startswith(f"{f}/") for f in under)
+            and not (dest / rel).exists()
+            and (dest / rel).resolve().is_relative_to(top)
+        }
         if archive.name.lower().endswith(".zip"):
             with zipfile.ZipFile(archive) as z:
                 for name, rel in wanted.items():

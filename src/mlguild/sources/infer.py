@@ -11,8 +11,10 @@ sentence the CLI shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 import yaml
@@ -35,7 +37,7 @@ from .description import (
     label_after_probability,
 )
 from .file_columns import FILE_PROBE, file_column
-from .folder_files import FolderFiles
+from .folder_files import FolderFiles, archive_files
 from .labelled_files import DERIVED_TRAIN, LabelledFiles, labelled_train_files
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
@@ -52,6 +54,7 @@ from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 # An F1 over label columns, named for a target of one label a row: micro-averaged, every row
 # counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
 _ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
+T = TypeVar("T")
 _PER_ROW_TABLES = 10  # CSV files in one subfolder, alike, from which on they are rows' own data
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
@@ -136,7 +139,7 @@ def infer_task(
         folders = sorted({p.parent.relative_to(data_dir).as_posix() for p in per_row})
         notes.append(f"{len(per_row)} CSV files in {', '.join(folders)}/: each row's own data, not tables")
     sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
-    present = FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA)  # archives' files among them
+    present = _Files(FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA))
     rest = [p for p in csvs if p != sample_path]
     sample_header = tables.header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
@@ -153,7 +156,7 @@ def infer_task(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
     except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
-        labelled = _labelled(present, sample_path, id_column)
+        labelled = present.first(lambda files: _labelled(files, sample_path, id_column))
         if labelled is None:
             raise unpack_first(refused, data_dir) from None
         train_path = data_dir / DERIVED_TRAIN
@@ -169,7 +172,7 @@ def infer_task(
     if labelled is not None:
         listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
     elif not any("test" in p.name.lower() for p in others):
-        listed = sample_lists_test_files(present, sample_path, train, id_column)
+        listed = present.first(lambda files: sample_lists_test_files(files, sample_path, train, id_column))
         if listed is None and not others:
             raise no_test_rows(data_dir, sample_path, train_path)
     # with the tables set aside, the one file left is the test file, whatever its name
@@ -322,7 +325,7 @@ def infer_task(
     files: dict | None = (
         labelled.file_spec(id_column)
         if labelled is not None
-        else file_column(present, train, test_rows.head(FILE_PROBE), [id_column, *test_header])
+        else present.first(lambda f: file_column(f, train, test_rows.head(FILE_PROBE), [id_column, *test_header]))
     )
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     shards: dict[str, int] = files.pop("shards", {}) if files is not None else {}  # laid flat when converted too
@@ -387,7 +390,7 @@ def infer_task(
             f"the task read from {folder} does not hold together: {first.removeprefix('Value error, ')}",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         ) from None
-    unpacked = tuple(present.archives()) if files is not None else ()  # the rows' files some archives hold
+    unpacked = tuple(present.used.archives()) if files is not None else ()  # the rows' files some archives hold
     if unpacked:
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
     if shards:
@@ -405,7 +408,7 @@ def _per_row_tables(csvs: list[Path], data_dir: Path) -> set[Path]:
             by_folder.setdefault(path.parent, []).append(path)
     found: set[Path] = set()
     for paths in by_folder.values():
-        if len(paths) >= _PER_ROW_TABLES and len({_header_or_none(p) for p in paths[:3]}) == 1:
+        if len(paths) >= _PER_ROW_TABLES and len({_header_or_none(p) for p in paths[:200]}) == 1:
             found.update(paths)
     return found
 
@@ -419,6 +422,24 @@ def _header_or_none(path: Path) -> tuple[str, ...] | None:
 
 def _labels(target: pd.Series) -> int:
     return int(target[target != ""].nunique())
+
+
+class _Files:
+    """The data folder's files as inference looks for the rows' files: those on the disk first,
+    then with the archives' members (listing them can mean reading a .tar.gz whole);
+    ``used``: the view that found what was asked last."""
+
+    def __init__(self, disk: FolderFiles):
+        self.disk, self.used = disk, disk
+        self._packed: FolderFiles | None = None
+
+    def first(self, attempt: Callable[[FolderFiles], T | None]) -> T | None:
+        found = attempt(self.disk)
+        self.used = self.disk
+        if found is None and archive_files(self.disk.root):
+            self._packed = self._packed or self.disk.with_archives()
+            found, self.used = attempt(self._packed), self._packed
+        return found
 
 
 def _labelled(present: FolderFiles, sample_path: Path, id_column: str) -> LabelledFiles | None:

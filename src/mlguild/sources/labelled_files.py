@@ -15,6 +15,7 @@ each id is stays beside the task folder, outside what scripts see (``TRAIN_FILES
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -112,7 +113,7 @@ def _by_folder(train: list[PurePosixPath]) -> tuple[PurePosixPath, list[str], li
     if len(parents) < 2 or len(roots) != 1:
         return None
     labels = [p.parent.name for p in train]
-    if min(labels.count(x) for x in set(labels)) < _MIN_PER_LABEL:
+    if min(Counter(labels).values()) < _MIN_PER_LABEL:
         return None
     return roots.pop(), labels, train, "{n} train files in {folder}/, labelled by the folder each is in ({k} labels)"
 

@@ -46,7 +46,7 @@ UNREGISTERED: list[tuple[str, str]] = [
 
 # Words that put a registered metric's words in the place of the unregistered one named just before
 # ("MeanFScore, which at Kaggle is actually a micro-averaged F1-score"): then the registered one is it.
-_CORRECTION = r"^[^.]{0,60}\b(actually|in fact|i\.e\.|that is)\b[^.]{0,30}$"
+_CORRECTION = r"^[^.]{0,60}(\b(actually|in fact|that is)\b|\bi\.e\.)[^.]{0,30}$"
 
 # Words saying the grader leaves some rows out: a metric over every row is then another number.
 _PARTIAL = r"\b(is|are|will be) not (scored|evaluated)\b"

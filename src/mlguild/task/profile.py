@@ -150,7 +150,7 @@ def files_profile(data_dir: Path, spec: dict[str, Any], train: pd.DataFrame) -> 
     paths = [folder / f"{v}{spec.get('file_suffix', '')}" for v in train[column].astype(str).head(_FILE_SAMPLE)]
     paths = [p for p in paths if p.is_file()]
     suffix = paths[0].suffix.lower() if paths else ""
-    if suffix == ".wav":
+    if suffix in (".wav", ".aif", ".aiff"):
         return _wav_profile(paths)
     if spec.get("modality") == "image_files" and paths:
         return _image_profile(paths)
@@ -192,18 +192,35 @@ def _image_profile(paths: list[Path]) -> dict[str, Any]:
     }
 
 
+def _aiff_header(path: Path) -> tuple[int, int, int]:
+    """(sample rate, frames, channels) from an AIFF file's COMM chunk (its rate an 80-bit float)."""
+    data = path.read_bytes()[:4096]
+    at = data.find(b"COMM")
+    if data[:4] != b"FORM" or at < 0:
+        raise ValueError(f"{path} is not an AIFF file")
+    body = data[at + 8 : at + 26]
+    channels, frames = int.from_bytes(body[0:2], "big"), int.from_bytes(body[2:6], "big")
+    exponent, mantissa = int.from_bytes(body[8:10], "big") & 0x7FFF, int.from_bytes(body[10:18], "big")
+    return round(mantissa * 2.0 ** (exponent - 16383 - 63)), frames, channels
+
+
 def _wav_profile(paths: list[Path]) -> dict[str, Any]:
     from scipy.io import wavfile
 
     rates, seconds, channels = [], [], set()
     for path in paths:
-        rate, wave = wavfile.read(path, mmap=True)
+        if path.suffix.lower() in (".aif", ".aiff"):
+            rate, frames, count = _aiff_header(path)
+        else:
+            rate, wave = wavfile.read(path, mmap=True)
+            frames, count = len(wave), 1 if wave.ndim == 1 else int(wave.shape[1])
         rates.append(int(rate))
-        seconds.append(len(wave) / rate)
-        channels.add(1 if wave.ndim == 1 else int(wave.shape[1]))
+        seconds.append(frames / rate)
+        channels.add(count)
     common = max(set(rates), key=rates.count)
     return {
         "kind": "audio",
+        "format": "AIFF" if paths[0].suffix.lower() in (".aif", ".aiff") else "wav",
         "sampled": len(paths),
         "sample_rate": common,
         "sample_rates": sorted(set(rates)),
@@ -301,7 +318,7 @@ def files_line(files: dict[str, Any]) -> str:
     if files.get("kind") == "audio":
         s = files["seconds"]
         return (
-            f"wav sound, sample rate {files['sample_rate']} Hz (seen: {files['sample_rates']}), "
+            f"{files.get('format', 'wav')} sound, sample rate {files['sample_rate']} Hz (seen: {files['sample_rates']}), "
             f"{s['min']}-{s['max']} s long (mean {s['mean']} s), channels {files['channels']}"
         )
     if files.get("kind") == "array":
