@@ -301,11 +301,12 @@ def infer_task(
         refuse_label_sets(train, targets, metric, folder)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
+        said = f"the description says {phrase!r}"
         if len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
-            metric, phrase = _ONE_LABEL_F1[metric], f"{phrase}' over one label a row, which is '{_ONE_LABEL_F1[metric]}"
+            metric, said = _ONE_LABEL_F1[metric], f"{said}, which over one label a row is {_ONE_LABEL_F1[metric]}"
         if len(targets) > 1:
             metric = several_targets_metric(metric)
-        notes.append(f"metric {metric}: the description says {phrase!r}")
+        notes.append(f"metric {metric}: {said}")
     if metric == "kl_divergence" and len(targets) < 2:
         raise TaskError(
             f"the metric kl_divergence compares distributions over several target columns, but the task has "
