@@ -8,8 +8,10 @@ archive's members as if it were unpacked into a folder named by it: ``train.zip`
 inaturalist-2019's ``train_val2019.tar.gz``'s ``Plants/400/x.jpg`` is
 ``train_val2019/Plants/400/x.jpg``, where its metadata says it is; members that all start with
 that folder already keep their paths (``train2.zip``'s ``train2/x.aif``, as shutil.make_archive
-names them). A file already on the disk wins over a member of the same path. The
-converted task folder (``sources/convert_folder``) then holds the members unpacked.
+names them). A file already on the disk wins over a member of the same path. Archives are
+listed only when the files on the disk do not make the task (``FolderFiles.with_archives``:
+listing a .tar.gz reads it whole), and the converted task folder (``sources/convert_folder``)
+then holds the members of the rows' folders unpacked.
 
 Only plain files with plain relative paths are members: a path that climbs out (``../x``), an
 absolute path, a link or a device in a tar file is passed over, so an archive cannot write
