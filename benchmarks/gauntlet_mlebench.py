@@ -34,6 +34,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from mlguild.core.errors import TaskError
@@ -168,6 +169,13 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         path.write_bytes(b"")
     if spec.get("coco"):
         _write_coco(public, spec["coco"], frames)
+    if spec.get("arrays"):  # the tables as NumPy arrays
+        arrays, test_rows = spec["arrays"], len(next(iter(frames.values())))
+        classes = str(arrays["classes"]).split("|")
+        for key, rows in (("train", _ROWS["train"]), ("test", test_rows)):
+            (public / arrays[key]).parent.mkdir(parents=True, exist_ok=True)
+            np.save(public / arrays[key], np.random.default_rng(len(key)).random((rows, arrays["columns"])))
+        np.save(public / arrays["labels"], np.array([classes[n % len(classes)] for n in range(_ROWS["train"])]))
     for entry in spec.get("packed") or []:  # FOLDER=ARCHIVE[:nested][:keep], as prepare.py packs a folder
         folder, _, rest = entry.partition("=")
         archive, *flags = rest.split(":")
@@ -349,7 +357,8 @@ conversion serves a submission id that is a test column under another name or tw
 zipped or JSON arrays of records. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
-(herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them; zip and tar
+(herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them, as does one
+whose tables are NumPy arrays (ml2021spring-hw2); zip and tar
 archives are read as if unpacked (see [task folders](task-folders.md)). Rows whose data is a CSV
 of sensor columns each (predict-volcanic-eruptions-ingv-oe) or a NumPy array in folders named
 by the id's first character (seti-breakthrough-listen) are array files (see

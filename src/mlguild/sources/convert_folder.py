@@ -19,6 +19,7 @@ import yaml
 from ..core.errors import TaskError
 from ..task.folder import NOT_DATA, TaskSpec
 from ..util.exact_csv import read_csv_exact
+from .array_tables import ArrayTables
 from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
 from .submission_ids import with_id
@@ -48,6 +49,7 @@ def write_converted(
     labelled: LabelledFiles | None = None,
     unpacked: tuple[Path, ...] = (),
     shards: dict[str, int] | None = None,
+    arrays: ArrayTables | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -88,6 +90,9 @@ def write_converted(
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
     write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards)
+    if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
+        ids, label = test_rows[spec.id_column], spec.target_columns[0]
+        arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
     if labelled is not None:  # which file each train id is, for the user: outside public/, unseen by scripts
         pd.DataFrame({spec.id_column: labelled.table[spec.id_column], "file": labelled.sources}).to_csv(
             dest / TRAIN_FILES_FROM, index=False

@@ -26,6 +26,7 @@ from ..task.folder import NOT_DATA, TaskSpec, read_header
 from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .annotated_files import annotated_train_files
+from .array_tables import ArrayTables, array_tables
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .described_metric import metric_from_description, several_targets_metric
@@ -76,11 +77,13 @@ class Inferred:
     labelled: LabelledFiles | None = None  # no train table: the train files labelled by folder or name
     unpacked: tuple[Path, ...] = ()  # archives holding rows' files: unpacked into the converted folder
     shards: dict[str, int] = field(default_factory=dict)  # {train|test: depth}: files in subfolders by id, laid flat
+    arrays: ArrayTables | None = None  # no train table: NumPy arrays of the inputs and labels, written as tables
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         own = self.test_rows is not None or self.labelled is not None or self.indexed or bool(self.unpacked)
+        own = own or self.arrays is not None
         return own or bool(self.made_of or self.retyped or self.nested or self.shards)
 
 
@@ -150,26 +153,30 @@ def infer_task(
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
     id_column = id_column or sample_header[0]
-    labelled = None
+    labelled, arrays = None, None
     try:  # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
         train_path = _pick(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
     except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
         labelled = present.first(lambda files: _labelled(files, sample_path, id_column))
-        if labelled is None:
+        arrays = _arrays(present.disk, sample_path, sample_header, id_column) if labelled is None else None
+        if labelled is None and arrays is None:
             raise unpack_first(refused, data_dir) from None
         train_path = data_dir / DERIVED_TRAIN
-        notes.append(f"no train table: {labelled.how}; the train table is derived from them ({DERIVED_TRAIN})")
+        how = labelled.how if labelled is not None else arrays.how if arrays is not None else ""
+        notes.append(f"no train table: {how}; the train table is derived from them ({DERIVED_TRAIN})")
     if labelled is not None:
         train = labelled.table
+    elif arrays is not None:
+        train = arrays.head(data_dir, id_column, sample_header[-1], _SAMPLE_ROWS)
     else:
         train = tables.frame(train_path, _SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
-    train_header = list(train.columns) if labelled is not None else tables.header(train_path)
+    train_header = list(train.columns) if labelled or arrays else tables.header(train_path)
     # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
     others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
-    if labelled is not None:
+    if labelled is not None or arrays is not None:
         listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
     elif not any("test" in p.name.lower() for p in others):
         listed = present.first(lambda files: sample_lists_test_files(files, sample_path, train, id_column))
@@ -180,6 +187,8 @@ def infer_task(
     test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test", only)
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
     test_header = tables.header(test_path) if test_path is not None else [id_column]
+    if arrays is not None:  # the test table the arrays make: the ids, then the inputs
+        test_header = [c for c in train_header if c != sample_header[-1]]
     sample = tables.frame(sample_path, _SAMPLE_ROWS).iloc[:, int(indexed) :]
     test_rows = (
         tables.frame(test_path, _SAMPLE_ROWS) if test_path is not None else pd.DataFrame(listed).head(_SAMPLE_ROWS)
@@ -396,7 +405,8 @@ def infer_task(
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
     if shards:
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
-    return Inferred(root, spec, notes, listed, made_of, indexed, retyped, nested, labelled, unpacked, shards)
+    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays)
+    return Inferred(root, spec, notes, *own)
 
 
 def _per_row_tables(csvs: list[Path], data_dir: Path) -> set[Path]:
@@ -419,6 +429,13 @@ def _header_or_none(path: Path) -> tuple[str, ...] | None:
         return tuple(read_header(path))
     except TaskError:  # an empty or unreadable file: alike with others of its kind
         return None
+
+
+def _arrays(files: FolderFiles, sample_path: Path, header: list[str], id_column: str) -> ArrayTables | None:
+    """NumPy arrays of the inputs and labels, for a sample of one prediction column."""
+    if len(header) != 2 or header[0] != id_column:
+        return None
+    return array_tables(files, len(tables.frame(sample_path)))
 
 
 def _labels(target: pd.Series) -> int:

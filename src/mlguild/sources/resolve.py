@@ -105,6 +105,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.labelled,
             inferred.unpacked,
             inferred.shards,
+            inferred.arrays,
         )
     except OSError as exc:
         raise TaskError(
