@@ -20,6 +20,8 @@ from mlguild.sources.resolve import folder_task
 
 def test_train_files_in_folders_named_by_their_labels_make_the_train_table(tmp_path):
     folder = cactus_folder(tmp_path / "seedlings", n_train=12, by_label=True, table=False)
+    mine = folder / "prepared" / "public" / "test.csv"  # a file of the user's that the task's test table replaces
+    mine.write_text("note\nthe user's own\n")
     before = listing(folder)
     inferred = infer_task(folder)
     spec = inferred.spec
@@ -34,6 +36,7 @@ def test_train_files_in_folders_named_by_their_labels_make_the_train_table(tmp_p
 
     task = folder_task(folder, None, None)
     assert listing(folder) == before  # nothing written in the user's folder
+    assert mine.read_text() == "note\nthe user's own\n"  # its link was replaced, not written through
     train = pd.read_csv(task.train_path, dtype=str)
     assert list(train.columns) == ["id", "has_cactus"] and len(train) == 12
     assert sorted(train["has_cactus"]) == ["0"] * 6 + ["1"] * 6

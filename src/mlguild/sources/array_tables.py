@@ -54,7 +54,10 @@ class ArrayTables:
             yield block
 
     def write(self, root: Path, public: Path, id_column: str, target: str, ids: pd.Series, train: str, test: str):
-        """Write the train and the test table into ``public``, and remove the arrays there."""
+        """Write the train and the test table into ``public`` (replacing what is there: a link to
+        the user's file is never written through), and remove the arrays there."""
+        for name in (train, test):
+            (public / name).unlink(missing_ok=True)
         for k, block in enumerate(self.train_blocks(root, id_column, target)):
             block.to_csv(public / train, mode="w" if k == 0 else "a", header=k == 0, index=False)
         inputs = _load(root / self.test)

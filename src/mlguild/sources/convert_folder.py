@@ -125,6 +125,7 @@ def write_own_files(
     train table, the one ``labelled`` derives, and its files linked under their new names. A
     link is replaced, never written through."""
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
+        (public / spec.train_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         labelled.table.to_csv(public / spec.train_file, index=False)
         renamed = {
             labelled.folder: list(zip(labelled.table[spec.id_column].astype(str), labelled.sources, strict=True))
@@ -147,6 +148,7 @@ def write_own_files(
         (public / name).unlink()
         converted.to_csv(public / as_csv(name), index=False)
     if test_rows is not None:
+        (public / spec.test_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         test_rows.to_csv(public / spec.test_file, index=False)
     rewrites = [(spec.sample_submission, lambda f: f.iloc[:, 1:])] if indexed else []
     if made_of:
