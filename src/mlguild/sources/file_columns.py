@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.errors import TaskError
+from ..task.folder import read_header
 from .folder_files import FolderFiles
 
+PER_ROW_TABLES = 10  # CSV files in one subfolder, alike, from which on they are rows' own data
 FILE_PROBE = 20  # rows whose values are looked up as files to recognise a file column
 MEDIA_SUFFIXES = (
     *("", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif"),
@@ -128,3 +131,25 @@ def _by_label(files: FolderFiles, folders: list[str], rows: pd.DataFrame, column
                 if all(files.is_file(d, f"{a}/{v}{s}") for a, v in pairs):
                     found.append((d, s, label))
     return found
+
+
+def per_row_tables(csvs: list[Path], data_dir: Path) -> set[Path]:
+    """CSV files that are rows' own data, not tables: those of a subfolder holding at least
+    ``PER_ROW_TABLES`` of them with one header (predict-volcanic-eruptions' train/1000213997.csv,
+    one segment of ten sensors each, named by the row's id)."""
+    by_folder: dict[Path, list[Path]] = {}
+    for path in csvs:
+        if path.parent != data_dir and path.suffix.lower() == ".csv":
+            by_folder.setdefault(path.parent, []).append(path)
+    found: set[Path] = set()
+    for paths in by_folder.values():
+        if len(paths) >= PER_ROW_TABLES and len({_header_or_none(p) for p in paths[:200]}) == 1:
+            found.update(paths)
+    return found
+
+
+def _header_or_none(path: Path) -> tuple[str, ...] | None:
+    try:
+        return tuple(read_header(path))
+    except TaskError:  # an empty or unreadable file: alike with others of its kind
+        return None

@@ -11,10 +11,8 @@ sentence the CLI shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 import pandas as pd
 import yaml
@@ -22,13 +20,13 @@ import yaml
 from ..core.errors import TaskError
 from ..core.suggest import did_you_mean, listing
 from ..metrics import METRICS, get_metric, metric_name
-from ..task.folder import NOT_DATA, TaskSpec, read_header
+from ..task.folder import NOT_DATA, TaskSpec
 from ..task.time_order import infer_time_column_of_files
 from . import tables
-from .annotated_files import annotated_train_files
-from .array_tables import ArrayTables, array_tables
+from .array_tables import ArrayTables
 from .columns import holds_lists, infer_task_type, positive_label
 from .convert_folder import write_own_files
+from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
 from .described_metric import metric_from_description, several_targets_metric
 from .description import (
     description_text,
@@ -37,9 +35,10 @@ from .description import (
     has_description,
     label_after_probability,
 )
-from .file_columns import FILE_PROBE, file_column
-from .folder_files import FolderFiles, archive_files
-from .labelled_files import DERIVED_TRAIN, LabelledFiles, labelled_train_files
+from .file_columns import FILE_PROBE, file_column, per_row_tables
+from .folder_files import FolderFiles
+from .folder_roles import answers_file, find_task_root, pick_file
+from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
@@ -55,8 +54,6 @@ from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
 # An F1 over label columns, named for a target of one label a row: micro-averaged, every row
 # counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
 _ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
-T = TypeVar("T")
-_PER_ROW_TABLES = 10  # CSV files in one subfolder, alike, from which on they are rows' own data
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
 
@@ -87,35 +84,6 @@ class Inferred:
         return own or bool(self.made_of or self.retyped or self.nested or self.shards)
 
 
-def find_task_root(folder: Path) -> tuple[Path, str]:
-    """(the folder task.yaml belongs in, the data folder relative to it) for the layouts known."""
-    if (folder / "prepared" / "public").is_dir():  # an MLE-bench competition folder
-        return folder / "prepared", "public"
-    if (folder / "public").is_dir():  # MLE-bench's prepared/ itself
-        return folder, "public"
-    return folder, "."  # a Kaggle download: the data beside task.yaml
-
-
-def _pick(
-    files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str, alone: list[Path] | None = None
-) -> Path:
-    named = {p.relative_to(data_dir).as_posix(): p for p in files}
-    for name in exact:
-        if name in named:
-            return named[name]
-    matches = [p for p in files if word in p.name.lower()]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches and alone is not None and len(alone) == 1:
-        return alone[0]
-    shown = sorted(named)[:6] + ([f"and {len(named) - 6} more"] if len(named) > 6 else [])
-    found = ", ".join(shown) or "no CSV file is left for it"
-    raise TaskError(
-        f"cannot tell which file is the {role} in {data_dir} ({found})",
-        f"write task.yaml naming it (see docs/guides/task-folders.md), or rename it to {exact[0]}",
-    )
-
-
 def infer_task(
     folder: Path,
     *,
@@ -136,13 +104,13 @@ def infer_task(
         if p.relative_to(data_dir).parts[0] not in NOT_DATA
         and not any(part.startswith(".") for part in p.relative_to(data_dir).parts)
     ]
-    per_row = _per_row_tables(csvs, data_dir)
+    per_row = per_row_tables(csvs, data_dir)
     if per_row:
         csvs = [p for p in csvs if p not in per_row]
         folders = sorted({p.parent.relative_to(data_dir).as_posix() for p in per_row})
         notes.append(f"{len(per_row)} CSV files in {', '.join(folders)}/: each row's own data, not tables")
-    sample_path = _pick(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
-    present = _Files(FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA))
+    sample_path = pick_file(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
+    present = RowFiles(FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA))
     rest = [p for p in csvs if p != sample_path]
     sample_header = tables.header(sample_path)
     indexed = pandas_index(sample_path, sample_header)  # a sample written with its pandas index: dropped
@@ -155,12 +123,12 @@ def infer_task(
     id_column = id_column or sample_header[0]
     labelled, arrays = None, None
     try:  # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
-        train_path = _pick(
+        train_path = pick_file(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
     except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
-        labelled = present.first(lambda files: _labelled(files, sample_path, id_column))
-        arrays = _arrays(present.disk, sample_path, sample_header, id_column) if labelled is None else None
+        labelled = present.first(lambda files: labelled_by_files(files, sample_path, id_column))
+        arrays = arrays_as_tables(present.disk, sample_path, sample_header, id_column) if labelled is None else None
         if labelled is None and arrays is None:
             raise unpack_first(refused, data_dir) from None
         train_path = data_dir / DERIVED_TRAIN
@@ -184,7 +152,7 @@ def infer_task(
             raise no_test_rows(data_dir, sample_path, train_path)
     # with the tables set aside, the one file left is the test file, whatever its name
     only = others if lookup_paths else None
-    test_path = None if listed is not None else _pick(others, data_dir, "test file", ("test.csv",), "test", only)
+    test_path = None if listed is not None else pick_file(others, data_dir, "test file", ("test.csv",), "test", only)
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
     test_header = tables.header(test_path) if test_path is not None else [id_column]
     if arrays is not None:  # the test table the arrays make: the ids, then the inputs
@@ -362,7 +330,7 @@ def infer_task(
     keys = shape.keys if shape is not None else []
     lookups = table_specs(lookup_paths, train_path, test_path, targets, notes) if test_path else []
     notes += unused_note([p for p in others if p != test_path], data_dir)
-    answers = _answers_file(root, [id_column, *keys, *targets], notes)
+    answers = answers_file(root, [id_column, *keys, *targets], notes)
     skip = [id_column, *targets]  # tables read otherwise, and a derived test table, have no time order to find
     ordered = infer_time_column_of_files(train_path, test_path, skip) if test_path and not retyped else (None, [])
     time_column, time_notes = ordered
@@ -409,84 +377,8 @@ def infer_task(
     return Inferred(root, spec, notes, *own)
 
 
-def _per_row_tables(csvs: list[Path], data_dir: Path) -> set[Path]:
-    """CSV files that are rows' own data, not tables: those of a subfolder holding at least
-    ``_PER_ROW_TABLES`` of them with one header (predict-volcanic-eruptions' train/1000213997.csv,
-    one segment of ten sensors each, named by the row's id)."""
-    by_folder: dict[Path, list[Path]] = {}
-    for path in csvs:
-        if path.parent != data_dir and path.suffix.lower() == ".csv":
-            by_folder.setdefault(path.parent, []).append(path)
-    found: set[Path] = set()
-    for paths in by_folder.values():
-        if len(paths) >= _PER_ROW_TABLES and len({_header_or_none(p) for p in paths[:200]}) == 1:
-            found.update(paths)
-    return found
-
-
-def _header_or_none(path: Path) -> tuple[str, ...] | None:
-    try:
-        return tuple(read_header(path))
-    except TaskError:  # an empty or unreadable file: alike with others of its kind
-        return None
-
-
-def _arrays(files: FolderFiles, sample_path: Path, header: list[str], id_column: str) -> ArrayTables | None:
-    """NumPy arrays of the inputs and labels, for a sample of one prediction column."""
-    if len(header) != 2 or header[0] != id_column:
-        return None
-    return array_tables(files, len(tables.frame(sample_path)))
-
-
 def _labels(target: pd.Series) -> int:
     return int(target[target != ""].nunique())
-
-
-class _Files:
-    """The data folder's files as inference looks for the rows' files: those on the disk first,
-    then with the archives' members (listing them can mean reading a .tar.gz whole);
-    ``used``: the view that found what was asked last."""
-
-    def __init__(self, disk: FolderFiles):
-        self.disk, self.used = disk, disk
-        self._packed: FolderFiles | None = None
-
-    def first(self, attempt: Callable[[FolderFiles], T | None]) -> T | None:
-        found = attempt(self.disk)
-        self.used = self.disk
-        if found is None and archive_files(self.disk.root):
-            self._packed = self._packed or self.disk.with_archives()
-            found, self.used = attempt(self._packed), self._packed
-        return found
-
-
-def _labelled(present: FolderFiles, sample_path: Path, id_column: str) -> LabelledFiles | None:
-    """Train files labelled by their folders or names, or by COCO-style metadata, for the
-    sample's one prediction column (several are its classes' probabilities: the label is unnamed)."""
-    sample = tables.frame(sample_path)
-    predicted = [c for c in sample.columns if c != id_column]
-    if id_column not in sample or not predicted:
-        return None
-    target = predicted[0] if len(predicted) == 1 else "label"
-    found = labelled_train_files(present, sample.head(FILE_PROBE), id_column, target)
-    return found or annotated_train_files(present, sample, id_column, target)
-
-
-def _answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
-    """The private CSV holding the test answers, if one has the id and target columns."""
-    private = root / "private"
-    if not private.is_dir():
-        return None
-    candidates = sorted(private.glob("*.csv"), key=lambda p: (p.name not in ("answers.csv", "test.csv"), p.name))
-    for path in candidates:
-        header = read_header(path)
-        if all(c in header for c in needed):
-            notes.append(f"test answers: private/{path.name} (the final submission is graded on them)")
-            return path.name
-    if candidates:
-        names = ", ".join(p.name for p in candidates)
-        notes.append(f"no file in private/ ({names}) has the columns {needed}: the run cannot grade its submission")
-    return None
 
 
 def write_inferred(inferred: Inferred) -> Path:

@@ -1,0 +1,56 @@
+"""Which folder and file of a competition folder is which: the task root and data folder of
+the layouts known, the one file of a role (sample submission, train, test), and the private
+answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.errors import TaskError
+from ..task.folder import read_header
+
+
+def find_task_root(folder: Path) -> tuple[Path, str]:
+    """(the folder task.yaml belongs in, the data folder relative to it) for the layouts known."""
+    if (folder / "prepared" / "public").is_dir():  # an MLE-bench competition folder
+        return folder / "prepared", "public"
+    if (folder / "public").is_dir():  # MLE-bench's prepared/ itself
+        return folder, "public"
+    return folder, "."  # a Kaggle download: the data beside task.yaml
+
+
+def pick_file(
+    files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str, alone: list[Path] | None = None
+) -> Path:
+    named = {p.relative_to(data_dir).as_posix(): p for p in files}
+    for name in exact:
+        if name in named:
+            return named[name]
+    matches = [p for p in files if word in p.name.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches and alone is not None and len(alone) == 1:
+        return alone[0]
+    shown = sorted(named)[:6] + ([f"and {len(named) - 6} more"] if len(named) > 6 else [])
+    found = ", ".join(shown) or "no CSV file is left for it"
+    raise TaskError(
+        f"cannot tell which file is the {role} in {data_dir} ({found})",
+        f"write task.yaml naming it (see docs/guides/task-folders.md), or rename it to {exact[0]}",
+    )
+
+
+def answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
+    """The private CSV holding the test answers, if one has the id and target columns."""
+    private = root / "private"
+    if not private.is_dir():
+        return None
+    candidates = sorted(private.glob("*.csv"), key=lambda p: (p.name not in ("answers.csv", "test.csv"), p.name))
+    for path in candidates:
+        header = read_header(path)
+        if all(c in header for c in needed):
+            notes.append(f"test answers: private/{path.name} (the final submission is graded on them)")
+            return path.name
+    if candidates:
+        names = ", ".join(p.name for p in candidates)
+        notes.append(f"no file in private/ ({names}) has the columns {needed}: the run cannot grade its submission")
+    return None
