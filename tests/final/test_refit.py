@@ -366,6 +366,53 @@ def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     assert again["node"] == "n0001" and again["refit"] is False and "nor any node within noise" in again["reason"]
 
 
+def test_a_refit_on_under_half_the_rows_gives_way_to_a_node_within_noise_refitted_on_every_row(tmp_path):
+    # Issue 40: a ten-million-row run refitted its blend on a fifth of the labelled rows, where
+    # the blend's best member, within noise of it, could have been refitted on all of them.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    searched = split["train_rows"]
+    labelled = searched + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    good = SCRIPT.format(flip=False, crash=False, search_rows=searched)
+    tie = good.replace("-3 * sign", "-2.9 * sign")  # within noise of the best
+    weaker = good.replace('frame["x0"]', 'frame["x1"]')
+    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    agent.run_loop()
+    graph = agent.session.state.graph
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
+    # The best node trained on a tenth of the rows for 100 s: all of them need about 1,250 s
+    # per search file (times the growth), 400 s fit under a third of them, 1,000 s about 0.8.
+    graph["n0001"].meta.update(train_rows=searched // 10, train_rows_of=searched)
+    graph["n0001"].timing.update(exec_s=100.0, fit_s=100.0, budget_s=300.0)
+    graph["n0002"].timing.update(exec_s=1.0, budget_s=300.0)
+    graph["n0003"].timing.update(exec_s=1.0, budget_s=300.0)
+    choice = FinalStage(agent.session).run_refit(400.0)
+    assert choice["refit"] is True and choice["refit_fallback"]["refitted"] == "n0002", choice["reason"]
+    assert _rows(run, choice["node"]) == labelled
+    graph[choice["node"]].timing.pop("exec_s")  # its measured scale would price the next refit: forgotten
+    again = FinalStage(agent.session).run_refit(1000.0)  # over half of them fit: the best node on those
+    assert again["refit"] is True and "refit_fallback" not in again, again["reason"]
+    assert graph[again["node"]].meta["refit_of"] == "n0001" and "a random sample of" in again["reason"]
+    assert labelled // 2 < _rows(run, again["node"]) < labelled
+
+
+def test_the_refit_may_take_all_the_time_left_not_only_a_search_scripts_limit(tmp_path):
+    # Issue 40: the final stage gave a ten-million-row refit the 300 s a search script may take,
+    # with 650 s of the run left, and refitted on a fifth of the rows.
+    from mlguild.run.budget import Stop
+
+    run, agent, split = _searched(tmp_path)  # sandbox.script_timeout_s=60
+    best = agent.session.state.graph["n0001"]
+    best.timing.update(exec_s=100.0, budget_s=300.0)  # its refit: about 100 s x growth x 1.25, over 60 s
+    _ends_in(agent, 400.0)
+    choice = finish(agent.session, Stop("budget", "time")).choice
+    assert choice is not None and choice["refit"] is True and "not enough time" not in choice["reason"], choice
+    refit = agent.session.state.graph[choice["node"]]
+    assert refit.timing["budget_s"] > 300.0
+    assert _rows(run, refit.id) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+
+
 def test_a_blend_whose_refit_is_over_the_cap_does_not_end_the_search(tmp_path):
     # A 2-minute run ended its search at 0:40 of 2:00: the blend it was about to make would
     # need 80 s to refit, more than the 36 s cap, and the limit left for it came out negative.
