@@ -201,6 +201,11 @@ class Workspace:
             if kind == "label":
                 assert set(values.iloc[:, 0].astype(str)) <= self.train_labels, out
                 continue
+            if kind == "label_set":  # space-separated labels of the training sets, each once
+                rows = [text.split() for text in values.iloc[:, 0].astype(str)]
+                vocabulary = {label for text in self.train_labels for label in text.split()}
+                assert all(len(set(r)) == len(r) and set(r) <= vocabulary for r in rows), out
+                continue
             numbers = values.to_numpy(dtype=float)
             assert np.isfinite(numbers).all(), out
             if kind == "probability":

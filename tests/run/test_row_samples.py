@@ -101,6 +101,28 @@ def test_the_best_of_a_sample_grows_to_the_next_size_when_enough_compete_and_it_
     assert plan.assign(Action(Op.DRAFT), graph, 200.0).rows == 500
 
 
+def test_a_draft_is_sized_by_the_costliest_script_so_far_and_stays_under_a_memory_failure():
+    # Issue 40: on ten million rows a linear reference (0.5 s fitting) sized the next draft at
+    # every row; it was a HistGradientBoosting, which ran out of memory, and so did its debugs.
+    plan = RowPlan(1000, (250, 500, 1000), 2)
+    graph = SearchGraph("maximize")
+    _node(graph, 1, 0.80, 250, 10.0)
+    graph["n0001"].timing["fit_s"] = 0.1  # a linear model: 10 s, nearly all reading and predicting
+    assert plan.assign(Action(Op.DRAFT), graph, 200.0).rows is None  # alone it says every row fits
+    _node(graph, 2, 0.85, 250, 10.0)
+    graph["n0002"].timing["fit_s"] = 8.0  # boosting: 8 of its 10 s fitting, about 34 s on every row
+    assert plan.assign(Action(Op.DRAFT), graph, 200.0).rows == 500  # the costlier decides, not the median
+    killed = _node(graph, 3, 0.0, 250, 30.0)
+    killed.status, killed.score = "timeout", None  # killed at 30 s on 250 rows: at least 60 s on 500
+    assert plan.assign(Action(Op.DRAFT), graph, 400.0).rows == 250
+    assert plan.assign(Action(Op.DRAFT), graph, 1e9).rows is None
+    out = _node(graph, 4, 0.0, 1000, 5.0)
+    out.status, out.score = "memory", None  # every row did not fit in memory
+    assert plan.assign(Action(Op.DRAFT), graph, 1e9).rows == 500
+    assert plan.assign(Action(Op.DEBUG, ("n0004",)), graph, 1e9).rows == 500  # its repair on fewer rows
+    assert plan.assign(Action(Op.DEBUG, ("n0003",)), graph, 1e9).rows == 250  # a timeout's on its own
+
+
 def test_a_sampled_nodes_refit_and_cost_grow_with_the_rows_its_sample_left_out():
     whole, sampled = Node("n0001", Op.DRAFT, (), 1), Node("n0002", Op.DRAFT, (), 2)
     whole.timing = sampled.timing = {"exec_s": 10.0}

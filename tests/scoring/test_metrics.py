@@ -244,4 +244,5 @@ def test_every_registered_metric_is_consistent():
             "class_probabilities",
             "value",
             "ranked_list",
+            "label_set",
         )

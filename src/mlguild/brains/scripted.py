@@ -49,6 +49,9 @@ def prior(column):
         return (1 - SHRINK) * (values == positive).mean() + SHRINK * 0.5
     if kind == "value":
         return pd.to_numeric(values, errors="coerce").mean() * (1 - SHRINK)
+    if kind == "label_set":
+        counts = Counter(token for text in values for token in text.split())
+        return counts.most_common(1)[0][0]
     if kind == "ranked_list":
         k = int(task.get("metric_params", {{}}).get("k", 5))
         counts = Counter(token for text in values for token in text.split())

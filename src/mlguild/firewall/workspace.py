@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..config import FirewallConfig
 from ..core.errors import FirewallError, TaskError
+from ..metrics import get_metric
 from ..task.folder import Task, read_header
 from ..task.spec import (
     HOLDOUT_FILES,
@@ -123,7 +124,9 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     check_labels(train, task)
     no_copy_of_the_target(train, task)
 
-    stratify = spec.task_type in ("binary", "multiclass")
+    # Stratified by label; not by a set of labels a row: most sets of many labels are unique, and a
+    # label's only row always stays a training row, so the holdout would hold the common sets only.
+    stratify = spec.task_type in ("binary", "multiclass") and get_metric(spec.metric).prediction != "label_set"
     n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
     timed = spec.time_column is not None and cfg.holdout == "auto"  # the holdout is the latest rows
     n_confirm, confirm_skipped = confirm_size(len(train), n_holdout, cfg, timed=timed)

@@ -39,6 +39,8 @@ from mlguild.metrics.functions import (
     error_rate,
     f1,
     f1_macro,
+    f1_sets,
+    f1_sets_mean,
     gauc,
     kl_divergence,
     logloss,
@@ -50,7 +52,7 @@ from mlguild.metrics.ranking import map_at_k, ndcg_at_k
 
 __all__ = ["METRICS", "Direction", "Metric", "Score", "get_metric", "per_column"]
 
-Prediction = Literal["label", "probability", "class_probabilities", "value", "ranked_list"]
+Prediction = Literal["label", "probability", "class_probabilities", "value", "ranked_list", "label_set"]
 # How the Scorer converts the truth column(s) before calling ``fn``:
 #   label: exact strings; integer: ints (and predictions must be ints too);
 #   binary: 0/1 via the positive label; class: index into the class columns;
@@ -63,6 +65,7 @@ _DEFAULT_TRUTH: dict[str, str] = {
     "class_probabilities": "class",
     "value": "value",
     "ranked_list": "tokens",
+    "label_set": "tokens",
 }
 
 
@@ -203,6 +206,20 @@ METRICS: dict[str, Metric] = {
         _m("qwk", "maximize", "label", qwk, "quadratic weighted kappa over integer labels", truth="integer"),
         _m("map_at_k", "maximize", "ranked_list", map_at_k, "mean average precision at k (Kaggle mapk)", params=("k",)),
         _m(
+            "f1_sets",
+            "maximize",
+            "label_set",
+            f1_sets,
+            "micro F1 over space-separated label sets (labels pooled over rows; labels no true set holds not counted)",
+        ),
+        _m(
+            "f1_sets_mean",
+            "maximize",
+            "label_set",
+            f1_sets_mean,
+            "mean over rows of the F1 between each row's predicted and true label sets (Kaggle's Mean F1)",
+        ),
+        _m(
             "gauc",
             "maximize",
             "value",
@@ -254,6 +271,8 @@ ALIASES: dict[str, str] = {
     "columnwise_logloss": "mean_columnwise_logloss", "columnwise_log_loss": "mean_columnwise_logloss",
     "micro_f1": "multilabel_f1_micro", "f1_micro": "multilabel_f1_micro", "multilabel_f1": "multilabel_f1_micro",
     "multilabel_micro_f1": "multilabel_f1_micro", "multilabel_macro_f1": "multilabel_f1_macro",
+    "f1_label_sets": "f1_sets", "label_set_f1": "f1_sets", "micro_f1_sets": "f1_sets", "f1_sets_micro": "f1_sets",
+    "mean_f1_sets": "f1_sets_mean", "kaggle_mean_f1": "f1_sets_mean",
 }  # fmt: skip
 
 # The one-column metric each several-column metric averages (what a script can compute per

@@ -193,6 +193,37 @@ def multilabel_f1_macro(y_true: Any, y_pred: Any, positive_label: Any = "1") -> 
     return _columnwise(lambda t, p: f1(t, p, positive_label=positive_label))(y_true, y_pred)
 
 
+def _sets(y_true: Any, y_pred: Any) -> tuple[list[set[str]], list[set[str]]]:
+    """Both columns of label sets (a list of labels per row) as sets, the same length."""
+    truth, pred = [set(row) for row in y_true], [set(row) for row in y_pred]
+    check_len(truth, pred)
+    return truth, pred
+
+
+def f1_sets(y_true: Any, y_pred: Any) -> float:
+    """Micro F1 over label sets: every row's predicted labels against its true ones, true and
+    false positives and false negatives pooled over the rows, as scikit-learn's micro F1 of the
+    binarised sets. A predicted label that no row's truth holds is not counted (MLE-bench's
+    graders binarise over the answers' labels); 0.0 when nothing is true or predicted."""
+    truth, pred = _sets(y_true, y_pred)
+    known = set().union(*truth) if truth else set()
+    tp = fp = fn = 0
+    for t, p in zip(truth, pred, strict=True):
+        p = p & known
+        hits = len(t & p)
+        tp, fp, fn = tp + hits, fp + len(p) - hits, fn + len(t) - hits
+    denom = 2 * tp + fp + fn
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def f1_sets_mean(y_true: Any, y_pred: Any) -> float:
+    """The mean over rows of each row's F1 between its predicted and true label sets (Kaggle's
+    "Mean F1"): 2|P & T| / (|P| + |T|), 1 for a row whose sets are both empty."""
+    truth, pred = _sets(y_true, y_pred)
+    scores = [2 * len(t & p) / (len(t) + len(p)) if t or p else 1.0 for t, p in zip(truth, pred, strict=True)]
+    return float(np.mean(scores)) if scores else 0.0
+
+
 def f1_macro(y_true: Any, y_pred: Any) -> float:
     """Unweighted mean of per-class F1 over every label seen in y_true or y_pred."""
     ti, pi, k = _shared_codes(y_true, y_pred)

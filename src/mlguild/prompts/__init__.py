@@ -20,6 +20,7 @@ PREDICTION_HELP = {
     "class_probabilities": "one column per class ({classes}), each row a probability distribution summing to 1",
     "value": "numeric predictions of the target",
     "ranked_list": "space-separated predicted items, best first, each item at most once",
+    "label_set": "the predicted set of labels, space-separated (order does not matter), each label at most once",
 }
 
 

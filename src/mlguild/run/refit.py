@@ -236,7 +236,7 @@ def agreement(
     (probabilities, regression values, ranking scores; per column, the lowest), the share of
     rows with the same label (labels, cell by cell for several label columns; the most probable
     class for probability matrices), or for ranked lists the mean share of items two lists have
-    in common. Where ids repeat (rows align by position), ``key_columns`` are the item columns,
+    in common (label sets alike). Where ids repeat (rows align by position), ``key_columns`` are the item columns,
     which are not predictions. Two ranked files (no column but the id and keys) agree as the
     Spearman correlation of their rows' places within their groups (``group_column``, else the id)."""
     if all(c == id_column or c in key_columns for c in reference.columns):
@@ -252,7 +252,7 @@ def agreement(
     else:  # key columns beside a row id (its group, its item) are copied, not predicted
         a = reference.drop(columns=list(key_columns)).set_index(id_column)
         b = refit.drop(columns=list(key_columns)).set_index(id_column).loc[a.index]
-    if kind == "ranked_list":
+    if kind in ("ranked_list", "label_set"):
         return _list_overlap(a.iloc[:, 0], b.iloc[:, 0])
     if kind == "label":  # several label columns (multi-label): the share of equal cells
         return float((a.astype(str).to_numpy() == b[a.columns].astype(str).to_numpy()).mean())

@@ -7,10 +7,15 @@ search first trains on samples: a ladder of sizes, each ``sample_factor`` times 
 below, from ``sample_min_rows`` up to every row (``ladder``).
 
 - A draft trains on the largest sample the time allows: one whose cost, measured on this run
-  (the nodes so far, their fitting seconds scaled in rows: ``rows_scaled_seconds``), leaves time for ``_CANDIDATES`` such scripts in
-  the time left; the smallest before anything was measured (``RowPlan.draft_rows``).
+  (the costliest of the nodes so far, their fitting seconds scaled in rows:
+  ``rows_scaled_seconds``; a node killed by its time limit counts all its seconds, scaled),
+  leaves time for ``_CANDIDATES`` such scripts in the time left, and is smaller than any
+  sample a script ran out of memory on; the smallest before anything was measured
+  (``RowPlan.draft_rows``). The costliest, not the median: the next draft's family is not
+  known, and a linear reference fits a hundred times faster than a boosted one.
 - A move that starts from a node's script (an improve, a debug, a re-run for evidence)
-  trains on its parent's sample, so the two compare on equal terms.
+  trains on its parent's sample, so the two compare on equal terms; a debug of a script
+  that ran out of memory trains on the next smaller sample.
 - Once three nodes of one size have scores (``sample_factor``, when fewer), the best of them
   (the top share, one per ``sample_factor``) runs again, unchanged, on the next larger sample:
   a ``grow`` node, the harness's own move (``RowPlan.promotion``), when the time left allows it.
@@ -31,7 +36,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -44,7 +48,7 @@ from ..config.search import SearchConfig
 from ..core.graph import Node, SearchGraph
 from ..core.meta import NodeMeta
 from ..core.protocols import Action, Proposal
-from ..core.vocabulary import Op
+from ..core.vocabulary import FailureKind, Op
 from ..rundir.folder import RunDir
 from ..util.exact_csv import read_csv_exact, write_rows
 from ..util.parquet import parquet_of, write_rows_parquet
@@ -106,24 +110,43 @@ class RowPlan:
         if not self.sizes or action.op in _OWN_DATA or action.op == Op.GROW:
             return action
         parent = graph.nodes.get(action.parents[0]) if action.parents else None
-        if parent is not None and action.op != Op.DRAFT:
-            rows: int | None = node_rows(parent, self.n_train)
+        if parent is not None and action.op == Op.DEBUG and parent.status == FailureKind.MEMORY:
+            rows: int | None = self.below(node_rows(parent, self.n_train))
+        elif parent is not None and action.op != Op.DRAFT:
+            rows = node_rows(parent, self.n_train)
         else:
             rows = self.draft_rows(graph, time_left_s)
         return replace(action, rows=None if rows == self.n_train else rows)
 
+    def below(self, rows: int) -> int:
+        """The largest sample smaller than ``rows`` (the smallest when none is)."""
+        return max((size for size in self.sizes if size < rows), default=self.sizes[0])
+
     def draft_rows(self, graph: SearchGraph, time_left_s: float | None) -> int:
-        """The largest sample whose expected seconds (the median, over the nodes this run
-        measured, of each one's seconds scaled to that many rows: ``rows_scaled_seconds``) leave time for
-        ``_CANDIDATES`` such scripts in ``time_left_s``; the smallest with nothing measured
-        or no time budget."""
-        measured = [n for n in graph if n.ok and n.op not in (*_OWN_DATA, Op.EDA) and (n.timing.get("exec_s") or 0) > 0]
+        """The largest sample whose expected seconds (the most, over the nodes this run ran,
+        of each one's seconds scaled to that many rows: ``rows_scaled_seconds``, all of them
+        for a node killed by its limit, which said nothing of its fitting) leave time for
+        ``_CANDIDATES`` such scripts in ``time_left_s``, and under every sample a script ran
+        out of memory on; the smallest with nothing measured or no time budget."""
+        ran = [n for n in graph if n.op not in (*_OWN_DATA, Op.EDA) and (n.timing.get("exec_s") or 0) > 0]
+        measured = [n for n in ran if n.ok or n.status == FailureKind.TIMEOUT]
         if not measured or time_left_s is None:
             return self.sizes[0]
-        expected = lambda size: statistics.median(
-            rows_scaled_seconds(n, size / node_rows(n, self.n_train)) for n in measured
-        )
-        fitting = [size for size in self.sizes if expected(size) * _CANDIDATES <= time_left_s]
+        too_big = min((node_rows(n, self.n_train) for n in ran if n.status == FailureKind.MEMORY), default=None)
+
+        def expected(size: int) -> float:
+            return max(
+                rows_scaled_seconds(n, size / node_rows(n, self.n_train))
+                if n.ok
+                else float(n.timing["exec_s"]) * size / node_rows(n, self.n_train)
+                for n in measured
+            )
+
+        fitting = [
+            size
+            for size in self.sizes
+            if expected(size) * _CANDIDATES <= time_left_s and (too_big is None or size < too_big)
+        ]
         return fitting[-1] if fitting else self.sizes[0]
 
     def promotion(self, graph: SearchGraph, limit_s: float, key: Callable[[Node], float]) -> Action | None:

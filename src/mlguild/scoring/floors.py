@@ -23,7 +23,8 @@ from ..util.exact_csv import read_csv_exact
 def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path) -> bool:
     """Write to ``dest`` the template ``sample`` filled with the best constant the training
     labels give (the majority class, the class shares, the positive share, the mean, or the
-    median for MAE, the most popular items for a ranked list): a stronger floor than a template's
+    median for MAE, the most popular items for a ranked list, the labels whose set scores best
+    for label sets): a stronger floor than a template's
     stand-in values. False when the task has no such constant (several targets)."""
     kind = get_metric(spec.metric).prediction
     if len(spec.target_columns) != 1:
@@ -40,6 +41,8 @@ def write_prior_submission(spec: TaskSpec, train: Path, sample: Path, dest: Path
         k = int(spec.metric_params.get("k", 5))
         counts = target.str.split().explode().value_counts()
         frame[columns[0]] = " ".join(counts.index[:k].astype(str))
+    elif kind == "label_set":
+        frame[columns[0]] = " ".join(constant_label_set(target))
     elif kind == "label":
         frame[columns[0]] = target.mode().iloc[0]
     elif kind == "probability":
@@ -107,3 +110,19 @@ def check_learned(best_score: float | None, floor_scores: list[float], direction
             "check that the target can be predicted from the other columns (and that the right column is the "
             "target), or give the run more time with `mlguild resume RUN --time 30m`",
         )
+
+
+def constant_label_set(target: pd.Series) -> list[str]:
+    """The one label set that, given to every row, scores the best micro F1 on ``target``'s
+    sets: the labels by their share of rows, most common first, for as long as each raises
+    2 * (sum of the chosen shares) / (their count + the sum of every share), the F1 it scores."""
+    sets = [set(text.split()) for text in target]
+    shares = pd.Series([label for labels in sets for label in labels]).value_counts() / max(len(sets), 1)
+    chosen: list[str] = []
+    best = covered = 0.0
+    for label, share in shares.items():
+        score = 2 * (covered + share) / (len(chosen) + 1 + float(shares.sum()))
+        if chosen and score <= best:
+            break
+        chosen, best, covered = [*chosen, str(label)], score, covered + float(share)
+    return chosen

@@ -341,10 +341,10 @@ def _prepared(
             # "score" column for a "chosen" label, a "predicted" list for the "relevant" items).
             answers = answers.rename(columns={target_columns[0]: fmt.value_columns[0]})
             target_columns, absent = fmt.value_columns, []
-        if absent or (metric.prediction == "ranked_list" and len(target_columns) != 1):
+        if absent or (metric.prediction in ("ranked_list", "label_set") and len(target_columns) != 1):
             raise ValueError(
                 f"target columns {target_columns} must be value columns of the "
-                f"submission {fmt.columns} (ranked lists take exactly one)"
+                f"submission {fmt.columns} (ranked lists and label sets take exactly one)"
             )
         y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
         known = (

@@ -339,27 +339,30 @@ def predictions(
     """Each prediction column checked and converted for ``metric``; raises SubmissionError.
     ``known``: the labels a label metric's predictions must be among (None: not checked)."""
     kind = metric.prediction
-    if kind == "ranked_list":  # space-separated tokens; an empty list is allowed (scores 0)
-        return [_ranked_lists(sub, c, id_column) for c in columns]
+    if kind in ("ranked_list", "label_set"):  # space-separated tokens; an empty list is allowed (scores 0)
+        return [_ranked_lists(sub, c, id_column, ranked=kind == "ranked_list") for c in columns]
     if kind == "label":
         return [_labels(sub, c, id_column, metric.truth == "integer", known) for c in columns]
     unit = kind in ("probability", "class_probabilities")
     return [_floats(sub, c, id_column, unit) for c in columns]
 
 
-def _ranked_lists(sub: pd.DataFrame, column: str, id_column: str) -> list[list[str]]:
-    """A column of space-separated ranked lists; a list that names an item twice is refused
-    (``duplicate_item``): the metric would score the repeat as nothing, which hides the bug
-    (a join that multiplied rows, an unfinished dedup) behind a merely lower score."""
+def _ranked_lists(sub: pd.DataFrame, column: str, id_column: str, ranked: bool = True) -> list[list[str]]:
+    """A column of space-separated ranked lists (or, not ``ranked``, label sets); a list that
+    names an item twice is refused (``duplicate_item``): the metric would score the repeat as
+    nothing, which hides the bug (a join that multiplied rows, an unfinished dedup) behind a
+    merely lower score."""
     lists = [s.split() for s in sub[column].tolist()]
     for i, items in enumerate(lists):
         if len(set(items)) == len(items):
             continue
         item = next(x for j, x in enumerate(items) if x in items[:j])
+        what, fix = (
+            ("ranked list", "list each item once, best first") if ranked else ("label set", "name each label once")
+        )
         raise fail(
             "duplicate_item",
-            f"{_where(sub, i, column, id_column)}: the ranked list names {preview(item)} more than once; "
-            "list each item once, best first",
+            f"{_where(sub, i, column, id_column)}: the {what} names {preview(item)} more than once; {fix}",
         )
     return lists
 

@@ -52,6 +52,26 @@ def holds_lists(values: pd.Series) -> bool:
     return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
 
 
+def holds_label_sets(values: pd.Series) -> bool:
+    """Whether a column holds sets of labels, space-separated (``scab frog_eye_leaf_spot``,
+    ``147 616 813``): at least one filled value in 20 names two or more; no value names a label
+    twice; the labels are a vocabulary (at most half as many distinct labels as filled values,
+    or 20), not free text; and they recombine: of the distinct values naming several, at least
+    half have every label in another value too. Class names with spaces (``Sugar beet``,
+    ``Common wheat``) keep their words together, so they are one label each."""
+    filled = values[values != ""].astype(str).str.split()
+    if filled.empty or (filled.str.len() >= 2).mean() < 0.05:
+        return False
+    if (filled.map(lambda labels: len(set(labels))) != filled.str.len()).any():
+        return False
+    if int(filled.explode().nunique()) > max(20, len(filled) // 2):
+        return False
+    distinct = {frozenset(labels) for labels in filled}
+    values_of = pd.Series([label for labels in distinct for label in labels]).value_counts()
+    several = [labels for labels in distinct if len(labels) >= 2]
+    return sum(all(values_of[label] >= 2 for label in labels) for labels in several) >= len(several) / 2
+
+
 def infer_item_column(frame: pd.DataFrame, group: str, target: str) -> str | None:
     """The column naming the item of a (group, item) row: unique within every group and
     repeating across groups; of several, the one with the fewest distinct values. None if none is."""

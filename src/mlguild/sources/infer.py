@@ -40,7 +40,7 @@ from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import refuse_label_sets, refuse_one_hot_logloss, refuse_unregistered
+from .metric_checks import label_set_metric, refuse_one_hot_logloss, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
 from .shapes import (
     key_shape,
@@ -275,11 +275,13 @@ def infer_task(
             )
         metric, phrase, params = named
         refuse_one_hot_logloss(train, targets, metric, folder)
-        refuse_label_sets(train, targets, metric, folder)
+        sets = label_set_metric(train, targets, metric)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
         said = f"the description says {phrase!r}"
-        if len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
+        if sets is not None:  # an F1 over the labels of every row's set
+            metric, said = sets, f"{said}, and {targets[0]!r} holds space-separated sets of labels"
+        elif len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
             metric, said = _ONE_LABEL_F1[metric], f"{said}, which over one label a row is {_ONE_LABEL_F1[metric]}"
         if len(targets) > 1:
             metric = several_targets_metric(metric)
@@ -291,6 +293,9 @@ def infer_task(
             f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
         )
     kind = get_metric(metric).prediction
+    if kind == "label_set" and task_type != "multiclass":  # a set of classes a row, however many
+        task_type = "multiclass"
+        notes.append(f"task type multiclass: {targets[0]!r} holds a set of labels a row")
     if kind == "class_probabilities" and classes is None:
         raise TaskError(
             f"metric {metric} scores one probability column per class, but the sample submission has "

@@ -15,7 +15,7 @@ import re
 import pandas as pd
 
 from ..core.errors import TaskError
-from .columns import holds_lists
+from .columns import holds_label_sets
 
 # Metrics descriptions name that the registry lacks, with the words that name them. Where one
 # of these starts before a registered metric's words (or where they start, and is longer), it is the metric.
@@ -44,6 +44,15 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("lwlrap", r"\blwlrap\b|label[- ]weighted label[- ]ranking"),
 ]
 
+# Names above that are registered metrics' in some readings, not in others: what to say instead.
+_AMBIGUOUS = {
+    "Kaggle's mean F1 over label sets": (
+        "is ambiguous: Kaggle's Mean F1 averages each row's F1 (f1_sets_mean), while MLE-bench's graders "
+        "and a micro-averaged F1 pool the labels of every row (f1_sets; over one label a row, accuracy)",
+        "pass the one the grader computes: mlguild run {folder} --metric f1_sets (or f1_sets_mean, or accuracy)",
+    ),
+}
+
 # Words that put a registered metric's words in the place of the unregistered one named just before
 # ("MeanFScore, which at Kaggle is actually a micro-averaged F1-score"): then the registered one is it.
 _CORRECTION = r"^[^.]{0,60}(\b(actually|in fact|that is)\b|\bi\.e\.)[^.]{0,30}$"
@@ -69,6 +78,9 @@ def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> 
             start, name, phrase = min(hits)
             corrected = known > start and re.search(_CORRECTION, body[start:known], re.I) is not None
             earlier = known < 0 or start < known or (start == known and len(phrase) > len(str(known_phrase)))
+            if earlier and not corrected and name in _AMBIGUOUS:
+                why, fix = _AMBIGUOUS[name]
+                raise TaskError(f"the description's metric ({phrase!r}) {why}", fix.format(folder=folder))
             if earlier and not corrected:
                 raise TaskError(
                     f"the description's metric is {name} ({phrase!r}), which mlguild does not have",
@@ -98,15 +110,20 @@ def refuse_one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str,
         )
 
 
-def refuse_label_sets(train: pd.DataFrame, targets: list[str], metric: str, folder: object) -> None:
-    """TaskError when one target column holds space-separated sets of labels (``147 616 813``) and
-    the metric is a multi-label F1: the grader pools the sets' labels, while mlguild's F1 over label
-    columns would compare each row's whole string (a layout no recipe predicts)."""
-    if len(targets) != 1 or targets[0] not in train or metric not in ("multilabel_f1_micro", "multilabel_f1_macro"):
-        return
-    if holds_lists(train[targets[0]]):
+def label_set_metric(train: pd.DataFrame, targets: list[str], metric: str) -> str | None:
+    """The label-set metric that an F1 named by a description means when the one target holds
+    space-separated sets of labels (``147 616 813``): the graders pool the sets' labels, as
+    ``f1_sets`` does (a micro F1); None when the target holds no such sets or the metric is no
+    F1. A macro F1 over the sets' labels is refused: no registered metric computes it."""
+    if len(targets) != 1 or targets[0] not in train or not holds_label_sets(train[targets[0]]):
+        return None
+    if metric in ("multilabel_f1_micro", "f1"):
+        return "f1_sets"
+    if metric in ("multilabel_f1_macro", "f1_macro"):
         raise TaskError(
-            f"the target {targets[0]!r} holds space-separated sets of labels, scored by an F1 over the sets' "
-            "labels: no registered metric scores that layout",
-            "write task.yaml with one 0/1 column per label as the targets (see docs/guides/task-folders.md)",
+            f"the target {targets[0]!r} holds space-separated sets of labels, scored by a macro F1 over the "
+            "sets' labels: no registered metric computes that",
+            "pass --metric f1_sets (micro F1 over the sets) or f1_sets_mean (the mean of each row's F1), "
+            "or write task.yaml with one 0/1 column per label as the targets (see docs/guides/task-folders.md)",
         )
+    return None

@@ -36,6 +36,11 @@ def fuse_proposal(context: Context) -> Proposal:
             "a blend weighs its members' scores, and this task's submissions are ranked files with none",
             "set search.fuse_every=0 for this task",
         )
+    if prediction_kind(task) == "label_set":
+        raise MoveUnavailable(
+            "the recipe brain has no blend of label sets yet (each member's sets come from its own threshold)",
+            "set search.fuse_every=0 for this task",
+        )
     several = len(task["target_columns"]) > 1
     if several and (
         prediction_kind(task) not in ("value", "probability", "label")

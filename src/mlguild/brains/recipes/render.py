@@ -209,6 +209,8 @@ def mean_average_precision(truth, prediction, k={k}):
 
 def _cv_metric(metric: str) -> dict[str, str]:
     kind = get_metric(metric).prediction
+    if kind == "label_set":  # the several-target template scores its sets itself (multi.py.j2)
+        return {"name": metric, "import_line": "", "expression": "", "note": ""}
     name = metric if metric in _CV else _FALLBACK[kind]
     note = "" if name == metric else f"{metric} has no scikit-learn twin here; {name} stands in for it."
     import_line, expression = _CV[name]
@@ -314,7 +316,7 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         context.update(_ranking_context(task))
     elif template == "lists.py.j2":
         context["learned"] = recipe.model == "lists_lightgbm"
-    elif len(task["target_columns"]) > 1:
+    elif len(task["target_columns"]) > 1 or kind == "label_set":
         context.update(_several_targets(task, recipe.model, context))
         template = "multi.py.j2"
     code = _environment().get_template(template).render(**context)
@@ -325,6 +327,9 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
 # instead of one per target, at no loss (Ridge solves each column independently; a forest
 # splits on the mean decrease over the targets, which is how a multi-output forest works).
 _JOINT_MODELS = ("linear", "forest")
+# The most labels of a label-set task that get a model each (the most frequent: each costs a
+# model per fold, and a label few rows hold is seldom predicted right).
+MAX_SET_LABELS = 50
 
 
 def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) -> dict[str, Any]:
@@ -338,12 +343,15 @@ def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) 
         and not context["target_encoding"]
         and not context["screen"]
     )
+    label_set = prediction_kind(task) == "label_set"  # one column of label sets: a 0/1 target per label
     return {
         "targets": list(task["target_columns"]),
+        "label_set": label_set,
+        "max_labels": MAX_SET_LABELS,
         "joint": joint,
         "cv": _cv_metric(column_metric),
         "clip_at_zero": column_metric == "rmsle",
-        "tune_threshold": context["kind"] == "label" and column_metric == "f1",
+        "tune_threshold": (context["kind"] == "label" and column_metric == "f1") or label_set,
         "threshold_scope": "micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
     }
 
