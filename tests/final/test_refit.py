@@ -324,11 +324,17 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
     assert quick.refit_s == pytest.approx(2.0 * growth * 1.25) and slow.refit_s == pytest.approx(40.0 * growth * 1.25)
     assert slow.total_s > quick.total_s and slow.audit_s == quick.audit_s > 0
     # A best node whose refit needs more than the cap (half the budget): the reserve is sized
-    # for the best node whose refit fits it (the one the final stage would refit), never nothing.
+    # for the best node near it whose refit fits the cap (the one the final stage would refit);
+    # a node far behind is not one (issue 40: a linear model far behind sized a ten-million-row
+    # run's reserve at 75 s, and the final stage had no time to refit anything): then the cap,
+    # for the best node's refit on as many rows as it allows.
     best.timing.update(exec_s=200.0)
     cheap = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.5)
     cheap.timing.update(exec_s=10.0, budget_s=120.0)
     graph.add(cheap)
+    capped = final_reserve(run, graph)
+    assert capped.node == "n0001" and capped.refit_s == pytest.approx(0.5 * 300.0)
+    cheap.score = best.score  # as good as the best: its refit is what the final stage would make
     capped = final_reserve(run, graph)
     assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * 1.25)
 

@@ -9,7 +9,7 @@ import pytest
 from sklearn import metrics as skm
 
 from mlguild.core.errors import ConfigError
-from mlguild.metrics import METRICS, Metric, Score, get_metric
+from mlguild.metrics import METRICS, Metric, Score, get_metric, metric_name
 
 
 @pytest.fixture
@@ -106,6 +106,15 @@ def test_f1_macro_matches_sklearn(rng):
     t = np.array(list("abc"))[rng.integers(0, 3, 300)]
     p = np.array(list("abcd"))[rng.integers(0, 4, 300)]
     assert get_metric("f1_macro")(t, p) == pytest.approx(skm.f1_score(t, p, average="macro"))
+
+
+def test_mcc_matches_sklearn_for_two_and_several_labels(rng):
+    for labels in ("01", "abc", "abcde"):
+        t = np.array(list(labels))[rng.integers(0, len(labels), 400)]
+        p = np.where(rng.random(400) < 0.5, t, np.array(list(labels))[rng.integers(0, len(labels), 400)])
+        assert get_metric("mcc")(t, p) == pytest.approx(skm.matthews_corrcoef(t, p))
+    assert get_metric("mcc")(np.array(["a"] * 5), np.array(list("abaaa"))) == 0.0  # one true label: undefined, 0
+    assert get_metric("mcc").direction == "maximize" and metric_name("Matthews correlation") == "mcc"
 
 
 def test_qwk_matches_sklearn(rng):

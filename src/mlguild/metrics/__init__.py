@@ -44,6 +44,7 @@ from mlguild.metrics.functions import (
     gauc,
     kl_divergence,
     logloss,
+    mcc,
     multilabel_f1_macro,
     multilabel_f1_micro,
     qwk,
@@ -204,6 +205,7 @@ METRICS: dict[str, Metric] = {
         ),
         _m("spearman", "maximize", "value", _columnwise(_spearman_1d), "Spearman rank correlation, ties averaged"),
         _m("qwk", "maximize", "label", qwk, "quadratic weighted kappa over integer labels", truth="integer"),
+        _m("mcc", "maximize", "label", mcc, "Matthews correlation coefficient of the labels (multi-class form)"),
         _m("map_at_k", "maximize", "ranked_list", map_at_k, "mean average precision at k (Kaggle mapk)", params=("k",)),
         _m(
             "f1_sets",
@@ -271,6 +273,7 @@ ALIASES: dict[str, str] = {
     "columnwise_logloss": "mean_columnwise_logloss", "columnwise_log_loss": "mean_columnwise_logloss",
     "micro_f1": "multilabel_f1_micro", "f1_micro": "multilabel_f1_micro", "multilabel_f1": "multilabel_f1_micro",
     "multilabel_micro_f1": "multilabel_f1_micro", "multilabel_macro_f1": "multilabel_f1_macro",
+    "matthews": "mcc", "matthews_corrcoef": "mcc", "matthews_correlation": "mcc", "phi": "mcc",
     "f1_label_sets": "f1_sets", "label_set_f1": "f1_sets", "micro_f1_sets": "f1_sets", "f1_sets_micro": "f1_sets",
     "mean_f1_sets": "f1_sets_mean", "kaggle_mean_f1": "f1_sets_mean",
 }  # fmt: skip

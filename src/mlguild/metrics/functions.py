@@ -224,6 +224,18 @@ def f1_sets_mean(y_true: Any, y_pred: Any) -> float:
     return float(np.mean(scores)) if scores else 0.0
 
 
+def mcc(y_true: Any, y_pred: Any) -> float:
+    """Matthews correlation coefficient of two label arrays (scikit-learn's multi-class form,
+    which for two labels is the binary one): 0.0 when either side holds a single label."""
+    ti, pi, k = _shared_codes(y_true, y_pred)
+    n = float(len(ti))
+    correct = float(np.sum(ti == pi))
+    t, p = np.bincount(ti, minlength=k).astype(float), np.bincount(pi, minlength=k).astype(float)
+    cov = correct * n - float(t @ p)
+    denom = math.sqrt((n * n - float(p @ p)) * (n * n - float(t @ t)))
+    return cov / denom if denom else 0.0
+
+
 def f1_macro(y_true: Any, y_pred: Any) -> float:
     """Unweighted mean of per-class F1 over every label seen in y_true or y_pred."""
     ti, pi, k = _shared_codes(y_true, y_pred)

@@ -14,8 +14,12 @@ is priced from this run's own measurements, re-estimated whenever a node finishe
 
 The candidates are the best node, the best blend and a blend the search is about to make
 (unless its refit alone is over the cap below). The reserve is capped at
-``final.max_refit_share`` of the budget: a refit that needs more is not waited for; the final stage then refits the best node whose refit fits the time left
-(``refittable``), which is what the capped reserve is sized for.
+``final.max_refit_share`` of the budget: a refit that needs more is not waited for; the final
+stage then refits the best node within noise of the base whose refit fits the time left
+(``refittable``), or the base on as many labelled rows as fit, which is what the capped
+reserve is sized for: the refit of the best node near the best (``near``) that fits the cap,
+else the whole cap (on ten million rows, sizing it for the one node that fitted, a linear
+model far behind, left the final stage 97 s and no refit).
 """
 
 from __future__ import annotations
@@ -190,7 +194,21 @@ def final_reserve(
     grow = growth(run)
     candidates += [(None, expected_refit_seconds(grow, seconds)) for seconds in in_flight]
     node, needed = max(candidates, key=lambda c: c[1], default=(None, 0.0))
-    if cap is not None and needed > cap:  # not waited for: the best node whose refit fits the cap
-        fallback = refittable(run, graph, cap, best, scales=scales)
-        node, needed = fallback, refit_seconds(run, graph, fallback, scale_of) if fallback is not None else 0.0
+    if cap is not None and needed > cap:  # not waited for: the best node near the best whose refit fits the cap
+        fallback = refittable(run, graph, cap, best, may=near(graph, best), scales=scales)
+        if fallback is not None:
+            node, needed = fallback, refit_seconds(run, graph, fallback, scale_of)
+        else:  # none near it fits: the cap, for the best's refit on as many rows as it allows
+            node, needed = best, cap if best is not None else 0.0
     return Reserve(needed, audit, node.id if node is not None else None, kept)
+
+
+def near(graph: SearchGraph, best: Node | None) -> Callable[[Node], bool]:
+    """Whether a node's holdout score is within the search's promotion margin of ``best``'s
+    (the measured noise floor, or the assumed one, times ``evidence_z``): a node the final
+    stage may refit in the best's place (it asks paired bootstrap resamples; the reserve, made
+    at every node, asks this cheaper question). Without a margin to go by, every node is."""
+    if best is None or best.score is None or graph.evidence is None:
+        return lambda node: True
+    margin, top = graph.margin(best, graph.noise_floor()), best.score
+    return lambda node: node.score is not None and abs(node.score - top) <= margin

@@ -30,6 +30,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
     ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
     ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),
+    ("mcc", r"\bmatthews'?s?[- ]correlation|\bmatthews\b|\bmcc\b"),
     ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
     ("ndcg_at_k", r"\bndcg\s*@\s*\d+|normali[sz]ed discounted cumulative gain(\s*@\s*\d+)?|\bndcg\b"),
     ("gauc", r"\bgauc\b|\bgroup(ed)?[- ]auc\b|\bauc (averaged )?(per|within each|over) (user|group|query|session)s?\b"),

@@ -31,7 +31,6 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("probabilistic F1", r"\bprobabilistic f1|\bpf1\b"),
     ("Kaggle's mean F1 over label sets", r"\bmean ?f1[- ]?score\b|\bmeanfscore\b"),
     ("Kendall's tau", r"\bkendall"),
-    ("Matthews correlation", r"\bmatthews"),
     ("Levenshtein distance", r"\blevenshtein|\bedit distance"),
     ("word error rate", r"\b(word|character|phoneme|label) error rate|\bwer\b"),
     ("Jaccard score", r"\bjaccard"),

@@ -36,11 +36,6 @@ def fuse_proposal(context: Context) -> Proposal:
             "a blend weighs its members' scores, and this task's submissions are ranked files with none",
             "set search.fuse_every=0 for this task",
         )
-    if prediction_kind(task) == "label_set":
-        raise MoveUnavailable(
-            "the recipe brain has no blend of label sets yet (each member's sets come from its own threshold)",
-            "set search.fuse_every=0 for this task",
-        )
     several = len(task["target_columns"]) > 1
     if several and (
         prediction_kind(task) not in ("value", "probability", "label")
@@ -68,6 +63,8 @@ def fuse_proposal(context: Context) -> Proposal:
         what += ", blending each member's scores as ranks within their group"
     elif recipe_modality(task) == "ranked_lists":
         what += ", fusing the members' lists by weighted reciprocal ranks"
+    elif prediction_kind(task) == "label_set":
+        what += ", averaging the members' label probabilities and reading the sets at the blend's own threshold"
     elif not several and prediction_kind(task) != "ranked_list":
         what += (
             "; beside it, a stacker (a linear model on those predictions, LightGBM on them and the original "
@@ -86,6 +83,11 @@ def fuse_proposal(context: Context) -> Proposal:
         target = task["target_columns"][0]
         code = _hoist_imports(
             template.render(task=task, members=members, summary=summary, target=target, list_k=_list_k(task))
+        )
+    elif prediction_kind(task) == "label_set":
+        template = _environment().get_template("fuse_sets.py.j2")
+        code = _hoist_imports(
+            template.render(task=task, members=members, summary=summary, target=task["target_columns"][0])
         )
     else:
         code = render_fuse(task, members, summary)

@@ -162,6 +162,7 @@ _CV = {
         "f1_score(truth, prediction, pos_label=F1_POSITIVE, average='binary')",
     ),
     "f1_macro": ("from sklearn.metrics import f1_score", "f1_score(truth, prediction, average='macro')"),
+    "mcc": ("from sklearn.metrics import matthews_corrcoef", "matthews_corrcoef(truth, prediction)"),
     "rmse": ("from sklearn.metrics import root_mean_squared_error", "root_mean_squared_error(truth, prediction)"),
     "mse": ("from sklearn.metrics import mean_squared_error", "mean_squared_error(truth, prediction)"),
     "rmsle": (

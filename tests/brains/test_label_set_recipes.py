@@ -5,6 +5,12 @@ the sets come back from one threshold chosen on the out-of-fold rows."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 from conftest import Workspace
@@ -13,7 +19,6 @@ from conftest import rdata as _rdata
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER
-from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import Action, ParentView
 from mlguild.firewall.guard import check_code
 from mlguild.metrics import get_metric
@@ -70,15 +75,33 @@ def test_a_label_set_draft_predicts_sets_better_than_the_best_constant_set(pengu
     assert set(proba.columns) == {"id", *SPECIES, *SEXES}
 
 
-def test_every_tabular_recipe_renders_for_label_sets_and_a_blend_is_not_offered(penguins):
+def test_every_tabular_recipe_renders_for_label_sets(penguins):
     for recipe in DRAFT_ORDER["tabular"]:
         code = _draft(penguins, recipe).code
         verdict = check_code(code, penguins.root / "run" / "nodes" / "n1", [penguins.root / "run" / "sealed"])
         assert verdict.ok, (recipe, verdict.reason)
-    base = _draft(penguins, "lightgbm")
-    parents = [ParentView(n, "draft", base.plan, base.code, "scored", 0.6, meta=base.meta) for n in ("n1", "n2")]
-    with pytest.raises(MoveUnavailable, match="no blend of label sets"):
-        RecipeBrain().propose(Action("fuse", ("n1", "n2")), penguins.context(parents=parents))
+
+
+@pytest.mark.slow
+def test_a_blend_of_label_sets_averages_the_members_probabilities(penguins):
+    members = {"n1": _draft(penguins, "lightgbm"), "n2": _draft(penguins, "linear")}
+    for name, proposal in members.items():
+        penguins.run(proposal.code, f"member-{name}")
+    parents = [ParentView(n, "draft", p.plan, p.code, "scored", 0.9, meta=p.meta) for n, p in members.items()]
+    blend = RecipeBrain().propose(Action("fuse", tuple(members)), penguins.context(parents=parents))
+    node = penguins.root / "nodes" / "blend"
+    for name in members:  # what the harness copies for a blend: each member's outputs
+        shutil.copytree(penguins.root / "nodes" / f"member-{name}" / "output", node / "parents" / name)
+    (node / "solution.py").write_text(blend.code)
+    env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_DATA": str(penguins.data), "MLGUILD_SEED": "0"}
+    done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((node / "output" / "fuse_weights.json").read_text())
+    assert report["blend_oof_score"] >= max(report["member_oof_scores"].values())  # selection starts at the best
+    assert sum(report["weights"].values()) == pytest.approx(1.0)
+    penguins.check_outputs(node)  # sets of the training labels, each label once, every id
+    oof = pd.read_csv(node / "output" / "oof.csv", dtype=str, keep_default_na=False)
+    assert _sets_score(penguins, oof) == pytest.approx(report["blend_oof_score"])
 
 
 def test_the_best_constant_set_adds_labels_while_the_f1_rises():
