@@ -94,7 +94,9 @@ def test_a_blend_of_label_sets_averages_the_members_probabilities(penguins):
         shutil.copytree(penguins.root / "nodes" / f"member-{name}" / "output", node / "parents" / name)
     (node / "solution.py").write_text(blend.code)
     env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_DATA": str(penguins.data), "MLGUILD_SEED": "0"}
-    done = subprocess.run([sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "solution.py"], cwd=node, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((node / "output" / "fuse_weights.json").read_text())
     assert report["blend_oof_score"] >= max(report["member_oof_scores"].values())  # selection starts at the best
