@@ -46,6 +46,9 @@ class NodeMeta(TypedDict, total=False):
     refit_of: str
     data: str  # what a refit ran on, in words
     refit_growth: float  # how many times the search's training rows a refit trained on (fewer when time was short)
+    one_model: (
+        bool  # a refit of a script by itself as one model on every row (MLGUILD_REFIT; mlguild.run.refit.one_model)
+    )
     # A row sample's (mlguild.run.samples): the training rows its script read, of how many, and
     # the node whose script a grow ran again on more of them.
     train_rows: int

@@ -45,6 +45,7 @@ from ..run.refit import (
     build_full_data,
     growth,
     node_refit_seconds,
+    one_model,
     refit_budget,
     refit_chain,
     refit_seconds,
@@ -230,7 +231,7 @@ class FinalStage:
             searched = int(self.run.workspace.manifest()["split"]["train_rows"])
             trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
             labelled = int(grow * searched)
-            per_row = sum(node_refit_seconds(n, 1.0, scale_of(n)) for n in chain) / searched
+            per_row = sum(node_refit_seconds(n, 1.0, scale_of(n), alone=len(chain) == 1) for n in chain) / searched
             fits = min(int(timeout_s / per_row), labelled) if per_row > 0 else 0
             may = lambda n: self._within_noise(best, n)
             asked = fits < _PARTIAL_SHARE * labelled  # (a bootstrap per node that fits: asked once)
@@ -260,13 +261,16 @@ class FinalStage:
         data = build_full_data(self.run, rows=window)
         try:
             refitted: dict[str, Node] = {}
-            for original in refit_chain(graph, best, self.run):
+            chain = refit_chain(graph, best, self.run)
+            alone = len(chain) == 1  # a script by itself, not a blend's member: one model may do (one_model)
+            for original in chain:
                 left = deadline - time.monotonic()
                 # A blend's own rerun takes a second or two: 4 s left still make it, not throw
                 # its members' refits away.
-                if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original))):
+                if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original), alone)):
                     return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
-                node = self._refit_node(original, refitted, data, refit_budget(original, grow, left), grow)
+                budget = refit_budget(original, grow, left)
+                node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original))
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     why = f"the refit of {original.id} failed ({node.status}): {last[:200]}"
@@ -298,7 +302,11 @@ class FinalStage:
         wins = bootstrap_wins(self.run, self.scorers.holdout, base, other, self.held)
         return wins is not None and wins < self.run.config.final.tie_share
 
-    def _refit_node(self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float, grow: float) -> Node:
+    def _refit_node(
+        self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float, grow: float, single: bool
+    ) -> Node:
+        """Refit ``original``'s script on ``data``; ``single``: as one model on every row
+        (MLGUILD_REFIT, for a script that fits ``one_model`` refitted by itself)."""
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
         meta: NodeMeta = {
@@ -306,6 +314,8 @@ class FinalStage:
             "data": "train + holdout (all labelled rows)" if grow == growth(self.run) else self.refit_on,
             "refit_growth": round(grow, 6),  # what its time is measured against (mlguild.run.reserve)
         }
+        if single:
+            meta["one_model"] = True
         stage: dict[str, str] = {}
         if original.is_blend:  # blend the refitted members, staged under their original names
             stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}
@@ -313,7 +323,8 @@ class FinalStage:
         graph.add(node)
         plan = (
             f"## Refit of {original.id} on all labelled rows\n\nThe script of `{original.id}`, "
-            "unchanged, trained on train + holdout for the final submission.\n"
+            "unchanged, trained on train + holdout for the final submission"
+            + (" as one model on every row (MLGUILD_REFIT=1), not one per fold.\n" if single else ".\n")
         )
         seed = self.run.config.brain.seed
         outcome = run_node(

@@ -127,6 +127,8 @@ class Executor:
                 "MLGUILD_SEED": str(seed),
                 "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
                 "MLGUILD_THREADS": str(threads),
+                # A refit the final stage made of a script on its own: one model may do (refit.one_model)
+                **({"MLGUILD_REFIT": "1"} if node.op == Op.REFIT and node.meta.get("one_model") else {}),
                 **self._device_env(node_dir),
             },
         )
@@ -163,9 +165,7 @@ class Executor:
             "harness_s": round(time.monotonic() - started - exec_s, 4),
             "budget_s": round(timeout_s, 3),
         }  # what MLGUILD_TIME_BUDGET told the script
-        fit_s = _fit_seconds(output, exec_s)
-        if fit_s is not None:
-            outcome.timing["fit_s"] = fit_s
+        outcome.timing.update(_fit_record(output, exec_s))
         return outcome
 
     def _gpus(self) -> tuple[str, ...]:
@@ -382,12 +382,24 @@ def _clear(output: Path) -> None:
         output.rmdir()
 
 
-def _fit_seconds(output: Path, exec_s: float) -> float | None:
-    """The seconds a script says it spent fitting (``fit_s`` in its ``output/model/mlguild-model.json``,
-    as the recipes write it), at most its run time; None when it says nothing. Only the budget
-    reads it (how a script's time grows with its training rows: mlguild.run.samples), never a score."""
+def _fit_record(output: Path, exec_s: float) -> dict[str, float]:
+    """What a script says of its fitting in its ``output/model/mlguild-model.json`` (as the recipes
+    write it): ``fit_s``, the seconds it spent fitting, at most its run time; and when it says
+    its refit may be one model on every row (``one_model_refit``: it reads MLGUILD_REFIT), the
+    folds it fitted (``fit_folds``) of its cross-validation's (``cv_folds``). Empty when it says
+    nothing. Only the budget reads these (how a script's time grows with its training rows:
+    mlguild.run.samples, mlguild.run.refit), never a score."""
     try:
-        said = json.loads(read_no_follow(output / "model" / "mlguild-model.json")).get("fit_s")
-        return round(min(max(float(said), 0.0), exec_s), 3) if said is not None else None
+        said = json.loads(read_no_follow(output / "model" / "mlguild-model.json"))
+        if said.get("fit_s") is None:
+            return {}
+        record = {"fit_s": round(min(max(float(said["fit_s"]), 0.0), exec_s), 3)}
+        if (
+            said.get("one_model_refit") is True
+            and int(said.get("folds") or 0) >= 1
+            and int(said.get("cv_folds") or 0) >= 2
+        ):
+            record.update(fit_folds=int(said["folds"]), cv_folds=int(said["cv_folds"]))
+        return record
     except (OSError, ValueError, TypeError, AttributeError):
-        return None
+        return {}

@@ -39,9 +39,8 @@ from .refit import (
     growth,
     planned_blend_seconds,
     refit_seconds,
-    sample_growth,
+    unscaled_refit_seconds,
 )
-from .samples import rows_scaled_seconds
 
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
 # Over the measured scales, for their spread from run to run. A machine whose load changes
@@ -65,7 +64,7 @@ def refit_scale(refit: Node, original: Node, grow: float) -> float | None:
     refit_s, search_s = refit.timing.get("exec_s") or 0.0, original.timing.get("exec_s") or 0.0
     if refit.status != Status.FINAL_OK or refit_s <= 0 or search_s <= 0 or grow <= 0:
         return None
-    return refit_s / (rows_scaled_seconds(original, sample_growth(original)) * grow)
+    return refit_s / unscaled_refit_seconds(original, grow, alone=bool(refit.meta.get("one_model")))
 
 
 @dataclass
