@@ -4,6 +4,7 @@ the full-data directory (which holds holdout labels) gone afterwards."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -401,6 +402,16 @@ def test_a_refit_on_under_half_the_rows_gives_way_to_a_node_within_noise_refitte
     assert again["refit"] is True and "refit_fallback" not in again, again["reason"]
     assert graph[again["node"]].meta["refit_of"] == "n0001" and "a random sample of" in again["reason"]
     assert labelled // 2 < _rows(run, again["node"]) < labelled
+    # A node the bootstrap tells from the best qualifies too when within the search's promotion
+    # margin: against a refit on a third of the rows, a small edge counts less than the rows.
+    graph["n0002"].timing["exec_s"] = 10_000.0  # the tie's refit no longer fits
+    graph[again["node"]].timing.pop("exec_s")
+    plain = FinalStage(agent.session).run_refit(400.0)  # the x1 model, far behind: the best on a share
+    assert "refit_fallback" not in plain and "a random sample of" in plain["reason"]
+    graph[plain["node"]].timing.pop("exec_s")
+    graph.evidence = replace(graph.evidence, assumed_noise=1.0)  # a margin as wide as the score itself
+    wide = FinalStage(agent.session).run_refit(400.0)
+    assert wide["refit_fallback"]["refitted"] == "n0003" and _rows(run, wide["node"]) == labelled
 
 
 def test_the_refit_may_take_all_the_time_left_not_only_a_search_scripts_limit(tmp_path):

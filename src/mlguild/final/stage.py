@@ -50,7 +50,7 @@ from ..run.refit import (
     refit_chain,
     refit_seconds,
 )
-from ..run.reserve import harness_seconds, refittable
+from ..run.reserve import harness_seconds, near, refittable
 from ..run.samples import remove_samples
 from ..run.session import Session
 from ..rundir import events
@@ -235,7 +235,13 @@ class FinalStage:
             fits = min(int(timeout_s / per_row), labelled) if per_row > 0 else 0
             may = lambda n: self._within_noise(best, n)
             asked = fits < _PARTIAL_SHARE * labelled  # (a bootstrap per node that fits: asked once)
-            other = refittable(self.run, graph, timeout_s, best, may, scales) if asked else None
+            # Against a refit on so few rows, a node within the search's promotion margin of the
+            # base also qualifies (``near``): paired bootstrap resamples tell a blend from its own
+            # member even 0.0005 AUC apart, less than a model gains from several times the rows.
+            close = near(graph, best)
+            other = (
+                refittable(self.run, graph, timeout_s, best, lambda n: close(n) or may(n), scales) if asked else None
+            )
             if other is None and fits >= trained:
                 grow, window = fits / searched, fits
                 self.refit_on = f"{window} labelled rows"
