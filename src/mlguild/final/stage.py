@@ -65,8 +65,8 @@ from .ladder import ladder
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 # A refit on fewer than this share of the labelled rows gives way to a node within noise of
-# the base whose refit on every row fits: at that share, doubling the rows gains more than a
-# difference the holdout cannot tell from noise.
+# the base (or within the search's promotion margin of it) whose refit on every row fits: at
+# that share, doubling the rows gains more than a difference the holdout cannot tell from noise.
 _PARTIAL_SHARE = 0.5
 
 
@@ -224,9 +224,9 @@ class FinalStage:
             # as the time left allows, when that is at least as many as the chain trained on
             # (the latest of them on rows ordered in time: a model that never saw the latest
             # rows is a poor final one; a seeded random share of them otherwise). Under
-            # ``_PARTIAL_SHARE`` of them, a node within noise of the base refitted on every
-            # row comes first: on a large table sampled for the search, a blend's members
-            # refitted on a fifth of the rows learn less than its best member on all of them.
+            # ``_PARTIAL_SHARE`` of them, a node near the base refitted on every row comes
+            # first: on a large table sampled for the search, a blend's members refitted on a
+            # fifth of the rows learn less than its best member on all of them.
             chain = refit_chain(graph, best, self.run)
             searched = int(self.run.workspace.manifest()["split"]["train_rows"])
             trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
