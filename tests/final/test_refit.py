@@ -286,7 +286,7 @@ def test_a_blend_within_noise_of_the_best_node_is_the_final_base(tmp_path):
 
     import pandas as pd
 
-    from mlguild.final.stage import final_base
+    from mlguild.final.base import final_base
 
     run, agent, _ = _searched(tmp_path)
     graph = agent.session.state.graph

@@ -3,7 +3,7 @@
 When the search ends by its budget, ``finish`` (the one call that finishes a run, for the
 library entry ``mlguild.launch.start`` and for any code that drives a session itself):
 
-1. picks the base node (``final_base``): the best node on the holdout, unless the best
+1. picks the base node (``mlguild.final.base.final_base``): the best node on the holdout, unless the best
    blend is within noise of it;
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
    in the time the search kept back (``mlguild.run.reserve``): for a blend, each member it
@@ -32,16 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StopRun, SubmissionError
-from ..core.graph import Node, SearchGraph
+from ..core.graph import Node
 from ..core.meta import NodeMeta
 from ..core.protocols import Proposal
-from ..core.score import Score
 from ..core.vocabulary import Op, Status
 from ..run.budget import Stop
 from ..run.node import finish_node, run_node
 from ..run.refit import (
     agreement,
-    best_blend,
     build_full_data,
     growth,
     node_refit_seconds,
@@ -55,10 +53,9 @@ from ..run.samples import remove_samples
 from ..run.session import Session
 from ..rundir import events
 from ..rundir.folder import RunDir
-from ..scoring.held_rows import HeldRows
-from ..scoring.scorer import Scorer
 from ..util.exact_csv import read_csv_exact
 from ..util.fs import atomic_write, read_no_follow, sha256_bytes
+from .base import bootstrap_wins, final_base
 from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once
 from .ladder import ladder
@@ -116,67 +113,6 @@ def finish(session: Session, stop: Stop) -> Finish:
 
 def final_dir(run: RunDir) -> Path:
     return run.path / "final"
-
-
-def final_base(
-    run: RunDir,
-    graph: SearchGraph,
-    holdout: Scorer,
-    best: Node,
-    confirmation: dict | None = None,
-    held: HeldRows | None = None,
-) -> tuple[Node, str]:
-    """The node the final submission comes from: the best on the holdout, unless the best
-    blend is within noise of it. A holdout of a few hundred rows cannot tell apart scores
-    that differ by less than their noise, and picking the maximum of many such scores
-    favours luck; a blend of several models is the more reliable choice on such a tie.
-    "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
-    paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox).
-    On such a tie, when both were scored on the confirmation split (``confirmation``), the
-    one better there is chosen (the blend when equal). ``held``: the run's holdout rows, when
-    its holdout inputs hide a confirmation split (only the holdout part is compared)."""
-    blend = best_blend(graph)
-    if blend is None or blend.id == best.id:
-        return best, f"the best node on the holdout ({best.id})"
-    wins = bootstrap_wins(run, holdout, best, blend, held)
-    needed = run.config.final.tie_share
-    confirmed = _confirm_scores(confirmation, best.id, blend.id)
-    if wins is not None and wins < needed and confirmed is not None:
-        better = (
-            best
-            if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction))
-            else blend
-        )
-        return better, (
-            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
-            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%}); on the confirmation "
-            f"split {best.id} scores {confirmed[0]:.6g} and {blend.id} {confirmed[1]:.6g}, so {better.id}"
-        )
-    if wins is not None and wins < needed:
-        return blend, (
-            f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
-            f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})"
-        )
-    share = "" if wins is None else f" on {wins:.0%} of bootstrap resamples"
-    return best, f"the best node on the holdout ({best.id}, better than the best blend {blend.id}{share})"
-
-
-def bootstrap_wins(run: RunDir, holdout: Scorer, a: Node, b: Node, held: HeldRows | None = None) -> float | None:
-    """The share of paired bootstrap resamples of the holdout rows on which ``a`` scores better
-    than ``b`` (the holdout part alone, when ``held`` hides a confirmation split among them)."""
-    holdout_file = lambda node: run.node_dir(node.id) / "output" / "holdout.csv"
-    with ExitStack() as parts:
-        path_a, path_b = holdout_file(a), holdout_file(b)
-        if held is not None:
-            path_a, path_b = parts.enter_context(held.parts(path_a))[0], parts.enter_context(held.parts(path_b))[0]
-        return holdout.bootstrap_wins(path_a, path_b, seed=run.config.brain.seed)
-
-
-def _confirm_scores(confirmation: dict | None, a: str, b: str) -> tuple[float, float] | None:
-    """The confirmation scores of nodes ``a`` and ``b``, when both have one."""
-    scores = (confirmation or {}).get("scores", {})
-    values = [scores.get(n, {}).get("confirm") for n in (a, b)]
-    return (values[0], values[1]) if None not in values else None
 
 
 class FinalStage:

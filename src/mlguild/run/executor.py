@@ -33,6 +33,7 @@ from ..scoring.oof import OofScorer, leaky_cv, pooled
 from ..scoring.scorer import RunScorers
 from ..util.fs import atomic_write, read_no_follow
 from .embeddings_cache import EMBEDDINGS, EMBEDDINGS_ENV, keep_embeddings
+from .fit_record import fit_record
 from .node_report import result_lines
 from .workers import current_worker
 
@@ -165,7 +166,7 @@ class Executor:
             "harness_s": round(time.monotonic() - started - exec_s, 4),
             "budget_s": round(timeout_s, 3),
         }  # what MLGUILD_TIME_BUDGET told the script
-        outcome.timing.update(_fit_record(output, exec_s))
+        outcome.timing.update(fit_record(output, exec_s))
         return outcome
 
     def _gpus(self) -> tuple[str, ...]:
@@ -380,26 +381,3 @@ def _clear(output: Path) -> None:
         for path in sorted(output.rglob("*"), reverse=True):
             path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
         output.rmdir()
-
-
-def _fit_record(output: Path, exec_s: float) -> dict[str, float]:
-    """What a script says of its fitting in its ``output/model/mlguild-model.json`` (as the recipes
-    write it): ``fit_s``, the seconds it spent fitting, at most its run time; and when it says
-    its refit may be one model on every row (``one_model_refit``: it reads MLGUILD_REFIT), the
-    folds it fitted (``fit_folds``) of its cross-validation's (``cv_folds``). Empty when it says
-    nothing. Only the budget reads these (how a script's time grows with its training rows:
-    mlguild.run.samples, mlguild.run.refit), never a score."""
-    try:
-        said = json.loads(read_no_follow(output / "model" / "mlguild-model.json"))
-        if said.get("fit_s") is None:
-            return {}
-        record = {"fit_s": round(min(max(float(said["fit_s"]), 0.0), exec_s), 3)}
-        if (
-            said.get("one_model_refit") is True
-            and int(said.get("folds") or 0) >= 1
-            and int(said.get("cv_folds") or 0) >= 2
-        ):
-            record.update(fit_folds=int(said["folds"]), cv_folds=int(said["cv_folds"]))
-        return record
-    except (OSError, ValueError, TypeError, AttributeError):
-        return {}
