@@ -311,6 +311,9 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         # Whether the model's fit uses threads (templates/threads.py.j2).
         "n_train": int(profile.get("n_train") or 0),
         "threads_from_rows": THREADS_FROM_ROWS,
+        # The raw columns a script reads once its features are built; the others are dropped
+        # then (templates/features/columns.py.j2). None: all are kept.
+        "raw_kept": None,
     }
     template = SCRIPT_TEMPLATES.get(recipe.modality, "script.py.j2")
     if template == "rank.py.j2":
@@ -320,6 +323,9 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
     elif len(task["target_columns"]) > 1 or kind == "label_set":
         context.update(_several_targets(task, recipe.model, context))
         template = "multi.py.j2"
+    if template in ("script.py.j2", "multi.py.j2"):  # a ranking writes its key columns from them: it keeps all
+        time_column = [context["time_column"]] if context["time_column"] else []
+        context["raw_kept"] = [task["id_column"], *task["target_columns"], *time_column]
     code = _environment().get_template(template).render(**context)
     return _hoist_imports(code)
 
