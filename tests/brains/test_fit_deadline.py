@@ -1,0 +1,44 @@
+"""A boosting recipe whose fit would pass its time limit stops growing trees in time and
+finishes with the trees it has (issue 38: work that can finish; issue 40: a refit on ten
+million rows), instead of the node being killed by its limit."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import Workspace, draft_of
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    n = 400
+    x = rng.normal(size=(n, 3))
+    frame = pd.DataFrame({"row": [f"r{i}" for i in range(n)], "a": x[:, 0], "b": x[:, 1], "c": x[:, 2]})
+    frame["label"] = np.where(x[:, 0] - x[:, 1] + rng.normal(scale=0.5, size=n) > 0, "yes", "no")
+    return Workspace(
+        tmp_path_factory.mktemp("deadline"),
+        frame,
+        name="deadline",
+        task_type="binary",
+        metric="roc_auc",
+        id_column="row",
+        target_columns=["label"],
+        submission_columns=["row", "label"],
+        positive_label="yes",
+    )
+
+
+@pytest.mark.parametrize("recipe", ["lightgbm", "xgboost", "catboost"])
+def test_a_boosting_fit_past_its_deadline_keeps_the_trees_it_has_and_the_script_finishes(table, recipe):
+    code = draft_of(table, recipe).code
+    # A budget spent before the first tree: every fold's model stops after one tree, and the
+    # cross-validation after its first fold; the outputs are whole all the same.
+    done = table.run(code, f"late-{recipe}", budget=0.01)
+    assert "boosting stopped after 1 trees: the fit's share of the time limit is spent" in done.stdout
+    assert "stopping after 1 folds: another would pass the time budget" in done.stdout
+    # With its time, the same script grows its trees until early stopping.
+    done = table.run(code, f"on-time-{recipe}", budget=120)
+    folds = re.search(r"folds completed: (\d+) of (\d+)", done.stdout)
+    assert "boosting stopped" not in done.stdout and folds[1] == folds[2]
