@@ -14,7 +14,7 @@ from mlguild.core.graph import Evidence, Node, SearchGraph
 from mlguild.core.protocols import Action, Proposal
 from mlguild.core.vocabulary import FailureKind, Op
 from mlguild.metrics import get_metric
-from mlguild.run.cost import estimate, family, nothing_fits
+from mlguild.run.cost import estimate, family, least_seconds, nothing_fits
 from mlguild.run.gate import waive_seed_checks
 from mlguild.rundir.journal import read_journal
 from mlguild.rundir.replay import RunState, replay
@@ -68,6 +68,22 @@ def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_p
     assert finished[-1]["id"] == slow.id and finished[-1]["timing"]["estimate_s"] == pytest.approx(100.0)
     other = agent.step(Action(Op.DRAFT, ()), 30)  # a family nothing has measured: started
     assert other.ok
+
+
+def test_a_draft_of_a_family_nothing_measured_is_not_started_with_less_time_than_reading_and_writing_took(tmp_path):
+    replies = [LGBM, PRIOR, PRIOR]
+    agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})
+    first = agent.step(Action(Op.DRAFT, ()), 20)
+    assert first.ok and least_seconds(agent.session.state.graph) is None  # its script says nothing of its fitting
+    # As a recipe says it (mlguild.run.fit_record): 40 s in all, 10 of them fitting; 30 s went
+    # to reading the data and writing the outputs, which a script of any family does.
+    first.timing.update(exec_s=40.0, fit_s=10.0)
+    least = least_seconds(agent.session.state.graph)
+    assert least is not None and least.seconds == pytest.approx(30.0) and first.id in least.basis
+    short = agent.step(Action(Op.DRAFT, ()), 20)  # a family nothing measured, 20 s left: not started
+    assert short.status == FailureKind.OVER_BUDGET and "about 30 s" in (short.failure or "")
+    assert not (run.node_dir(short.id) / "stdout.txt").exists()
+    assert agent.step(Action(Op.DRAFT, ()), 40).ok  # with the time: started
 
 
 def test_near_the_end_the_search_ends_when_the_proposals_cannot_finish():

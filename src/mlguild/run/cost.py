@@ -4,8 +4,9 @@ A proposal's cost is estimated from this run's own measurements (never from cons
 depend on the machine): the seconds its model family took per unit of work on this run so
 far (a unit: one fold of one seed on all training rows; a recipe's meta says its folds,
 seeds and row cap), or, for a move that starts from its parent's script, the parent's
-measured seconds scaled the same way. A family nothing has measured yet has no estimate,
-and its first draft is started (its time limit still holds).
+measured seconds scaled the same way. A family nothing has measured yet is estimated at
+what every script costs besides fitting (``least_seconds``: reading the data and writing
+the outputs, as measured on this run), so its draft is not started with less time than that.
 
 - A proposal whose estimate exceeds the time limit it would have is not started
   (``mlguild.run.gate.unaffordable``): it is recorded as a node with the status ``over_budget``, the estimate
@@ -109,6 +110,22 @@ def estimate(graph: SearchGraph, action: Action, proposal: Proposal, code_of: An
         return None
     rate = statistics.median(rates)
     return Estimate(rate * units, f"{mine}: {rate:.1f} s per fold on this run ({len(rates)} measured), {units:g} folds")
+
+
+def least_seconds(graph: SearchGraph) -> Estimate | None:
+    """What any script on this run costs at least, for a draft nothing has measured the like
+    of: the fewest seconds a measured script spent besides fitting (reading the data,
+    building features, predicting and writing, which every script does), among the scripts
+    that say their fitting seconds (``fit_s``: the recipes do); None when none says."""
+    spent = [
+        (n.timing["exec_s"] - n.timing["fit_s"], n.id)
+        for n in graph
+        if _measured(n) and n.ok and n.timing.get("fit_s") is not None
+    ]
+    if not spent:
+        return None
+    seconds, node_id = min(spent)
+    return Estimate(seconds, f"nothing like it measured yet; {node_id} spent {seconds:.0f} s besides fitting")
 
 
 def nothing_fits(graph: SearchGraph, limit: float, full_limit: float) -> None:

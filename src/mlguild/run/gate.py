@@ -21,7 +21,7 @@ from ..core.graph import Node
 from ..core.protocols import Action, Proposal
 from ..core.vocabulary import FailureKind, Op
 from ..rundir.records import Outcome, record_seed_check_waived
-from .cost import estimate
+from .cost import Estimate, estimate, least_seconds
 from .session import Session
 
 
@@ -30,7 +30,8 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     it would have), or None to start it. The estimate is what the budget expects it to take
     while it runs (``BudgetClock.in_flight``). A draft that runs a pretrained encoder nothing
     on this run has measured is estimated from the encoder's measured throughput
-    (mlguild.run.encoder_probe), whose seconds come out of ``timeout``."""
+    (mlguild.run.encoder_probe), whose seconds come out of ``timeout``; any other draft of a
+    family nothing has measured, at what every script costs besides fitting (``least_seconds``)."""
     if not proposal.code.strip() or action.op == Op.RERUN:
         # A seed check's re-run is gated before it is chosen (waive_seed_checks): one recorded
         # as not started would count as the candidate failing with another seed.
@@ -42,13 +43,24 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
         started = session.clock.elapsed()
         found = session.probe.estimate(proposal.meta, proposal.code, timeout)
         timeout -= session.clock.elapsed() - started
+    if found is None and action.op in (Op.DRAFT, Op.EVOLVE):
+        # A lower bound: it decides whether to start, but the budget keeps expecting the
+        # script's whole limit while it runs.
+        with session.lock:
+            least = least_seconds(session.state.graph)
+        return (
+            None if least is None or least.seconds <= timeout else _not_started(session, node, action, least, timeout)
+        )
     if found is None:
         return None
     with session.lock:
         if node.id in session.clock.in_flight:
             session.clock.in_flight[node.id] = min(timeout, found.seconds)
-    if found.seconds <= timeout:
-        return None
+    return None if found.seconds <= timeout else _not_started(session, node, action, found, timeout)
+
+
+def _not_started(session: Session, node: Node, action: Action, found: Estimate, timeout: float) -> Outcome:
+    """The outcome of ``node``, not started: its estimate ``found`` exceeds its ``timeout``."""
     why = (
         f"not started: its estimated cost, about {found.seconds:.0f} s ({found.basis}), "
         f"exceeds the {timeout:.0f} s it could have"
