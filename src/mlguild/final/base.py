@@ -29,25 +29,15 @@ def final_base(
     "Within noise": the best node beats the blend on fewer than ``final.tie_share`` of
     paired bootstrap resamples of the holdout rows (scored by the harness, outside the sandbox).
     On such a tie, when both were scored on the confirmation split (``confirmation``), the
-    one better there is chosen (the blend when equal). A blend that scores as the best node on
-    every resample (its selection kept the best node alone, or ranks every row as it does) is
-    no blend: the best node is chosen, whose refit is one script's, not every member's.
-    ``held``: the run's holdout rows, when its holdout inputs hide a confirmation split (only
-    the holdout part is compared)."""
+    one better there is chosen (the blend when equal). ``held``: the run's holdout rows, when
+    its holdout inputs hide a confirmation split (only the holdout part is compared)."""
     blend = best_blend(graph)
     if blend is None or blend.id == best.id:
         return best, f"the best node on the holdout ({best.id})"
     wins = bootstrap_wins(run, holdout, best, blend, held)
     needed = run.config.final.tie_share
     confirmed = _confirm_scores(confirmation, best.id, blend.id)
-    tied = wins is not None and wins < needed
-    if tied and (confirmed is None or confirmed[0] == confirmed[1]) and wins == 0:
-        if bootstrap_wins(run, holdout, blend, best, held) == 0:
-            return best, (
-                f"the best blend {blend.id} scores as the best node {best.id} on every bootstrap resample of the "
-                f"holdout: it adds nothing the holdout can tell, and {best.id} alone is one script to refit"
-            )
-    if tied and confirmed is not None:
+    if wins is not None and wins < needed and confirmed is not None:
         better = (
             best
             if Score(confirmed[0], holdout.metric.direction).better_than(Score(confirmed[1], holdout.metric.direction))
@@ -58,7 +48,7 @@ def final_base(
             f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%}); on the confirmation "
             f"split {best.id} scores {confirmed[0]:.6g} and {blend.id} {confirmed[1]:.6g}, so {better.id}"
         )
-    if tied:
+    if wins is not None and wins < needed:
         return blend, (
             f"the blend {blend.id} is within noise of the best node {best.id} on the holdout "
             f"({best.id} is better on {wins:.0%} of bootstrap resamples, under {needed:.0%})"
