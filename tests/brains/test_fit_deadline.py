@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from conftest import Workspace, draft_of
 
+from mlguild.run.fit_record import fit_record
+
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
@@ -42,3 +44,12 @@ def test_a_boosting_fit_past_its_deadline_keeps_the_trees_it_has_and_the_script_
     done = table.run(code, f"on-time-{recipe}", budget=120)
     folds = re.search(r"folds completed: (\d+) of (\d+)", done.stdout)
     assert "boosting stopped" not in done.stdout and folds[1] == folds[2]
+    # It says so, for the final stage: its refit on more rows than its time allows in full
+    # still finishes (mlguild.final.stage).
+    assert fit_record(table.root / "nodes" / f"on-time-{recipe}" / "output", 120.0)["fits_by_deadline"] is True
+
+
+def test_a_model_without_a_deadline_does_not_say_it_stops_in_time(table):
+    done = table.run(draft_of(table, "linear").code, "linear", budget=120)
+    said = fit_record(table.root / "nodes" / "linear" / "output", 120.0)
+    assert done.returncode == 0 and said["fit_folds"] >= 1 and "fits_by_deadline" not in said

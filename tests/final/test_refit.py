@@ -468,3 +468,66 @@ def test_a_blend_whose_refit_stops_part_way_keeps_a_refitted_member_within_noise
     assert choice["refit"] is True and choice["node"] == refits[0].id  # n0001's refit, not n0003's search model
     assert choice["refit_fallback"]["wanted"] == "n0003" and choice["refit_fallback"]["refitted"] == "n0001"
     assert "a member within noise of n0003" in choice["reason"]
+
+
+def test_a_blend_that_is_one_member_is_refitted_as_that_member_when_its_chain_does_not_fit(tmp_path):
+    # Issue 40: a ten-million-row run's final base was a blend whose selection gave all its
+    # weight to one LightGBM member; its chain (the member's folds, then the blend) did not fit,
+    # and the final was refitted on part of the rows, then cut by its limit.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")
+    replies = [Proposal("logistic on x0", good, {}), Proposal("flatter", tie, {}), Proposal("blend", good, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    agent.run_loop()
+    graph = agent.session.state.graph
+    blend = graph["n0003"]
+    blend.op, blend.parents = Op.BLEND, ("n0001", "n0002")  # as if it blended them, n0001 alone weighted
+    weights = {"weights": {"n0001": 1.0, "n0002": 0.0}, "method": "selection", "members_used": ["n0001"]}
+    (run.node_dir("n0003") / "output" / "fuse_weights.json").write_text(json.dumps(weights))
+    agent.session.state.best_id = blend.id
+    for node, exec_s in (("n0001", 1.0), ("n0002", 1.0), ("n0003", 200.0)):
+        graph[node].timing.update(exec_s=exec_s, budget_s=300.0)
+    choice = FinalStage(agent.session).run_refit(120)  # the chain: about 250 s; n0001 by itself: a few
+    refits = [n for n in graph if n.op == Op.REFIT]
+    assert [n.meta["refit_of"] for n in refits] == ["n0001"], choice["reason"]
+    assert choice["refit"] is True and choice["base"] == "n0001" and "refit_fallback" not in choice
+    assert "n0003 gives all its weight to n0001" in choice["reason"]
+    assert _rows(run, choice["node"]) == split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    # A stacker transforms its members' predictions: no member stands for it (the member may
+    # still be the fallback, a node within noise whose refit fits).
+    weights["method"] = "stack_linear"
+    (run.node_dir("n0003") / "output" / "fuse_weights.json").write_text(json.dumps(weights))
+    for refit in refits:
+        refit.timing.pop("exec_s")  # their measured scale would price the next refit: forgotten
+    again = FinalStage(agent.session).run_refit(120)
+    assert "gives all its weight" not in again["reason"] and again["refit_fallback"]["wanted"] == "n0003"
+
+
+def test_a_refit_whose_fits_stop_at_their_deadline_trains_on_every_row_though_estimated_over_the_time_left(tmp_path):
+    # Issue 40: a boosting script's refit on ten million rows, estimated past the time left, was
+    # refitted on part of the rows; its fits stop growing trees at their deadline, so all of
+    # them fit, with fewer trees.
+    run, agent, split = _searched(tmp_path)
+    labelled = split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    best = agent.session.state.graph["n0001"]
+    best.meta.update(train_rows=split["train_rows"] // 10, train_rows_of=split["train_rows"])
+    # One fold of three took 10 s on a tenth of the rows: one model on every row about 150 s
+    # times the growth, times the family's scale; reading and predicting 20 s.
+    best.timing.update(exec_s=30.0, fit_s=10.0, fit_folds=1, cv_folds=3, budget_s=300.0)
+    needed = refit_seconds(run, agent.session.state.graph, best)
+    left = 0.75 * needed
+    plain = FinalStage(agent.session).run_refit(left)  # it never said its fits stop in time
+    assert plain["refit"] is True and "a random sample of" in plain["reason"]
+    assert split["train_rows"] // 10 <= _rows(run, plain["node"]) < labelled
+    agent.session.state.graph[plain["node"]].timing.pop("exec_s")
+    best.timing["fits_by_deadline"] = True
+    choice = FinalStage(agent.session).run_refit(left)
+    assert choice["refit"] is True and "stop growing trees at their deadline" in choice["reason"], choice["reason"]
+    refit = agent.session.state.graph[choice["node"]]
+    assert _rows(run, refit.id) == labelled and refit.meta.get("one_model") is True
+    refit.timing.pop("exec_s")
+    # Past twice the time left, a deadline would leave it too few trees: part of the rows again.
+    short = FinalStage(agent.session).run_refit(0.4 * needed)
+    assert "a random sample of" in short["reason"] and _rows(run, short["node"]) < labelled

@@ -47,6 +47,7 @@ from ..run.refit import (
     refit_budget,
     refit_chain,
     refit_seconds,
+    sole_member,
 )
 from ..run.reserve import harness_seconds, near, refittable
 from ..run.samples import remove_samples
@@ -65,6 +66,10 @@ _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 # the base (or within the search's promotion margin of it) whose refit on every row fits: at
 # that share, doubling the rows gains more than a difference the holdout cannot tell from noise.
 _PARTIAL_SHARE = 0.5
+# A refit whose fits stop at their deadline is refitted on every row when estimated at up to
+# this many times the time left: its trees are then cut to about half of what the estimate
+# asked for at worst, still fitted on far more rows than the search's.
+_DEADLINE_SLACK = 2.0
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,26 @@ class FinalStage:
         scale_of = scales.of(self.run, graph)
         needed = refit_seconds(self.run, graph, best, scale_of)
         grow, window = growth(self.run), None
-        if needed > timeout_s:
+        sole = sole_member(self.run, best) if needed > timeout_s else None
+        if sole is not None and sole in graph.nodes:
+            # A blend whose selection gave all its weight to one member predicts as that member:
+            # the member refitted by itself (one model on every row, where its script can) costs
+            # a fraction of the blend's chain, which refits the member's folds and then the blend.
+            self.base_reason = why = (
+                f"{why}; {best.id} gives all its weight to {sole}, and its refit (about {needed:.0f} s) does not fit "
+                f"in the {timeout_s:.0f} s left, so {sole} is refitted by itself"
+            )
+            best = graph[sole]
+            needed = refit_seconds(self.run, graph, best, scale_of)
+        if needed > timeout_s and self._finishes_by_deadline(best, needed, timeout_s):
+            # Its fits stop growing trees at their deadline, so the refit finishes in its limit on
+            # every labelled row, with fewer trees than the estimate asked for: more rows, not
+            # more trees, is what a model trained on a row sample lacks most.
+            self.base_reason += (
+                f"; its refit is estimated at {needed:.0f} s with {timeout_s:.0f} s left, and its fits stop growing "
+                "trees at their deadline, so it is refitted on every labelled row with the trees that time allows"
+            )
+        elif needed > timeout_s:
             short = (
                 f"not enough time left to refit {best.id} as long as the search ran it "
                 f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
@@ -221,6 +245,18 @@ class FinalStage:
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
+
+    def _finishes_by_deadline(self, node: Node, needed: float, timeout_s: float) -> bool:
+        """Whether ``node``'s refit on every row finishes in ``timeout_s`` although estimated at
+        ``needed``: a script refitted by itself as one model whose fits stop growing trees at
+        their deadline (``fits_by_deadline``), with the estimate at most ``_DEADLINE_SLACK``
+        times the time left and its seconds besides fitting within half of it (fitting gets
+        the rest, and a model cut to a few trees would be no final)."""
+        chain = refit_chain(self.state.graph, node, self.run)
+        if len(chain) != 1 or not one_model(node) or not node.timing.get("fits_by_deadline"):
+            return False
+        besides = float(node.timing.get("exec_s") or 0.0) - float(node.timing.get("fit_s") or 0.0)
+        return needed <= _DEADLINE_SLACK * timeout_s and besides <= timeout_s / 2
 
     def _chain_cut(self, base: Node, refitted: dict[str, Node], why: str, needed: float, left: float) -> dict:
         """A blend's refit that stopped part-way (``why``: out of time, or a member's refit

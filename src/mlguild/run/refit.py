@@ -77,6 +77,20 @@ def _blend_members_used(run: RunDir, node: Node) -> set[str] | None:
         return None
 
 
+def sole_member(run: RunDir, node: Node) -> str | None:
+    """The one member whose predictions a blend's are, when its selection (``fuse_weights.json``,
+    as the recipes' blends write it; not a stacker, which transforms them) gave all its weight
+    to that member; None otherwise."""
+    if not node.is_blend:
+        return None
+    try:
+        report = json.loads(read_no_follow(run.node_dir(node.id) / "output" / "fuse_weights.json"))
+        weighted = [str(m) for m, w in report.get("weights", {}).items() if float(w) > 0]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return weighted[0] if report.get("method") == "selection" and len(weighted) == 1 else None
+
+
 def growth(run: RunDir) -> float:
     """How much larger the training file of the refit is than the search's."""
     split = run.workspace.manifest().get("split", {})
