@@ -10,9 +10,11 @@ fishing, movies, crackers and catsup, and flights with its lookup tables), the t
   labelled rows as a sealed holdout; its final stage refits the best pipeline on all labelled
   rows when there is time (``refit`` in the results says whether the graded file is a refit).
 * each AutoML peer, run by ``benchmarks/peers/run_<peer>.py`` with the peer's own venv: fit on
-  ALL labelled rows with the same wall-clock budget (FLAML ``time_budget``, AutoGluon
-  ``time_limit`` with ``presets="medium_quality"``), the task metric or the closest one the
-  peer has, all cores, nothing else tuned; then predict the test rows in the task's
+  ALL labelled rows with the same wall-clock budget (FLAML ``time_budget``; AutoGluon
+  ``time_limit`` with ``presets="medium_quality"`` as the peer ``autogluon``, and with
+  ``presets="best_quality"``, which bags and stacks, as the peer ``autogluon_best``, from the
+  same venv), the task metric or the closest one the peer has, all cores, nothing else tuned;
+  then predict the test rows in the task's
   submission format. Tasks with several targets, which FLAML and AutoGluon do not fit as they
   come, get a plain LightGBM default per column instead (``run_lightgbm_columns.py``, in
   mlguild's venv); a peer that does not apply to a task shows ``n/a``. The raw train frame goes in as pandas reads it (id column dropped);
@@ -39,7 +41,11 @@ Every submission, mlguild's included (re-scored as a cross-check of the audit re
 scored by mlguild's own scorer (``mlguild.scoring.scorer.Scorer``) against the same test
 answers (``<task>/private/answers.csv``). The constant sample submission's score (the floor)
 is shown too. The table's ratio is > 1 when mlguild is better: mlguild/peer for metrics that
-are maximised, peer/mlguild for metrics that are minimised. Wall seconds are measured around
+are maximised, peer/mlguild for metrics that are minimised. Against the best peer of each
+task, the table adds mlguild's normalised score (0 = the floor, 1 = that peer) and a verdict
+from paired bootstrap resamples of the test rows (200, scored by the same scorer): ahead or
+behind when one system is better on at least 95% of them, a tie otherwise; the last lines
+count the verdicts and average the normalised scores (``summary`` in the JSON). Wall seconds are measured around
 each subprocess (imports, data loading and prediction included); every system gets a hard
 timeout of 2 x budget + 60 s, and one that fails or times out is reported as such, with the
 reason. The JSON results (default .bench/results/) add, per system, its log, the model the
@@ -90,12 +96,19 @@ PEERS_DIR = ROOT / "benchmarks" / "peers"
 PEERS = {  # name -> (runner script, module whose __version__ says it is installed)
     "flaml": ("run_flaml.py", "flaml"),
     "autogluon": ("run_autogluon.py", "autogluon.tabular"),
+    # AutoGluon at its best: bagged and stacked (presets="best_quality"), from the same venv.
+    "autogluon_best": ("run_autogluon.py", "autogluon.tabular"),
     # The shapes the AutoML peers do not serve as they come: plain LightGBM, run with mlguild's
     # own venv: LambdaRank or top-k classes for a ranking (benchmarks/peers/run_lightgbm.py), a
     # default per column for several targets (run_lightgbm_columns.py); see runner_for.
     "lightgbm": ("run_lightgbm.py", "lightgbm"),
 }
 OWN_VENV = {"lightgbm"}  # peers that run with this interpreter, not a venv under .bench/
+PEER_VENV = {"autogluon_best": "autogluon"}  # a peer that shares another's venv under .bench/
+PEER_ARGS = {"autogluon_best": ["--presets", "best_quality"]}  # its runner's arguments beyond the common ones
+# mlguild is "ahead" of (or "behind") a peer on a task when it scores better (worse) on at least
+# this share of paired bootstrap resamples of the test rows; a "tie" otherwise.
+BEYOND_NOISE = 0.95
 RATIO_NOTE = "ratio > 1 means mlguild is better: mlguild/peer when the metric is maximised, peer/mlguild when minimised"
 
 
@@ -150,7 +163,7 @@ def log_tail(log: Path, lines: int = 3, width: int = 400) -> str:
 
 
 def peer_python(bench_dir: Path, peer: str) -> Path:
-    return Path(sys.executable) if peer in OWN_VENV else bench_dir / peer / "bin" / "python"
+    return Path(sys.executable) if peer in OWN_VENV else bench_dir / PEER_VENV.get(peer, peer) / "bin" / "python"
 
 
 def peer_applies(peer: str, spec) -> bool:
@@ -186,7 +199,7 @@ def peer_serves(peer: str, task: Task) -> str | None:
 def peer_available(bench_dir: Path, peer: str) -> tuple[str | None, str]:
     """(version, "") when the peer's venv imports it, else (None, why and how to fix)."""
     python = peer_python(bench_dir, peer)
-    fix = f"install it with `benchmarks/peers/setup.sh {peer}`"
+    fix = f"install it with `benchmarks/peers/setup.sh {PEER_VENV.get(peer, peer)}`"
     if not python.exists():
         return None, f"not installed ({python} is missing); {fix}"
     module = PEERS[peer][1]
@@ -295,6 +308,7 @@ def run_mlguild(task: Task, name: str, budget_s: float, work: Path, timeout_s: f
     )
     check = score_file(task, graded) if graded else {"score": None, "error": "no submission with the audited sha256"}
     out["rescored"] = check["score"]
+    out["submission"] = str(graded) if graded else None
     if check["score"] is None or abs(check["score"] - grade["test_score"]) > 1e-9:
         out["rescore_note"] = f"re-scoring the graded submission gave {check['score']} ({check['error'] or 'differs'})"
     return {**out, "status": "ok", "score": grade["test_score"], "reason": None}
@@ -335,9 +349,10 @@ def run_peer(
         str(out_dir / "work"),
         "--info",
         str(info_path),
+        *PEER_ARGS.get(peer, []),
     ]
     proc = run_logged(cmd, log, timeout_s, env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=out_dir)
-    out = {"wall_s": proc["wall_s"], "log": str(log)}
+    out = {"wall_s": proc["wall_s"], "log": str(log), "submission": str(submission)}
     if info_path.exists():
         info = json.loads(info_path.read_text())
         out["info"] = {k: info[k] for k in ("version", "metric", "best_estimator", "best_model", "fit_s") if k in info}
@@ -350,6 +365,50 @@ def run_peer(
         return {**out, "status": "failed", "score": None, "reason": scored["error"]}
     shutil.rmtree(out_dir / "work", ignore_errors=True)  # AutoGluon's saved models: hundreds of MB
     return {**out, "status": "ok", "score": scored["score"], "reason": None}
+
+
+def against_best_peer(task: Task, row: dict) -> dict | None:
+    """mlguild against the best peer that scored on this task: which one, mlguild's normalised
+    score (0 = the constant floor, 1 = that peer; above 1 beyond it), and the verdict of paired
+    bootstrap resamples of the test rows (``BEYOND_NOISE``): "ahead", "behind" or "tie". None
+    when mlguild or every peer has no score."""
+    ours = row["results"].get("mlguild") or {}
+    scored = {s: r for s, r in row["results"].items() if s != "mlguild" and r.get("score") is not None}
+    if ours.get("score") is None or not scored:
+        return None
+    sign = 1.0 if row["direction"] == "maximize" else -1.0
+    peer, best = max(scored.items(), key=lambda item: sign * item[1]["score"])
+    floor = row.get("floor")
+    gap = None if floor is None else best["score"] - floor
+    normalised = None if not gap else (ours["score"] - floor) / gap
+    out = {"peer": peer, "peer_score": best["score"], "normalised": normalised, "verdict": None}
+    if ours.get("submission") and best.get("submission"):
+        spec = task.spec
+        train = read_csv_exact(task.train_path)
+        labels = set(train[spec.target_columns[0]]) if spec.task_type in ("binary", "multiclass") else set()
+        scorer = Scorer.from_file(spec, task.answers_path, labels=labels)
+        try:
+            won = scorer.bootstrap_wins(ours["submission"], best["submission"])
+            lost = scorer.bootstrap_wins(best["submission"], ours["submission"])
+        except (SubmissionError, ValueError, OSError) as exc:
+            return {**out, "verdict_error": str(exc)}
+        out.update(wins=won, losses=lost)
+        if won is not None and lost is not None:
+            out["verdict"] = "ahead" if won >= BEYOND_NOISE else "behind" if lost >= BEYOND_NOISE else "tie"
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    """Over the tasks with a comparison: how often mlguild is ahead of, tied with and behind
+    the best peer, and its mean normalised score."""
+    compared = [row["vs_best_peer"] for row in rows if row.get("vs_best_peer")]
+    verdicts = [c["verdict"] for c in compared]
+    normalised = [c["normalised"] for c in compared if c["normalised"] is not None]
+    return {
+        "tasks": len(compared),
+        **{v: verdicts.count(v) for v in ("ahead", "tie", "behind")},
+        "mean_normalised": sum(normalised) / len(normalised) if normalised else None,
+    }
 
 
 # ----------------------------------------------------------------- report
@@ -367,6 +426,7 @@ def table(rows: list[dict], systems: list[str], peers: list[str]) -> str:
         head += [s, "s"]
         if s != "mlguild" and "mlguild" in systems:
             head.append(f"ratio/{s}")
+    head += ["best peer", "normalised", "verdict"]
     lines = []
     for row in rows:
         line = [
@@ -381,6 +441,13 @@ def table(rows: list[dict], systems: list[str], peers: list[str]) -> str:
             if s != "mlguild" and "mlguild" in systems:
                 q = row["ratios"].get(s)
                 line.append(f"{q:.3f}" if q is not None else "—")
+        versus = row.get("vs_best_peer") or {}
+        normalised = versus.get("normalised")
+        line += [
+            versus.get("peer") or "—",
+            f"{normalised:.3f}" if normalised is not None else "—",
+            versus.get("verdict") or "—",
+        ]
         lines.append(line)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     render = lambda cells: "  ".join(
@@ -436,7 +503,8 @@ def main() -> int:
         ap.error(f"unknown peer(s) {unknown} or task(s) {bad_tasks}; peers: {list(PEERS)}, tasks: {list(EXAMPLES)}")
     if args.setup:
         env = {**os.environ, "BENCH_DIR": str(args.bench_dir)}
-        return subprocess.call(["bash", str(PEERS_DIR / "setup.sh"), *peers], env=env)
+        venvs = dict.fromkeys(PEER_VENV.get(p, p) for p in peers if p not in OWN_VENV)  # each once, in order
+        return subprocess.call(["bash", str(PEERS_DIR / "setup.sh"), *venvs], env=env)
 
     budget_s = parse_duration(args.budget)
     args.out = args.out or args.bench_dir / "results" / f"vs_automl-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -520,6 +588,7 @@ def main() -> int:
             ours = row["results"].get("mlguild", {}).get("score")
             for peer in available:
                 row["ratios"][peer] = ratio(spec.metric_direction, ours, row["results"][peer]["score"])
+            row["vs_best_peer"] = against_best_peer(task, row)
             save()
     finally:
         results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -532,6 +601,16 @@ def main() -> int:
         f"s = wall seconds; floor = constant sample submission\n{RATIO_NOTE}\n"
     )
     print(table(results["tasks"], systems, available))
+    results["summary"] = summary(results["tasks"])
+    save()
+    if results["summary"]["tasks"]:
+        done = results["summary"]
+        mean = "—" if done["mean_normalised"] is None else f"{done['mean_normalised']:.3f}"
+        print(
+            f"\nagainst the best peer of each task ({BEYOND_NOISE:.0%} of paired bootstrap resamples of the test "
+            f"rows): ahead on {done['ahead']}, tied on {done['tie']}, behind on {done['behind']} of {done['tasks']}; "
+            f"mean normalised score {mean} (0 = the constant floor, 1 = the best peer)"
+        )
     problems = [
         (row["task"], s, r)
         for row in results["tasks"]

@@ -93,8 +93,12 @@ class Job:
         raise SystemExit(f"cannot tell the positive class among {sorted(seen)}: set positive_label in the task")
 
 
-def parse_args(description: str) -> argparse.Namespace:
+def parse_args(description: str, presets: str | None = None) -> argparse.Namespace:
+    """The runners' arguments; ``presets``: the default of ``--presets`` for a peer that has
+    presets (AutoGluon), None for one that has not."""
     p = argparse.ArgumentParser(description=description)
+    if presets is not None:
+        p.add_argument("--presets", default=presets, help=f"The peer's presets (default: {presets}).")
     p.add_argument(
         "--task",
         type=Path,

@@ -4,12 +4,18 @@ Run with the AutoGluon venv's python (benchmarks/peers/setup.sh autogluon):
 
     .bench/autogluon/bin/python benchmarks/peers/run_autogluon.py --task TASK_DIR --budget 300 --out sub.csv
 
+    .bench/autogluon/bin/python benchmarks/peers/run_autogluon.py ... --presets best_quality
+
 Settings: ``TabularPredictor(label, problem_type, eval_metric=<the task metric or its closest
-AutoGluon metric>).fit(train, time_limit=budget, presets="medium_quality", num_cpus=threads)``;
-everything else is AutoGluon's default (no bagging or stacking in this preset; it trains its
-"default" portfolio: LightGBM x3, CatBoost, XGBoost, random forests, extra trees, a torch MLP
-and fastai, on an internal holdout split, then a weighted ensemble). RMSLE, which AutoGluon
-lacks, is passed as a custom scorer (``autogluon.core.metrics.make_scorer``).
+AutoGluon metric>).fit(train, time_limit=budget, presets=<--presets>, num_cpus=threads)``;
+everything else is AutoGluon's default. ``medium_quality`` (the default here, the peer
+``autogluon`` of vs_automl.py) has no bagging or stacking: it trains its "default" portfolio
+(LightGBM x3, CatBoost, XGBoost, random forests, extra trees, a torch MLP and fastai) on an
+internal holdout split, then a weighted ensemble. ``best_quality`` (the peer
+``autogluon_best``) bags every model over k folds, stacks a second layer on their out-of-fold
+predictions (with a dynamic-stacking check of whether stacking helps, on a quarter of the
+time), then the weighted ensemble. RMSLE, which AutoGluon lacks, is passed as a custom scorer
+(``autogluon.core.metrics.make_scorer``).
 
 Text columns: AutoGluon's default feature generator recognises a free-text column (many
 distinct values with several words each) and turns it into word n-gram counts (a
@@ -40,7 +46,7 @@ AG_METRIC = {
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
+    args = parse_args(__doc__.splitlines()[0], presets="medium_quality")
     job = load_job(args)
     import autogluon.tabular
     from autogluon.core.metrics import make_scorer
@@ -63,7 +69,7 @@ def main() -> None:
         path=str(job.workdir / "autogluon_models"),
         verbosity=2,
     )
-    predictor.fit(train, time_limit=job.budget_s, presets="medium_quality", num_cpus=job.threads)
+    predictor.fit(train, time_limit=job.budget_s, presets=args.presets, num_cpus=job.threads)
     fit_s = clock.lap()
     X_test = job.features(job.test)
     if job.kind in ("probability", "class_probabilities"):
@@ -73,6 +79,7 @@ def main() -> None:
     board = predictor.leaderboard(silent=True)
     job.info.update(
         peer="autogluon",
+        presets=args.presets,
         version=autogluon.tabular.__version__,
         problem_type=job.task_type,
         metric=metric_name,
