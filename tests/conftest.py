@@ -219,6 +219,22 @@ class Workspace:
         assert list(oof.columns) == header and len(oof) > 0
 
 
+def binary_workspace(root: Path, frame: pd.DataFrame, name: str) -> Workspace:
+    """A binary task's Workspace over ``frame``: rows named by ``row``, the class ``label`` with
+    ``yes`` as its positive class, scored by AUC."""
+    return Workspace(
+        root,
+        frame,
+        name=name,
+        task_type="binary",
+        metric="roc_auc",
+        id_column="row",
+        target_columns=["label"],
+        submission_columns=["row", "label"],
+        positive_label="yes",
+    )
+
+
 def draft_of(ws: Workspace, recipe: str):
     """The recipe brain's draft of ``recipe`` on ``ws``: earlier families in the draft order
     count as drafted, so the brain's next draft is this family."""

@@ -5,7 +5,7 @@ raw tables reduced to what is read later, no dense-to-sparse copy for numbers al
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Workspace, draft_of
+from conftest import Workspace, binary_workspace, draft_of
 from conftest import script_head as _script_head
 from scipy import sparse
 
@@ -29,17 +29,7 @@ def _frame(n: int, with_category: bool) -> pd.DataFrame:
 
 
 def _workspace(root, frame: pd.DataFrame) -> Workspace:
-    return Workspace(
-        root,
-        frame,
-        name="memory",
-        task_type="binary",
-        metric="roc_auc",
-        id_column="row",
-        target_columns=["label"],
-        submission_columns=["row", "label"],
-        positive_label="yes",
-    )
+    return binary_workspace(root, frame, "memory")
 
 
 @pytest.fixture(scope="module")

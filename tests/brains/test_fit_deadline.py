@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Workspace, draft_of
+from conftest import binary_workspace, draft_of
 
 from mlguild.run.fit_record import fit_record
 
@@ -19,17 +19,7 @@ def table(tmp_path_factory):
     x = rng.normal(size=(n, 3))
     frame = pd.DataFrame({"row": [f"r{i}" for i in range(n)], "a": x[:, 0], "b": x[:, 1], "c": x[:, 2]})
     frame["label"] = np.where(x[:, 0] - x[:, 1] + rng.normal(scale=0.5, size=n) > 0, "yes", "no")
-    return Workspace(
-        tmp_path_factory.mktemp("deadline"),
-        frame,
-        name="deadline",
-        task_type="binary",
-        metric="roc_auc",
-        id_column="row",
-        target_columns=["label"],
-        submission_columns=["row", "label"],
-        positive_label="yes",
-    )
+    return binary_workspace(tmp_path_factory.mktemp("deadline"), frame, "deadline")
 
 
 @pytest.mark.parametrize("recipe", ["lightgbm", "xgboost", "catboost"])

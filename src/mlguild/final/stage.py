@@ -64,9 +64,10 @@ from .grade import grade_once
 from .ladder import ladder
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
-# A refit on fewer than this share of the labelled rows gives way to a node within noise of
-# the base (or within the search's promotion margin of it) whose refit on every row fits: at
-# that share, doubling the rows gains more than a difference the holdout cannot tell from noise.
+# Against a refit on fewer than this share of the labelled rows, a node within the search's
+# promotion margin of the base may stand in for it too (not only one within noise by paired
+# bootstrap resamples), refitted on every row: at that share, doubling the rows gains more
+# than a difference that small.
 _PARTIAL_SHARE = 0.5
 # A refit whose fits stop at their deadline is refitted on every row when estimated at up to
 # this many times the time left: its trees are then cut to about half of what the estimate
@@ -185,10 +186,8 @@ class FinalStage:
             # search did (a row sample's node far more: mlguild.run.samples): refit on as many
             # as the time left allows, when that is at least as many as the chain trained on
             # (the latest of them on rows ordered in time: a model that never saw the latest
-            # rows is a poor final one; a seeded random share of them otherwise). Under
-            # ``_PARTIAL_SHARE`` of them, a node near the base refitted on every row comes
-            # first: on a large table sampled for the search, a blend's members refitted on a
-            # fifth of the rows learn less than its best member on all of them.
+            # rows is a poor final one; a seeded random share of them otherwise), unless a node
+            # within noise of the base can be refitted on every row (below).
             chain = refit_chain(graph, best, self.run)
             searched = int(self.run.workspace.manifest()["split"]["train_rows"])
             trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
@@ -196,25 +195,27 @@ class FinalStage:
             per_row = sum(node_refit_seconds(n, 1.0, scale_of(n), alone=len(chain) == 1) for n in chain) / searched
             fits = min(int(timeout_s / per_row), labelled) if per_row > 0 else 0
             may = lambda n: self._within_noise(best, n)
-            asked = fits < _PARTIAL_SHARE * labelled  # (a bootstrap per node that fits: asked once)
-            # Against a refit on so few rows, a node within the search's promotion margin of the
-            # base also qualifies (``near``): paired bootstrap resamples tell a blend from its own
-            # member even 0.0005 AUC apart, less than a model gains from several times the rows.
+            # A node the holdout cannot tell from the base, refitted on every labelled row, comes
+            # before the base refitted on part of them: the rows are a sure gain, and the
+            # difference between the two is none the holdout can show (a ten-million-row run
+            # refitted its blend on half of the rows where its member within noise of it fitted
+            # on all of them). Against a refit on under ``_PARTIAL_SHARE`` of the rows, a node
+            # within the search's promotion margin of the base also qualifies (``near``): paired
+            # bootstrap resamples tell a blend from its own member even 0.0005 AUC apart, less
+            # than a model gains from several times the rows.
             close = near(graph, best)
-            other = (
-                refittable(self.run, graph, timeout_s, best, lambda n: close(n) or may(n), scales) if asked else None
-            )
+            few = fits < _PARTIAL_SHARE * labelled
+            other = refittable(self.run, graph, timeout_s, best, (lambda n: close(n) or may(n)) if few else may, scales)
             if other is None and fits >= trained:
                 grow, window = fits / searched, fits
                 self.refit_on = f"{window} labelled rows"
                 which = "the latest" if self.run.spec.time_column else "a random sample of"
                 self.base_reason += (
                     f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
-                    f"so refitted on {which} {window} labelled rows, at least as many as the search trained on"
+                    f"and no node within noise of it whose refit on them fits, so refitted on {which} {window} "
+                    "labelled rows, at least as many as the search trained on"
                 )
             else:
-                if not asked:
-                    other = refittable(self.run, graph, timeout_s, best, may, scales)
                 if other is None:
                     return self._choose(best, None, f"{short}, nor any node within noise of it")
                 # A model trained on every labelled row, rather than the search's share of them.
