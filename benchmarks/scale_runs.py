@@ -21,8 +21,9 @@ then, one after the other on the same machine, a default LightGBM on all labelle
 - ``nodes``: the search nodes that finished, those killed by their time limit and those whose
   estimated cost kept them from starting;
 - ``harness MB``: the peak resident memory of the mlguild process (its ``VmHWM``, read every
-  half second); ``script MB``: the largest peak of a node's process tree, as the sandbox
-  measured it;
+  half second), and when it was reached (``harness peak at s``, from the command's start: with
+  ``create s``, ``search s`` and ``final s`` it places the peak in a stage); ``script MB``: the
+  largest peak of a node's process tree, as the sandbox measured it;
 - ``samples``: how many nodes trained on each row sample (``all``: every training row) and
   how many of them were grown onto more rows (``grown``; mlguild.run.samples);
 - the final test score, the peer's, and their ratio (above 1: mlguild better).
@@ -90,13 +91,16 @@ def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict
     command = [*mlguild_command(), "run", str(task_root), "--time", f"{budget_s:g}s", "--brain", "recipes"]
     command += ["--runs-dir", str(runs), "--run-id", run_id, "--no-memory"]
     started, started_at = time.monotonic(), time.time()
-    peak = [0.0]
+    peak, peak_at = [0.0], [0.0]  # the harness's peak so far, and when it was reached (s from the start)
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
         def watch() -> None:
             while proc.poll() is None:
-                peak[0] = max(peak[0], peak_mb(proc.pid))
+                now = peak_mb(proc.pid)
+                if now > peak[0] * 1.01:  # a new peak, not the last megabytes of one
+                    peak_at[0] = time.monotonic() - started
+                peak[0] = max(peak[0], now)
                 time.sleep(0.5)
 
         watcher = threading.Thread(target=watch, daemon=True)
@@ -128,6 +132,7 @@ def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict
         "final s": float(budget.get("final_s") or 0),
         "total s": total,
         "harness MB": peak[0],
+        "harness peak at s": round(peak_at[0], 1),  # which stage it was in: against create, search, final s
         "script MB": scripts,
         "nodes": sum(1 for n in status.get("nodes", []) if n.get("op") not in ("refit", "eda")),
         "grown": sum(1 for n in started_nodes if n["op"] == "grow"),
