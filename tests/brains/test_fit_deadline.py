@@ -22,7 +22,7 @@ def table(tmp_path_factory):
     return binary_workspace(tmp_path_factory.mktemp("deadline"), frame, "deadline")
 
 
-@pytest.mark.parametrize("recipe", ["lightgbm", "xgboost", "catboost"])
+@pytest.mark.parametrize("recipe", ["lightgbm", "xgboost", "catboost", "hist_gb"])
 def test_a_boosting_fit_past_its_deadline_keeps_the_trees_it_has_and_the_script_finishes(table, recipe):
     code = draft_of(table, recipe).code
     # A budget spent before the first tree: every fold's model stops after one tree, and the

@@ -536,3 +536,31 @@ def test_a_refit_whose_fits_stop_at_their_deadline_trains_on_every_row_though_es
     # Past twice the time left, a deadline would leave it too few trees: part of the rows again.
     short = FinalStage(agent.session).run_refit(0.4 * needed)
     assert "a random sample of" in short["reason"] and _rows(run, short["node"]) < labelled
+
+
+def test_a_node_within_noise_whose_fits_stop_at_their_deadline_stands_in_on_every_row(tmp_path):
+    # Issue 40: a ten-million-row run's blend could not be refitted, and its HistGradientBoosting
+    # member, within noise of it, was estimated past the time left: the blend was refitted on
+    # half of the rows instead, and its own rerun was killed by its limit.
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    split = run.workspace.manifest()["split"]
+    labelled = split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")
+    weaker = good.replace('frame["x0"]', 'frame["x1"]')
+    replies = [Proposal("logistic on x0", good, {}), Proposal("flatter", tie, {}), Proposal("on x1", weaker, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    agent.run_loop()
+    graph = agent.session.state.graph
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
+    graph["n0001"].timing.update(exec_s=10_000.0, budget_s=300.0)  # its refit fits on no share of the rows
+    # The tie: one fold of three took 100 s, reading and predicting 20 s.
+    graph["n0002"].timing.update(exec_s=120.0, fit_s=100.0, fit_folds=1, cv_folds=3, budget_s=300.0)
+    graph["n0003"].timing.update(exec_s=1.0, budget_s=300.0)
+    left = 0.7 * refit_seconds(run, graph, graph["n0002"])
+    plain = FinalStage(agent.session).run_refit(left)  # it never said its fits stop in time
+    assert plain["refit"] is False and "nor any node within noise" in plain["reason"], plain["reason"]
+    graph["n0002"].timing["fits_by_deadline"] = True
+    choice = FinalStage(agent.session).run_refit(left)
+    assert choice["refit_fallback"]["refitted"] == "n0002", choice["reason"]
+    assert "its fits stop at their deadline" in choice["reason"] and _rows(run, choice["node"]) == labelled

@@ -11,7 +11,7 @@ library entry ``mlguild.launch.start`` and for any code that drives a session it
    the time left, the best node within noise of it whose refit can is refitted instead, and
    ``final.json`` says which and why (``refit_fallback``); a blend that weights one member
    alone is refitted as that member, and a script whose fits stop at their deadline on every
-   row though estimated at up to ``_DEADLINE_SLACK`` times the time left;
+   row though estimated at up to ``DEADLINE_SLACK`` times the time left (``finishing_seconds``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's
    (a refit cannot be scored: its holdout is training data); otherwise the base node;
 4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals
@@ -43,6 +43,7 @@ from ..run.node import finish_node, run_node
 from ..run.refit import (
     agreement,
     build_full_data,
+    finishing_seconds,
     growth,
     node_refit_seconds,
     one_model,
@@ -69,10 +70,6 @@ _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
 # bootstrap resamples), refitted on every row: at that share, doubling the rows gains more
 # than a difference that small.
 _PARTIAL_SHARE = 0.5
-# A refit whose fits stop at their deadline is refitted on every row when estimated at up to
-# this many times the time left: its trees are then cut to about half of what the estimate
-# asked for at worst, still fitted on far more rows than the search's.
-_DEADLINE_SLACK = 2.0
 
 
 @dataclass(frozen=True)
@@ -169,7 +166,7 @@ class FinalStage:
             )
             best = graph[sole]
             needed = refit_seconds(self.run, graph, best, scale_of)
-        if needed > timeout_s and self._finishes_by_deadline(best, needed, timeout_s):
+        if needed > timeout_s and finishing_seconds(self.run, graph, best, scale_of) <= timeout_s:
             # Its fits stop growing trees at their deadline, so the refit finishes in its limit on
             # every labelled row, with fewer trees than the estimate asked for: more rows, not
             # more trees, is what a model trained on a row sample lacks most.
@@ -205,7 +202,8 @@ class FinalStage:
             # than a model gains from several times the rows.
             close = near(graph, best)
             few = fits < _PARTIAL_SHARE * labelled
-            other = refittable(self.run, graph, timeout_s, best, (lambda n: close(n) or may(n)) if few else may, scales)
+            qualifies = (lambda n: close(n) or may(n)) if few else may
+            other = refittable(self.run, graph, timeout_s, best, qualifies, scales, seconds=finishing_seconds)
             if other is None and fits >= trained:
                 grow, window = fits / searched, fits
                 self.refit_on = f"{window} labelled rows"
@@ -222,7 +220,11 @@ class FinalStage:
                 other_s = refit_seconds(self.run, graph, other, scale_of)
                 self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
                 self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
-                self.base_reason = f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits (about {other_s:.0f} s)"
+                cut = " at full length; its fits stop at their deadline" if other_s > timeout_s else ""
+                self.base_reason = (
+                    f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits "
+                    f"(about {other_s:.0f} s{cut})"
+                )
                 self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
                 best = other
         deadline = time.monotonic() + timeout_s
@@ -248,18 +250,6 @@ class FinalStage:
             return self._check_and_choose(best, refitted[best.id])
         finally:
             shutil.rmtree(data, ignore_errors=True)  # the labels it holds are sealed again
-
-    def _finishes_by_deadline(self, node: Node, needed: float, timeout_s: float) -> bool:
-        """Whether ``node``'s refit on every row finishes in ``timeout_s`` although estimated at
-        ``needed``: a script refitted by itself as one model whose fits stop growing trees at
-        their deadline (``fits_by_deadline``), with the estimate at most ``_DEADLINE_SLACK``
-        times the time left and its seconds besides fitting within half of it (fitting gets
-        the rest, and a model cut to a few trees would be no final)."""
-        chain = refit_chain(self.state.graph, node, self.run)
-        if len(chain) != 1 or not one_model(node) or not node.timing.get("fits_by_deadline"):
-            return False
-        besides = float(node.timing.get("exec_s") or 0.0) - float(node.timing.get("fit_s") or 0.0)
-        return needed <= _DEADLINE_SLACK * timeout_s and besides <= timeout_s / 2
 
     def _chain_cut(self, base: Node, refitted: dict[str, Node], why: str, needed: float, left: float) -> dict:
         """A blend's refit that stopped part-way (``why``: out of time, or a member's refit

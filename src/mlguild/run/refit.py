@@ -39,6 +39,10 @@ from .samples import rows_scaled_seconds, share_of_rows
 # A refit's seconds over its node's seconds in the search, per unit of growth of the training
 # file, before any refit of its family was measured: linear in rows, and a quarter more.
 DEFAULT_SCALE = 1.25
+# A refit whose fits stop at their deadline is refitted on every row when estimated at up to
+# this many times the time left (``finishing_seconds``): its trees are then cut to about half of
+# what the estimate asked for at worst, still fitted on far more rows than the search's.
+DEADLINE_SLACK = 2.0
 # What a refit of ``node`` needs per second its node ran, per unit of growth (the reserve's
 # measured scale of its family, mlguild.run.reserve.RefitScales; None: DEFAULT_SCALE).
 ScaleOf = Callable[[Node], float]
@@ -158,6 +162,26 @@ def refit_budget(node: Node, grow: float, left_s: float) -> float:
     much budget per row as the search gave it (on its row sample's rows), when that fits (or it would train less than the
     node it replaces); any other script all that is left (it stops when it is done)."""
     return min(left_s, grow * sample_growth(node) * node.timing["budget_s"]) if is_paced(node) else left_s
+
+
+def deadline_bound(node: Node) -> bool:
+    """Whether ``node``'s script, refitted by itself, is one model whose fits grow no tree past
+    their deadline (``fits_by_deadline``, as the recipes' boosting scripts say): it finishes in
+    its time limit on more rows than that time would grow every tree for."""
+    return one_model(node) and bool(node.timing.get("fits_by_deadline"))
+
+
+def finishing_seconds(run: RunDir, graph: SearchGraph, node: Node, scale_of: ScaleOf | None = None) -> float:
+    """The fewest seconds in which the refit of ``node`` on every labelled row finishes: its
+    estimate (``refit_seconds``), or for a script refitted by itself whose fits stop at their
+    deadline (``deadline_bound``), that estimate over ``DEADLINE_SLACK``, and no less than twice
+    its seconds besides fitting (fitting then gets the rest: a model cut to a few trees would
+    be no final one). The final stage decides by it whether a refit on every row fits."""
+    needed = refit_seconds(run, graph, node, scale_of)
+    if not deadline_bound(node) or len(refit_chain(graph, node, run)) != 1:
+        return needed
+    besides = float(node.timing.get("exec_s") or 0.0) - float(node.timing.get("fit_s") or 0.0)
+    return min(needed, max(needed / DEADLINE_SLACK, 2 * besides))
 
 
 def refit_seconds(run: RunDir, graph: SearchGraph, node: Node | None, scale_of: ScaleOf | None = None) -> float:

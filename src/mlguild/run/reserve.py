@@ -34,6 +34,7 @@ from ..rundir.folder import RunDir
 from .cost import family
 from .refit import (
     DEFAULT_SCALE,
+    ScaleOf,
     best_blend,
     expected_refit_seconds,
     growth,
@@ -151,14 +152,16 @@ def refittable(
     first: Node | None = None,
     may: Callable[[Node], bool] | None = None,
     scales: RefitScales | None = None,
+    seconds: Callable[[RunDir, SearchGraph, Node, ScaleOf], float] = refit_seconds,
 ) -> Node | None:
     """The node the final stage refits with ``left_s`` seconds: ``first`` (the final base)
     when its refit fits, else the best-ranked scored node whose refit fits (and that ``may``
-    stand in for ``first``, when given); None when none does."""
+    stand in for ``first``, when given); None when none does. ``seconds``: what a node's refit
+    needs (the final stage: ``finishing_seconds``, which trusts a deadline-bound script)."""
     scale_of = (scales or RefitScales()).of(run, graph)
     order = ([first] if first is not None else []) + [n for n in graph.ranked() if first is None or n.id != first.id]
     for node in order:  # ``may`` only of the nodes whose refit fits: it may be costly (a bootstrap)
-        if refit_seconds(run, graph, node, scale_of) <= left_s and (node is first or may is None or may(node)):
+        if seconds(run, graph, node, scale_of) <= left_s and (node is first or may is None or may(node)):
             return node
     return None
 
