@@ -131,6 +131,10 @@ def test_reviews_where_they_pay_and_an_improve_prompt_with_its_evidence(tmp_path
     assert "Where it errs" in improve and "never the holdout's" in improve
     assert "Worst deciles of the prediction" in improve
     assert "region = 'east' (78 rows), mean |error| 3.938 against 1.551 overall, bias +3.938" in improve
+    # The harness read only the training columns the breakdown needs (ids, labels, categories),
+    # not the whole file: ten million rows of it held 5 GB for the rest of a run.
+    held = agent.session.contexts.evidence._labels()
+    assert sorted(held.columns) == ["id", "region", "y"]
     features = SCRIPT[SCRIPT.index("# ----") :].split("# ----")[2]
     assert features.strip() in improve  # the whole feature section, every column it names
 
