@@ -26,9 +26,11 @@ def infer_id_column(frame: pd.DataFrame, target: str) -> str | None:
 
 
 def infer_task_type(target: pd.Series) -> str:
-    values = target[target != ""]
-    numeric = pd.to_numeric(values, errors="coerce")
-    n_unique = values.nunique()
+    # Every question below is one of the distinct values: ten million labels as Python
+    # numbers took a gigabyte.
+    distinct = pd.Series(target[target != ""].unique())
+    numeric = pd.to_numeric(distinct, errors="coerce")
+    n_unique = len(distinct)
     if n_unique < 2:
         raise TaskError(f"target {target.name!r} has a single value: nothing to learn", "pass the right --target")
     if n_unique == 2:

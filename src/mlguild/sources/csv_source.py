@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import TaskError
@@ -120,9 +121,9 @@ def build_from_csv(
         id_column = next(
             name for name in ("id", "row_id", *(f"row_id_{i}" for i in range(1, 1000))) if name not in taken
         )
-        train.insert(0, id_column, [str(i) for i in range(1, len(train) + 1)])
+        train.insert(0, id_column, row_numbers(1, len(train)))
         if test_frame is not None:
-            test_frame.insert(0, id_column, [str(i) for i in range(len(train) + 1, len(train) + 1 + len(test_frame))])
+            test_frame.insert(0, id_column, row_numbers(len(train) + 1, len(test_frame)))
     elif id_column not in train.columns:
         raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
 
@@ -196,6 +197,14 @@ def build_from_csv(
         if (sep := sniff_separator(path)) != ",":
             description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
     return write_task(dest, spec, description, train, test_frame, answers, train_rows)
+
+
+def row_numbers(first: int, n: int) -> pd.arrays.ArrowStringArray:
+    """``n`` row numbers from ``first``, as text in Arrow (ten million as Python strings took
+    600 MB)."""
+    import pyarrow as pa
+
+    return pd.arrays.ArrowStringArray(pa.array(np.arange(first, first + n, dtype=np.int64)).cast(pa.string()))
 
 
 def _quiet(line: str) -> None:
