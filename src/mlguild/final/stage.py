@@ -10,8 +10,9 @@ library entry ``mlguild.launch.start`` and for any code that drives a session it
    used (every one for a stack), then the blend. When the base's refit, as this run measured it, cannot finish in
    the time left, the best node within noise of it whose refit can is refitted instead, and
    ``final.json`` says which and why (``refit_fallback``); a blend that weights one member
-   alone is refitted as that member, and a script whose fits stop at their deadline on every
-   row though estimated at up to ``DEADLINE_SLACK`` times the time left (``finishing_seconds``);
+   alone is refitted as that member, and a script whose fits stop at their deadline is
+   refitted on every row though estimated at up to ``DEADLINE_SLACK`` times the time left
+   (``finishing_seconds``);
 3. uses the refit only if it wrote a valid submission that agrees with the base node's
    (a refit cannot be scored: its holdout is training data); otherwise the base node;
 4. writes ``final/`` (submission, solution, ``final.json`` saying why) and journals

@@ -178,7 +178,7 @@ def finishing_seconds(run: RunDir, graph: SearchGraph, node: Node, scale_of: Sca
     its seconds besides fitting (fitting then gets the rest: a model cut to a few trees would
     be no final one). The final stage decides by it whether a refit on every row fits."""
     needed = refit_seconds(run, graph, node, scale_of)
-    if not deadline_bound(node) or len(refit_chain(graph, node, run)) != 1:
+    if not deadline_bound(node):
         return needed
     besides = float(node.timing.get("exec_s") or 0.0) - float(node.timing.get("fit_s") or 0.0)
     return min(needed, max(needed / DEADLINE_SLACK, 2 * besides))
