@@ -68,6 +68,22 @@ def _searched(tmp_path, flip=False, crash=False):
     return run, agent, split
 
 
+def _three_drafts(tmp_path):
+    """A searched run of three drafts: n0001 the best (a logistic curve on x0), n0002 within
+    noise of it (the same ranking, flatter), n0003 clearly worse (on the noise column x1);
+    (run, agent, stop)."""
+    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    good = SCRIPT.format(flip=False, crash=False, search_rows=run.workspace.manifest()["split"]["train_rows"])
+    tie = good.replace("-3 * sign", "-2.9 * sign")
+    weaker = good.replace('frame["x0"]', 'frame["x1"]')
+    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
+    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
+    stop = agent.run_loop()
+    graph = agent.session.state.graph
+    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok and graph["n0003"].ok
+    return run, agent, stop
+
+
 def _rows(run, node_id):
     return int((run.node_dir(node_id) / "output" / "rows.txt").read_text())
 
@@ -343,16 +359,9 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
     # the final submission was trained on the search's rows alone.
-    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    run, agent, stop = _three_drafts(tmp_path)
     split = run.workspace.manifest()["split"]
-    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
-    tie = good.replace("-3 * sign", "-2.9 * sign")  # the same ranking: within noise of the best
-    weaker = good.replace('frame["x0"]', 'frame["x1"]')  # a worse model: the noise column
-    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
-    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
-    stop = agent.run_loop()
     graph = agent.session.state.graph
-    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok and graph["n0003"].ok
     graph["n0001"].timing.update(exec_s=300.0, budget_s=300.0)  # as measured: its refit needs about 500 s
     graph["n0002"].timing.update(exec_s=1.0, budget_s=300.0)
     graph["n0003"].timing.update(exec_s=0.5, budget_s=300.0)
@@ -377,18 +386,11 @@ def test_a_refit_on_part_of_the_rows_gives_way_to_a_node_within_noise_refitted_o
     # Issue 40: ten-million-row runs refitted their blend on a fifth, then on half, of the
     # labelled rows, where the blend's best member, within noise of it, could have been
     # refitted on all of them.
-    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    run, agent, _ = _three_drafts(tmp_path)
     split = run.workspace.manifest()["split"]
     searched = split["train_rows"]
     labelled = searched + split["holdout_rows"] + (split.get("confirm_rows") or 0)
-    good = SCRIPT.format(flip=False, crash=False, search_rows=searched)
-    tie = good.replace("-3 * sign", "-2.9 * sign")  # within noise of the best
-    weaker = good.replace('frame["x0"]', 'frame["x1"]')
-    replies = [Proposal("logistic on x0", good, {}), Proposal("x0, flatter", tie, {}), Proposal("on x1", weaker, {})]
-    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
-    agent.run_loop()
     graph = agent.session.state.graph
-    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
     # The best node trained on a tenth of the rows for 100 s: all of them need about 1,250 s
     # per search file (times the growth), 400 s fit under a third of them, 1,000 s about 0.8.
     graph["n0001"].meta.update(train_rows=searched // 10, train_rows_of=searched)
@@ -542,17 +544,10 @@ def test_a_node_within_noise_whose_fits_stop_at_their_deadline_stands_in_on_ever
     # Issue 40: a ten-million-row run's blend could not be refitted, and its HistGradientBoosting
     # member, within noise of it, was estimated past the time left: the blend was refitted on
     # half of the rows instead, and its own rerun was killed by its limit.
-    run = _run(tmp_path, ["budget.iterations=3", "search.num_drafts=3"])
+    run, agent, _ = _three_drafts(tmp_path)
     split = run.workspace.manifest()["split"]
     labelled = split["train_rows"] + split["holdout_rows"] + (split.get("confirm_rows") or 0)
-    good = SCRIPT.format(flip=False, crash=False, search_rows=split["train_rows"])
-    tie = good.replace("-3 * sign", "-2.9 * sign")
-    weaker = good.replace('frame["x0"]', 'frame["x1"]')
-    replies = [Proposal("logistic on x0", good, {}), Proposal("flatter", tie, {}), Proposal("on x1", weaker, {})]
-    agent = Agent(open_session(run, ScriptedBrain(replies), get_sandbox("auto")))
-    agent.run_loop()
     graph = agent.session.state.graph
-    assert agent.session.state.best_id == "n0001" and graph["n0002"].ok
     graph["n0001"].timing.update(exec_s=10_000.0, budget_s=300.0)  # its refit fits on no share of the rows
     # The tie: one fold of three took 100 s, reading and predicting 20 s.
     graph["n0002"].timing.update(exec_s=120.0, fit_s=100.0, fit_folds=1, cv_folds=3, budget_s=300.0)
