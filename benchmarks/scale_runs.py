@@ -54,7 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import base_frame, with_rows, write_csv
 from vs_automl import mlguild_command, parse_duration, run_peer
 
-from mlguild.sources.resolve import resolve_task
+from mlguild.sources.resolve import task_name
+from mlguild.task.folder import load_task
 
 LIMIT = 1.15
 FIGURES = ("create s", "search s", "final s", "total s", "harness MB", "script MB")
@@ -83,12 +84,13 @@ def peak_mb(pid: int) -> float:
     return 0.0
 
 
-def run_mlguild(task_root: Path, name: str, budget_s: float, work: Path) -> dict:
-    """``mlguild run`` on the task folder, its process's peak memory watched; its figures."""
+def run_mlguild(source: str, target: str, name: str, budget_s: float, work: Path) -> dict:
+    """``mlguild run`` on ``source`` (``csv:PATH``: the task folder is built from the CSV within
+    the command, as a user's run builds it), its process's peak memory watched; its figures."""
     runs, run_id = work / "runs", name
     log = work / f"mlguild-{name}.log"
     env = {**os.environ, "MLGUILD_HOME": str(work / "home"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
-    command = [*mlguild_command(), "run", str(task_root), "--time", f"{budget_s:g}s", "--brain", "recipes"]
+    command = [*mlguild_command(), "run", source, "--target", target, "--time", f"{budget_s:g}s", "--brain", "recipes"]
     command += ["--runs-dir", str(runs), "--run-id", run_id, "--no-memory"]
     started, started_at = time.monotonic(), time.time()
     peak, peak_at = [0.0], [0.0]  # the harness's peak so far, and when it was reached (s from the start)
@@ -166,8 +168,8 @@ def main() -> int:
             frame = synthetic(rows) if args.data == "synthetic" else with_rows(base_frame(), rows)
             write_csv(frame, csv)
             del frame
-        task = resolve_task(f"csv:{csv}", target="diagnosis", fresh=True)
-        got = run_mlguild(task.root, name, budget_s, work)
+        got = run_mlguild(f"csv:{csv}", "diagnosis", name, budget_s, work)
+        task = load_task(work / "home" / "tasks" / task_name("csv", str(csv)))  # the folder the run built
         if args.peer != "none":
             spec_json = work / f"{name}.spec.json"
             spec_json.write_text(json.dumps(task.spec.public_dict(), indent=2))

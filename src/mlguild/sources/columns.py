@@ -17,11 +17,16 @@ _ID_NAME = re.compile(r"^(id|.*[_ ]id|.*Id|ID|index|row_?id)$", re.IGNORECASE)
 _MAX_CLASSES_AS_CLASSIFICATION = 30
 
 
+def id_candidates(columns: list[str], target: str) -> list[str]:
+    """The columns whose names look like an id's, in their order."""
+    return [col for col in columns if col != target and _ID_NAME.match(col)]
+
+
 def infer_id_column(frame: pd.DataFrame, target: str) -> str | None:
     """A column whose name looks like an id and whose values are unique, else None."""
-    for col in frame.columns:
-        if col != target and _ID_NAME.match(str(col)) and frame[col].is_unique and (frame[col] != "").all():
-            return str(col)
+    for col in id_candidates([str(c) for c in frame.columns], target):
+        if frame[col].is_unique and (frame[col] != "").all():
+            return col
     return None
 
 

@@ -16,12 +16,12 @@ from ..core.errors import TaskError
 from ..core.suggest import closest, did_you_mean, listing
 from ..metrics import get_metric
 from ..task.folder import TaskSpec
-from ..task.time_order import date_columns, infer_time_column
-from ..util.exact_csv import read_csv_exact, select_rows
-from ..util.frames import mean_lengths
-from .columns import default_metric, infer_id_column, infer_task_type, positive_label, with_cutoff
+from ..task.time_order import PROBE_ROWS, date_columns, infer_time_column
+from ..util.exact_csv import RowsOut, read_csv_exact, select_rows, split_rows
+from .columns import default_metric, id_candidates, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking
-from .layout import prepare_dest, test_rows, test_rows_by_time, write_task
+from .csv_scan import scan_csv
+from .layout import finish_task, prepare_dest, test_rows, test_rows_by_time
 
 _TEXT_MEAN_LENGTH = 30
 
@@ -50,6 +50,39 @@ def _read(path: Path, what: str) -> pd.DataFrame:
             f"{what} file {path} has a single column {list(frame.columns)[:1]}; is it separated by ';' or tabs?",
             "save it as a comma-separated CSV",
         )
+    return frame
+
+
+def _head(path: Path, what: str, rows: int) -> tuple[pd.DataFrame, str]:
+    """The first ``rows`` rows of a CSV (exact strings) and its separator; a TaskError naming
+    the fix for a missing file, one with no data rows, or one whose rows are a single column."""
+    if not path.exists():
+        raise TaskError(f"{what} file {path} does not exist", "check the path")
+    sep = sniff_separator(path)
+    head = read_csv_exact(path, sep, nrows=rows)
+    if head.empty:
+        raise TaskError(f"{what} file {path} has no data rows", "use a CSV with a header and data rows")
+    if len(head.columns) < 2:
+        raise TaskError(
+            f"{what} file {path} has a single column {list(head.columns)[:1]}; is it separated by ';' or tabs?",
+            "save it as a comma-separated CSV",
+        )
+    return head, sep
+
+
+def _test_header(path: Path) -> tuple[list[str], str]:
+    """The columns of a test CSV and its separator (after the checks of ``_head``)."""
+    head, sep = _head(path, "test", 1)
+    return [str(c) for c in head.columns], sep
+
+
+def _labelled(frame: pd.DataFrame, target: str) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``target`` is filled; a TaskError where none is."""
+    unlabelled = (frame[target] == "").to_numpy(dtype=bool)
+    if unlabelled.all():
+        raise TaskError(f"target column {target!r} is empty", "pass the right --target")
+    if unlabelled.any():  # (a copy of the whole table only where rows are dropped)
+        frame = frame[~unlabelled].reset_index(drop=True)
     return frame
 
 
@@ -85,47 +118,63 @@ def build_from_csv(
     grouped ranking (``group`` names the column whose rows are ranked against each other; it
     becomes the task's id column), else a seeded random share. With a test file, the time column
     is inferred when none is named (see ``mlguild.task.time_order``); ``say`` hears each decision
-    about time."""
+    about time.
+
+    The files are read a block at a time (a grouped ranking's whole): once for the columns the
+    decisions need and the columns' text lengths, once to write the task's train and test files,
+    so a table of ten million rows never sits in memory whole."""
     if not target:
         raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
-    train = _read(Path(train_path), "train")
-    if target not in train.columns:
-        columns = [str(c) for c in train.columns]
-        guess = closest(target, columns)
+    train_path = Path(train_path)
+    head, sep = _head(train_path, "train", PROBE_ROWS)
+    header = [str(c) for c in head.columns]
+    if target not in header:
+        guess = closest(target, header)
         raise TaskError(
-            f"{train_path} has no column {target!r}{did_you_mean(target, columns)} "
-            f"(its {len(columns)} columns: {listing(columns)})",
+            f"{train_path} has no column {target!r}{did_you_mean(target, header)} "
+            f"(its {len(header)} columns: {listing(header)})",
             f"pass --target {guess}" if guess is not None else "pass --target with one of its columns",
         )
-    unlabelled = (train[target] == "").to_numpy(dtype=bool)
-    if unlabelled.all():
-        raise TaskError(f"target column {target!r} is empty", "pass the right --target")
-    if unlabelled.any():  # (a copy of the whole table only where rows are dropped)
-        train = train[~unlabelled].reset_index(drop=True)
-
-    test_frame = _read(Path(test), "test") if test else None
     if group is not None and task_type not in (None, "ranking"):
         raise TaskError(
             f"--group names the groups of a ranking task, not of a {task_type} one",
             "pass --task-type ranking, or leave --group out",
         )
     if group is not None or task_type == "ranking":
+        train = _labelled(_read(train_path, "train"), target)
+        test_frame = _read(Path(test), "test") if test else None
         return build_ranking(
-            train, test_frame, Path(train_path), dest, target, test, group, metric, name, overwrite, id_column
+            train, test_frame, train_path, dest, target, test, group, metric, name, overwrite, id_column
         )
-    id_column = id_column or infer_id_column(train, target)
+    test_path = Path(test) if test else None
+    test_header, test_sep = ([], ",") if test_path is None else _test_header(test_path)
+    if id_column is not None and id_column not in header:
+        raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
+    if time_column is not None:
+        _check_time_column(time_column, header)
+    dates = date_columns(head, [target])  # judged on a sample; read in full below
+    keep = list(dict.fromkeys([target, *id_candidates(header, target), *([id_column] if id_column else []), *dates]))
+    if time_column is not None:
+        keep = list(dict.fromkeys([*keep, time_column]))
+    scan = scan_csv(train_path, sep, keep, target)
+    labelled = (scan.columns[target] != "").to_numpy(dtype=bool)
+    if not labelled.any():
+        raise TaskError(f"target column {target!r} is empty", "pass the right --target")
+    decided = scan.columns if labelled.all() else select_rows(scan.columns, labelled)
+
+    numbered = None  # the name of the row-number column added as the id, where no column is one
+    id_column = id_column or infer_id_column(decided, target)
     if id_column is None:
         # A new column of row numbers; the name is free in both files ("id" may be taken by a
         # column that repeats, e.g. a subject seen several times).
-        taken = set(train.columns) | set(test_frame.columns if test_frame is not None else [])
-        id_column = next(
+        taken = set(header) | set(test_header)
+        id_column = numbered = next(
             name for name in ("id", "row_id", *(f"row_id_{i}" for i in range(1, 1000))) if name not in taken
         )
-        train.insert(0, id_column, row_numbers(1, len(train)))
-        if test_frame is not None:
-            test_frame.insert(0, id_column, row_numbers(len(train) + 1, len(test_frame)))
-    elif id_column not in train.columns:
-        raise TaskError(f"id column {id_column!r} is not in {train_path}", "pass an existing column to --id")
+    elif test_path is not None and id_column not in test_header:
+        raise TaskError(
+            f"the test file {test_path} has no id column {id_column!r}", f"add it to {test_path.name}, or pass --id"
+        )
 
     if task_type is not None and task_type not in (*TASK_TYPES, "ranking"):
         raise TaskError(
@@ -135,21 +184,25 @@ def build_from_csv(
     metric_params: dict = {}
     if metric is not None:
         metric, metric_params = with_cutoff(metric)
-    task_type = task_type or infer_task_type(train[target])
+    task_type = task_type or infer_task_type(decided[target])
     metric = metric or default_metric(task_type)
-    classes = sorted(train[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
-    time_column, time_notes = _time_column(train, test_frame, time_column, [target, id_column])
+    classes = sorted(decided[target].unique(), key=str) if task_type in ("binary", "multiclass") else None
+    test_times = None
+    if test_path is not None:
+        in_test = [c for c in dict.fromkeys([*dates, *([time_column] if time_column else [])]) if c in test_header]
+        test_times = read_csv_exact(test_path, test_sep, usecols=in_test) if in_test else pd.DataFrame()
+    time_column, time_notes = _time_column(decided, test_times, time_column, [target, id_column])
     for note in time_notes:
         (say or _quiet)(note)
     spec_kwargs = dict(
         time_column=time_column,
-        name=name or Path(train_path).stem,
+        name=name or train_path.stem,
         task_type=task_type,
         metric=metric,
         id_column=id_column,
         target_columns=[target],
         metric_params=metric_params,
-        source=f"csv:{Path(train_path).resolve()}",
+        source=f"csv:{train_path.resolve()}",
     )
 
     prediction = get_metric(metric).prediction
@@ -163,9 +216,8 @@ def build_from_csv(
     else:
         spec_kwargs["submission_columns"] = [id_column, target]
     if task_type == "binary" and prediction in ("probability", "label"):
-        spec_kwargs["positive_label"] = positive_label(train[target])
-    lengths = mean_lengths(train, [c for c in train.columns if c not in (target, id_column)])
-    text_cols = [c for c, length in lengths.items() if length >= _TEXT_MEAN_LENGTH]
+        spec_kwargs["positive_label"] = positive_label(decided[target])
+    text_cols = [c for c in header if c not in (target, id_column) and scan.lengths[c] >= _TEXT_MEAN_LENGTH]
     if text_cols:
         spec_kwargs.update(text_columns=text_cols, modality="text")
     try:
@@ -175,28 +227,62 @@ def build_from_csv(
             f"cannot build a task from {train_path}: {exc}", "pass --task-type/--metric explicitly"
         ) from exc
 
-    train_rows = None  # with no test file, the rows that stay train rows (the rest are the test rows)
-    if test_frame is None:
+    held = None  # with no test file, the labelled rows that become the test rows
+    if test_path is None:
         if time_column is not None:
-            held = test_rows_by_time(train, 0.2, time_column)
+            held = test_rows_by_time(decided, 0.2, time_column)
         else:
-            held = test_rows(train, 0.2, 0, target if task_type in ("binary", "multiclass") else None)
-        test_frame, train_rows = select_rows(train, held), ~held
-    answers = None
-    if target in test_frame.columns:
-        answers = test_frame[[id_column, target]]
-        test_frame = test_frame.drop(columns=[target])
-    dest = prepare_dest(dest, overwrite)
+            held = test_rows(decided, 0.2, 0, target if task_type in ("binary", "multiclass") else None)
     description = (
-        f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{Path(train_path).name}`.\n"
+        f"# {spec.name}\n\nPredict `{target}` ({task_type}) from the other columns of `{train_path.name}`.\n"
         f"Metric: {metric}.\n"
     )
     if time_column is not None:
         description += f"\nThe rows are ordered in time by `{time_column}`: the test rows come after the train rows.\n"
-    for path in [Path(train_path), *([Path(test)] if test else [])]:
-        if (sep := sniff_separator(path)) != ",":
-            description += f"\n`{path.name}` was separated by {sep!r}; the task's copy uses commas.\n"
-    return write_task(dest, spec, description, train, test_frame, answers, train_rows)
+    for path, used in [(train_path, sep), *([(test_path, test_sep)] if test_path is not None else [])]:
+        if used != ",":
+            description += f"\n`{path.name}` was separated by {used!r}; the task's copy uses commas.\n"
+    dest = prepare_dest(dest, overwrite)
+    test_keys = _write_tables(dest, spec, train_path, sep, labelled, held, test_path, test_sep, test_header, numbered)
+    train_labels = decided[[target]] if held is None else select_rows(decided[[target]], ~held)
+    answers = test_keys[[id_column, target]] if target in test_keys.columns else None
+    return finish_task(dest, spec, description, test_keys, train_labels, answers)
+
+
+def _write_tables(
+    dest: Path,
+    spec: TaskSpec,
+    train_path: Path,
+    sep: str,
+    labelled: np.ndarray,
+    held: np.ndarray | None,
+    test_path: Path | None,
+    test_sep: str,
+    test_header: list[str],
+    numbered: str | None,
+) -> pd.DataFrame:
+    """Write the task's train and test files a block at a time: the labelled rows of the train
+    file, less the ``held`` ones, which become the test rows when there is no test file (their
+    target goes to the answers); return the test rows' id, key and target columns. ``numbered``:
+    the name of the row-number id column each file gets first (train rows from 1, then the
+    test rows)."""
+    target, public = spec.target_columns[0], dest / "public"
+    wanted = (spec.id_column, *spec.key_columns, target)
+    train_rows = labelled
+    outputs = []
+    if held is not None:
+        test_rows = np.zeros(len(labelled), dtype=bool)
+        test_rows[labelled] = held
+        train_rows = labelled & ~test_rows
+        outputs.append(RowsOut(public / spec.test_file, test_rows, drop=(target,), take=wanted))
+    outputs.insert(0, RowsOut(public / spec.train_file, train_rows))
+    taken = split_rows(train_path, outputs, sep, None if numbered is None else (numbered, 1))
+    if test_path is None:
+        return taken[1]
+    labels = (target,) if target in test_header else ()
+    test = RowsOut(public / spec.test_file, drop=labels, take=(spec.id_column, *spec.key_columns, *labels))
+    first = int(labelled.sum()) + 1
+    return split_rows(test_path, [test], test_sep, None if numbered is None else (numbered, first))[0]
 
 
 def row_numbers(first: int, n: int) -> pd.arrays.ArrowStringArray:
@@ -211,6 +297,15 @@ def _quiet(line: str) -> None:
     """Say nothing (the default for library callers)."""
 
 
+def _check_time_column(named: str, header: list[str]) -> None:
+    """A TaskError naming the fix where ``--time-column`` names no column of the train file."""
+    if named not in header:
+        raise TaskError(
+            f"--time-column {named!r} is not a column of the train file{did_you_mean(named, header)}",
+            f"pass --time-column with one of its columns ({listing(header)})",
+        )
+
+
 def _time_column(
     train: pd.DataFrame, test: pd.DataFrame | None, named: str | None, skip: list[str]
 ) -> tuple[str | None, list[str]]:
@@ -219,12 +314,6 @@ def _time_column(
     file in a date column. A single file gives no such evidence: a date column is pointed out,
     and used only when named."""
     if named is not None:
-        if named not in train.columns:
-            columns = [str(c) for c in train.columns]
-            raise TaskError(
-                f"--time-column {named!r} is not a column of the train file{did_you_mean(named, columns)}",
-                f"pass --time-column with one of its columns ({listing(columns)})",
-            )
         if named in skip:
             raise TaskError(f"--time-column {named!r} is the target or the id column", "name a column of dates")
         test_rows_by_time(train, 0.2, named)  # its values must all be dates (TaskError naming the fix)

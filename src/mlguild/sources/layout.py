@@ -108,10 +108,25 @@ def write_task(
         labels = [c for c in dict.fromkeys([*spec.target_columns, *spec.prediction_columns]) if c in train]
         train = select_rows(train[labels], train_rows)
     write_csv_exact(test_inputs, dest / "public" / spec.test_file)
-    sample = pd.DataFrame({spec.id_column: test_inputs[spec.id_column]})
+    return finish_task(dest, spec, description, test_inputs, train, answers)
+
+
+def finish_task(
+    dest: Path,
+    spec: TaskSpec,
+    description: str,
+    test_keys: pd.DataFrame,
+    train_labels: pd.DataFrame,
+    answers: pd.DataFrame | None,
+) -> Path:
+    """Write what a task folder holds beside its train and test files (written already): the
+    sample submission (``test_keys``: the test rows' id and key columns; ``train_labels``: the
+    train rows' labels, which its stand-in values come from), the answers, description.md and
+    task.yaml; then load the folder to prove it valid."""
+    sample = pd.DataFrame({spec.id_column: test_keys[spec.id_column]})
     for key in spec.key_columns:
-        sample[key] = test_inputs[key]
-    for col, value in default_prediction(spec, train).items():
+        sample[key] = test_keys[key]
+    for col, value in default_prediction(spec, train_labels).items():
         sample[col] = value
     sample[spec.submission_columns].to_csv(dest / "public" / spec.sample_submission, index=False)
     if answers is not None:

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from ..core.errors import TaskError
+
+T = TypeVar("T")
 
 # Arrow reads blocks of this many bytes at once; 16 MB keeps a wide row inside one block.
 _BLOCK_BYTES = 16 << 20
@@ -148,13 +151,13 @@ def _arrow_options(header: list[str], names: list[str], sep: str = ",") -> dict[
     }
 
 
-def _blocks(path: Path, arrow: bool) -> Iterator[pd.DataFrame]:
+def _blocks(path: Path, arrow: bool, sep: str = ",") -> Iterator[pd.DataFrame]:
     """The file's rows, a block at a time, as exact strings: by Arrow (``arrow``), raising
     _Refused where it must not read the file, or by pandas."""
     if not arrow:
         try:
             yield from pd.read_csv(
-                path, dtype=str, keep_default_na=False, index_col=False, chunksize=_PANDAS_BLOCK_ROWS
+                path, dtype=str, keep_default_na=False, index_col=False, sep=sep, chunksize=_PANDAS_BLOCK_ROWS
             )
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             raise _unreadable(path, exc) from exc
@@ -162,42 +165,124 @@ def _blocks(path: Path, arrow: bool) -> Iterator[pd.DataFrame]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    header = _header(path)
+    header = _header(path, sep)
     try:
-        for batch in pacsv.open_csv(path, **_arrow_options(header, header)):
+        for batch in pacsv.open_csv(path, **_arrow_options(header, header, sep)):
             yield _frame(batch, header)
     except (pa.ArrowException, UnicodeDecodeError) as exc:
         raise _Refused from exc
+
+
+def each_block(path: Path, visit: Callable[[Iterator[pd.DataFrame]], T], sep: str = ",") -> T:
+    """``visit(blocks)``, where ``blocks`` are the rows of the CSV ``path`` a block at a time, as
+    exact strings: read by Arrow, and read again from the start by pandas where Arrow refuses
+    the file part way through (so ``visit`` starts afresh on each call: it opens its outputs for
+    writing and counts from zero)."""
+    for arrow in (True, False):
+        try:
+            return visit(_blocks(path, arrow, sep))
+        except _Refused:
+            continue
+    raise AssertionError("pandas reads every file Arrow refuses")
+
+
+def _changed(source: Path) -> TaskError:
+    return TaskError(f"{source} changed while it was read", "start the run again")
 
 
 def write_rows(source: Path, keep: np.ndarray, dest: Path | None, take: np.ndarray | None = None) -> pd.DataFrame:
     """Write the rows of the CSV ``source`` where ``keep`` holds to ``dest`` (None: nowhere), as
     ``write_csv_exact`` would write them, a block at a time (so a file of any length costs the
     memory of a block); return the rows where ``take`` holds, as exact strings."""
-    for arrow in (True, False):
+
+    def visit(blocks: Iterator[pd.DataFrame]) -> pd.DataFrame:
         taken: list[pd.DataFrame] = []
-        try:
-            with open(os.devnull if dest is None else dest, "wb") as out:
-                start = 0
-                for block in _blocks(source, arrow):
-                    end = start + len(block)
-                    if end > len(keep):
-                        raise TaskError(f"{source} changed while it was read", "start the run again")
-                    if dest is not None:
-                        _append(select_rows(block, keep[start:end]), out, header=start == 0)
-                    if take is not None:
-                        taken.append(select_rows(block, take[start:end]))
-                    start = end
-                if start == 0:  # no rows: the header alone
-                    out.write(pd.read_csv(source, dtype=str, nrows=0, index_col=False).to_csv(index=False).encode())
-        except _Refused:
-            continue
+        with open(os.devnull if dest is None else dest, "wb") as out:
+            start, began = 0, False
+            for block in blocks:
+                end = start + len(block)
+                if end > len(keep):
+                    raise _changed(source)
+                if dest is not None:
+                    _append(select_rows(block, keep[start:end]), out, header=not began)
+                if take is not None:
+                    taken.append(select_rows(block, take[start:end]))
+                start, began = end, True
+            if not began:  # no rows: the header alone
+                out.write(pd.read_csv(source, dtype=str, nrows=0, index_col=False).to_csv(index=False).encode())
         if start != len(keep):
-            raise TaskError(f"{source} changed while it was read", "start the run again")
+            raise _changed(source)
         if not taken:
             return pd.read_csv(source, dtype=str, nrows=0, index_col=False)
         return pd.concat(taken, ignore_index=True)
-    raise AssertionError("pandas reads every file Arrow refuses")
+
+    return each_block(source, visit)
+
+
+@dataclass
+class RowsOut:
+    """A file ``split_rows`` writes: the source's rows where ``rows`` holds (None: every row),
+    less the columns ``drop``; ``take`` names the columns of those rows it returns."""
+
+    dest: Path
+    rows: np.ndarray | None = None
+    drop: tuple[str, ...] = ()
+    take: tuple[str, ...] = ()
+
+
+def split_rows(
+    source: Path, outputs: Sequence[RowsOut], sep: str = ",", numbers: tuple[str, int] | None = None
+) -> list[pd.DataFrame]:
+    """Write each of ``outputs`` from the CSV ``source`` (separated by ``sep``) a block at a
+    time, as ``write_csv_exact`` writes a frame, so that a file of any length costs the memory
+    of a block and the columns taken; return each output's ``take`` columns. ``numbers``:
+    (name, first): each written row gets a first column ``name`` holding its number, counted
+    from ``first`` over the rows written to any output, in the file's order."""
+    import pyarrow as pa
+
+    def visit(blocks: Iterator[pd.DataFrame]) -> list[pd.DataFrame]:
+        taken: list[list[pd.DataFrame]] = [[] for _ in outputs]
+        with ExitStack() as stack:
+            files = [stack.enter_context(open(output.dest, "wb")) for output in outputs]
+            start, numbered, began = 0, 0, False
+            for block in blocks:
+                end = start + len(block)
+                chosen = [_rows_of(output.rows, start, end, source) for output in outputs]
+                if numbers is not None:
+                    written = np.logical_or.reduce(chosen) if chosen else np.zeros(len(block), dtype=bool)
+                    values = np.zeros(len(block), dtype=np.int64)
+                    values[written] = numbers[1] + numbered + np.arange(int(written.sum()))
+                    numbered += int(written.sum())
+                    block.insert(0, numbers[0], pd.arrays.ArrowStringArray(pa.array(values).cast(pa.string())))
+                for output, rows, out, kept in zip(outputs, chosen, files, taken, strict=True):
+                    part = select_rows(block, rows)
+                    if output.take:
+                        kept.append(part[list(output.take)])
+                    _append(part.drop(columns=list(output.drop)), out, header=not began)
+                start, began = end, True
+            for output, out in zip(outputs, files, strict=True):
+                if output.rows is not None and start != len(output.rows):
+                    raise _changed(source)
+                if not began:  # no rows: the header alone
+                    header = pd.read_csv(source, dtype=str, nrows=0, index_col=False, sep=sep)
+                    if numbers is not None:
+                        header.insert(0, numbers[0], pd.Series([], dtype=str))
+                    out.write(header.drop(columns=list(output.drop)).to_csv(index=False).encode())
+        return [
+            pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=list(output.take))
+            for output, kept in zip(outputs, taken, strict=True)
+        ]
+
+    return each_block(source, visit, sep)
+
+
+def _rows_of(rows: np.ndarray | None, start: int, end: int, source: Path) -> np.ndarray:
+    """The part of a mask over a file's rows that covers the block ``start:end``."""
+    if rows is None:
+        return np.ones(end - start, dtype=bool)
+    if end > len(rows):
+        raise _changed(source)
+    return np.asarray(rows[start:end], dtype=bool)
 
 
 def append_rows(frame: pd.DataFrame, path: Path) -> None:
