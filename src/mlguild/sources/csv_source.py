@@ -16,14 +16,15 @@ from ..core.errors import TaskError
 from ..core.suggest import closest, did_you_mean, listing
 from ..metrics import get_metric
 from ..task.folder import TaskSpec
-from ..task.time_order import PROBE_ROWS, date_columns, infer_time_column
+from ..task.time_order import date_columns, infer_time_column
 from ..util.exact_csv import RowsOut, read_csv_exact, select_rows, split_rows
+from ..util.frames import mean_lengths
 from .columns import default_metric, id_candidates, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking
-from .csv_scan import scan_csv
 from .layout import finish_task, prepare_dest, test_rows, test_rows_by_time
 
 _TEXT_MEAN_LENGTH = 30
+_SAMPLE_ROWS = 20_000  # the file's first rows, which tell the columns of dates and of text
 
 
 SEPARATORS = (",", ";", "\t", "|")
@@ -120,13 +121,14 @@ def build_from_csv(
     is inferred when none is named (see ``mlguild.task.time_order``); ``say`` hears each decision
     about time.
 
-    The files are read a block at a time (a grouped ranking's whole): once for the columns the
-    decisions need and the columns' text lengths, once to write the task's train and test files,
-    so a table of ten million rows never sits in memory whole."""
+    A table of ten million rows never sits in memory whole (a grouped ranking's does): the
+    decisions read the columns they need (the target, the columns named like ids, the dates) and
+    the file's first rows (which columns are dates, which text), and the task's train and test
+    files are written a block at a time."""
     if not target:
         raise TaskError("which column is the target?", f"add --target COLUMN (columns: see the header of {train_path})")
     train_path = Path(train_path)
-    head, sep = _head(train_path, "train", PROBE_ROWS)
+    head, sep = _head(train_path, "train", _SAMPLE_ROWS)
     header = [str(c) for c in head.columns]
     if target not in header:
         guess = closest(target, header)
@@ -156,11 +158,11 @@ def build_from_csv(
     keep = list(dict.fromkeys([target, *id_candidates(header, target), *([id_column] if id_column else []), *dates]))
     if time_column is not None:
         keep = list(dict.fromkeys([*keep, time_column]))
-    scan = scan_csv(train_path, sep, keep, target)
-    labelled = (scan.columns[target] != "").to_numpy(dtype=bool)
+    columns = read_csv_exact(train_path, sep, usecols=keep)  # every row of these alone
+    labelled = (columns[target] != "").to_numpy(dtype=bool)
     if not labelled.any():
         raise TaskError(f"target column {target!r} is empty", "pass the right --target")
-    decided = scan.columns if labelled.all() else select_rows(scan.columns, labelled)
+    decided = columns if labelled.all() else select_rows(columns, labelled)
 
     numbered = None  # the name of the row-number column added as the id, where no column is one
     id_column = id_column or infer_id_column(decided, target)
@@ -217,7 +219,9 @@ def build_from_csv(
         spec_kwargs["submission_columns"] = [id_column, target]
     if task_type == "binary" and prediction in ("probability", "label"):
         spec_kwargs["positive_label"] = positive_label(decided[target])
-    text_cols = [c for c in header if c not in (target, id_column) and scan.lengths[c] >= _TEXT_MEAN_LENGTH]
+    sample = head[(head[target] != "").to_numpy(dtype=bool)]  # the first labelled rows
+    lengths = mean_lengths(sample, [c for c in sample.columns if c not in (target, id_column)])
+    text_cols = [str(c) for c, length in lengths.items() if length >= _TEXT_MEAN_LENGTH]
     if text_cols:
         spec_kwargs.update(text_columns=text_cols, modality="text")
     try:

@@ -23,7 +23,7 @@ from .column_parsers import as_text, parse_datetime
 
 # Column names that say "time" win when several columns qualify (a record's creation date
 # over, say, a birth date that happens to be ordered too).
-PROBE_ROWS = 2000  # rows of a column looked at before all of it is parsed
+_PROBE = 2000  # rows of a column looked at before all of it is parsed
 _TIME_WORDS = ("date", "time", "day", "month", "week", "year", "stamp", "period")
 
 
@@ -94,7 +94,7 @@ def time_orders(train: pd.DataFrame, test: pd.DataFrame, skip: list[str] | tuple
     """Every column of both frames in which the test rows come after the train rows in time
     (the train rows spanning more than one time), names that say "time" first."""
     found = []
-    head = train.head(PROBE_ROWS)
+    head = train.head(_PROBE)
     for column in _not_numbers(head, [c for c in train.columns if c not in skip and c in test.columns]):
         # A sample rules most columns out cheaply: parsing every value of every column of a
         # large table would cost more than the rest of a run's creation.
@@ -114,7 +114,7 @@ def time_orders_of_files(train_path: Path, test_path: Path, skip: list[str] | tu
     """``time_orders`` of two CSV files, reading only the columns that can be times (a sample
     of the train file tells which) in full."""
     try:
-        head = pd.read_csv(train_path, dtype=str, keep_default_na=False, nrows=PROBE_ROWS)
+        head = pd.read_csv(train_path, dtype=str, keep_default_na=False, nrows=_PROBE)
         test_head = pd.read_csv(test_path, dtype=str, keep_default_na=False, nrows=0)
         columns = [c for c in head.columns if c not in skip and c in test_head.columns]
         candidates = [c for c in _not_numbers(head, columns) if parse_times(head[c]) is not None]
@@ -154,7 +154,7 @@ def _decision(orders: list[TimeOrder]) -> tuple[str | None, list[str]]:
 
 def date_columns(frame: pd.DataFrame, skip: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Columns holding a date or time in every row (judged on a sample)."""
-    head = frame.head(PROBE_ROWS)
+    head = frame.head(_PROBE)
     columns = _not_numbers(head, [c for c in frame.columns if c not in skip])
     return [str(c) for c in columns if parse_times(head[c]) is not None]
 

@@ -12,22 +12,10 @@ _BLOCK_CELLS = 2_000_000  # cells handled at once: bounds the memory of a wide, 
 def mean_lengths(frame: pd.DataFrame, columns: list) -> dict:
     """The mean length of the present (non-missing) values of each of ``columns`` (NaN for a
     column with none), as ``frame[c].str.len().mean()`` would say it."""
-    return {name: means_of(total) for name, total in length_totals(frame, columns).items()}
-
-
-def means_of(total: tuple[float, int]) -> float:
-    """A (sum of lengths, count of values) pair as a mean length (NaN for no values)."""
-    return total[0] / total[1] if total[1] else float("nan")
-
-
-def length_totals(frame: pd.DataFrame, columns: list) -> dict:
-    """(the summed length of the present values, their count) for each of ``columns``: the
-    totals of several blocks of rows add up to the whole table's."""
     found: dict = {}
     arrow = [c for c in columns if _arrow_text(frame[c])]  # Arrow measures its own strings at once
     for name in arrow:
-        lengths = frame[name].str.len()
-        found[name] = (float(lengths.sum()), int(lengths.notna().sum()))
+        found[name] = float(frame[name].str.len().mean()) if frame[name].notna().any() else float("nan")
     columns = [c for c in columns if c not in set(arrow)]
     step = max(1, _BLOCK_CELLS // max(1, len(frame)))
     for start in range(0, len(columns), step):
@@ -37,7 +25,8 @@ def length_totals(frame: pd.DataFrame, columns: list) -> dict:
         lengths = lengths.reshape(cells.shape)
         counts = (~np.isnan(lengths)).sum(axis=0)
         sums = np.nansum(lengths, axis=0)
-        found.update(zip(names, zip(sums.tolist(), counts.tolist(), strict=True), strict=True))
+        means = np.divide(sums, counts, out=np.full(len(names), np.nan), where=counts > 0)
+        found.update(zip(names, means.tolist(), strict=True))
     return found
 
 
