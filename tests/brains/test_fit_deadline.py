@@ -43,3 +43,46 @@ def test_a_model_without_a_deadline_does_not_say_it_stops_in_time(table):
     done = table.run(draft_of(table, "linear").code, "linear", budget=120)
     said = fit_record(table.root / "nodes" / "linear" / "output", 120.0)
     assert done.returncode == 0 and said["fit_folds"] >= 1 and "fits_by_deadline" not in said
+
+
+class _FakeClock:
+    """A clock that moves only when trees grow: one second a tree."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+
+def test_histogram_boosting_fills_the_time_before_its_deadline_with_trees():
+    # scikit-learn grows the trees in warm-start rounds; the last round takes the trees the time
+    # left holds, so a deadline at 100 s of one-second trees ends near 100 trees, not at the 64
+    # a doubling round would stop at (the next doubling passing the deadline).
+    from mlguild.brains.recipes.render import _environment
+
+    code = (
+        _environment()
+        .get_template("models/hist_gb.py.j2")
+        .render(params={"max_iter": 1000, "learning_rate": 0.1}, classification=True)
+    )
+    clock, fits = _FakeClock(), []
+
+    class Model:
+        def __init__(self, **params):
+            self.params, self.n_iter_ = params, 0
+
+        def set_params(self, **params):
+            self.params.update(params)
+
+        def fit(self, x, y):
+            clock.now += self.params["max_iter"] - self.n_iter_
+            self.n_iter_ = self.params["max_iter"]
+            fits.append(self.n_iter_)
+
+    scope = {"np": np, "time": clock, "SEED": 0, "X_holdout": np.zeros((0, 1)), "X_test": np.zeros((0, 1))}
+    exec(code, scope)
+    scope.update(HistGradientBoostingClassifier=Model, fit_deadline=lambda fit_rows, predict_rows: 100.0)
+    model = scope["fit_model"](np.zeros((400, 1)), np.array([0, 1] * 200), np.zeros((10, 1)), None)
+    assert fits[0] == 32 and fits[1] == 64  # a round at most doubles the trees
+    assert 90 <= model.n_iter_ <= 100 and clock.now <= 100, fits
