@@ -364,8 +364,14 @@ of sensor columns each (predict-volcanic-eruptions-ingv-oe) or a NumPy array in 
 by the id's first character (seti-breakthrough-listen) are array files (see
 [images, text and sound](images-text-audio.md)).
 
+Three metrics were registered from these graders' own definitions: the word-level Jaccard score
+of an extracted phrase (`jaccard_words`: tweet-sentiment-extraction, chaii), IceCube's mean
+angular error of a direction given as azimuth and zenith (`angular_distance`) and RSNA's
+probabilistic F1 (`pf1`). A `jaccard_words` target is free text: any text is a valid
+prediction, an empty one included.
+
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Jaccard, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
+Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
 packed in 7z archives (the refusal says to unpack them; zip and tar archives are read as if
 unpacked); the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each

@@ -240,6 +240,12 @@ def test_unsupported_tasks_are_refused_clearly(churn):
     ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
     with pytest.raises(MoveUnavailable, match="one submission column per target"):
         RecipeBrain().propose(Action("draft"), ctx)
+    # a phrase the model writes (a word-level Jaccard score) is not one of a set of classes
+    task = {**churn.task, "metric": "jaccard_words", "task_type": "multiclass"}
+    ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
+    with pytest.raises(MoveUnavailable, match="no recipes for free-text predictions") as refused:
+        RecipeBrain().propose(Action("draft"), ctx)
+    assert "writes its own code" in refused.value.fix
 
 
 # ------------------------------------------------------------------ drafts, run for real

@@ -36,17 +36,20 @@ from mlguild.metrics.functions import (
     _rmsle_1d,
     _roc_auc_1d,
     accuracy,
+    angular_distance,
     error_rate,
     f1,
     f1_macro,
     f1_sets,
     f1_sets_mean,
     gauc,
+    jaccard_words,
     kl_divergence,
     logloss,
     mcc,
     multilabel_f1_macro,
     multilabel_f1_micro,
+    pf1,
     qwk,
 )
 from mlguild.metrics.ranking import map_at_k, ndcg_at_k
@@ -89,6 +92,9 @@ class Metric:
     perfect: float | None = None
     """The best value the metric can take; None means 1 when maximized, 0 when minimized
     (true of every metric registered here). Reaching it on a holdout is flagged as a possible leak."""
+    free_text: bool = False
+    """A ``label`` metric whose predictions are free text (an extracted phrase), not classes:
+    any text is a valid prediction, an empty one included."""
 
     def __post_init__(self) -> None:
         if self.direction not in ("maximize", "minimize"):
@@ -222,6 +228,28 @@ METRICS: dict[str, Metric] = {
             "mean over rows of the F1 between each row's predicted and true label sets (Kaggle's Mean F1)",
         ),
         _m(
+            "jaccard_words",
+            "maximize",
+            "label",
+            jaccard_words,
+            "mean over rows of the Jaccard similarity of the lower-cased words of the predicted and true texts",
+            free_text=True,
+        ),
+        _m(
+            "angular_distance",
+            "minimize",
+            "value",
+            angular_distance,
+            "mean angle in radians between true and predicted directions (two target columns: azimuth, zenith)",
+        ),
+        _m(
+            "pf1",
+            "maximize",
+            "probability",
+            pf1,
+            "probabilistic F1: precision and recall counting each row's probability (clipped to [0, 1])",
+        ),
+        _m(
             "gauc",
             "maximize",
             "value",
@@ -276,6 +304,9 @@ ALIASES: dict[str, str] = {
     "matthews": "mcc", "matthews_corrcoef": "mcc", "matthews_correlation": "mcc", "phi": "mcc",
     "f1_label_sets": "f1_sets", "label_set_f1": "f1_sets", "micro_f1_sets": "f1_sets", "f1_sets_micro": "f1_sets",
     "mean_f1_sets": "f1_sets_mean", "kaggle_mean_f1": "f1_sets_mean",
+    "jaccard": "jaccard_words", "word_jaccard": "jaccard_words", "mean_jaccard": "jaccard_words",
+    "angular_error": "angular_distance", "mean_angular_error": "angular_distance",
+    "probabilistic_f1": "pf1", "pfbeta": "pf1",
 }  # fmt: skip
 
 # The one-column metric each several-column metric averages (what a script can compute per

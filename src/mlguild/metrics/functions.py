@@ -296,3 +296,45 @@ def qwk(y_true: Any, y_pred: Any) -> float:
     if denom == 0:  # a single category everywhere: kappa is 0/0, as in sklearn
         return math.nan
     return float(1 - np.sum(w * observed) / denom)
+
+
+def jaccard_words(y_true: Any, y_pred: Any) -> float:
+    """The mean over rows of the Jaccard similarity of each row's words: the lower-cased,
+    whitespace-separated words of the prediction and of the truth as two sets, |P & T| / |P | T|
+    (the word-level Jaccard score of tweet-sentiment-extraction and chaii). A row where neither
+    text has a word scores 0, as scikit-learn's samples-averaged Jaccard scores it."""
+    truth = [set(str(text).lower().split()) for text in y_true]
+    pred = [set(str(text).lower().split()) for text in y_pred]
+    check_len(truth, pred)
+    scores = [len(t & p) / len(t | p) if t | p else 0.0 for t, p in zip(truth, pred, strict=True)]
+    return float(np.mean(scores)) if scores else 0.0
+
+
+def angular_distance(y_true: Any, y_pred: Any) -> float:
+    """The mean angle, in radians, between each row's true and predicted directions, each given
+    as two columns, azimuth then zenith, in radians (IceCube's mean angular error): the arc
+    cosine of the two unit vectors' scalar product, clipped to [-1, 1]."""
+    t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+    if t.ndim != 2 or t.shape != p.shape or t.shape[1] != 2:
+        raise ValueError(
+            f"angular_distance needs (n, 2) truth and predictions (azimuth, zenith), got {t.shape}, {p.shape}"
+        )
+    (az1, zen1), (az2, zen2) = t.T, p.T
+    cosine = np.sin(zen1) * np.sin(zen2) * np.cos(az1 - az2) + np.cos(zen1) * np.cos(zen2)
+    return float(np.mean(np.arccos(np.clip(cosine, -1.0, 1.0))))
+
+
+def pf1(y_true: Any, y_score: Any) -> float:
+    """Probabilistic F1 (the RSNA breast cancer competition's pF1): precision and recall with
+    each row's probability, clipped to [0, 1], counted as its share of a positive prediction;
+    0 when either is 0. Undefined (ValueError) when the truth holds no positive."""
+    t = np.asarray(y_true).astype(bool)
+    p = np.clip(np.asarray(y_score, dtype=np.float64), 0.0, 1.0)
+    check_len(t, p)
+    if not t.any():
+        raise ValueError("pf1 is undefined: y_true has no positive")
+    true_positive, false_positive = float(p[t].sum()), float(p[~t].sum())
+    predicted = true_positive + false_positive
+    precision = true_positive / predicted if predicted else 0.0
+    recall = true_positive / float(t.sum())
+    return 2 * precision * recall / (precision + recall) if precision > 0 and recall > 0 else 0.0

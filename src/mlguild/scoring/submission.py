@@ -341,6 +341,8 @@ def predictions(
     kind = metric.prediction
     if kind in ("ranked_list", "label_set"):  # space-separated tokens; an empty list is allowed (scores 0)
         return [_ranked_lists(sub, c, id_column, ranked=kind == "ranked_list") for c in columns]
+    if kind == "label" and metric.free_text:  # any text, an empty one too
+        return [sub[c].to_numpy() for c in columns]
     if kind == "label":
         return [_labels(sub, c, id_column, metric.truth == "integer", known) for c in columns]
     unit = kind in ("probability", "class_probabilities")

@@ -292,6 +292,12 @@ def infer_task(
             f"the one target {targets[0]!r}",
             f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
         )
+    if metric == "angular_distance" and len(targets) != 2:
+        raise TaskError(
+            f"the metric angular_distance scores a direction given by two target columns (azimuth, zenith), "
+            f"but the task has {len(targets)}: {targets}",
+            f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
+        )
     kind = get_metric(metric).prediction
     if kind == "label_set" and task_type != "multiclass":  # a set of classes a row, however many
         task_type = "multiclass"

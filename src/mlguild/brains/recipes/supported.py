@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.errors import MoveUnavailable
+from ...metrics import get_metric
 from .ranking import ranking_supported
 from .render import prediction_kind
 
@@ -16,6 +17,12 @@ def check_supported(task: dict[str, Any]) -> None:
     fix = "use a brain that writes its own code for this task (not --brain recipes)"
     if task["task_type"] == "ranking" and not ranking_supported(task):
         raise MoveUnavailable("the recipe brain has no recipes for this ranking task", fix)
+    if get_metric(task["metric"]).free_text:  # its templates predict classes, not a phrase of the inputs
+        raise MoveUnavailable(
+            f"the recipe brain has no recipes for free-text predictions (the metric {task['metric']} scores "
+            "text the model writes, not classes)",
+            fix,
+        )
     if len(task["target_columns"]) != 1:
         _check_several_targets(task, fix)
         return

@@ -1,0 +1,107 @@
+"""Metrics registered from competitions' own definitions (MLE-bench's graders): the word-level
+Jaccard score, IceCube's mean angular error and RSNA's probabilistic F1, each against the
+definition written out as the grader writes it, and scored by the Scorer from real files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import jaccard_score
+from sklearn.preprocessing import MultiLabelBinarizer
+
+from mlguild.metrics import get_metric
+from mlguild.scoring.scorer import Scorer
+from mlguild.scoring.submission import load_answers
+from mlguild.task.folder import TaskSpec
+
+RNG = np.random.default_rng(3)
+WORDS = "the a good bad day night very not so It's".split()
+
+
+def _texts(n: int) -> list[str]:
+    return [" ".join(RNG.choice(WORDS, size=RNG.integers(1, 6))) for _ in range(n)]
+
+
+def test_word_jaccard_is_the_samples_averaged_jaccard_of_lower_cased_word_sets():
+    truth, guess = _texts(60), _texts(60)
+    guess[:10] = [t.upper() for t in truth[:10]]  # case does not count
+    sets_true = [set(t.lower().split()) for t in truth]
+    sets_pred = [set(p.lower().split()) for p in guess]
+    binarizer = MultiLabelBinarizer(classes=sorted(set().union(*sets_true, *sets_pred)))
+    expected = jaccard_score(binarizer.fit_transform(sets_true), binarizer.transform(sets_pred), average="samples")
+    assert get_metric("jaccard_words")(truth, guess) == pytest.approx(expected)
+    assert get_metric("jaccard_words")(["Good day", "bad"], ["good DAY sir", "bad"]) == pytest.approx((2 / 3 + 1) / 2)
+    assert get_metric("jaccard_words")([""], [""]) == 0.0  # no word on either side
+
+
+def _angular_reference(az_true, zen_true, az_pred, zen_pred):
+    """The grader's formula: both directions as unit vectors, the arc cosine of their product."""
+    scalar = np.sin(zen_true) * np.sin(zen_pred) * (
+        np.cos(az_true) * np.cos(az_pred) + np.sin(az_true) * np.sin(az_pred)
+    ) + np.cos(zen_true) * np.cos(zen_pred)
+    return float(np.mean(np.abs(np.arccos(np.clip(scalar, -1, 1)))))
+
+
+def test_angular_distance_is_the_mean_angle_between_the_directions():
+    truth = np.column_stack([RNG.uniform(0, 2 * np.pi, 100), RNG.uniform(0, np.pi, 100)])
+    guess = truth + RNG.normal(0, 0.3, truth.shape)
+    metric = get_metric("angular_distance")
+    assert metric(truth, guess) == pytest.approx(_angular_reference(*truth.T, *guess.T))
+    assert metric(truth, truth) == pytest.approx(0.0, abs=1e-7)
+    opposite = np.array([[0.0, 0.0]]), np.array([[1.0, np.pi]])  # the pole and the other pole
+    assert metric(*opposite) == pytest.approx(np.pi)
+    with pytest.raises(ValueError, match="azimuth, zenith"):
+        metric(truth[:, :1], guess[:, :1])
+
+
+def _pfbeta_reference(labels, predictions):
+    true_count = tp = fp = 0.0
+    for label, prediction in zip(labels, predictions, strict=True):
+        prediction = min(max(prediction, 0), 1)
+        if label:
+            true_count += 1
+            tp += prediction
+        else:
+            fp += prediction
+    precision, recall = tp / (tp + fp), tp / true_count
+    return 2 * precision * recall / (precision + recall) if precision > 0 and recall > 0 else 0
+
+
+def test_probabilistic_f1_counts_each_probability_as_a_share_of_a_positive():
+    labels = (RNG.random(200) < 0.1).astype(int)
+    predictions = np.clip(labels * 0.4 + RNG.random(200) * 0.5 - 0.05, -0.1, 1.1)  # some outside [0, 1]
+    metric = get_metric("pf1")
+    assert metric(labels, predictions) == pytest.approx(_pfbeta_reference(labels, predictions))
+    assert metric(np.array([1, 0]), np.array([0.0, 0.7])) == 0.0
+    with pytest.raises(ValueError, match="no positive"):
+        metric(np.zeros(5, dtype=int), np.full(5, 0.5))
+
+
+def test_the_scorer_scores_text_and_direction_submissions_from_files(tmp_path):
+    ids = [f"t{i}" for i in range(40)]
+    truth, guess = _texts(40), _texts(40)
+    pd.DataFrame({"textID": ids, "selected_text": truth}).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"textID": ids[::-1], "selected_text": guess[::-1]}).to_csv(tmp_path / "sub.csv", index=False)
+    spec = TaskSpec(
+        name="t", task_type="multiclass", metric="jaccard_words", id_column="textID",
+        target_columns=["selected_text"], submission_columns=["textID", "selected_text"],
+    )  # fmt: skip
+    scorer = Scorer(spec, answers=load_answers(tmp_path / "a.csv", "textID"))
+    assert scorer.score(tmp_path / "sub.csv").value == pytest.approx(get_metric("jaccard_words")(truth, guess))
+
+    directions = np.column_stack([RNG.uniform(0, 6, 40), RNG.uniform(0, 3, 40)])
+    predicted = directions + 0.2
+    pd.DataFrame({"event_id": ids, "azimuth": directions[:, 0], "zenith": directions[:, 1]}).to_csv(
+        tmp_path / "d.csv", index=False
+    )
+    pd.DataFrame({"event_id": ids, "azimuth": predicted[:, 0], "zenith": predicted[:, 1]}).to_csv(
+        tmp_path / "dsub.csv", index=False
+    )
+    spec = TaskSpec(
+        name="t", task_type="regression", metric="angular_distance", id_column="event_id",
+        target_columns=["azimuth", "zenith"], submission_columns=["event_id", "azimuth", "zenith"],
+    )  # fmt: skip
+    scorer = Scorer(spec, answers=load_answers(tmp_path / "d.csv", "event_id"))
+    expected = _angular_reference(*directions.T, *predicted.T)
+    assert scorer.score(tmp_path / "dsub.csv").value == pytest.approx(expected, rel=1e-6)
