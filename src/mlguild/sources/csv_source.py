@@ -289,14 +289,6 @@ def _write_tables(
     return split_rows(test_path, [test], test_sep, None if numbered is None else (numbered, first))[0]
 
 
-def row_numbers(first: int, n: int) -> pd.arrays.ArrowStringArray:
-    """``n`` row numbers from ``first``, as text in Arrow (ten million as Python strings took
-    600 MB)."""
-    import pyarrow as pa
-
-    return pd.arrays.ArrowStringArray(pa.array(np.arange(first, first + n, dtype=np.int64)).cast(pa.string()))
-
-
 def _quiet(line: str) -> None:
     """Say nothing (the default for library callers)."""
 
