@@ -8,7 +8,7 @@ where pandas' reader with ``dtype=str`` takes 11 s and 2 GB (a Python object per
 Arrow's reader refuses or reads differently from pandas (a row with missing fields, a header
 with empty or repeated names, bytes that are not UTF-8, an empty file) is read by pandas, as it
 always was, so the result and its errors do not depend on which reader ran. A file too large to
-hold is read a block at a time (``write_rows``, ``sample_rows``, ``count_rows``).
+hold is read a block at a time (``write_rows``, ``split_rows``, ``sample_rows``, ``count_rows``).
 """
 
 from __future__ import annotations
