@@ -41,22 +41,15 @@ def sniff_separator(path: Path) -> str:
 
 
 def _read(path: Path, what: str) -> pd.DataFrame:
-    if not path.exists():
-        raise TaskError(f"{what} file {path} does not exist", "check the path")
-    frame = read_csv_exact(path, sniff_separator(path))  # the task's own files are written with commas
-    if frame.empty:
-        raise TaskError(f"{what} file {path} has no data rows", "use a CSV with a header and data rows")
-    if len(frame.columns) < 2:
-        raise TaskError(
-            f"{what} file {path} has a single column {list(frame.columns)[:1]}; is it separated by ';' or tabs?",
-            "save it as a comma-separated CSV",
-        )
-    return frame
+    """A whole CSV as exact strings (a grouped ranking's, several targets'), after ``_head``'s
+    checks; the task's own files are written with commas."""
+    return _head(path, what, None)[0]
 
 
-def _head(path: Path, what: str, rows: int) -> tuple[pd.DataFrame, str]:
-    """The first ``rows`` rows of a CSV (exact strings) and its separator; a TaskError naming
-    the fix for a missing file, one with no data rows, or one whose rows are a single column."""
+def _head(path: Path, what: str, rows: int | None) -> tuple[pd.DataFrame, str]:
+    """The first ``rows`` rows of a CSV (None: all) as exact strings, and its separator; a
+    TaskError naming the fix for a missing file, one with no data rows, or one whose rows are a
+    single column."""
     if not path.exists():
         raise TaskError(f"{what} file {path} does not exist", "check the path")
     sep = sniff_separator(path)
