@@ -105,3 +105,16 @@ def test_the_scorer_scores_text_and_direction_submissions_from_files(tmp_path):
     scorer = Scorer(spec, answers=load_answers(tmp_path / "d.csv", "event_id"))
     expected = _angular_reference(*directions.T, *predicted.T)
     assert scorer.score(tmp_path / "dsub.csv").value == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_metric_over_a_number_of_targets_refuses_a_task_of_another():
+    from mlguild.core.errors import TaskError
+    from mlguild.sources.metric_checks import refuse_target_count
+
+    refuse_target_count("angular_distance", ["azimuth", "zenith"], "comp")
+    refuse_target_count("kl_divergence", ["a", "b", "c"], "comp")
+    refuse_target_count("rmse", ["y"], "comp")
+    for metric, targets in (("angular_distance", ["zenith"]), ("kl_divergence", ["votes"])):
+        with pytest.raises(TaskError, match=f"the metric {metric} .* the task has 1") as refused:
+            refuse_target_count(metric, targets, "comp")
+        assert "--metric NAME" in refused.value.fix

@@ -17,7 +17,8 @@ from ..core.suggest import closest, did_you_mean, listing
 from ..metrics import get_metric
 from ..task.folder import TaskSpec
 from ..task.time_order import date_columns, infer_time_column
-from ..util.exact_csv import RowsOut, read_csv_exact, select_rows, split_rows
+from ..util.csv_split import RowsOut, split_rows
+from ..util.exact_csv import read_csv_exact, select_rows
 from ..util.frames import mean_lengths
 from .columns import default_metric, id_candidates, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking

@@ -40,7 +40,7 @@ from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import label_set_metric, refuse_one_hot_logloss, refuse_unregistered
+from .metric_checks import label_set_metric, refuse_one_hot_logloss, refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
 from .shapes import (
     key_shape,
@@ -286,18 +286,7 @@ def infer_task(
         if len(targets) > 1:
             metric = several_targets_metric(metric)
         notes.append(f"metric {metric}: {said}")
-    if metric == "kl_divergence" and len(targets) < 2:
-        raise TaskError(
-            f"the metric kl_divergence compares distributions over several target columns, but the task has "
-            f"the one target {targets[0]!r}",
-            f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
-        )
-    if metric == "angular_distance" and len(targets) != 2:
-        raise TaskError(
-            f"the metric angular_distance scores a direction given by two target columns (azimuth, zenith), "
-            f"but the task has {len(targets)}: {targets}",
-            f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
-        )
+    refuse_target_count(metric, targets, folder)
     kind = get_metric(metric).prediction
     if kind == "label_set" and task_type != "multiclass":  # a set of classes a row, however many
         task_type = "multiclass"

@@ -123,3 +123,19 @@ def label_set_metric(train: pd.DataFrame, targets: list[str], metric: str) -> st
             "or write task.yaml with one 0/1 column per label as the targets (see docs/guides/task-folders.md)",
         )
     return None
+
+
+# Metrics defined over a number of target columns: (what the number must be, what they score).
+_TARGET_COUNTS = {
+    "kl_divergence": (lambda n: n >= 2, "compares distributions over several target columns"),
+    "angular_distance": (lambda n: n == 2, "scores a direction given by two target columns (azimuth, zenith)"),
+}
+
+
+def refuse_target_count(metric: str, targets: list[str], folder: object) -> None:
+    """TaskError when ``metric`` cannot score a task of these target columns."""
+    if metric in _TARGET_COUNTS and not _TARGET_COUNTS[metric][0](len(targets)):
+        raise TaskError(
+            f"the metric {metric} {_TARGET_COUNTS[metric][1]}, but the task has {len(targets)}: {targets}",
+            f"pass the metric to optimise instead: mlguild run {folder} --metric NAME",
+        )

@@ -8,7 +8,7 @@ where pandas' reader with ``dtype=str`` takes 11 s and 2 GB (a Python object per
 Arrow's reader refuses or reads differently from pandas (a row with missing fields, a header
 with empty or repeated names, bytes that are not UTF-8, an empty file) is read by pandas, as it
 always was, so the result and its errors do not depend on which reader ran. A file too large to
-hold is read a block at a time (``write_rows``, ``split_rows``, ``sample_rows``, ``count_rows``).
+hold is read a block at a time (``write_rows``, ``sample_rows``, ``count_rows``; ``csv_split``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -186,7 +185,8 @@ def each_block(path: Path, visit: Callable[[Iterator[pd.DataFrame]], T], sep: st
     raise AssertionError("pandas reads every file Arrow refuses")
 
 
-def _changed(source: Path) -> TaskError:
+def changed_while_read(source: Path) -> TaskError:
+    """The error for a file whose rows changed while it was read a block at a time."""
     return TaskError(f"{source} changed while it was read", "start the run again")
 
 
@@ -202,16 +202,16 @@ def write_rows(source: Path, keep: np.ndarray, dest: Path | None, take: np.ndarr
             for block in blocks:
                 end = start + len(block)
                 if end > len(keep):
-                    raise _changed(source)
+                    raise changed_while_read(source)
                 if dest is not None:
-                    _append(select_rows(block, keep[start:end]), out, header=not began)
+                    append_block(select_rows(block, keep[start:end]), out, header=not began)
                 if take is not None:
                     taken.append(select_rows(block, take[start:end]))
                 start, began = end, True
             if not began:  # no rows: the header alone
                 out.write(pd.read_csv(source, dtype=str, nrows=0, index_col=False).to_csv(index=False).encode())
         if start != len(keep):
-            raise _changed(source)
+            raise changed_while_read(source)
         if not taken:
             return pd.read_csv(source, dtype=str, nrows=0, index_col=False)
         return pd.concat(taken, ignore_index=True)
@@ -219,81 +219,17 @@ def write_rows(source: Path, keep: np.ndarray, dest: Path | None, take: np.ndarr
     return each_block(source, visit)
 
 
-@dataclass
-class RowsOut:
-    """A file ``split_rows`` writes: the source's rows where ``rows`` holds (None: every row),
-    less the columns ``drop``; ``take`` names the columns of those rows it returns."""
-
-    dest: Path
-    rows: np.ndarray | None = None
-    drop: tuple[str, ...] = ()
-    take: tuple[str, ...] = ()
-
-
-def split_rows(
-    source: Path, outputs: Sequence[RowsOut], sep: str = ",", numbers: tuple[str, int] | None = None
-) -> list[pd.DataFrame]:
-    """Write each of ``outputs`` from the CSV ``source`` (separated by ``sep``) a block at a
-    time, as ``write_csv_exact`` writes a frame, so that a file of any length costs the memory
-    of a block and the columns taken; return each output's ``take`` columns. ``numbers``:
-    (name, first): each written row gets a first column ``name`` holding its number, counted
-    from ``first`` over the rows written to any output, in the file's order."""
-    import pyarrow as pa
-
-    def visit(blocks: Iterator[pd.DataFrame]) -> list[pd.DataFrame]:
-        taken: list[list[pd.DataFrame]] = [[] for _ in outputs]
-        with ExitStack() as stack:
-            files = [stack.enter_context(open(output.dest, "wb")) for output in outputs]
-            start, numbered, began = 0, 0, False
-            for block in blocks:
-                end = start + len(block)
-                chosen = [_rows_of(output.rows, start, end, source) for output in outputs]
-                if numbers is not None:
-                    written = np.logical_or.reduce(chosen) if chosen else np.zeros(len(block), dtype=bool)
-                    values = np.zeros(len(block), dtype=np.int64)
-                    values[written] = numbers[1] + numbered + np.arange(int(written.sum()))
-                    numbered += int(written.sum())
-                    block.insert(0, numbers[0], pd.arrays.ArrowStringArray(pa.array(values).cast(pa.string())))
-                for output, rows, out, kept in zip(outputs, chosen, files, taken, strict=True):
-                    part = select_rows(block, rows)
-                    if output.take:
-                        kept.append(part[list(output.take)])
-                    _append(part.drop(columns=list(output.drop)), out, header=not began)
-                start, began = end, True
-            for output, out in zip(outputs, files, strict=True):
-                if output.rows is not None and start != len(output.rows):
-                    raise _changed(source)
-                if not began:  # no rows: the header alone
-                    header = pd.read_csv(source, dtype=str, nrows=0, index_col=False, sep=sep)
-                    if numbers is not None:
-                        header.insert(0, numbers[0], pd.Series([], dtype=str))
-                    out.write(header.drop(columns=list(output.drop)).to_csv(index=False).encode())
-        return [
-            pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=list(output.take))
-            for output, kept in zip(outputs, taken, strict=True)
-        ]
-
-    return each_block(source, visit, sep)
-
-
-def _rows_of(rows: np.ndarray | None, start: int, end: int, source: Path) -> np.ndarray:
-    """The part of a mask over a file's rows that covers the block ``start:end``."""
-    if rows is None:
-        return np.ones(end - start, dtype=bool)
-    if end > len(rows):
-        raise _changed(source)
-    return np.asarray(rows[start:end], dtype=bool)
-
-
 def append_rows(frame: pd.DataFrame, path: Path) -> None:
     """Add the rows of ``frame`` to the end of the CSV ``path`` (no header), as
     ``write_csv_exact`` writes rows; ``frame`` has the file's columns, in its order."""
     with open(path, "ab") as out:
         if len(frame):
-            _append(frame, out, header=False)
+            append_block(frame, out, header=False)
 
 
-def _append(block: pd.DataFrame, out: IO[bytes], header: bool) -> None:
+def append_block(block: pd.DataFrame, out: IO[bytes], header: bool) -> None:
+    """Write ``block`` to the open file ``out`` as ``write_csv_exact`` writes a frame (with the
+    header row when ``header``)."""
     text = io.BytesIO()
     if len(block.columns) < 2 or not _write_arrow(block, text, header):
         text = io.BytesIO()
@@ -311,7 +247,7 @@ def write_csv_exact(frame: pd.DataFrame, path: Path, rows: np.ndarray | None = N
         with open(path, "wb") as out:
             for start in range(0, max(len(frame), 1), _WRITE_BLOCK_ROWS):
                 end = start + _WRITE_BLOCK_ROWS
-                _append(select_rows(frame.iloc[start:end], rows[start:end]), out, header=start == 0)
+                append_block(select_rows(frame.iloc[start:end], rows[start:end]), out, header=start == 0)
         return
     if len(frame.columns) >= 2:
         with open(path, "wb") as out:
@@ -370,7 +306,7 @@ def sample_rows(path: Path, rows: int, seed: int, whole: Sequence[str] = ()) -> 
     if not picked:
         return None
     text = io.BytesIO()  # the sample typed by pandas' own reader, as the whole file would be
-    _append(pd.concat(picked, ignore_index=True), text, header=True)
+    append_block(pd.concat(picked, ignore_index=True), text, header=True)
     text.seek(0)
     typed = pd.read_csv(text, low_memory=False)
     return RowSample(typed, count, pd.concat(columns, ignore_index=True))
