@@ -127,6 +127,27 @@ def test_what_cannot_be_decided_is_asked_for_by_name(tmp_path):
     assert not (no_metric / "task.yaml").exists()  # nothing written when it could not decide
 
 
+def test_a_free_text_metric_takes_the_one_missing_column_of_words_as_its_target(tmp_path):
+    """chaii's convention: the sample predicts ``PredictionString``, train has ``answer_text`` and
+    ``answer_start`` besides test's columns; a word-level Jaccard scores words, so the target is
+    the one of them that holds words. With any other metric the two stay a question."""
+    frame = _frame().drop(columns=["species", "weight"])
+    frame["note"] = [f"context {i} with words" for i in range(len(frame))]
+    frame["answer_text"] = [f"words {i}" for i in range(len(frame))]
+    frame["answer_start"] = np.arange(len(frame)) % 17
+    described = "The metric in this competition is the word-level Jaccard score.\n"
+    folder = _flat_folder(tmp_path / "qa", described, frame, {"PredictionString": ""})
+    spec = infer_task(folder).spec
+    assert (spec.target_columns, spec.metric, spec.submission_columns) == (
+        ["answer_text"],
+        "jaccard_words",
+        ["id", "PredictionString"],
+    )
+    numbers = _flat_folder(tmp_path / "qb", "Scored by RMSE.\n", frame, {"PredictionString": 0.0})
+    with pytest.raises(TaskError, match="cannot tell the target"):
+        infer_task(numbers)
+
+
 def test_the_evaluation_section_decides_the_metric():
     text = "# Overview\nAccuracy matters to us.\n\n## Evaluation\nSubmissions are evaluated on MAP@12.\n## Prizes\nAUC"
     assert metric_from_description(text) == ("map_at_k", "MAP@12", {"k": 12})

@@ -59,6 +59,13 @@ def holds_lists(values: pd.Series) -> bool:
     return bool(len(filled)) and float(filled.str.strip().str.contains(" ").mean()) >= 0.5
 
 
+def holds_words(values: pd.Series) -> bool:
+    """Whether a column holds words rather than numbers: most of its non-empty values are not
+    numbers (a phrase, a name; ``answer_text`` beside ``answer_start``)."""
+    filled = values[values != ""].astype(str)
+    return bool(len(filled)) and float(pd.to_numeric(filled, errors="coerce").isna().mean()) > 0.5
+
+
 def holds_label_sets(values: pd.Series) -> bool:
     """Whether a column holds sets of labels, space-separated (``scab frog_eye_leaf_spot``,
     ``147 616 813``): at least one filled value in 20 names two or more; no value names a label

@@ -24,7 +24,7 @@ from ..task.folder import NOT_DATA, TaskSpec
 from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
-from .columns import holds_lists, infer_task_type, positive_label
+from .columns import holds_lists, holds_words, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
 from .described_metric import metric_from_description, several_targets_metric
@@ -194,6 +194,7 @@ def infer_task(
     wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
     lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
     grouped_metric = None if wanted is None else get_metric(wanted).grouped
+    free_text = wanted is not None and get_metric(wanted).free_text  # any text is a prediction
     shape = key_shape(sample, test_rows, id_column, predicted, grouped_metric, sample_path.name)
     ranking = shape is not None and (shape.group_column is not None or not shape.ids_unique)
     if shape is not None:
@@ -215,6 +216,12 @@ def infer_task(
     elif len(only_in_train) == 1:
         targets = only_in_train
         notes.append(f"target {targets[0]!r}: the one column of {train_path.name} that {test_name} lacks")
+    elif free_text and len(phrases := [c for c in only_in_train if holds_words(train[c])]) == 1:
+        targets = phrases  # chaii: answer_text beside answer_start; a free-text metric scores words
+        notes.append(
+            f"target {targets[0]!r}: of the columns {test_name} lacks ({only_in_train[:6]}), the one holding "
+            f"words, which the metric {wanted} scores"
+        )
     else:
         raise TaskError(
             f"cannot tell the target: the sample submission predicts {predicted[:6]}, and "
@@ -223,7 +230,7 @@ def infer_task(
         )
     if shape is not None and shape.ranked_file:
         notes.append(f"the file's order within each group ranks by {targets[0]!r}, best first")
-    elif len(targets) == 1 and targets[0] not in predicted and (shape or lists) and len(predicted) == 1:
+    elif len(targets) == 1 and targets[0] not in predicted and (shape or lists or free_text) and len(predicted) == 1:
         # One prediction column scores the one target, whatever it is called (as the scorer does).
         notes.append(f"{predicted[0]!r} holds the predictions for the target {targets[0]!r}")
     elif len(targets) == 1 and targets[0] not in predicted:
