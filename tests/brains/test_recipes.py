@@ -597,7 +597,7 @@ def test_seed_averaging_move(messy, digits):
     # Only where a seed changes the fit: not linear models, and not forests (a forest averaged
     # over seeds is a bigger forest, which more_trees already offers).
     offered = {r for r in DRAFT_ORDER["tabular"] if "seed_averaging" in _offered(messy, r)}
-    assert offered == {"lightgbm", "catboost", "xgboost"}
+    assert offered == {"lightgbm", "catboost", "xgboost", "tabm"}
     assert "seed_averaging" in _offered(digits, "small_cnn")
     shrink(meta, RECIPES["lightgbm"], Facts.of(messy.task, messy.profile))
     assert meta["run"]["seeds"] == 1  # a run out of time drops the extra seeds first

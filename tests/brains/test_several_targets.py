@@ -103,10 +103,12 @@ def test_unfillable_several_target_tasks_are_refused_clearly(roles):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", ["lightgbm", "linear", "random_forest"])
+@pytest.mark.parametrize("recipe", ["lightgbm", "linear", "random_forest", "tabm"])
 def test_several_regression_targets(schools, recipe):
     """Every prediction column filled, out of fold too, and better than predicting each
     target's mean; the linear model and the forest fit every target at once."""
+    if recipe == "tabm":
+        pytest.importorskip("tabm")
     proposal = _draft(schools, recipe)
     assert ("every target at once" in proposal.code) == (recipe in ("linear", "random_forest"))
     schools.run(proposal.code, f"draft-{recipe}")

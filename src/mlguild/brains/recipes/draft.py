@@ -41,7 +41,8 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         "log_target": log_target,
         "screen": _screen_size(recipe, profile),  # numeric columns kept per fold (0: all)
         "freq_encoding": False,
-        "quantile_numeric": False,
+        # A network learns best from inputs of one scale and shape: numbers through a normal-quantile map.
+        "quantile_numeric": recipe.model == "tabm",
         "text": text,  # stats | svd | tfidf: how free-text columns enter
         "max_features": 30000 if text == "tfidf" else 20000,
         "ngram_max": 2,
