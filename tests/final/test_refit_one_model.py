@@ -28,14 +28,15 @@ def test_a_one_model_refit_is_priced_as_one_fold_scaled_to_every_row():
     node.meta = {"train_rows": 100, "train_rows_of": 1000}  # a tenth of the search's rows
     node.timing = {"exec_s": 100.0, "fit_s": 60.0}
     assert not one_model(node)  # it never said it reads MLGUILD_REFIT
-    assert unscaled_refit_seconds(node, 1.25, alone=True) == pytest.approx(1.25 * (100 + 60 * 9))
+    # its fitting grows 10 times to the search's rows and 1.25 times to every labelled row; the rest stays
+    assert unscaled_refit_seconds(node, 1.25, alone=True) == pytest.approx(40 + 60 * 10 * 1.25)
     node.timing.update(fit_folds=3, cv_folds=3)
     assert one_model(node)
     # three fold models took 60 s: one on 2/3 of the sample's rows 20 s, on all of them 30 s,
     # on every labelled row (10 times the sample, 1.25 times the search's file) 375 s; reading
     # and predicting (40 s) kept whole
     assert unscaled_refit_seconds(node, 1.25, alone=True) == pytest.approx(40 + 375)
-    assert unscaled_refit_seconds(node, 1.25, alone=False) == pytest.approx(1.25 * 640)  # as a blend's member
+    assert unscaled_refit_seconds(node, 1.25, alone=False) == pytest.approx(790)  # as a blend's member: 3 fold models
     assert node_refit_seconds(node, 1.25, 2.0, alone=True) == pytest.approx(2 * 415)
 
 
