@@ -157,6 +157,40 @@ def test_moves_on_several_targets_render_and_run(schools):
     assert seen
 
 
+@pytest.mark.slow
+def test_one_outcome_over_columns_gets_rows_that_sum_to_1(tmp_path_factory):
+    """lmsys' layout: one 0/1 column per outcome, one 1 a row, scored by log loss over them: each
+    column fitted as a binary target, each row's probabilities then sharing 1 (MLE-bench's
+    grader refuses a row that does not sum to 1), better than the outcomes' shares."""
+    frame = _rdata("modeldata", "penguins", 300).dropna().reset_index(drop=True)
+    species = frame.pop("species")
+    outcomes = sorted(species.unique())
+    for name in outcomes:
+        frame[name] = (species == name).astype(int)
+    frame.insert(0, "id", [f"{i:04d}" for i in range(len(frame))])
+    ws = Workspace(
+        tmp_path_factory.mktemp("outcome"),
+        frame,
+        n_holdout=40,
+        n_test=40,
+        name="outcome",
+        task_type="binary",
+        metric="logloss_columns",
+        id_column="id",
+        target_columns=outcomes,
+        submission_columns=["id", *outcomes],
+        positive_label="1",
+    )
+    code = _draft(ws, "lightgbm").code
+    assert "values / values.sum(axis=1, keepdims=True)" in code
+    ws.run(code, "draft-lightgbm")
+    out = _outputs(ws, "draft-lightgbm")
+    for part in ("oof", "holdout", "submission"):
+        np.testing.assert_allclose(out[part][outcomes].sum(axis=1), 1.0, atol=1e-9)
+    shares = out["oof"].assign(**{c: frame[c].mean() for c in outcomes})
+    assert _score(ws, out["oof"], "logloss_columns") < 0.5 * _score(ws, shares, "logloss_columns")
+
+
 def test_every_tabular_recipe_renders_for_several_targets(schools, roles):
     for ws in (schools, roles):
         for recipe in DRAFT_ORDER["tabular"]:

@@ -1,13 +1,14 @@
 """Metrics registered from competitions' own definitions (MLE-bench's graders): the word-level
-Jaccard score, IceCube's mean angular error and RSNA's probabilistic F1, each against the
-definition written out as the grader writes it, and scored by the Scorer from real files."""
+Jaccard score, IceCube's mean angular error, RSNA's probabilistic F1 and lmsys' log loss over
+one-hot outcome columns, each against the definition written out as the grader writes it (or
+scikit-learn's, where the grader calls it), and scored by the Scorer from real files."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import jaccard_score
+from sklearn.metrics import jaccard_score, log_loss
 from sklearn.preprocessing import MultiLabelBinarizer
 
 from mlguild.metrics import get_metric
@@ -76,6 +77,19 @@ def test_probabilistic_f1_counts_each_probability_as_a_share_of_a_positive():
     assert metric(np.array([1, 0]), np.array([0.0, 0.7])) == 0.0
     with pytest.raises(ValueError, match="no positive"):
         metric(np.zeros(5, dtype=int), np.full(5, 0.5))
+
+
+def test_logloss_columns_is_scikit_learns_log_loss_of_the_column_holding_the_one():
+    """lmsys' grader: ``log_loss`` of the one-hot answers against the three probability columns."""
+    truth = np.eye(3)[RNG.integers(0, 3, 200)]
+    guess = RNG.dirichlet([1, 1, 1], 200)
+    metric = get_metric("logloss_columns")
+    assert metric(truth, guess) == pytest.approx(log_loss(truth.argmax(axis=1), guess, labels=[0, 1, 2]), rel=1e-6)
+    # a zero probability is raised to 1e-15 (as mlguild's logloss does; scikit-learn's eps is 2.2e-16)
+    assert metric(np.array([[1, 0]]), np.array([[0.0, 1.0]])) == pytest.approx(-np.log(1e-15), rel=1e-6)
+    assert metric(truth, guess * 3) == pytest.approx(metric(truth, guess))  # rows normalised to sum 1
+    with pytest.raises(ValueError, match="exactly one 1"):
+        metric(np.array([[1, 1, 0]]), np.array([[0.5, 0.5, 0.0]]))
 
 
 def test_the_scorer_scores_text_and_direction_submissions_from_files(tmp_path):

@@ -94,7 +94,7 @@ def test_a_metric_mlguild_lacks_is_refused_not_read_as_a_registered_one(
     assert infer_task(tmp_path / "comp", metric="mae").spec.metric == "mae"  # --metric decides instead
 
 
-def test_one_hot_outcome_columns_scored_by_log_loss_are_refused(tmp_path: Path) -> None:
+def test_one_hot_outcome_columns_scored_by_log_loss_are_a_log_loss_over_the_columns(tmp_path: Path) -> None:
     public = tmp_path / "comp" / "public"
     public.mkdir(parents=True)
     header = "id,x,a,b,c\n"
@@ -106,8 +106,8 @@ def test_one_hot_outcome_columns_scored_by_log_loss_are_refused(tmp_path: Path) 
         "id,a,b,c\n" + "".join(f"{i},0.33,0.33,0.34\n" for i in range(30, 40))
     )
     (public / "description.md").write_text("# comp\n\n## Evaluation\n\nSubmissions are evaluated on the log loss.\n")
-    with pytest.raises(TaskError, match="one outcome spread over 0/1 columns"):
-        infer_task(tmp_path / "comp")
+    spec = infer_task(tmp_path / "comp").spec  # lmsys: winner_model_a, winner_model_b, winner_tie
+    assert (spec.metric, spec.target_columns, spec.task_type) == ("logloss_columns", ["a", "b", "c"], "binary")
     # the same columns scored by AUC are several binary targets, as before
     (public / "description.md").write_text("# comp\n\n## Evaluation\n\nEvaluated on mean column-wise ROC AUC.\n")
     assert infer_task(tmp_path / "comp").spec.metric == "mean_columnwise_roc_auc"

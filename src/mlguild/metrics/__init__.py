@@ -47,6 +47,7 @@ from mlguild.metrics.functions import (
     jaccard_words,
     kl_divergence,
     logloss,
+    logloss_columns,
     mcc,
     multilabel_f1_macro,
     multilabel_f1_micro,
@@ -169,6 +170,15 @@ METRICS: dict[str, Metric] = {
             kl_divergence,
             "mean Kullback-Leibler divergence of each row's predicted distribution over the target columns "
             "from the true one (rows normalised to sum 1)",
+        ),
+        _m(
+            "logloss_columns",
+            "minimize",
+            "probability",
+            logloss_columns,
+            "multi-class log loss of one outcome spread over 0/1 target columns (one 1 a row), each row's "
+            "predictions clipped to 1e-15 and normalised to sum 1",
+            truth="value",
         ),
         _m(
             "mean_columnwise_rmsle",

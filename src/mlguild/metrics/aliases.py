@@ -8,6 +8,7 @@ ALIASES: dict[str, str] = {
     "auc": "roc_auc", "rocauc": "roc_auc", "roc_auc_score": "roc_auc", "auroc": "roc_auc",
     "acc": "accuracy", "accuracy_score": "accuracy",
     "kl": "kl_divergence", "kld": "kl_divergence", "kullback_leibler": "kl_divergence",
+    "one_hot_logloss": "logloss_columns", "onehot_logloss": "logloss_columns", "logloss_one_hot": "logloss_columns",
     "top1_error": "error_rate", "top_1_error": "error_rate", "classification_error": "error_rate", "error": "error_rate",
     "log_loss": "logloss", "mlogloss": "logloss", "multi_logloss": "logloss", "cross_entropy": "logloss",
     "bce": "binary_logloss", "binary_crossentropy": "binary_logloss", "binary_log_loss": "binary_logloss",

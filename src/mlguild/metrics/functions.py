@@ -159,6 +159,17 @@ def kl_divergence(y_true: Any, y_pred: Any) -> float:
     return float(np.mean(terms.sum(axis=1)))
 
 
+def logloss_columns(y_true: Any, y_pred: Any) -> float:
+    """Multi-class log loss of one outcome spread over 0/1 columns (exactly one 1 a row: lmsys'
+    winner_model_a, winner_model_b, winner_tie), each row's predictions raised to at least 1e-15
+    and divided by their sum, as scikit-learn's ``log_loss`` does: the mean of -log of the
+    probability given to each row's column. (Over a one-hot truth it is ``kl_divergence``.)"""
+    t = np.asarray(y_true, dtype=np.float64)
+    if t.ndim != 2 or t.shape[1] < 2 or not np.isin(t, (0.0, 1.0)).all() or (t.sum(axis=1) != 1).any():
+        raise ValueError("logloss_columns needs truth rows of 0/1 columns with exactly one 1 each")
+    return kl_divergence(t, y_pred)
+
+
 def _shared_codes(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Both label arrays as codes over the sorted union of their labels, and its size."""
     t, p = np.asarray(y_true), np.asarray(y_pred)

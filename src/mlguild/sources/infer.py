@@ -40,7 +40,7 @@ from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import label_set_metric, refuse_one_hot_logloss, refuse_target_count, refuse_unregistered
+from .metric_checks import label_set_metric, one_hot_logloss, refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
 from .shapes import (
     key_shape,
@@ -281,12 +281,14 @@ def infer_task(
                 f"pass one: mlguild run {folder} --metric NAME (known: {', '.join(sorted(METRICS))})",
             )
         metric, phrase, params = named
-        refuse_one_hot_logloss(train, targets, metric, folder)
+        one_hot = one_hot_logloss(train, targets, metric)
         sets = label_set_metric(train, targets, metric)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
         said = f"the description says {phrase!r}"
-        if sets is not None:  # an F1 over the labels of every row's set
+        if one_hot is not None:  # one outcome over 0/1 columns: a multi-class log loss over them
+            metric, said = one_hot, f"{said}, and the target columns hold one outcome (one 1 a row)"
+        elif sets is not None:  # an F1 over the labels of every row's set
             metric, said = sets, f"{said}, and {targets[0]!r} holds space-separated sets of labels"
         elif len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
             metric, said = _ONE_LABEL_F1[metric], f"{said}, which over one label a row is {_ONE_LABEL_F1[metric]}"

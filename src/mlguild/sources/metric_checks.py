@@ -91,19 +91,16 @@ def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> 
         )
 
 
-def refuse_one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str, folder: object) -> None:
-    """TaskError when several 0/1 target columns hold one outcome (exactly one 1 a row) and the
-    description's metric is log loss: that is a multi-class log loss over the columns."""
+def one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str) -> str | None:
+    """``logloss_columns`` when several 0/1 target columns hold one outcome (exactly one 1 a row)
+    and the description's metric is log loss: a multi-class log loss over the columns (lmsys'
+    winner_model_a, winner_model_b, winner_tie), not the mean of each column's binary log loss;
+    None otherwise."""
     if len(targets) < 2 or metric != "logloss" or not all(t in train for t in targets):
-        return
+        return None
     values = train[targets].apply(pd.to_numeric, errors="coerce")
-    if values.isin([0, 1]).all().all() and (values.sum(axis=1) == 1).all():
-        raise TaskError(
-            f"the target columns {targets[:6]} are one outcome spread over 0/1 columns (one 1 a row), scored by "
-            "multi-class log loss: no registered metric scores that layout",
-            "write task.yaml with one class column as the target and its classes as submission columns "
-            "(see docs/guides/task-folders.md)",
-        )
+    one_hot = values.isin([0, 1]).all().all() and (values.sum(axis=1) == 1).all()
+    return "logloss_columns" if one_hot else None
 
 
 def label_set_metric(train: pd.DataFrame, targets: list[str], metric: str) -> str | None:
@@ -128,6 +125,7 @@ def label_set_metric(train: pd.DataFrame, targets: list[str], metric: str) -> st
 # Metrics defined over a number of target columns: (what the number must be, what they score).
 _TARGET_COUNTS = {
     "kl_divergence": (lambda n: n >= 2, "compares distributions over several target columns"),
+    "logloss_columns": (lambda n: n >= 2, "scores one outcome spread over several 0/1 target columns"),
     "angular_distance": (lambda n: n == 2, "scores a direction given by two target columns (azimuth, zenith)"),
 }
 

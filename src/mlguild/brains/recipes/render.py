@@ -360,6 +360,8 @@ def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) 
         "clip_at_zero": column_metric == "rmsle",
         "tune_threshold": (context["kind"] == "label" and column_metric == "f1") or label_set,
         "threshold_scope": "micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
+        # one outcome spread over the 0/1 target columns: each row's probabilities sum to 1
+        "one_outcome": task["metric"] == "logloss_columns",
     }
 
 
