@@ -240,10 +240,10 @@ def test_unsupported_tasks_are_refused_clearly(churn):
     ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
     with pytest.raises(MoveUnavailable, match="one submission column per target"):
         RecipeBrain().propose(Action("draft"), ctx)
-    # a phrase the model writes (a word-level Jaccard score) is not one of a set of classes
-    task = {**churn.task, "metric": "jaccard_words", "task_type": "multiclass"}
+    # a phrase (a word-level Jaccard score) is written one a row, keyed by the id alone
+    task = {**churn.task, "metric": "jaccard_words", "task_type": "multiclass", "target_columns": ["a", "b"]}
     ctx = Context(task, "", churn.profile, (), (), "maximize", 60, 0, 0)
-    with pytest.raises(MoveUnavailable, match="no recipes for free-text predictions") as refused:
+    with pytest.raises(MoveUnavailable, match="one free-text phrase a row") as refused:
         RecipeBrain().propose(Action("draft"), ctx)
     assert "writes its own code" in refused.value.fix
 

@@ -126,7 +126,10 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
 
     # Stratified by label; not by a set of labels a row: most sets of many labels are unique, and a
     # label's only row always stays a training row, so the holdout would hold the common sets only.
-    stratify = spec.task_type in ("binary", "multiclass") and get_metric(spec.metric).prediction != "label_set"
+    # Nor by free text (an extracted phrase): the holdout would hold only the phrases that repeat
+    # (short ones), never a row whose phrase is its whole tweet.
+    metric = get_metric(spec.metric)
+    stratify = spec.task_type in ("binary", "multiclass") and metric.prediction != "label_set" and not metric.free_text
     n_holdout = min(int(round(len(train) * cfg.holdout_fraction)), cfg.max_holdout_rows, len(train) - 1)
     timed = spec.time_column is not None and cfg.holdout == "auto"  # the holdout is the latest rows
     n_confirm, confirm_skipped = confirm_size(len(train), n_holdout, cfg, timed=timed)

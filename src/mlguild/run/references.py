@@ -46,6 +46,7 @@ FAMILIES: dict[str, dict[str, str]] = {
         "image_files": "pixels_lightgbm",
         "grouped_ranking": "lambdarank",
         "ranked_lists": "candidates_lgbm",
+        "text_spans": "span_lightgbm",
     },
     "linear": {
         "tabular": "linear",

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...metrics import get_metric
 from ...sandbox.backbones import IMAGE, TEXT
-from .catalog_ranking import LIST_RECIPES, RANKING_RECIPES
+from .catalog_ranking import LIST_RECIPES, RANKING_RECIPES, SPAN_RECIPES
 from .recipe import GBDT_KNOBS, XGB_KNOBS, Recipe, lightgbm_defaults, xgboost_defaults
 
 _RECIPE_LIST = [
@@ -357,9 +357,9 @@ _RECIPE_LIST = [
     ),
 ]
 
-_RECIPE_LIST += RANKING_RECIPES + LIST_RECIPES
+_RECIPE_LIST += RANKING_RECIPES + LIST_RECIPES + SPAN_RECIPES
 # The script template of each modality that has its own (the others: script.py.j2).
-SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2"}
+SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2", "text_spans": "spans.py.j2"}
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPE_LIST}
 # Draft order per modality; the safest family per modality is what debug falls back to.
@@ -380,12 +380,16 @@ FALLBACK = {
     "image_files": "pixels_linear",
     "grouped_ranking": "pointwise",
     "ranked_lists": "candidates_mix",
+    "text_spans": "copy_source",
 }
 
 
 def recipe_modality(task: dict[str, Any]) -> str:
     """Which family of recipes serves ``task``: its modality, or for a ranking task
-    ``grouped_ranking`` (scored per (group, item) row) or ``ranked_lists`` (a list per row)."""
+    ``grouped_ranking`` (scored per (group, item) row) or ``ranked_lists`` (a list per row), for
+    a free-text metric ``text_spans`` (a phrase of the row's own text)."""
+    if get_metric(task["metric"]).free_text:
+        return "text_spans"
     if task.get("task_type") == "ranking":
         return "ranked_lists" if get_metric(task["metric"]).prediction == "ranked_list" else "grouped_ranking"
     return str(task.get("modality", "tabular"))

@@ -1,5 +1,6 @@
-"""The recipe families of rankings: grouped ranking (a score per (group, item) row;
-templates/rank.py.j2) and ranked lists (a list of items per query row; templates/lists.py.j2),
+"""The recipe families with script templates of their own: grouped ranking (a score per
+(group, item) row; templates/rank.py.j2), ranked lists (a list of items per query row;
+templates/lists.py.j2) and free-text phrases taken from a text column (templates/spans.py.j2),
 each in draft order. mlguild.brains.recipes.catalog adds them to the catalogue."""
 
 from __future__ import annotations
@@ -76,5 +77,39 @@ LIST_RECIPES = [
         "lists",
         "none",
         lambda c: dict(popularity=1.0, association=2.0, cooccurrence=0.5),
+    ),
+]
+# ---- a phrase of the row's own text (a free-text metric such as jaccard_words; templates/spans.py.j2)
+SPAN_RECIPES = [
+    Recipe(
+        "span_lightgbm",
+        "text_spans",
+        "Words of the source text scored by LightGBM, the phrase from the first to the last chosen",
+        "the phrase is a run of the row's own words: scoring each word by its place, shape and how often "
+        "it lay inside training phrases picks the run out",
+        "span_lightgbm",
+        "spans",
+        "none",
+        lambda c: dict(
+            n_estimators=300,
+            learning_rate=0.05,
+            num_leaves=31,
+            min_child_samples=20,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+        ),
+        GBDT_KNOBS,
+    ),
+    Recipe(
+        "copy_source",
+        "text_spans",
+        "The whole source text as the phrase",
+        "the phrase lies inside the row's own text: the whole text is the floor any extractor must beat",
+        "copy_source",
+        "spans",
+        "none",
+        lambda c: {},
     ),
 ]

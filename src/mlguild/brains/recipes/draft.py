@@ -28,6 +28,8 @@ def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, A
         return {"log_target": log_target, "flip_average": False}
     if recipe.features == "arrays":
         return {"log_target": log_target}
+    if recipe.features == "spans":  # the template reads the source text as it is: nothing to switch
+        return {}
     if recipe.features == "audio":
         # Clips are resampled to one rate: the data's own (the profile's most common) up to 22,050 Hz.
         rate = int((profile.get("files") or {}).get("sample_rate") or 16000)

@@ -36,6 +36,11 @@ def fuse_proposal(context: Context) -> Proposal:
             "a blend weighs its members' scores, and this task's submissions are ranked files with none",
             "set search.fuse_every=0 for this task",
         )
+    if recipe_modality(task) == "text_spans":  # one phrase a row: nothing to average
+        raise MoveUnavailable(
+            f"a blend weighs its members' predictions, and this task's ({task['metric']}) are phrases of text",
+            "set search.fuse_every=0 for this task",
+        )
     several = len(task["target_columns"]) > 1
     if several and (
         prediction_kind(task) not in ("value", "probability", "label")

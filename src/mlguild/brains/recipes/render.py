@@ -320,6 +320,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         context.update(_ranking_context(task))
     elif template == "lists.py.j2":
         context["learned"] = recipe.model == "lists_lightgbm"
+    elif template == "spans.py.j2":
+        context["learned"] = recipe.model == "span_lightgbm"
     elif len(task["target_columns"]) > 1 or kind == "label_set":
         context.update(_several_targets(task, recipe.model, context))
         template = "multi.py.j2"

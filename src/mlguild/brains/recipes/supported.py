@@ -17,10 +17,10 @@ def check_supported(task: dict[str, Any]) -> None:
     fix = "use a brain that writes its own code for this task (not --brain recipes)"
     if task["task_type"] == "ranking" and not ranking_supported(task):
         raise MoveUnavailable("the recipe brain has no recipes for this ranking task", fix)
-    if get_metric(task["metric"]).free_text:  # its templates predict classes, not a phrase of the inputs
-        raise MoveUnavailable(
-            f"the recipe brain has no recipes for free-text predictions (the metric {task['metric']} scores "
-            "text the model writes, not classes)",
+    if get_metric(task["metric"]).free_text and (len(task["target_columns"]) != 1 or task.get("key_columns")):
+        raise MoveUnavailable(  # the span recipes write one phrase a row, keyed by the id alone
+            f"the recipe brain writes one free-text phrase a row (the metric {task['metric']}), keyed by its id; "
+            f"this task has the targets {task['target_columns']} and the key columns {task.get('key_columns') or []}",
             fix,
         )
     if len(task["target_columns"]) != 1:
