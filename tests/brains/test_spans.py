@@ -87,3 +87,35 @@ def test_the_word_scorer_beats_the_whole_text_and_writes_phrases_of_each_rows_ow
     jaccard = get_metric("jaccard_words")
     score = jaccard(answers.loc[written["textID"], "selected_text"].tolist(), written["selected_text"].tolist())
     assert score > 0.8  # on the test rows it never saw
+
+
+@pytest.mark.slow
+def test_a_question_beside_its_context_tells_the_scorer_which_words(tmp_path):
+    """chaii's layout: the answer is the run of the context that the question names. Every
+    context holds three names, any of which may be asked for: only whether a word is among the
+    question's words tells them apart."""
+    rng = np.random.default_rng(1)
+    names = ["delhi", "chennai", "mumbai", "kolkata", "pune", "agra"]
+    records = []
+    for i in range(400):
+        picked = list(rng.choice(names, size=3, replace=False))
+        words = []
+        for name in picked:
+            words += [name, "city", *rng.choice(FILLER, size=3)]
+        asked = picked[int(rng.integers(0, 3))]
+        context = " ".join(words)
+        records.append(
+            {
+                "id": f"q{i:04d}",
+                "context": context,
+                "question": " ".join(["where", *rng.choice(FILLER, size=4), "is", asked]),  # many distinct ones
+                "answer_text": f"{asked} city",
+            }
+        )
+    ws = Workspace(
+        tmp_path / "qa", pd.DataFrame(records), name="qa", task_type="multiclass", metric="jaccard_words",
+        id_column="id", target_columns=["answer_text"], submission_columns=["id", "answer_text"],
+    )  # fmt: skip
+    done = ws.run(_draft(ws, "span_lightgbm").code, "span")
+    assert "source column 'context'" in done.stdout and "other texts ['question']" in done.stdout
+    assert _cv(done.stdout) > 0.9  # the name asked for, and the word after it
