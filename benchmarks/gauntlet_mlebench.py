@@ -353,7 +353,8 @@ identification, ...), is read as such: the sample's ids name the test files as t
 train files (in one folder, or in folders named by their label), the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
-`_`, a sample submission written with its pandas index, and tables that are tab-separated,
+`_`, a sample submission written with its pandas index or with its prediction first and the
+test rows' columns after it (keyed by the one of them that is unique text), and tables that are tab-separated,
 zipped or JSON arrays of records. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata

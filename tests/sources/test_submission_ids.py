@@ -3,7 +3,9 @@
 with its pandas index), or two test columns joined by ``_`` (the text normalization challenges:
 ``id`` = ``sentence_id``_``token_id``): inferred only when the made ids equal the sample's row by
 row, converted into a task folder of mlguild's own with the id column in its train and test
-files, the user's folder untouched, and run end to end."""
+files, the user's folder untouched, and run end to end. And a sample that puts its prediction
+first and repeats the test rows after it (detecting-insults: ``Insult, Date, Comment``, graded
+by joining on ``Comment``): keyed by the one repeated column of unique text."""
 
 from __future__ import annotations
 
@@ -67,6 +69,51 @@ def joined_folder(root, sentences: int = 160, test_sentences: int = 40):
     return root
 
 
+def insults_folder(root, n_train: int = 120, n_test: int = 40):
+    """detecting-insults-in-social-commentary's public files: no id column; the sample repeats the
+    test rows' Date (a unique timestamp a row) and Comment after its prediction; MLE-bench's
+    answers keyed by Comment."""
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir()
+    rng = np.random.default_rng(0)
+    rude, kind = ["idiot", "moron", "loser"], ["thanks", "agree", "nice"]
+    rows = []
+    for i in range(n_train + n_test):
+        insult = int(rng.random() < 0.4)
+        words = [*rng.choice(rude if insult else kind, size=2), "comment", str(i)]
+        rows.append({"Insult": insult, "Date": f"201206{i:08d}Z", "Comment": " ".join(words)})
+    frame = pd.DataFrame(rows)
+    frame[:n_train].to_csv(public / "train.csv", index=False)
+    test = frame[n_train:]
+    test.drop(columns=["Insult"]).to_csv(public / "test.csv", index=False)
+    test.assign(Insult=0).to_csv(public / "sample_submission_null.csv", index=False)
+    test[["Comment", "Insult"]].to_csv(private / "answers.csv", index=False)
+    (public / "description.md").write_text(
+        "# Insults\n\n## Evaluation\n\nThe metric is the Area under the ROC curve (AUC).\n"
+    )
+    return root
+
+
+def test_a_sample_that_repeats_the_test_rows_after_its_prediction_is_keyed_by_their_text(tmp_path):
+    folder = insults_folder(tmp_path / "detecting-insults")
+    inferred = infer_task(folder)
+    spec = inferred.spec
+    assert (spec.id_column, spec.target_columns, spec.submission_columns, spec.metric) == (
+        "Comment", ["Insult"], ["Comment", "Insult"], "roc_auc",
+    )  # fmt: skip
+    assert inferred.sample_columns == ("Comment", "Insult") and inferred.converted
+    task = folder_task(folder, None, None)
+    assert task.sample_submission_path.read_text().splitlines()[0] == "Comment,Insult"
+    # with two text columns of unique values after it, which one keys the rows is not guessed
+    public = folder / "prepared" / "public"
+    for name in ("train.csv", "test.csv", "sample_submission_null.csv"):
+        table = pd.read_csv(public / name, dtype=str)
+        table.assign(Author=table["Comment"].str.upper()).to_csv(public / name, index=False)
+    with pytest.raises(TaskError, match=r"first column 'Insult' is not a column of test\.csv"):
+        infer_task(folder)
+
+
 def listing(folder) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
@@ -116,9 +163,10 @@ def test_ids_made_of_nothing_or_of_either_of_two_columns_are_refused(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["renamed", "joined"])
+@pytest.mark.parametrize("layout", ["renamed", "joined", "insults"])
 def test_a_folder_whose_ids_are_made_runs_to_a_valid_submission(tmp_path, layout):
-    folder = (renamed_folder if layout == "renamed" else joined_folder)(tmp_path / layout)
+    made = {"renamed": renamed_folder, "joined": joined_folder, "insults": insults_folder}[layout]
+    folder = made(tmp_path / layout)
     done = mlguild("run", str(folder), "--brain", "recipes", "-n", "1", "--run-id", "r", cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "r"
@@ -131,3 +179,7 @@ def test_a_folder_whose_ids_are_made_runs_to_a_valid_submission(tmp_path, layout
     if layout == "joined":  # MLE-bench's answers (id, after) grade it
         grade = json.loads((run / "audit" / "final_grade.json").read_text())
         assert grade["valid"] and grade["metric"] == "accuracy" and grade["test_score"] > 0.5
+    if layout == "insults":  # MLE-bench's answers (Comment, Insult) grade it, joined on the Comment
+        grade = json.loads((run / "audit" / "final_grade.json").read_text())
+        assert grade["valid"] and grade["metric"] == "roc_auc" and 0 <= grade["test_score"] <= 1
+        assert "Comment_text" in pd.read_csv(task.train_path, nrows=1).columns  # the text, as an input

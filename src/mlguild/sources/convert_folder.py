@@ -22,7 +22,7 @@ from ..util.exact_csv import read_csv_exact
 from .array_tables import ArrayTables
 from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
-from .submission_ids import with_id
+from .submission_ids import with_id, with_key_copy
 from .tables import as_csv
 from .tables import frame as table
 
@@ -50,6 +50,7 @@ def write_converted(
     unpacked: tuple[Path, ...] = (),
     shards: dict[str, int] | None = None,
     arrays: ArrayTables | None = None,
+    sample_columns: tuple[str, ...] = (),
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -89,7 +90,7 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns)
     if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
         ids, label = test_rows[spec.id_column], spec.target_columns[0]
         arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
@@ -115,11 +116,14 @@ def write_own_files(
     nested: str | None = None,
     labelled: LabelledFiles | None = None,
     shards: dict[str, int] | None = None,
+    sample_columns: tuple[str, ...] = (),
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
     table left beside would show the holdout's labels), the derived test table, the sample
-    submission without its pandas index (``indexed``), and the train and test files with the id
+    submission without its pandas index (``indexed``) or with only its columns ``sample_columns``
+    (the key and the prediction, of one that repeats the test inputs; the train and test files then
+    get a copy of the key as an input, ``with_key_copy``), and the train and test files with the id
     column made of ``made_of``; train files in subfolders named by the label column ``nested``
     laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
     train table, the one ``labelled`` derives, and its files linked under their new names. A
@@ -151,6 +155,10 @@ def write_own_files(
         (public / spec.test_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         test_rows.to_csv(public / spec.test_file, index=False)
     rewrites = [(spec.sample_submission, lambda f: f.iloc[:, 1:])] if indexed else []
+    if sample_columns:  # a sample repeating the test rows' inputs: their key and the prediction
+        rewrites.append((spec.sample_submission, lambda f: f[list(sample_columns)]))
+        # the key is the rows' text: a copy of it is an input (scripts leave the id out of their features)
+        rewrites += [(name, lambda f: with_key_copy(f, spec.id_column)) for name in (spec.train_file, spec.test_file)]
     if made_of:
         rewrites += [
             (name, lambda f: with_id(f, spec.id_column, made_of)) for name in (spec.train_file, spec.test_file)

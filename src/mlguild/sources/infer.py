@@ -49,7 +49,7 @@ from .shapes import (
     several_positive,
     several_task_type,
 )
-from .submission_ids import JOIN, id_made_of, pandas_index, predicts, with_id
+from .submission_ids import JOIN, id_made_of, key_after_prediction, key_copy_name, pandas_index, predicts, with_id
 
 # An F1 over label columns, named for a target of one label a row: micro-averaged, every row
 # counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
@@ -75,13 +75,14 @@ class Inferred:
     unpacked: tuple[Path, ...] = ()  # archives holding rows' files: unpacked into the converted folder
     shards: dict[str, int] = field(default_factory=dict)  # {train|test: depth}: files in subfolders by id, laid flat
     arrays: ArrayTables | None = None  # no train table: NumPy arrays of the inputs and labels, written as tables
+    sample_columns: tuple[str, ...] = ()  # the sample submission's columns kept, in order, when it repeats inputs
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         own = self.test_rows is not None or self.labelled is not None or self.indexed or bool(self.unpacked)
         own = own or self.arrays is not None
-        return own or bool(self.made_of or self.retyped or self.nested or self.shards)
+        return own or bool(self.made_of or self.retyped or self.nested or self.shards or self.sample_columns)
 
 
 def infer_task(
@@ -120,14 +121,18 @@ def infer_task(
             f"{sample_path} has a single column {sample_header}: no id and prediction columns",
             "write task.yaml by hand (see docs/guides/task-folders.md)",
         )
-    id_column = id_column or sample_header[0]
+    given_id = id_column is not None
+    # the sample's id (its first column, unless given): the rows' key, unless the sample repeats
+    # the test rows after its prediction (key_after_prediction, below)
+    sample_id: str = id_column or sample_header[0]
+    id_column = sample_id
     labelled, arrays = None, None
     try:  # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
         train_path = pick_file(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
     except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
-        labelled = present.first(lambda files: labelled_by_files(files, sample_path, id_column))
+        labelled = present.first(lambda files: labelled_by_files(files, sample_path, sample_id))
         arrays = arrays_as_tables(present.disk, sample_path, sample_header, id_column) if labelled is None else None
         if labelled is None and arrays is None:
             raise unpack_first(refused, data_dir) from None
@@ -147,7 +152,7 @@ def infer_task(
     if labelled is not None or arrays is not None:
         listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
     elif not any("test" in p.name.lower() for p in others):
-        listed = present.first(lambda files: sample_lists_test_files(files, sample_path, train, id_column))
+        listed = present.first(lambda files: sample_lists_test_files(files, sample_path, train, sample_id))
         if listed is None and not others:
             raise no_test_rows(data_dir, sample_path, train_path)
     # with the tables set aside, the one file left is the test file, whatever its name
@@ -161,6 +166,16 @@ def infer_task(
     test_rows = (
         tables.frame(test_path, _SAMPLE_ROWS) if test_path is not None else pd.DataFrame(listed).head(_SAMPLE_ROWS)
     )
+    sample_columns: tuple[str, ...] = ()
+    key = None if id_column in test_header or given_id else key_after_prediction(sample, test_rows, train_header)
+    if key is not None:  # the prediction first, the test rows' own columns after it
+        sample_columns = (key, id_column)
+        notes.append(
+            f"{sample_path.name} puts its prediction {id_column!r} first and repeats {test_name}'s columns "
+            f"after it: the rows are keyed by {key!r}, the one of them filled and unique (a submission: {key}, {id_column}); "
+            f"a copy of it is an input, {key_copy_name(key, train_header)!r}"
+        )
+        id_column, sample, sample_header = key, sample[list(sample_columns)], list(sample_columns)
     made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
     if made_of:  # the files get the id column in the converted task folder
         train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
@@ -353,6 +368,8 @@ def infer_task(
         id_column=id_column,
         target_columns=targets,
         submission_columns=sample_header,
+        # the copy of a key that is the rows' text (sample_columns) is read as free text
+        text_columns=[key_copy_name(id_column, train_header)] if sample_columns else [],
         ids_unique=shape is None or shape.ids_unique,
         key_columns=keys,
         group_column=shape.group_column if shape is not None else None,
@@ -382,7 +399,7 @@ def infer_task(
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
     if shards:
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
-    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays)
+    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns)
     return Inferred(root, spec, notes, *own)
 
 
@@ -397,7 +414,7 @@ def write_inferred(inferred: Inferred) -> Path:
     path = inferred.root / "task.yaml"
     data_dir = inferred.root / inferred.spec.data_dir
     own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
-    write_own_files(data_dir, inferred.spec, *own)
+    write_own_files(data_dir, inferred.spec, *own, sample_columns=inferred.sample_columns)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

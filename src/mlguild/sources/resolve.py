@@ -106,6 +106,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.unpacked,
             inferred.shards,
             inferred.arrays,
+            inferred.sample_columns,
         )
     except OSError as exc:
         raise TaskError(

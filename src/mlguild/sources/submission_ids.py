@@ -6,7 +6,14 @@ iwildcam-2019-fgvc6's, whose index is left out): the same ids under another name
 row by row (the sample lists the test rows in order) and are unique, and when the train file
 has those columns too; else the folder stays refused. Such a task is converted into a folder
 of mlguild's own (``sources/convert_folder``), its train and test files written with the id
-column added (a renamed column is dropped, a joined pair kept as inputs)."""
+column added (a renamed column is dropped, a joined pair kept as inputs).
+
+A sample that puts its prediction first and repeats the test file's columns after it
+(detecting-insults-in-social-commentary: ``Insult, Date, Comment``, its grader joining on
+``Comment``) keys the rows by the one repeated column whose values are unique (``key_after_prediction``);
+the converted sample submission is then that key and the prediction, and the train and test
+files get a copy of the key as an input (``Comment_text``): the key is the row's text, which
+a model must read, while every script leaves the id column out of its features."""
 
 from __future__ import annotations
 
@@ -39,6 +46,50 @@ def id_made_of(sample: pd.DataFrame, test: pd.DataFrame, train_columns: list[str
     pairs = [(a, b) for a in usable for b in usable if a != b and made_id(test, (a, b)).equals(ids)]
     found = singles or pairs
     return found[0] if len(found) == 1 else ()
+
+
+def key_after_prediction(sample: pd.DataFrame, test: pd.DataFrame, train_columns: list[str]) -> str | None:
+    """The column that keys the rows of a sample submission whose first column is a prediction (a
+    train column the test file lacks) and whose other columns repeat the test file's row by row:
+    the one of those whose values are filled and unique; None when the sample is not so, or when
+    none or several of them could key the rows."""
+    first, rest = str(sample.columns[0]), [str(c) for c in sample.columns[1:]]
+    if first in test.columns or first not in train_columns or not rest or any(c not in test.columns for c in rest):
+        return None
+    n = min(len(sample), len(test))
+    if n == 0:
+        return None
+    head, rows = sample.head(n).reset_index(drop=True), test.head(n).reset_index(drop=True)
+    if any(not head[c].astype(str).equals(rows[c].astype(str)) for c in rest):  # not the test rows in order
+        return None
+    keys = [c for c in rest if rows[c].astype(str).ne("").all() and rows[c].is_unique]
+    # A measurement unique by chance (a timestamp a row, a number) keys nothing: text does.
+    named = [c for c in keys if not _measured(rows[c].astype(str))]
+    keys = named or keys
+    return keys[0] if len(keys) == 1 else None
+
+
+def key_copy_name(key: str, columns: list[str]) -> str:
+    """The name of the input column that copies the key ``key``: ``<key>_text``, made unique."""
+    name = f"{key}_text"
+    while name in columns:
+        name += "_"
+    return name
+
+
+def with_key_copy(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+    """``frame`` with a copy of its key column as an input, right after it."""
+    out = frame.copy()
+    out.insert(list(out.columns).index(key) + 1, key_copy_name(key, list(out.columns)), out[key])
+    return out
+
+
+def _measured(values: pd.Series) -> bool:
+    """Whether every value reads as a number or a date (``20120618192155Z``, ``2012-06-09``)."""
+    if pd.to_numeric(values, errors="coerce").notna().all():
+        return True
+    digits = values.str.replace(r"[^0-9]", "", regex=True).str.len() / values.str.len().clip(lower=1)
+    return bool((digits >= 0.6).all())
 
 
 def with_id(frame: pd.DataFrame, id_column: str, made_of: tuple[str, ...]) -> pd.DataFrame:
