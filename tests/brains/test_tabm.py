@@ -62,6 +62,9 @@ def test_tabm_is_a_tabular_draft_offered_only_where_tabm_is_installed(churn, mon
     assert "tabm" in DRAFT_ORDER["tabular"] and "tabm" in recipes_for(churn.task)
     meta = draft_meta("tabm", churn.task, churn.profile)
     assert meta["features"]["quantile_numeric"]  # a network's inputs: numbers on one normal scale
+    assert meta["run"]["max_train_rows"] is None
+    large = draft_meta("tabm", churn.task, {**churn.profile, "n_train": 200_000})
+    assert large["run"]["max_train_rows"] == 50_000  # an epoch costs in proportion to its rows
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tabm" else real(name, *a))
     assert "tabm" not in recipes_for(churn.task) and recipes_for(churn.task)

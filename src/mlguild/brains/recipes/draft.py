@@ -73,8 +73,12 @@ def _run_defaults(recipe: Recipe, profile: dict[str, Any]) -> dict[str, Any]:
     n_train = int(profile.get("n_train") or 0)
     # Fewer folds on big data: each fold's model costs as much as the whole small-data run.
     n_folds = 5 if n_train <= 100_000 else 3
-    # Kernel machines cost quadratic time in rows: cap them from the start.
+    # Kernel machines cost quadratic time in rows: cap them from the start. A network's epoch
+    # costs in proportion to its rows, and it needs tens of them: its folds train on at most
+    # 50,000 rows, or a usual run's time would stop it long before it converges.
     max_train_rows = 20_000 if recipe.model == "svm_rbf" and n_train > 25_000 else None
+    if recipe.model == "tabm" and n_train > 60_000:
+        max_train_rows = 50_000
     # seeds: models per fold, each with its own seed, averaged (the seed_averaging move)
     return {"n_folds": n_folds, "max_train_rows": max_train_rows, "cv_budget_share": 0.5, "seeds": 1}
 
