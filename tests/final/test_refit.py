@@ -421,6 +421,31 @@ def test_a_refit_on_part_of_the_rows_gives_way_to_a_node_within_noise_refitted_o
     assert wide["refit_fallback"]["refitted"] == "n0003" and _rows(run, wide["node"]) == labelled
 
 
+def test_with_no_partial_refit_possible_a_node_within_the_margin_is_refitted_on_every_row(tmp_path):
+    # Stop 50, ames at 5 minutes: a blend's chain needed about 160 s with 101 s left; the rows
+    # that fit were fewer than the search had trained on (no partial refit) and no node was
+    # within noise of it by the bootstrap, so nothing was refitted and 101 s went unused, though
+    # the reserve had been sized for a node within the search's promotion margin.
+    run, agent, _ = _three_drafts(tmp_path)
+    split = run.workspace.manifest()["split"]
+    searched = split["train_rows"]
+    labelled = searched + split["holdout_rows"] + (split.get("confirm_rows") or 0)
+    grow = labelled / searched
+    assert grow < 2  # else half of the labelled rows would be more than the search's
+    graph = agent.session.state.graph
+    graph["n0001"].timing.update(exec_s=100.0, fit_s=90.0, budget_s=300.0)  # 10 s besides fitting
+    graph["n0002"].timing.update(exec_s=10_000.0, budget_s=300.0)  # the tie's refit does not fit
+    graph["n0003"].timing.update(exec_s=1.0, budget_s=300.0)
+    # Time for the best node's 12.5 s besides fitting and its fitting on more than half of the
+    # labelled rows, but on fewer than the search's (scale 1.25: 112.5 s per search file).
+    left = 12.5 + 112.5 * (0.5 * grow + 1) / 2
+    narrow = FinalStage(agent.session).run_refit(left)
+    assert narrow["refit"] is False and "nor any node within noise of it" in narrow["reason"], narrow["reason"]
+    graph.evidence = replace(graph.evidence, assumed_noise=1.0)  # a margin as wide as the score itself
+    wide = FinalStage(agent.session).run_refit(left)
+    assert wide["refit_fallback"]["refitted"] == "n0003" and _rows(run, wide["node"]) == labelled
+
+
 def test_the_refit_may_take_all_the_time_left_not_only_a_search_scripts_limit(tmp_path):
     # Issue 40: the final stage gave a ten-million-row refit the 300 s a search script may take,
     # with 650 s of the run left, and refitted on a fifth of the rows.
