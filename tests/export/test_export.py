@@ -18,9 +18,12 @@ def blended_run(tmp_path_factory) -> Path:
     """A recipe run of a small task whose final submission is a refitted blend."""
     root = tmp_path_factory.mktemp("blended")
     task = make_task(root / "task", n=400)
+    # A home of its own: a module's fixture runs before the per-test isolated home is set, and
+    # the memory of earlier runs of this same task would reorder its drafts.
     done = mlguild(
         "run", str(task), "--brain", "recipes", "--iterations", "4", "--runs-dir", str(root / "runs"),
         "--set", "search.num_drafts=3", "--set", "search.fuse_every=1", cwd=root,
+        env={"MLGUILD_HOME": str(root / "home")},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run,) = (root / "runs").iterdir()

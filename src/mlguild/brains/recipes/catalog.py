@@ -390,7 +390,7 @@ def recipe_modality(task: dict[str, Any]) -> str:
     """Which family of recipes serves ``task``: its modality, or for a ranking task
     ``grouped_ranking`` (scored per (group, item) row) or ``ranked_lists`` (a list per row), for
     a free-text metric ``text_spans`` (a phrase of the row's own text)."""
-    if get_metric(task["metric"]).free_text:
+    if "metric" in task and get_metric(task["metric"]).free_text:
         return "text_spans"
     if task.get("task_type") == "ranking":
         return "ranked_lists" if get_metric(task["metric"]).prediction == "ranked_list" else "grouped_ranking"
