@@ -190,8 +190,7 @@ class FinalStage:
             searched = int(self.run.workspace.manifest()["split"]["train_rows"])
             trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
             labelled = int(grow * searched)
-            # The chain's seconds on ``r`` times the search's rows: its seconds besides fitting
-            # (reading, predicting the test rows) stay, its fitting grows with the rows.
+            # The chain's seconds on ``r`` times the search's rows: only its fitting grows with them.
             at = lambda r: sum(node_refit_seconds(n, r, scale_of(n), alone=len(chain) == 1) for n in chain)
             fixed, per_row = at(0.0), (at(1.0) - at(0.0)) / searched
             fits = min(int((timeout_s - fixed) / per_row), labelled) if per_row > 0 else 0
@@ -205,7 +204,6 @@ class FinalStage:
             # bootstrap resamples tell a blend from its own member even 0.0005 AUC apart, less
             # than a model gains from several times the rows.
             close = near(graph, best)
-            # few: a refit on under half of the rows, or none at all (fewer than the search's)
             few = fits < max(_PARTIAL_SHARE * labelled, trained)
             qualifies = (lambda n: close(n) or may(n)) if few else may
             other = refittable(self.run, graph, timeout_s, best, qualifies, scales, seconds=finishing_seconds)
