@@ -621,7 +621,7 @@ def test_ratios_move(ames):
 
 def test_columns_features_have_date_parts_and_text_statistics(messy):
     code = _render(messy, draft_meta("lightgbm", messy.task, messy.profile))
-    for part in ("_days", "_year", "_month", "_dayofweek", "_chars", "_words"):
+    for part in ("_days", "_year", "_month", "_day", "_dayofyear", "_dayofweek", "_chars", "_words"):
         assert f'{part}"]' in code, part
 
 
