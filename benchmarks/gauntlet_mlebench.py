@@ -185,6 +185,12 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             with zipfile.ZipFile(public / archive, "w") as packed:
                 for file, arcname in inside.items():
                     packed.write(file, arcname=arcname)
+        elif archive.endswith(".7z"):  # py7zr, as invasive-species-monitoring's prepare.py packs its images
+            import py7zr
+
+            with py7zr.SevenZipFile(public / archive, "w") as sevenzip:
+                for file, arcname in inside.items():
+                    sevenzip.write(file, arcname=arcname)
         else:
             with tarfile.open(public / archive, "w") as tarred:
                 for file, arcname in inside.items():
@@ -359,7 +365,7 @@ zipped or JSON arrays of records. A folder with no train table whose train files
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
 (herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them, as does one
-whose tables are NumPy arrays (ml2021spring-hw2); zip and tar
+whose tables are NumPy arrays (ml2021spring-hw2); zip, tar and 7z
 archives are read as if unpacked (see [task folders](task-folders.md)). Rows whose data is a CSV
 of sensor columns each (predict-volcanic-eruptions-ingv-oe) or a NumPy array in folders named
 by the id's first character (seti-breakthrough-listen) are array files (see
@@ -374,9 +380,9 @@ empty one included; where the train file has several columns the test file lacks
 holding words is the target (chaii's `answer_text` beside `answer_start`).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the rows' files are
-packed in 7z archives (the refusal says to unpack them; zip and tar archives are read as if
-unpacked); the
+Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the tables are JSON files
+packed in 7z archives and no sample submission says what to predict (statoil; zip, tar and 7z
+archives of the rows' files are read as if unpacked); the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
 token as its prediction, and most tokens are their own written form: the firewall's verifier
 lets a sample column that repeats a public input row for row pass however well it matches the

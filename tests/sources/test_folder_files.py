@@ -1,17 +1,20 @@
 """Archives in a competition folder are read as if unpacked where they lie (MLE-bench zips
 aerial-cactus-identification's image folders, the whale challenge's train2/): inference sees
-their files, the converted task folder holds them unpacked and not the archives, and a member
+their files (7z ones too), the converted task folder holds them unpacked and not the archives, and a member
 whose path would climb out of the folder is never written."""
 
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import zipfile
 
 import pandas as pd
+import pytest
 from test_sample_test_rows import cactus_folder, listing, pack_folder
 
+from mlguild.core.errors import TaskError
 from mlguild.sources.folder_files import FolderFiles, members, unpack
 from mlguild.sources.infer import infer_task
 from mlguild.sources.resolve import folder_task
@@ -77,6 +80,34 @@ def test_a_folder_whose_images_are_zipped_is_converted_with_them_unpacked(tmp_pa
     assert sorted(p.name for p in (task.public_dir / "train").iterdir()) == sorted(train["id"])
     assert len(list((task.public_dir / "test").iterdir())) == 4
     assert not list(task.public_dir.glob("*.zip"))  # the archives stay out: their files are there
+
+
+def test_a_folder_whose_images_are_packed_in_7z_archives_is_converted_with_them_unpacked(tmp_path):
+    pytest.importorskip("py7zr")
+    folder = cactus_folder(tmp_path / "invasive-species-monitoring")
+    public = folder / "prepared" / "public"
+    pack_folder(public, "train", nested=True, suffix=".7z")  # train.7z holds train/x.png
+    pack_folder(public, "test", suffix=".7z")  # test.7z holds x.png
+    assert sorted(members(public / "test.7z")) == [f"test/{k:032x}.png" for k in range(8, 12)]
+    inferred = infer_task(folder)
+    assert (inferred.spec.file_column, inferred.spec.modality) == ("id", "image_files")
+    assert [p.name for p in inferred.unpacked] == ["test.7z", "train.7z"]
+    task = folder_task(folder, None, None)
+    train = pd.read_csv(task.train_path, dtype=str)
+    assert sorted(p.name for p in (task.public_dir / "train").iterdir()) == sorted(train["id"])
+    assert len(list((task.public_dir / "test").iterdir())) == 4
+    assert not list(task.public_dir.glob("*.7z")) and not list(task.public_dir.glob(".unpacking-*"))
+
+
+def test_a_damaged_7z_archive_holds_nothing_and_the_refusal_says_to_unpack_it(tmp_path):
+    folder = cactus_folder(tmp_path / "comp")
+    public = folder / "prepared" / "public"
+    shutil.rmtree(public / "test")
+    (public / "test.7z").write_bytes(b"7z\xbc\xaf\x27\x1c damaged")
+    assert members(public / "test.7z") == {}
+    with pytest.raises(TaskError) as refused:
+        infer_task(folder)
+    assert "unpack the archives that may hold the files (test.7z)" in refused.value.fix
 
 
 def test_a_zipped_train_folder_of_labelled_names_is_unpacked_renamed_and_left_out(tmp_path):

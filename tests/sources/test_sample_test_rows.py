@@ -69,13 +69,25 @@ def cactus_folder(
     return root
 
 
-def pack_folder(public, name: str, nested: bool = False) -> None:
+def pack_folder(public, name: str, nested: bool = False, suffix: str = ".zip") -> None:
     """Zip ``public/name`` as mlebench.utils.compress does (names inside the folder), or with the
-    folder's name (``nested``, as shutil.make_archive), and remove the folder."""
-    with zipfile.ZipFile(public / f"{name}.zip", "w") as packed:
-        for file in sorted((public / name).rglob("*")):
-            if file.is_file():
-                packed.write(file, arcname=file.relative_to(public if nested else public / name))
+    folder's name (``nested``, as shutil.make_archive), and remove the folder; ``suffix`` .7z
+    packs it with py7zr, as invasive-species-monitoring's prepare.py does."""
+    files = {
+        f: f.relative_to(public if nested else public / name).as_posix()
+        for f in sorted((public / name).rglob("*"))
+        if f.is_file()
+    }
+    if suffix == ".7z":
+        import py7zr
+
+        with py7zr.SevenZipFile(public / f"{name}.7z", "w") as packed:
+            for file, arcname in files.items():
+                packed.write(file, arcname=arcname)
+    else:
+        with zipfile.ZipFile(public / f"{name}{suffix}", "w") as packed:
+            for file, arcname in files.items():
+                packed.write(file, arcname=arcname)
     shutil.rmtree(public / name)
 
 

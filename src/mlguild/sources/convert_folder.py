@@ -69,7 +69,7 @@ def write_converted(
     flat = spec.data_dir == "."
     # A task of files holds its archives unpacked, not as they are: an archive of the train folder
     # beside the split would show file names (cat.0.jpg) that tell the holdout's labels.
-    packed = {p.name for p in [*archive_files(data_dir), *data_dir.glob("*.7z")]} if spec.file_column else set()
+    packed = {p.name for p in archive_files(data_dir)} if spec.file_column else set()
     _link_tree(data_dir, public, lambda rel: (flat and rel.parts[0] in NOT_DATA) or rel.as_posix() in packed)
     folders = tuple("" if f in (None, ".") else str(f) for f in (spec.train_files, spec.test_files))
     unpack(list(unpacked), public, under=folders)  # the rows' files alone, not all an archive holds

@@ -8,7 +8,9 @@ archive's members as if it were unpacked into a folder named by it: ``train.zip`
 inaturalist-2019's ``train_val2019.tar.gz``'s ``Plants/400/x.jpg`` is
 ``train_val2019/Plants/400/x.jpg``, where its metadata says it is; members that all start with
 that folder already keep their paths (``train2.zip``'s ``train2/x.aif``, as shutil.make_archive
-names them). A file already on the disk wins over a member of the same path. Archives are
+names them). 7z archives (invasive-species-monitoring's ``train.7z``) are read the same way
+with ``py7zr``; where it is not installed, or an archive is damaged or encrypted, the archive
+holds nothing here and a refusal names it to unpack by hand. A file already on the disk wins over a member of the same path. Archives are
 listed only when the files on the disk do not make the task (``FolderFiles.with_archives``:
 listing a .tar.gz reads it whole), and the converted task folder (``sources/convert_folder``)
 then holds the members of the rows' folders unpacked.
@@ -22,11 +24,12 @@ from __future__ import annotations
 
 import shutil
 import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")  # what can be read here (7z cannot: the refusal says to unpack it)
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".7z")
 _TABLES = (".csv.zip", ".tsv.zip")  # one table zipped: read as a table (sources/tables)
 _SKIP = ("__MACOSX",)  # folders archivers add that hold no data
 
@@ -69,6 +72,8 @@ def members(archive: Path) -> dict[str, str]:
         if archive.name.lower().endswith(".zip"):
             with zipfile.ZipFile(archive) as z:
                 names = [i.filename for i in z.infolist() if not i.is_dir()]
+        elif archive.name.lower().endswith(".7z"):
+            names = _7z_names(archive)
         else:
             with tarfile.open(archive) as t:
                 names = [m.name for m in t.getmembers() if m.isfile()]
@@ -79,6 +84,24 @@ def members(archive: Path) -> dict[str, str]:
     nested = firsts == {_stem(archive)} and all(len(PurePosixPath(rel).parts) > 1 for rel in plain.values())
     prefix = "" if nested else f"{_stem(archive)}/"
     return {f"{prefix}{rel}": name for name, rel in plain.items()}
+
+
+def _7z_names(archive: Path) -> list[str]:
+    """The plain files a 7z archive holds; none where py7zr is missing or cannot read it."""
+    try:
+        import py7zr
+    except ImportError:
+        return []
+    try:
+        with py7zr.SevenZipFile(archive) as z:
+            return [i.filename for i in z.list() if i.is_file and not i.is_symlink]
+    except (
+        py7zr.exceptions.ArchiveError,  # Bad7zFile among them
+        py7zr.exceptions.PasswordRequired,
+        py7zr.exceptions.UnsupportedCompressionMethodError,
+        ValueError,
+    ):
+        return []  # damaged, encrypted or compressed in a way py7zr lacks
 
 
 @dataclass
@@ -149,6 +172,8 @@ def unpack(archives: list[Path], dest: Path, under: tuple[str, ...] = ("",)) -> 
                     with z.open(name) as source, open(dest / rel, "wb") as target:
                         shutil.copyfileobj(source, target)
                     written += 1
+        elif archive.name.lower().endswith(".7z"):
+            written += _unpack_7z(archive, wanted, dest)
         else:
             with tarfile.open(archive) as t:
                 for entry in t.getmembers():
@@ -161,3 +186,20 @@ def unpack(archives: list[Path], dest: Path, under: tuple[str, ...] = ("",)) -> 
                         shutil.copyfileobj(content, target)
                     written += 1
     return written
+
+
+def _unpack_7z(archive: Path, wanted: dict[str, str], dest: Path) -> int:
+    """Unpack the members ``wanted`` ({name in the archive: path under dest}) of a 7z archive.
+    py7zr writes members under their own names, so they go to a scratch folder beside ``dest``
+    first and are moved from there to the paths chosen here (the names were checked plain)."""
+    if not wanted:
+        return 0
+    import py7zr
+
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".unpacking-") as scratch:
+        with py7zr.SevenZipFile(archive) as z:
+            z.extract(path=scratch, targets=list(wanted))
+        for name, rel in wanted.items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(Path(scratch) / name, dest / rel)
+    return len(wanted)

@@ -55,11 +55,10 @@ def no_test_rows(data_dir: Path, sample_path: Path, train_path: Path) -> TaskErr
 
 
 def archives(data_dir: Path) -> list[str]:
-    """The archives in ``data_dir`` whose files inference could not read (7z; a damaged or an
-    encrypted one): unpacked by hand, they may hold what is missing. Zip and tar archives are
-    read as if unpacked (sources/folder_files)."""
-    unread = [p.name for p in archive_files(data_dir) if not members(p)]
-    return sorted([*unread, *(p.name for p in data_dir.glob("*.7z"))])
+    """The archives in ``data_dir`` whose files inference could not read (a damaged or an
+    encrypted one, a 7z one without py7zr): unpacked by hand, they may hold what is missing.
+    Zip, tar and 7z archives are read as if unpacked (sources/folder_files)."""
+    return sorted(p.name for p in archive_files(data_dir) if not members(p))
 
 
 def unpack_first(refused: TaskError, data_dir: Path) -> TaskError:

@@ -254,7 +254,9 @@ def _directions(spec: TaskSpec, profile: DataProfile) -> list[str]:
     if any(c.kind == "categorical" and c.n_unique >= _HIGH_CARDINALITY for c in profile.columns):
         menu.append("Out-of-fold target encoding (or CatBoost's ordered statistics) for the high-cardinality columns")
     if kinds & {"datetime", "epoch", "time"}:
-        menu.append("Calendar features from the date and time columns (year, month, day of month and of year, weekday, hour, elapsed time)")
+        menu.append(
+            "Calendar features from the date and time columns (year, month, day of month and of year, weekday, hour, elapsed time)"
+        )
     if kinds & {"number_text", "mixed", "boolean", "list"}:
         menu.append("Parse the numbers-as-text, boolean and list columns into numbers before modelling")
     if spec.task_type == "regression" and abs(target.get("skew", 0.0)) >= _SKEWED:
