@@ -371,11 +371,12 @@ of sensor columns each (predict-volcanic-eruptions-ingv-oe) or a NumPy array in 
 by the id's first character (seti-breakthrough-listen) are array files (see
 [images, text and sound](images-text-audio.md)).
 
-Four metrics were registered from these graders' own definitions: the word-level Jaccard score
+Five metrics were registered from these graders' own definitions: the word-level Jaccard score
 of an extracted phrase (`jaccard_words`: tweet-sentiment-extraction, chaii), IceCube's mean
 angular error of a direction given as azimuth and zenith (`angular_distance`), RSNA's
 probabilistic F1 (`pf1`) and lmsys' log loss over 0/1 columns holding one outcome
-(`logloss_columns`). A `jaccard_words` target is free text: any text is a valid prediction, an
+(`logloss_columns`), and CHAMPS' log of each coupling type's mean absolute error averaged over the
+types (`group_log_mae`, the groups' column named by the description's words). A `jaccard_words` target is free text: any text is a valid prediction, an
 empty one included; where the train file has several columns the test file lacks, the one
 holding words is the target (chaii's `answer_text` beside `answer_start`).
 

@@ -132,3 +132,41 @@ def test_a_metric_over_a_number_of_targets_refuses_a_task_of_another():
         with pytest.raises(TaskError, match=f"the metric {metric} .* the task has 1") as refused:
             refuse_target_count(metric, targets, "comp")
         assert "--metric NAME" in refused.value.fix
+
+
+def _champs_reference(truth, predicted, types):
+    """MLE-bench's champs grader: the log of each coupling type's MAE, averaged over the types."""
+    frame = pd.DataFrame({"t": truth, "p": predicted, "type": types})
+    return float(np.mean([np.log(np.mean(np.abs(g["t"] - g["p"]))) for _, g in frame.groupby("type")]))
+
+
+def test_group_log_mae_averages_each_groups_log_mae_and_resamples_within_the_groups(tmp_path):
+    types = np.array(["1JHC", "2JHH", "3JHC"])[RNG.integers(0, 3, 300)]
+    scale = pd.Series(types).map({"1JHC": 100.0, "2JHH": 10.0, "3JHC": 1.0}).to_numpy()
+    truth = RNG.normal(0, 1, 300) * scale
+    guess = truth + RNG.normal(0, 0.1, 300) * scale
+    metric = get_metric("group_log_mae")
+    assert metric(truth, guess, groups=types) == pytest.approx(_champs_reference(truth, guess, types))
+    # a 1% smaller error in the smallest group gains as much as in the largest
+    better_small = np.where(types == "3JHC", truth + (guess - truth) * 0.99, guess)
+    better_large = np.where(types == "1JHC", truth + (guess - truth) * 0.99, guess)
+    assert metric(truth, better_small, groups=types) == pytest.approx(metric(truth, better_large, groups=types))
+    assert metric(truth, truth, groups=types) == pytest.approx(np.log(1e-9))  # the floor, not -inf
+
+    ids = [f"r{i}" for i in range(300)]
+    pd.DataFrame({"id": ids, "type": types, "y": truth}).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"id": ids, "y": guess}).to_csv(tmp_path / "sub.csv", index=False)
+    spec = TaskSpec(
+        name="t", task_type="regression", metric="group_log_mae", metric_params={"group_column": "type"},
+        id_column="id", target_columns=["y"], submission_columns=["id", "y"],
+    )  # fmt: skip
+    scorer = Scorer(spec, answers=load_answers(tmp_path / "a.csv", "id"))
+    assert scorer.score(tmp_path / "sub.csv").value == pytest.approx(_champs_reference(truth, guess, types))
+    # the bootstrap keeps the three types and draws rows within each: a spread near each type's
+    # noise, where drawing whole types (three of them) would swing by whole log units
+    assert 0 < scorer.spread(tmp_path / "sub.csv") < 0.2
+    with pytest.raises(ValueError, match="none is named"):
+        TaskSpec(
+            name="t", task_type="regression", metric="group_log_mae", id_column="id",
+            target_columns=["y"], submission_columns=["id", "y"],
+        )  # fmt: skip

@@ -123,6 +123,11 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
     check_labels(train, task)
     no_copy_of_the_target(train, task)
+    if (grouping := spec.metric_group_column) is not None and not (grouping in train and grouping in test):
+        raise TaskError(
+            f"metric {spec.metric} reads its groups from the column {grouping!r}, which the train or test file lacks",
+            "set metric_params.group_column in task.yaml to a column of both files",
+        )
 
     # Stratified by label; not by a set of labels a row: most sets of many labels are unique, and a
     # label's only row always stays a training row, so the holdout would hold the common sets only.
@@ -213,14 +218,15 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
                 shutil.copyfile(src, dest)
             files[rel] = _file_entry(dest, None)
 
-    keep = [spec.id_column, *spec.key_columns, *spec.target_columns]  # the scorer checks key columns row by row
+    # the scorer checks key columns row by row, and reads the metric's groups beside the labels
+    keep = list(dict.fromkeys([spec.id_column, *spec.key_columns, *spec.target_columns, *_metric_group(spec)]))
     write_csv_exact(holdout_rows[~in_confirm][keep], ws.holdout_answers)
     sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
     if in_confirm.any():
         write_csv_exact(holdout_rows[in_confirm][keep], ws.sealed_dir / CONFIRM_ANSWERS)
         sealed[CONFIRM_ANSWERS] = _file_entry(ws.sealed_dir / CONFIRM_ANSWERS, int(in_confirm.sum()))
     if task.answers_path is not None:
-        shutil.copyfile(task.answers_path, ws.sealed_dir / TEST_ANSWERS)
+        _seal_test_answers(task, test, ws.sealed_dir / TEST_ANSWERS)
         sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
     if stratify:
         # The scorer refuses a predicted label it does not know; a class too rare to reach
@@ -308,6 +314,24 @@ def _parquet_copies(spec: TaskSpec, out: Path) -> dict[str, int]:
     return written
 
 
+def _metric_group(spec: TaskSpec) -> list[str]:
+    return [spec.metric_group_column] if spec.metric_group_column else []
+
+
+def _seal_test_answers(task: Task, test: pd.DataFrame, dest: Path) -> None:
+    """The test answers, sealed as they are, or with the metric's group column taken from the
+    test file by id where they lack it (it is an input: the answers need not repeat it)."""
+    assert task.answers_path is not None
+    grouping = task.spec.metric_group_column
+    if grouping is None or grouping in read_header(task.answers_path):
+        shutil.copyfile(task.answers_path, dest)
+        return
+    answers = read_csv_exact(task.answers_path)
+    by_id = test.drop_duplicates(task.spec.id_column).set_index(task.spec.id_column)[grouping]
+    answers[grouping] = answers[task.spec.id_column].map(by_id)
+    write_csv_exact(answers, dest)
+
+
 def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:
     """The columns of the CSV ``path`` that the split, the checks and the sealed files read
     (ids, labels, groups, keys, times, row files, the joins of lookup tables); None for all of
@@ -321,7 +345,7 @@ def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:
         *spec.key_columns,
         *(t for s in spec.tables for t in s.join_columns),
     }
-    wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column) if c is not None}
+    wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column, spec.metric_group_column) if c}
     return [c for c in header if c in wanted]
 
 

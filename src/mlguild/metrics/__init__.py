@@ -27,6 +27,7 @@ from mlguild.metrics import combined, python_file
 from mlguild.metrics.aliases import ALIASES
 from mlguild.metrics.correlation import _pearson_1d, _spearman_1d
 from mlguild.metrics.functions import (
+    GROUP_MAE_FLOOR,
     _binary_logloss_1d,
     _columnwise,
     _columnwise_defined,
@@ -44,6 +45,7 @@ from mlguild.metrics.functions import (
     f1_sets,
     f1_sets_mean,
     gauc,
+    group_log_mae,
     jaccard_words,
     kl_divergence,
     logloss,
@@ -97,6 +99,10 @@ class Metric:
     free_text: bool = False
     """A ``label`` metric whose predictions are free text (an extracted phrase), not classes:
     any text is a valid prediction, an empty one included."""
+    strata: bool = False
+    """A grouped metric whose groups are a few strata of the rows named by an input column
+    (``metric_params.group_column``: CHAMPS' coupling types), not queries to rank within:
+    no ranking task, and a bootstrap draws rows within each stratum, not whole groups."""
 
     def __post_init__(self) -> None:
         if self.direction not in ("maximize", "minimize"):
@@ -112,6 +118,11 @@ class Metric:
     def grouped(self) -> bool:
         """True when the metric needs a ``groups`` array (one group id per row)."""
         return "groups" in self.params
+
+    @property
+    def ranks_within_groups(self) -> bool:
+        """True when the groups are queries whose rows are ranked within them (GAUC, nDCG)."""
+        return self.grouped and not self.strata
 
     def __call__(self, y_true: Any, y_pred: Any, **params: Any) -> float:
         unknown = set(params) - set(self.params)
@@ -252,6 +263,17 @@ METRICS: dict[str, Metric] = {
             "value",
             angular_distance,
             "mean angle in radians between true and predicted directions (two target columns: azimuth, zenith)",
+        ),
+        _m(
+            "group_log_mae",
+            "minimize",
+            "value",
+            group_log_mae,
+            "mean over the groups of an input column (metric_params.group_column) of the log of each group's "
+            "mean absolute error, floored at 1e-9",
+            params=("groups",),
+            perfect=math.log(GROUP_MAE_FLOOR),
+            strata=True,
         ),
         _m(
             "pf1",

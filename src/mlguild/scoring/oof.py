@@ -54,11 +54,12 @@ class OofScorer:
         time (``_when``; for a grouped ranking its group's latest, as the firewall's split uses)."""
         if self._labels is None:
             spec, keys = self.spec, self._keys()
-            wanted = [*keys, *spec.target_columns, *([spec.time_column] if spec.time_column else [])]
+            scored = [*spec.target_columns, *([spec.metric_group_column] if spec.metric_group_column else [])]
+            wanted = [*keys, *scored, *([spec.time_column] if spec.time_column else [])]
             present = set(read_csv_exact(self.train_path, nrows=0).columns)
             # the columns it needs alone: on ten million rows the whole file is gigabytes
             train = read_csv_exact(self.train_path, usecols=[c for c in dict.fromkeys(wanted) if c in present])
-            labels = train[[*keys, *spec.target_columns]].copy()
+            labels = train[list(dict.fromkeys([*keys, *scored]))].copy()
             if spec.time_column and spec.time_column in train.columns:
                 when = pd.to_datetime(train[spec.time_column], format="mixed", utc=True, errors="coerce")
                 if not spec.ids_unique:

@@ -3,6 +3,8 @@
 Rows are drawn with replacement (a ranked list's rows, each a query, too). A grouped metric (GAUC, nDCG within a group) is scored within
 groups, so there whole groups are drawn, each draw a group of its own (a group drawn twice
 counts twice, as a row drawn twice does): the noise of a grouped score is that of its groups.
+A metric averaged over a few strata (``Metric.strata``: CHAMPS' coupling types) keeps every
+stratum and draws rows within each: its noise is that of each stratum's rows.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ def resampled(
     order = np.argsort(codes, kind="stable")
     members = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
     sizes = np.array([len(m) for m in members])
+    if metric.strata:
+        for _ in range(n_resamples):
+            rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
+            try:
+                yield [metric(truth[rows], p[rows], **{**params, "groups": codes[rows]}) for p in arrays]
+            except ValueError:
+                continue
+        return
     for _ in range(n_resamples):
         drawn = rng.integers(0, len(members), size=len(members))
         rows = np.concatenate([members[g] for g in drawn])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.errors import TaskError
 from .metric_checks import evaluation_section
 
 # Metric names as competition texts write them, most specific first: the first one the text
@@ -23,6 +24,13 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("mean_columnwise_spearman", r"mean[- ]column[- ]?wise[- ]spearman|column[- ]?wise[- ]mean[- ]spearman"),
     ("multilabel_f1_micro", r"micro[- ](averaged )?f1|f1[- ]micro"),
     ("kl_divergence", r"\bkullback|\bkl[- ]divergence"),
+    # the log of each group's MAE, averaged over the groups (CHAMPS: "calculated for each scalar
+    # coupling type"): the words naming the groups end with a column's name
+    (
+        "group_log_mae",
+        r"\blog(arithm)? of the mean absolute error\b[^.]{0,30}?\b(for|per|within|in) each\s+"
+        r"(?P<group>[a-z][\w ]{0,40}?)(?=\s*(,|\.|\band\b|$))",
+    ),
     ("jaccard_words", r"\bjaccard"),
     ("angular_distance", r"\bangular (error|distance)"),
     ("pf1", r"\bprobabilistic f1|\bpf1\b"),
@@ -73,17 +81,41 @@ def metric_from_description(text: str) -> tuple[str, str, dict] | None:
         for name, pattern in _METRIC_PATTERNS:
             found = re.search(pattern, body, re.IGNORECASE)
             if found:
-                hits.append((found.start(), name, found.group(0)))
+                hits.append((found.start(), name, found.group(0), found.groupdict().get("group")))
         both = _mean_of_two(body)
         if both is not None:
             return both
         if hits:
-            _, name, phrase = min(hits)
+            _, name, phrase, group = min(hits, key=lambda hit: hit[:3])
             params: dict = {}
             if name == "map_at_k" or (name == "ndcg_at_k" and re.search(r"\d", phrase)):
                 params["k"] = int(re.findall(r"\d+", phrase)[-1])
+            if group:
+                params[GROUP_WORDS] = group
             return name, phrase, params
     return None
+
+
+# The words that name a metric's groups ("scalar coupling type"), kept in its params until
+# ``group_column_of`` finds the column they name.
+GROUP_WORDS = "group_words"
+
+
+def group_column_of(params: dict, columns: list[str], folder: object) -> dict:
+    """``params`` with the words naming the metric's groups replaced by the column they end with
+    (``type`` for "scalar coupling type": the longest column name that ends the words, compared
+    without case and with '_' as a space); a TaskError when no train and test column is it."""
+    if GROUP_WORDS not in params:
+        return params
+    words = " ".join(str(params[GROUP_WORDS]).lower().split())
+    named = [c for c in columns if words == (n := c.lower().replace("_", " ")) or words.endswith(f" {n}")]
+    if not named:
+        raise TaskError(
+            f"the description scores each {words!r} apart, and no column of the train and test files is named so",
+            f"pass the metric and its groups in task.yaml: metric_params: {{group_column: COLUMN}} (folder {folder})",
+        )
+    rest = {k: v for k, v in params.items() if k != GROUP_WORDS}
+    return {**rest, "group_column": max(named, key=len)}
 
 
 _MEAN_OF = re.compile(

@@ -27,7 +27,7 @@ from .array_tables import ArrayTables
 from .columns import holds_lists, holds_words, infer_task_type, positive_label
 from .convert_folder import write_own_files
 from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
-from .described_metric import metric_from_description, several_targets_metric
+from .described_metric import group_column_of, metric_from_description, several_targets_metric
 from .description import (
     description_text,
     folder_task_name,
@@ -208,7 +208,7 @@ def infer_task(
         refuse_unregistered(description, named[1] if named else None, folder)
     wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
     lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
-    grouped_metric = None if wanted is None else get_metric(wanted).grouped
+    grouped_metric = None if wanted is None else get_metric(wanted).ranks_within_groups
     free_text = wanted is not None and get_metric(wanted).free_text  # any text is a prediction
     shape = key_shape(sample, test_rows, id_column, predicted, grouped_metric, sample_path.name)
     ranking = shape is not None and (shape.group_column is not None or not shape.ids_unique)
@@ -296,11 +296,14 @@ def infer_task(
                 f"pass one: mlguild run {folder} --metric NAME (known: {', '.join(sorted(METRICS))})",
             )
         metric, phrase, params = named
+        params = group_column_of(params, [c for c in train_header if c in test_header], folder)
         one_hot = one_hot_logloss(train, targets, metric)
         sets = label_set_metric(train, targets, metric)
         if metric == "logloss" and classes is None:
             metric = "binary_logloss"
-        said = f"the description says {phrase!r}"
+        said = f"the description says {phrase!r}" + (
+            f", the groups in {g!r}" if (g := params.get("group_column")) else ""
+        )
         if one_hot is not None:  # one outcome over 0/1 columns: a multi-class log loss over them
             metric, said = one_hot, f"{said}, and the target columns hold one outcome (one 1 a row)"
         elif sets is not None:  # an F1 over the labels of every row's set

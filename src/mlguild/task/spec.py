@@ -248,7 +248,13 @@ class TaskSpec(BaseModel):
 
     def _check_groups(self) -> None:
         """A grouped metric needs its groups, and a ranked file its groups and no score column."""
-        grouped = get_metric(self.metric).grouped
+        metric = get_metric(self.metric)
+        grouped = metric.ranks_within_groups
+        if metric.strata and not isinstance(self.metric_params.get("group_column"), str):
+            raise ValueError(
+                f"metric {self.metric} averages over the groups of an input column, but none is named: "
+                "set metric_params: {group_column: COLUMN} (a column of the train and test files)"
+            )
         if self.group_column is not None:
             if self.group_column not in self.key_columns:
                 raise ValueError(
@@ -280,6 +286,13 @@ class TaskSpec(BaseModel):
         if self.group_column is not None:
             return self.group_column
         return None if self.ids_unique else self.id_column
+
+    @property
+    def metric_group_column(self) -> str | None:
+        """The column the metric reads each row's group from (``metric_params.group_column``),
+        sealed beside the labels; None when the metric takes none."""
+        column = self.metric_params.get("group_column")
+        return column if isinstance(column, str) else None
 
     @property
     def prediction_columns(self) -> list[str]:

@@ -85,7 +85,9 @@ def _run_defaults(recipe: Recipe, profile: dict[str, Any]) -> dict[str, Any]:
 
 # What a boosting model minimises when the task is scored by mean absolute error: the squared
 # error's best constant is the mean, the absolute error's the median, and on a skewed target
-# they are far apart (a model fitted for one loses to a constant on the other).
+# they are far apart (a model fitted for one loses to a constant on the other). The log of each
+# group's absolute error (group_log_mae) is an absolute error too.
+_ABSOLUTE_ERRORS = ("mae", "group_log_mae")
 _ABSOLUTE_ERROR = {
     "lightgbm": ("objective", "l1"),
     "hist_gb": ("loss", "absolute_error"),
@@ -96,7 +98,7 @@ _ABSOLUTE_ERROR = {
 
 def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metric: str) -> Params:
     params = recipe.defaults(classification)
-    if metric == "mae" and not classification and recipe.model in _ABSOLUTE_ERROR:
+    if metric in _ABSOLUTE_ERRORS and not classification and recipe.model in _ABSOLUTE_ERROR:
         name, value = _ABSOLUTE_ERROR[recipe.model]
         params[name] = value
     # A leaf of 20 rows is a sensible floor on real data, but on a few dozen rows it leaves

@@ -17,4 +17,4 @@ def ranking_supported(task: dict[str, Any]) -> bool:
     metric = get_metric(task["metric"])
     if metric.prediction == "ranked_list":
         return bool(task.get("ids_unique", True))  # a row per query: the candidate generator
-    return metric.grouped and (task.get("group_column") is not None or not task.get("ids_unique", True))
+    return metric.ranks_within_groups and (task.get("group_column") is not None or not task.get("ids_unique", True))

@@ -178,7 +178,8 @@ _CV = {
         "cohen_kappa_score(truth.astype(int), prediction.astype(int), weights='quadratic')",
     ),
 }
-# A stand-in when the task's metric has no scikit-learn twin here, by prediction kind.
+# A stand-in when the task's metric has no scikit-learn twin here: its nearest, else by prediction kind.
+_NEAREST = {"group_log_mae": "mae"}
 _FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
 
 
@@ -212,7 +213,7 @@ def _cv_metric(metric: str) -> dict[str, str]:
     kind = get_metric(metric).prediction
     if kind == "label_set":  # the several-target template scores its sets itself (multi.py.j2)
         return {"name": metric, "import_line": "", "expression": "", "note": ""}
-    name = metric if metric in _CV else _FALLBACK[kind]
+    name = metric if metric in _CV else _NEAREST.get(metric, _FALLBACK[kind])
     note = "" if name == metric else f"{metric} has no scikit-learn twin here; {name} stands in for it."
     import_line, expression = _CV[name]
     return {"name": name, "import_line": import_line, "expression": expression, "note": note}
@@ -284,6 +285,11 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "classes": [str(c) for c in (task.get("classes") or [])],
         "metric_positive": metric_positive,
         "clip_at_zero": per_column(task["metric"]) == "rmsle",
+        # A metric averaged over the groups of an input column: the target is fitted divided by
+        # its group's spread (script.py.j2, "target").
+        "group_scale": (task.get("metric_params") or {}).get("group_column")
+        if get_metric(task["metric"]).strata
+        else None,
         "cols": cols,
         "parsers": _parsers_source(cols["kinds"]),
         "encoding": recipe.encoding,
@@ -327,7 +333,8 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         template = "multi.py.j2"
     if template in ("script.py.j2", "multi.py.j2"):  # a ranking writes its key columns from them: it keeps all
         time_column = [context["time_column"]] if context["time_column"] else []
-        context["raw_kept"] = [task["id_column"], *task["target_columns"], *time_column]
+        scale = [context["group_scale"]] if context["group_scale"] else []
+        context["raw_kept"] = [task["id_column"], *task["target_columns"], *time_column, *scale]
     code = _environment().get_template(template).render(**context)
     return _hoist_imports(code)
 
