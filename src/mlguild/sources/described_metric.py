@@ -1,14 +1,18 @@
 """Which registered metric a competition's description names: the first metric's words in
 its evaluation section (else anywhere in it), the mean of two metrics it says it averages
-(``mean(gauc, ndcg_at_k@5)``), and the column-wise form a task with several targets means.
-What a description names that the registry lacks is ``metric_checks``' to refuse."""
+(``mean(gauc, ndcg_at_k@5)``), the column whose groups it averages over (``group_column_of``),
+and what the name means for the task's targets (``described_task_metric``: the column-wise form
+for several targets, a set or one-hot form where the targets hold them). What a description
+names that the registry lacks is ``metric_checks``' to refuse."""
 
 from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 from ..core.errors import TaskError
-from .metric_checks import evaluation_section
+from .metric_checks import evaluation_section, label_set_metric, one_hot_logloss
 
 # Metric names as competition texts write them, most specific first: the first one the text
 # mentions (in its evaluation section when it has one) is the task's metric.
@@ -145,3 +149,36 @@ def _mean_of_two(body: str) -> tuple[str, str, dict] | None:
         if a is not None and b is not None and a[0] != b[0]:
             return f"mean({a[1]}, {b[1]})", found.group(0), {}
     return None
+
+
+# An F1 over label columns, named for a target of one label a row: micro-averaged, every row
+# counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
+_ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
+
+
+def described_task_metric(
+    named: tuple[str, str, dict], train: pd.DataFrame, targets: list[str], classes: bool, inputs: list[str],
+    folder: object,
+) -> tuple[str, dict, str]:  # fmt: skip
+    """(metric, params, why) for the task of ``targets`` from the metric its description names:
+    log loss over one probability column is binary; 0/1 target columns holding one outcome a
+    row are ``logloss_columns``; an F1 over a set of labels a row is ``f1_sets``, over one label
+    a row accuracy or macro F1; several targets take the column-wise form. ``classes``: the
+    sample holds a probability column per class; ``inputs``: the columns of train and test,
+    among which a metric's groups are named."""
+    metric, phrase, params = named
+    params = group_column_of(params, inputs, folder)
+    one_hot = one_hot_logloss(train, targets, metric)
+    sets = label_set_metric(train, targets, metric)
+    if metric == "logloss" and not classes:
+        metric = "binary_logloss"
+    said = f"the description says {phrase!r}" + (f", the groups in {g!r}" if (g := params.get("group_column")) else "")
+    if one_hot is not None:  # one outcome over 0/1 columns: a multi-class log loss over them
+        metric, said = one_hot, f"{said}, and the target columns hold one outcome (one 1 a row)"
+    elif sets is not None:  # an F1 over the labels of every row's set
+        metric, said = sets, f"{said}, and {targets[0]!r} holds space-separated sets of labels"
+    elif len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
+        metric, said = _ONE_LABEL_F1[metric], f"{said}, which over one label a row is {_ONE_LABEL_F1[metric]}"
+    if len(targets) > 1:
+        metric = several_targets_metric(metric)
+    return metric, params, said

@@ -7,6 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
+
+from .columns import positive_label
+
 
 def has_description(root: Path, data_dir: Path) -> bool:
     return (root / "description.md").is_file() or (data_dir / "description.md").is_file()
@@ -29,6 +33,21 @@ def generated_description(folder: Path, targets: list[str], metric: str) -> str:
 def folder_task_name(folder: Path) -> str:
     parts = [p for p in folder.resolve().parts if p not in ("prepared", "public", "/")]
     return re.sub(r"[^\w.-]+", "-", parts[-1] if parts else "task").strip(".-") or "task"
+
+
+def described_positive(description: str, target: pd.Series, notes: list[str]) -> str:
+    """The positive label of a binary target: the one the description asks the probability of,
+    else the usual guess (``columns.positive_label``), saying which in ``notes``."""
+    positive = label_after_probability(description, sorted(set(target) - {""}))
+    if positive is not None:
+        notes.append(f"positive label {positive!r}: the description asks for its probability")
+        return positive
+    positive = positive_label(target)
+    notes.append(
+        f"positive label {positive!r} (the description does not say which class is predicted; "
+        "set positive_label in task.yaml if it is the other)"
+    )
+    return positive
 
 
 def label_after_probability(description: str, labels: list[str]) -> str | None:

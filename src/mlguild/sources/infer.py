@@ -24,36 +24,30 @@ from ..task.folder import NOT_DATA, TaskSpec
 from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
-from .columns import holds_lists, holds_words, infer_task_type, positive_label
+from .columns import holds_lists, holds_words, infer_task_type
 from .convert_folder import write_own_files
 from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
-from .described_metric import group_column_of, metric_from_description, several_targets_metric
-from .description import (
-    description_text,
-    folder_task_name,
-    generated_description,
-    has_description,
-    label_after_probability,
-)
+from .described_metric import described_task_metric, metric_from_description
+from .description import described_positive, description_text, folder_task_name, generated_description, has_description
 from .file_columns import FILE_PROBE, file_column, per_row_tables
 from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import label_set_metric, one_hot_logloss, refuse_target_count, refuse_unregistered
+from .metric_checks import refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
-from .shapes import (
-    key_shape,
-    sample_is_probability,
-    several_default,
-    several_positive,
-    several_task_type,
+from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
+from .submission_ids import (
+    JOIN,
+    id_made_of,
+    key_after_prediction,
+    key_copy_name,
+    pandas_index,
+    prediction_first_note,
+    predicts,
+    with_id,
 )
-from .submission_ids import JOIN, id_made_of, key_after_prediction, key_copy_name, pandas_index, predicts, with_id
 
-# An F1 over label columns, named for a target of one label a row: micro-averaged, every row
-# counts once (accuracy); macro-averaged, the F1 of each class, averaged (f1_macro).
-_ONE_LABEL_F1 = {"multilabel_f1_micro": "accuracy", "multilabel_f1_macro": "f1_macro"}
 _SAMPLE_ROWS = 2000  # enough rows of train to tell a task type; the whole file is not needed
 
 
@@ -169,12 +163,8 @@ def infer_task(
     sample_columns: tuple[str, ...] = ()
     key = None if id_column in test_header or given_id else key_after_prediction(sample, test_rows, train_header)
     if key is not None:  # the prediction first, the test rows' own columns after it
+        notes.append(prediction_first_note(sample_path.name, test_name, id_column, key, train_header))
         sample_columns = (key, id_column)
-        notes.append(
-            f"{sample_path.name} puts its prediction {id_column!r} first and repeats {test_name}'s columns "
-            f"after it: the rows are keyed by {key!r}, the one of them filled and unique (a submission: {key}, {id_column}); "
-            f"a copy of it is an input, {key_copy_name(key, train_header)!r}"
-        )
         id_column, sample, sample_header = key, sample[list(sample_columns)], list(sample_columns)
     made_of = () if id_column in test_header else id_made_of(sample, test_rows, train_header, id_column)
     if made_of:  # the files get the id column in the converted task folder
@@ -295,23 +285,8 @@ def infer_task(
                 "the description names no metric mlguild knows",
                 f"pass one: mlguild run {folder} --metric NAME (known: {', '.join(sorted(METRICS))})",
             )
-        metric, phrase, params = named
-        params = group_column_of(params, [c for c in train_header if c in test_header], folder)
-        one_hot = one_hot_logloss(train, targets, metric)
-        sets = label_set_metric(train, targets, metric)
-        if metric == "logloss" and classes is None:
-            metric = "binary_logloss"
-        said = f"the description says {phrase!r}" + (
-            f", the groups in {g!r}" if (g := params.get("group_column")) else ""
-        )
-        if one_hot is not None:  # one outcome over 0/1 columns: a multi-class log loss over them
-            metric, said = one_hot, f"{said}, and the target columns hold one outcome (one 1 a row)"
-        elif sets is not None:  # an F1 over the labels of every row's set
-            metric, said = sets, f"{said}, and {targets[0]!r} holds space-separated sets of labels"
-        elif len(targets) == 1 and metric in _ONE_LABEL_F1:  # one label a row: the F1 over label columns is another
-            metric, said = _ONE_LABEL_F1[metric], f"{said}, which over one label a row is {_ONE_LABEL_F1[metric]}"
-        if len(targets) > 1:
-            metric = several_targets_metric(metric)
+        inputs = [c for c in train_header if c in test_header]
+        metric, params, said = described_task_metric(named, train, targets, classes is not None, inputs, folder)
         notes.append(f"metric {metric}: {said}")
     refuse_target_count(metric, targets, folder)
     kind = get_metric(metric).prediction
@@ -344,16 +319,7 @@ def infer_task(
     if task_type == "binary" and len(targets) > 1:
         positive = several_positive(train, targets, notes)
     elif task_type == "binary" and classes is None and kind in ("probability", "label"):
-        labels = sorted(set(train[targets[0]]) - {""})
-        positive = label_after_probability(description, labels)
-        if positive is not None:
-            notes.append(f"positive label {positive!r}: the description asks for its probability")
-        else:
-            positive = positive_label(train[targets[0]])
-            notes.append(
-                f"positive label {positive!r} (the description does not say which class is predicted; "
-                "set positive_label in task.yaml if it is the other)"
-            )
+        positive = described_positive(description, train[targets[0]], notes)
     keys = shape.keys if shape is not None else []
     lookups = table_specs(lookup_paths, train_path, test_path, targets, notes) if test_path else []
     notes += unused_note([p for p in others if p != test_path], data_dir)

@@ -69,6 +69,16 @@ def key_after_prediction(sample: pd.DataFrame, test: pd.DataFrame, train_columns
     return keys[0] if len(keys) == 1 else None
 
 
+def prediction_first_note(sample_name: str, test_name: str, prediction: str, key: str, train_columns: list[str]) -> str:
+    """What inference says of a sample submission whose ``prediction`` comes first and whose
+    rows are keyed by the test rows' column ``key`` after it."""
+    return (
+        f"{sample_name} puts its prediction {prediction!r} first and repeats {test_name}'s columns after it: "
+        f"the rows are keyed by {key!r}, the one of them filled and unique (a submission: {key}, {prediction}); "
+        f"a copy of it is an input, {key_copy_name(key, train_columns)!r}"
+    )
+
+
 def key_copy_name(key: str, columns: list[str]) -> str:
     """The name of the input column that copies the key ``key``: ``<key>_text``, made unique."""
     name = f"{key}_text"

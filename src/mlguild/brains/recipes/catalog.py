@@ -1,7 +1,8 @@
 """The recipe families: which model, which features, which defaults, for which modality
 (draft.py fits a family's defaults to a task; mlguild.brains.recipes.recipe says what a recipe
-and a recipe meta are; the ranking families are in catalog_ranking), in draft order per
-modality, with the safest family of each that debug falls back to.
+and a recipe meta are; the families of files and arrays are in catalog_media, the ranking
+families in catalog_ranking), in draft order per modality, with the safest family of each
+that debug falls back to.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...metrics import get_metric
-from ...sandbox.backbones import IMAGE, TEXT
+from ...sandbox.backbones import TEXT
+from .catalog_media import MEDIA_RECIPES
 from .catalog_ranking import LIST_RECIPES, RANKING_RECIPES, SPAN_RECIPES
 from .recipe import GBDT_KNOBS, XGB_KNOBS, Recipe, lightgbm_defaults, xgboost_defaults
 
@@ -193,173 +195,9 @@ _RECIPE_LIST = [
         ("class_weight", "balanced"),
         stochastic=True,
     ),
-    # ---- image files that are photographs: a pretrained backbone's embeddings, a light head
-    Recipe(
-        "backbone_linear",
-        "image_files",
-        "Logistic regression on ImageNet EfficientNet-Lite0 embeddings (colour, 224 px)",
-        "a backbone pretrained on ImageNet already sees objects and textures: a linear head on its features is how photographs are won on little data",
-        "linear",
-        "backbone_images",
-        "none",
-        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
-        {"C": "C", "alpha": "alpha"},
-        ("class_weight", "balanced"),
-        needs="efficientnet_lite_pytorch",
-        backbone=IMAGE,
-    ),
-    Recipe(
-        "backbone_lightgbm",
-        "image_files",
-        "LightGBM on ImageNet EfficientNet-Lite0 embeddings (colour, 224 px)",
-        "boosted trees on pretrained features combine them non-linearly, with errors unlike a linear head's",
-        "lightgbm",
-        "backbone_images",
-        "none",
-        # few, fast trees over a small share of the 1280 columns each: wide dense features
-        lightgbm_defaults(400, 0.1, 15, 0.2, 30, max_bin=63),
-        GBDT_KNOBS,
-        ("class_weight", "balanced"),
-        stochastic=True,
-        needs="efficientnet_lite_pytorch",
-        backbone=IMAGE,
-    ),
-    Recipe(
-        "backbone_finetune",
-        "image_files",
-        "EfficientNet-Lite0 fine-tuned on the GPU (flips and crops, test-time flips)",
-        "fine-tuning the whole pretrained network adapts its features to the task: the strongest image recipe where a GPU is there",
-        "finetune",
-        "image_tensors",
-        "none",
-        lambda c: dict(epochs=6, batch_size=32, learning_rate=0.0003, weight_decay=0.0001),
-        dict(epochs="epochs", lr="learning_rate"),
-        stochastic=True,
-        needs="efficientnet_lite_pytorch",
-        backbone=IMAGE,
-        gpu=True,
-    ),
-    # ---- audio files (wav): spectral statistics, then trees or a linear model
-    Recipe(
-        "audio_lightgbm",
-        "audio_files",
-        "LightGBM on log-mel spectrogram statistics",
-        "statistics of the log-mel spectrogram summarise timbre and pitch in a few hundred numbers trees handle well",
-        "lightgbm",
-        "audio",
-        "none",
-        lightgbm_defaults(1000, 0.05, 15, 0.5, 50),
-        GBDT_KNOBS,
-        ("class_weight", "balanced"),
-        stochastic=True,
-    ),
-    Recipe(
-        "audio_linear",
-        "audio_files",
-        "Linear model on standardised log-mel spectrogram statistics",
-        "a linear model on the same spectral statistics: a fast, different-biased second opinion",
-        "linear",
-        "audio",
-        "none",
-        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
-        {"C": "C", "alpha": "alpha"},
-        ("class_weight", "balanced"),
-    ),
-    # ---- array files (a NumPy array or a CSV of sensor columns per row): summary statistics per channel
-    Recipe(
-        "array_lightgbm",
-        "array_files",
-        "LightGBM on per-channel summary statistics of each row's array",
-        "statistics of each channel (level, spread, extremes, quantiles, roughness) summarise a signal in numbers trees combine well",
-        "lightgbm",
-        "arrays",
-        "none",
-        lightgbm_defaults(1000, 0.05, 15, 0.5, 20),
-        GBDT_KNOBS,
-        ("class_weight", "balanced"),
-        stochastic=True,
-    ),
-    Recipe(
-        "array_linear",
-        "array_files",
-        "Linear model on standardised per-channel summary statistics",
-        "a linear model on the same statistics: a fast, different-biased second opinion",
-        "linear",
-        "arrays",
-        "none",
-        lambda c: dict(C=0.5, max_iter=3000) if c else dict(alpha=10.0),
-        {"C": "C", "alpha": "alpha"},
-        ("class_weight", "balanced"),
-    ),
-    # ---- image arrays (pixels as columns)
-    # Offered only where torch is installed (the [torch] extra, as tabm is); forests are not marked
-    # stochastic: a forest averaged over seeds is just a bigger forest (see more_trees).
-    Recipe(
-        "small_cnn",
-        "image_array",
-        "Small convolutional network (PyTorch, CPU)",
-        "convolutions see strokes and shapes wherever they sit in the image: the usual best model on images",
-        "cnn",
-        "images",
-        "none",
-        lambda c: dict(channels=16, epochs=12, batch_size=64, learning_rate=0.002, weight_decay=0.0001),
-        dict(epochs="epochs", lr="learning_rate"),
-        stochastic=True,
-        needs="torch",
-    ),
-    Recipe(
-        "pixels_linear",
-        "image_array",
-        "Linear model on scaled pixels",
-        "a fast, well-understood floor for pixel data",
-        "linear",
-        "pixels",
-        "none",
-        lambda c: dict(C=0.1, max_iter=500) if c else dict(alpha=10.0),
-        {"C": "C", "alpha": "alpha"},
-        ("class_weight", "balanced"),
-    ),
-    Recipe(
-        "pixels_extra_trees",
-        "image_array",
-        "Extremely randomised trees on pixels",
-        "randomised trees capture non-linear pixel interactions with no tuning",
-        "forest",
-        "pixels",
-        "none",
-        lambda c: dict(n_estimators=300, min_samples_leaf=1, max_features="sqrt"),
-        dict(trees="n_estimators", min_leaf="min_samples_leaf"),
-        ("class_weight", "balanced_subsample"),
-        ("ExtraTreesClassifier", "ExtraTreesRegressor"),
-    ),
-    Recipe(
-        "pca_svc",
-        "image_array",
-        "RBF support vector machine on principal components",
-        "a kernel machine on whitened principal components is a strong classic on small images",
-        "svm_rbf",
-        "pixels",
-        "none",
-        lambda c: dict(C=10.0, gamma="scale") if c else dict(C=1.0, epsilon=0.1, gamma="scale"),
-        {"C": "C"},
-        ("class_weight", "balanced"),
-    ),
-    Recipe(
-        "pixels_lightgbm",
-        "image_array",
-        "LightGBM on pixels",
-        "boosted trees on raw pixels, with column subsampling to keep each tree cheap",
-        "lightgbm",
-        "pixels",
-        "none",
-        lightgbm_defaults(400, 0.15, 15, 0.2, 30, max_bin=31),
-        GBDT_KNOBS,
-        ("class_weight", "balanced"),
-        stochastic=True,
-    ),
 ]
 
-_RECIPE_LIST += RANKING_RECIPES + LIST_RECIPES + SPAN_RECIPES
+_RECIPE_LIST += MEDIA_RECIPES + RANKING_RECIPES + LIST_RECIPES + SPAN_RECIPES
 # The script template of each modality that has its own (the others: script.py.j2).
 SCRIPT_TEMPLATES = {"grouped_ranking": "rank.py.j2", "ranked_lists": "lists.py.j2", "text_spans": "spans.py.j2"}
 
