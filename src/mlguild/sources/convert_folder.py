@@ -51,6 +51,7 @@ def write_converted(
     shards: dict[str, int] | None = None,
     arrays: ArrayTables | None = None,
     sample_columns: tuple[str, ...] = (),
+    blank: tuple[str, ...] = (),
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -90,7 +91,7 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns)
+    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank)
     if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
         ids, label = test_rows[spec.id_column], spec.target_columns[0]
         arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
@@ -117,6 +118,7 @@ def write_own_files(
     labelled: LabelledFiles | None = None,
     shards: dict[str, int] | None = None,
     sample_columns: tuple[str, ...] = (),
+    blank: tuple[str, ...] = (),
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
@@ -126,8 +128,9 @@ def write_own_files(
     get a copy of the key as an input, ``with_key_copy``), and the train and test files with the id
     column made of ``made_of``; train files in subfolders named by the label column ``nested``
     laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
-    train table, the one ``labelled`` derives, and its files linked under their new names. A
-    link is replaced, never written through."""
+    train table, the one ``labelled`` derives, and its files linked under their new names; the test
+    file without the target's columns it holds empty (``blank``). A link is replaced, never
+    written through."""
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
         (public / spec.train_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         labelled.table.to_csv(public / spec.train_file, index=False)
@@ -155,6 +158,8 @@ def write_own_files(
         (public / spec.test_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         test_rows.to_csv(public / spec.test_file, index=False)
     rewrites = [(spec.sample_submission, lambda f: f.iloc[:, 1:])] if indexed else []
+    if blank:
+        rewrites.append((spec.test_file, lambda f: f.drop(columns=list(blank))))
     if sample_columns:  # a sample repeating the test rows' inputs: their key and the prediction
         rewrites.append((spec.sample_submission, lambda f: f[list(sample_columns)]))
         # the key is the rows' text: a copy of it is an input (scripts leave the id out of their features)

@@ -49,7 +49,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("map_at_k", r"\bmap@\s*\d+|mean average precision\s*@\s*\d+"),
     ("ndcg_at_k", r"\bndcg\s*@\s*\d+|normali[sz]ed discounted cumulative gain(\s*@\s*\d+)?|\bndcg\b"),
     ("gauc", r"\bgauc\b|\bgroup(ed)?[- ]auc\b|\bauc (averaged )?(per|within each|over) (user|group|query|session)s?\b"),
-    ("roc_auc", r"area under (the )?(roc|receiver operating)|\broc[- ]auc\b|\bauc\b"),
+    ("roc_auc", r"area under (the )?(roc|receiver operating)|area under the curve\b|\broc[- ]auc\b|\bauc\b"),
     ("logloss", r"\blog[- ]?loss\b|logarithmic loss|cross[- ]entropy"),
     ("f1_macro", r"macro[- ](averaged )?f1|f1[- ]macro|mean f1"),
     ("f1", r"\bf1\b|\bf-score\b|\bf-measure\b"),

@@ -30,6 +30,14 @@ def modality_of(name: str) -> str:
     return "audio_files" if name.endswith(_SOUNDS) else "array_files" if name.endswith(_ARRAYS) else "tabular"
 
 
+def files_note(files: dict) -> str:
+    """What inference says of a task whose rows name files (``file_column``'s answer)."""
+    return (
+        f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
+        f"test files in {files['test_files']}/ ({files['modality']})"
+    )
+
+
 def file_column(files: FolderFiles, train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> dict | None:
     """The column whose values name each row's file (in a folder for train rows and one for test
     rows), with those folders, the suffix the values lack, and the modality; None if none does.

@@ -20,17 +20,30 @@ def find_task_root(folder: Path) -> tuple[Path, str]:
 
 
 def pick_file(
-    files: list[Path], data_dir: Path, role: str, exact: tuple[str, ...], word: str, alone: list[Path] | None = None
+    files: list[Path],
+    data_dir: Path,
+    role: str,
+    exact: tuple[str, ...],
+    word: str | tuple[str, ...],
+    alone: list[Path] | None = None,
 ) -> Path:
-    named = {p.relative_to(data_dir).as_posix(): p for p in files}
+    """The one file of ``role`` among ``files``: one named ``exact`` (any case), else the one
+    whose name holds ``word`` (with several words, the first that some name holds decides), else
+    the one file ``alone`` names; a TaskError naming the candidates otherwise."""
+    named = {p.relative_to(data_dir).as_posix().lower(): p for p in files}
     for name in exact:
         if name in named:
             return named[name]
-    matches = [p for p in files if word in p.name.lower()]
+    matches: list[Path] = []
+    for each in (word,) if isinstance(word, str) else word:
+        matches = [p for p in files if each in p.name.lower()]
+        if matches:
+            break
     if len(matches) == 1:
         return matches[0]
     if not matches and alone is not None and len(alone) == 1:
         return alone[0]
+    named = {p.relative_to(data_dir).as_posix(): p for p in files}
     shown = sorted(named)[:6] + ([f"and {len(named) - 6} more"] if len(named) > 6 else [])
     found = ", ".join(shown) or "no CSV file is left for it"
     raise TaskError(

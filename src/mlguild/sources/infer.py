@@ -29,14 +29,21 @@ from .convert_folder import write_own_files
 from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
 from .described_metric import described_task_metric, metric_from_description
 from .description import described_positive, description_text, folder_task_name, generated_description, has_description
-from .file_columns import FILE_PROBE, file_column, per_row_tables
+from .file_columns import FILE_PROBE, file_column, files_note, per_row_tables
 from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
-from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
+from .shapes import (
+    blank_predictions,
+    key_shape,
+    sample_is_probability,
+    several_default,
+    several_positive,
+    several_task_type,
+)
 from .submission_ids import (
     JOIN,
     id_made_of,
@@ -70,13 +77,14 @@ class Inferred:
     shards: dict[str, int] = field(default_factory=dict)  # {train|test: depth}: files in subfolders by id, laid flat
     arrays: ArrayTables | None = None  # no train table: NumPy arrays of the inputs and labels, written as tables
     sample_columns: tuple[str, ...] = ()  # the sample submission's columns kept, in order, when it repeats inputs
+    blank: tuple[str, ...] = ()  # the target's columns the test file holds empty: left out of it
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
-        own = self.test_rows is not None or self.labelled is not None or self.indexed or bool(self.unpacked)
-        own = own or self.arrays is not None
-        return own or bool(self.made_of or self.retyped or self.nested or self.shards or self.sample_columns)
+        derived = (self.test_rows, self.labelled, self.arrays)
+        own = (self.indexed, self.unpacked, self.made_of, self.retyped, self.nested, self.shards, self.sample_columns)
+        return any(part is not None for part in derived) or any(map(bool, own)) or bool(self.blank)
 
 
 def infer_task(
@@ -104,7 +112,8 @@ def infer_task(
         csvs = [p for p in csvs if p not in per_row]
         folders = sorted({p.parent.relative_to(data_dir).as_posix() for p in per_row})
         notes.append(f"{len(per_row)} CSV files in {', '.join(folders)}/: each row's own data, not tables")
-    sample_path = pick_file(csvs, data_dir, "sample submission", ("sample_submission.csv",), "sample")
+    # Kaggle's sample_submission.csv (any case: Zindi's SampleSubmission.csv), else DrivenData's submission_format.csv
+    sample_path = pick_file(csvs, data_dir, "sample submission", ("sample_submission.csv",), ("sample", "submission"))
     present = RowFiles(FolderFiles.of(data_dir, lambda rel: rel.parts[0] in NOT_DATA))
     rest = [p for p in csvs if p != sample_path]
     sample_header = tables.header(sample_path)
@@ -160,6 +169,10 @@ def infer_task(
     test_rows = (
         tables.frame(test_path, _SAMPLE_ROWS) if test_path is not None else pd.DataFrame(listed).head(_SAMPLE_ROWS)
     )
+    blank = tuple(blank_predictions(sample_header[1:], test_rows, train_header)) if test_path is not None else ()
+    if blank:  # the target's columns kept in the test file, empty: left out when converted
+        notes.append(f"{test_name} holds {train_path.name}'s column(s) {list(blank)}, empty: left out of it")
+        test_header, test_rows = [c for c in test_header if c not in blank], test_rows.drop(columns=list(blank))
     sample_columns: tuple[str, ...] = ()
     key = None if id_column in test_header or given_id else key_after_prediction(sample, test_rows, train_header)
     if key is not None:  # the prediction first, the test rows' own columns after it
@@ -310,10 +323,7 @@ def infer_task(
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
     shards: dict[str, int] = files.pop("shards", {}) if files is not None else {}  # laid flat when converted too
     if files is not None:
-        notes.append(
-            f"each row names a file: column {files['file_column']!r}, train files in {files['train_files']}/, "
-            f"test files in {files['test_files']}/ ({files['modality']})"
-        )
+        notes.append(files_note(files))
 
     positive = None
     if task_type == "binary" and len(targets) > 1:
@@ -368,7 +378,7 @@ def infer_task(
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
     if shards:
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
-    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns)
+    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank)
     return Inferred(root, spec, notes, *own)
 
 
@@ -383,7 +393,7 @@ def write_inferred(inferred: Inferred) -> Path:
     path = inferred.root / "task.yaml"
     data_dir = inferred.root / inferred.spec.data_dir
     own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
-    write_own_files(data_dir, inferred.spec, *own, sample_columns=inferred.sample_columns)
+    write_own_files(data_dir, inferred.spec, *own, sample_columns=inferred.sample_columns, blank=inferred.blank)
     data = inferred.spec.model_dump(exclude_none=True)
     data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

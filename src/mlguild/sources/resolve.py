@@ -107,6 +107,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.shards,
             inferred.arrays,
             inferred.sample_columns,
+            inferred.blank,
         )
     except OSError as exc:
         raise TaskError(

@@ -1,0 +1,61 @@
+"""Conventions of the competition platforms besides Kaggle's exact file names: Zindi's
+capitalised Train.csv, Test.csv and SampleSubmission.csv and its "Area Under the Curve", a
+sample named submission.csv beside training.csv and testing.csv, and a test file that keeps the
+target's column, empty."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mlguild.sources.infer import infer_task
+from mlguild.sources.resolve import folder_task
+from mlguild.task.folder import load_task
+
+
+def _folder(root, names: tuple[str, str, str], target: str, evaluation: str, blank_target: bool = False):
+    """A binary task in ``root`` with the train, test and sample files called ``names``."""
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True)
+    frame = pd.DataFrame({"ID": [f"id_{i}" for i in range(160)], "age": rng.integers(18, 80, 160)})
+    frame["city"] = rng.choice(["a", "b", "c"], 160)
+    train, test = frame.iloc[:120].copy(), frame.iloc[120:].copy()
+    train[target] = rng.choice(["yes", "no"], 120)
+    if blank_target:
+        test[target] = ""
+    train.to_csv(root / names[0], index=False)
+    test.to_csv(root / names[1], index=False)
+    test[["ID"]].assign(**{target: 0}).to_csv(root / names[2], index=False)
+    (root / "description.md").write_text(f"# A challenge\n\n## Evaluation\n\n{evaluation}\n")
+    return root
+
+
+def test_zindis_capitalised_files_and_area_under_the_curve(tmp_path):
+    names = ("Train.csv", "Test.csv", "SampleSubmission.csv")
+    evaluation = "The evaluation metric for this challenge is Area Under the Curve."
+    spec = infer_task(_folder(tmp_path / "zindi", names, "target", evaluation)).spec
+    assert (spec.train_file, spec.test_file, spec.sample_submission) == names
+    assert (spec.metric, spec.id_column, spec.target_columns) == ("roc_auc", "ID", ["target"])
+    # the precision-recall curve's area is another metric: not taken for ROC AUC
+    other = infer_task(_folder(tmp_path / "pr", names, "target", "Scored by the area under the precision-recall curve."),
+                       metric="accuracy")  # fmt: skip
+    assert other.spec.metric == "accuracy"
+
+
+def test_a_sample_named_submission_beside_training_and_testing_files(tmp_path):
+    names = ("training.csv", "testing.csv", "submission.csv")
+    spec = infer_task(_folder(tmp_path / "plain", names, "churn", "Submissions are evaluated on accuracy.")).spec
+    assert (spec.train_file, spec.test_file, spec.sample_submission) == names
+    assert (spec.metric, spec.target_columns, spec.task_type) == ("accuracy", ["churn"], "binary")
+
+
+def test_a_test_file_keeping_the_targets_column_empty_is_converted_without_it(tmp_path):
+    names = ("train.csv", "test.csv", "sample_submission.csv")
+    folder = _folder(tmp_path / "blank", names, "churn", "Submissions are evaluated on accuracy.", blank_target=True)
+    inferred = infer_task(folder)
+    assert inferred.blank == ("churn",) and inferred.converted
+    assert any("holds train.csv's column(s) ['churn'], empty: left out of it" in note for note in inferred.notes)
+    assert inferred.spec.target_columns == ["churn"]
+    task = load_task(folder_task(folder, None, None, write=False).root)  # the converted folder loads: no leak
+    assert "churn" not in pd.read_csv(task.test_path, nrows=0).columns
+    assert "churn" in pd.read_csv(folder / "test.csv", nrows=0).columns  # the user's own file is left as it is
