@@ -59,3 +59,37 @@ def test_a_test_file_keeping_the_targets_column_empty_is_converted_without_it(tm
     task = load_task(folder_task(folder, None, None, write=False).root)  # the converted folder loads: no leak
     assert "churn" not in pd.read_csv(task.test_path, nrows=0).columns
     assert "churn" in pd.read_csv(folder / "test.csv", nrows=0).columns  # the user's own file is left as it is
+
+
+def test_drivendatas_inputs_and_labels_in_two_train_files_are_joined_and_the_labels_file_left_out(tmp_path):
+    rng = np.random.default_rng(1)
+    root = tmp_path / "richter"
+    root.mkdir()
+    values = pd.DataFrame({"building_id": range(300), "age": rng.integers(0, 90, 300)})
+    values["roof"] = rng.choice(["n", "q", "x"], 300)
+    labels = pd.DataFrame({"building_id": values["building_id"][::-1], "damage_grade": rng.integers(1, 4, 300)})
+    values.iloc[:240].to_csv(root / "train_values.csv", index=False)
+    labels[labels["building_id"] < 240].to_csv(root / "train_labels.csv", index=False)  # in another order
+    values.iloc[240:].to_csv(root / "test_values.csv", index=False)
+    values.iloc[240:][["building_id"]].assign(damage_grade=1).to_csv(root / "submission_format.csv", index=False)
+    (root / "description.md").write_text("# Richter\n\n## Evaluation\n\nScored by the micro averaged F1 score.\n")
+    inferred = infer_task(root)
+    spec = inferred.spec
+    assert (spec.train_file, spec.test_file, spec.sample_submission) == (
+        "train_values.csv",
+        "test_values.csv",
+        "submission_format.csv",
+    )
+    assert (spec.id_column, spec.target_columns, spec.task_type, spec.metric) == (
+        "building_id",
+        ["damage_grade"],
+        "multiclass",
+        "accuracy",  # a micro F1 over one label a row
+    )
+    assert inferred.labels_file == "train_labels.csv" and inferred.converted
+    task = load_task(folder_task(root, None, None, write=False).root)
+    train = pd.read_csv(task.train_path)
+    assert list(train.columns) == ["building_id", "age", "roof", "damage_grade"] and len(train) == 240
+    expected = labels.set_index("building_id")["damage_grade"]
+    assert (train.set_index("building_id")["damage_grade"] == expected.loc[train["building_id"]]).all()
+    assert not (task.public_dir / "train_labels.csv").exists()  # the labels' own file would show the holdout's

@@ -1,5 +1,6 @@
 """What a labelled CSV's columns are: its id column, its task type, a column of lists, the item
-column of a grouped ranking, the positive label, and the metric a task type gets by default.
+column of a grouped ranking, the positive label, the metric a task type gets by default, and
+the prediction columns a test file keeps empty.
 
 Each guess is a starting point written into task.yaml, where the user can change it.
 """
@@ -118,3 +119,14 @@ def positive_label(target: pd.Series) -> str:
             return preferred
     # The rarer class is usually the one of interest (churners, frauds, survivors).
     return str(target.value_counts().idxmin())
+
+
+def blank_predictions(predicted: list[str], test: pd.DataFrame, train_columns: list[str]) -> list[str]:
+    """The sample's prediction columns that the test file holds empty on every row read, as train
+    columns: a test file that keeps the target's column, blank. They are left out of the test
+    file (they hold nothing, and a target column in the test file is refused as a leak)."""
+    return [
+        c
+        for c in predicted
+        if c in test.columns and c in train_columns and not (test[c].fillna("").astype(str).str.strip() != "").any()
+    ]

@@ -22,6 +22,7 @@ from ..util.exact_csv import read_csv_exact
 from .array_tables import ArrayTables
 from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
+from .split_train import join_labels
 from .submission_ids import with_id, with_key_copy
 from .tables import as_csv
 from .tables import frame as table
@@ -52,6 +53,7 @@ def write_converted(
     arrays: ArrayTables | None = None,
     sample_columns: tuple[str, ...] = (),
     blank: tuple[str, ...] = (),
+    labels_file: str | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -91,7 +93,8 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    write_own_files(public, spec, test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank)
+    own = (test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank, labels_file)
+    write_own_files(public, spec, *own)
     if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
         ids, label = test_rows[spec.id_column], spec.target_columns[0]
         arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
@@ -119,6 +122,7 @@ def write_own_files(
     shards: dict[str, int] | None = None,
     sample_columns: tuple[str, ...] = (),
     blank: tuple[str, ...] = (),
+    labels_file: str | None = None,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
@@ -129,8 +133,11 @@ def write_own_files(
     column made of ``made_of``; train files in subfolders named by the label column ``nested``
     laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
     train table, the one ``labelled`` derives, and its files linked under their new names; the test
-    file without the target's columns it holds empty (``blank``). A link is replaced, never
-    written through."""
+    file without the target's columns it holds empty (``blank``); the train file with the labels of
+    ``labels_file`` joined to it, and that file removed (sources/split_train). A link is replaced,
+    never written through."""
+    if labels_file is not None:
+        join_labels(public, spec.train_file, labels_file, spec.id_column)
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
         (public / spec.train_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         labelled.table.to_csv(public / spec.train_file, index=False)

@@ -10,12 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ..core.errors import TaskError
 from . import tables
 from .annotated_files import annotated_train_files
 from .array_tables import ArrayTables, array_tables
 from .file_columns import FILE_PROBE
 from .folder_files import FolderFiles, archive_files
-from .labelled_files import LabelledFiles, labelled_train_files
+from .labelled_files import DERIVED_TRAIN, LabelledFiles, labelled_train_files
+from .sample_test_rows import unpack_first
 
 T = TypeVar("T")
 
@@ -36,6 +38,23 @@ class RowFiles:
             self._packed = self._packed or self.disk.with_archives()
             found, self.used = attempt(self._packed), self._packed
         return found
+
+
+def derived_train(
+    present: RowFiles, data_dir: Path, sample_path: Path, sample_header: list[str], id_column: str, refused: TaskError
+) -> tuple[LabelledFiles | None, ArrayTables | None, str]:
+    """The train table a folder with none derives (labelled files, or NumPy arrays), with what
+    inference says of it; ``refused`` (why no train table was found), with the fix to unpack
+    the folder's archives where it has any, when neither way finds one."""
+    labelled = present.first(lambda files: labelled_by_files(files, sample_path, id_column))
+    arrays = arrays_as_tables(present.disk, sample_path, sample_header, id_column) if labelled is None else None
+    if labelled is not None:
+        how = labelled.how
+    elif arrays is not None:
+        how = arrays.how
+    else:
+        raise unpack_first(refused, data_dir) from None
+    return labelled, arrays, f"no train table: {how}; the train table is derived from them ({DERIVED_TRAIN})"
 
 
 def labelled_by_files(present: FolderFiles, sample_path: Path, id_column: str) -> LabelledFiles | None:

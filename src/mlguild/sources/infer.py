@@ -24,9 +24,9 @@ from ..task.folder import NOT_DATA, TaskSpec
 from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
-from .columns import holds_lists, holds_words, infer_task_type
+from .columns import blank_predictions, holds_lists, holds_words, infer_task_type
 from .convert_folder import write_own_files
-from .derived_train import RowFiles, arrays_as_tables, labelled_by_files
+from .derived_train import RowFiles, derived_train
 from .described_metric import described_task_metric, metric_from_description
 from .description import described_positive, description_text, folder_task_name, generated_description, has_description
 from .file_columns import FILE_PROBE, file_column, files_note, per_row_tables
@@ -35,15 +35,9 @@ from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import refuse_target_count, refuse_unregistered
-from .sample_test_rows import DERIVED_TEST, no_test_rows, sample_lists_test_files, unpack_first
-from .shapes import (
-    blank_predictions,
-    key_shape,
-    sample_is_probability,
-    several_default,
-    several_positive,
-    several_task_type,
-)
+from .sample_test_rows import DERIVED_TEST, listed_note, no_test_rows, sample_lists_test_files
+from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
+from .split_train import split_train
 from .submission_ids import (
     JOIN,
     id_made_of,
@@ -78,13 +72,14 @@ class Inferred:
     arrays: ArrayTables | None = None  # no train table: NumPy arrays of the inputs and labels, written as tables
     sample_columns: tuple[str, ...] = ()  # the sample submission's columns kept, in order, when it repeats inputs
     blank: tuple[str, ...] = ()  # the target's columns the test file holds empty: left out of it
+    labels_file: str | None = None  # the train labels' own file, joined to the train file's rows when converted
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         derived = (self.test_rows, self.labelled, self.arrays)
         own = (self.indexed, self.unpacked, self.made_of, self.retyped, self.nested, self.shards, self.sample_columns)
-        return any(part is not None for part in derived) or any(map(bool, own)) or bool(self.blank)
+        return any(part is not None for part in derived) or any(map(bool, (*own, self.blank, self.labels_file)))
 
 
 def infer_task(
@@ -129,26 +124,29 @@ def infer_task(
     # the test rows after its prediction (key_after_prediction, below)
     sample_id: str = id_column or sample_header[0]
     id_column = sample_id
-    labelled, arrays = None, None
+    labelled, arrays, split = None, None, None
     try:  # a train file named otherwise (MLE-bench's labels.csv) is the one CSV that does not say test
         train_path = pick_file(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
-    except TaskError as refused:  # no train table: train files labelled by their folders or names, if they are
-        labelled = present.first(lambda files: labelled_by_files(files, sample_path, sample_id))
-        arrays = arrays_as_tables(present.disk, sample_path, sample_header, id_column) if labelled is None else None
-        if labelled is None and arrays is None:
-            raise unpack_first(refused, data_dir) from None
-        train_path = data_dir / DERIVED_TRAIN
-        how = labelled.how if labelled is not None else arrays.how if arrays is not None else ""
-        notes.append(f"no train table: {how}; the train table is derived from them ({DERIVED_TRAIN})")
+    except TaskError as refused:  # inputs and labels in two files; else train files labelled by folders or names
+        split = split_train(rest, sample_id, sample_header[1:])
+        if split is not None:
+            train_path, rest = split.values, [p for p in rest if p != split.labels]
+            notes.append(split.note(sample_id))
+        else:
+            labelled, arrays, how = derived_train(present, data_dir, sample_path, sample_header, sample_id, refused)
+            train_path = data_dir / DERIVED_TRAIN
+            notes.append(how)
     if labelled is not None:
         train = labelled.table
     elif arrays is not None:
         train = arrays.head(data_dir, id_column, sample_header[-1], _SAMPLE_ROWS)
+    elif split is not None:
+        train = split.head(id_column, _SAMPLE_ROWS)
     else:
         train = tables.frame(train_path, _SAMPLE_ROWS) if train_path.stat().st_size else pd.DataFrame()
-    train_header = list(train.columns) if labelled or arrays else tables.header(train_path)
+    train_header = list(train.columns) if labelled or arrays or split else tables.header(train_path)
     # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
     others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
     listed = None  # the test rows, when the sample submission alone lists them (by their files)
@@ -195,10 +193,7 @@ def infer_task(
     if indexed:
         notes.append(f"{sample_path.name}'s unnamed first column numbers its rows (pandas' index): left out")
     if listed is not None:
-        notes.append(
-            f"no CSV of test rows: the {len(listed)} ids of {sample_path.name} name the test rows' files, "
-            f"so the test table is those ids ({DERIVED_TEST} of the converted task folder)"
-        )
+        notes.append(listed_note(len(listed), sample_path.name))
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
     # tab-separated or zipped tables: converted into CSV files in a task folder of mlguild's own
@@ -378,7 +373,8 @@ def infer_task(
         notes.append(f"the rows' files include those of {', '.join(p.name for p in unpacked)}: unpacked when converted")
     if shards:
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
-    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank)
+    joined = split.labels.relative_to(data_dir).as_posix() if split is not None else None
+    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank, joined)
     return Inferred(root, spec, notes, *own)
 
 

@@ -108,6 +108,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.arrays,
             inferred.sample_columns,
             inferred.blank,
+            inferred.labels_file,
         )
     except OSError as exc:
         raise TaskError(

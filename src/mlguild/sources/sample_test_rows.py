@@ -41,6 +41,14 @@ def sample_lists_test_files(
     return rows
 
 
+def listed_note(rows: int, sample_name: str) -> str:
+    """What inference says of a folder whose test rows the sample submission alone lists."""
+    return (
+        f"no CSV of test rows: the {rows} ids of {sample_name} name the test rows' files, "
+        f"so the test table is those ids ({DERIVED_TEST} of the converted task folder)"
+    )
+
+
 def no_test_rows(data_dir: Path, sample_path: Path, train_path: Path) -> TaskError:
     """The refusal of a folder with no test table whose sample's ids name no files, with the fix:
     unpack the archives there (MLE-bench zips some competitions' image folders), or write one."""

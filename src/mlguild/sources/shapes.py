@@ -162,14 +162,3 @@ def key_shape(
     if repeats and not keys and not scores:
         raise TaskError(f"{sample_name} has repeated ids and no other column", "write task.yaml by hand")
     return KeyShape(keys, scores, group, not repeats)
-
-
-def blank_predictions(predicted: list[str], test: pd.DataFrame, train_columns: list[str]) -> list[str]:
-    """The sample's prediction columns that the test file holds empty on every row read, as train
-    columns: a test file that keeps the target's column, blank. They are left out of the test
-    file (they hold nothing, and a target column in the test file is refused as a leak)."""
-    return [
-        c
-        for c in predicted
-        if c in test.columns and c in train_columns and not (test[c].fillna("").astype(str).str.strip() != "").any()
-    ]
