@@ -55,7 +55,7 @@ def test_a_drafts_cost_is_its_familys_measured_seconds_per_fold_on_this_run():
 
 
 def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_path):
-    replies = [LGBM, "# another lightgbm draft\n" + LGBM, PRIOR]
+    replies = [LGBM, "# another lightgbm draft\n" + LGBM, "# a third\n" + LGBM, PRIOR]
     agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})
     first = agent.step(Action(Op.DRAFT, ()), 20)
     assert first.ok
@@ -66,6 +66,8 @@ def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_p
     assert not (run.node_dir(slow.id) / "stdout.txt").exists()  # its script never ran
     finished = [r for r in read_journal(run.path / "journal.jsonl") if r["type"] == "node_finished"]
     assert finished[-1]["id"] == slow.id and finished[-1]["timing"]["estimate_s"] == pytest.approx(100.0)
+    # 110 s for a 100-s estimate: within a fifth of its limit, as likely killed at it as not
+    assert agent.step(Action(Op.DRAFT, ()), 110).status == FailureKind.OVER_BUDGET
     other = agent.step(Action(Op.DRAFT, ()), 30)  # a family nothing has measured: started
     assert other.ok
 

@@ -40,6 +40,10 @@ _FAMILIES = (
 )
 _IMPORT = r"^\s*(?:from|import)\s+{}\b"
 _OVER_IN_A_ROW = 3  # proposals in a row over the time left near the end: the search ends
+# A script's seconds vary from run to run (the page cache, the other worker's load, a fold
+# that stops early or not): one whose estimate comes within a fifth of its time limit is about
+# as likely to be killed at the limit as not, so it is started only with that much to spare.
+ESTIMATE_MARGIN = 1.25
 _ASKING_SHARE = 0.1  # the share of the time left that asking the brain again may cost
 _NOT_MEASURED = (Op.REFIT, Op.EDA, Op.BLEND)
 
@@ -147,5 +151,7 @@ def nothing_fits(graph: SearchGraph, limit: float, full_limit: float) -> None:
     # folds, a blend), and asking again is worth it while it costs little of the time left
     # (the recipes answer in milliseconds; a model's proposals take seconds each).
     asking_s = float(search[-1].timing.get("brain_s") or 0.0)
-    if (fastest is None or fastest > limit) and asking_s * (_OVER_IN_A_ROW - 1) > _ASKING_SHARE * limit:
+    if (fastest is None or fastest * ESTIMATE_MARGIN > limit) and asking_s * (
+        _OVER_IN_A_ROW - 1
+    ) > _ASKING_SHARE * limit:
         raise BudgetExhausted("time")

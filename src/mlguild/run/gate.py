@@ -1,8 +1,8 @@
 """The gates a proposal passes before its script starts, on what it will cost
 (mlguild.run.cost estimates it):
 
-- a proposal whose estimate exceeds the time limit it would have is not started
-  (``unaffordable``; a first draft that runs a pretrained encoder is estimated from the
+- a proposal whose estimate, with ``ESTIMATE_MARGIN`` to spare, exceeds the time limit it would
+  have is not started (``unaffordable``; a first draft that runs a pretrained encoder is estimated from the
   encoder's throughput measured on a sample, mlguild.run.encoder_probe): its node is
   recorded with the status ``over_budget``, the estimate and its basis in its failure and
   timing (``estimate_s``), so the brain sees it and moves on;
@@ -21,7 +21,7 @@ from ..core.graph import Node
 from ..core.protocols import Action, Proposal
 from ..core.vocabulary import FailureKind, Op
 from ..rundir.records import Outcome, record_seed_check_waived
-from .cost import Estimate, estimate, least_seconds
+from .cost import ESTIMATE_MARGIN, Estimate, estimate, least_seconds
 from .session import Session
 
 
@@ -56,7 +56,8 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     with session.lock:
         if node.id in session.clock.in_flight:
             session.clock.in_flight[node.id] = min(timeout, found.seconds)
-    return None if found.seconds <= timeout else _not_started(session, node, action, found, timeout)
+    fits = found.seconds * ESTIMATE_MARGIN <= timeout  # with a margin for the noise of a script's seconds
+    return None if fits else _not_started(session, node, action, found, timeout)
 
 
 def _not_started(session: Session, node: Node, action: Action, found: Estimate, timeout: float) -> Outcome:
