@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mlguild.sources.infer import infer_task
 from mlguild.sources.resolve import folder_task
@@ -93,3 +94,41 @@ def test_drivendatas_inputs_and_labels_in_two_train_files_are_joined_and_the_lab
     expected = labels.set_index("building_id")["damage_grade"]
     assert (train.set_index("building_id")["damage_grade"] == expected.loc[train["building_id"]]).all()
     assert not (task.public_dir / "train_labels.csv").exists()  # the labels' own file would show the holdout's
+
+
+def test_a_forecast_whose_train_file_has_no_id_gets_row_ids_and_is_scored_by_smape(tmp_path):
+    """Rossmann's and the store-item forecasts' layout: test.csv and the sample have an id, the
+    train rows none; the description's metric is SMAPE."""
+    root = tmp_path / "demand"
+    root.mkdir()
+    days = pd.date_range("2017-01-01", periods=60).strftime("%Y-%m-%d")
+    rows = [(d, s, i) for d in days for s in (1, 2) for i in (1, 2, 3)]
+    frame = pd.DataFrame(rows, columns=["date", "store", "item"])
+    frame["sales"] = np.random.default_rng(2).integers(0, 50, len(frame))
+    train, test = frame.iloc[:300], frame.iloc[300:].drop(columns="sales")
+    train.to_csv(root / "train.csv", index=False)
+    test.assign(id=range(len(test)))[["id", "date", "store", "item"]].to_csv(root / "test.csv", index=False)
+    pd.DataFrame({"id": range(len(test)), "sales": 0}).to_csv(root / "sample_submission.csv", index=False)
+    (root / "description.md").write_text(
+        "## Evaluation\n\nSubmissions are evaluated on SMAPE between forecasts and actual values.\n"
+    )
+    inferred = infer_task(root)
+    assert (inferred.spec.metric, inferred.spec.id_column, inferred.spec.time_column) == ("smape", "id", "date")
+    assert inferred.numbered and any("has no column 'id'" in note for note in inferred.notes)
+    task = load_task(folder_task(root, None, None, write=False).root)
+    written = pd.read_csv(task.train_path, dtype=str)
+    assert list(written.columns) == ["id", "date", "store", "item", "sales"]
+    assert written["id"].is_unique and written["id"].iloc[0] == "train-0"
+    assert "id" not in pd.read_csv(root / "train.csv", nrows=0).columns  # the user's file is left as it is
+
+
+def test_smape_is_kaggles_and_a_plain_mape_is_refused(tmp_path):
+    from mlguild.core.errors import TaskError
+    from mlguild.metrics import get_metric
+
+    smape = get_metric("smape")
+    assert smape([100, 0, 50], [110, 0, 40]) == pytest.approx(100 / 3 * (20 / 210 + 0 + 20 / 90))
+    assert smape([0, 0], [0, 0]) == 0.0 and smape([1], [-1]) == pytest.approx(200.0)
+    names = ("train.csv", "test.csv", "sample_submission.csv")
+    with pytest.raises(TaskError, match="mean absolute percentage error"):
+        infer_task(_folder(tmp_path / "mape", names, "target", "Scored by the mean absolute percentage error (MAPE)."))

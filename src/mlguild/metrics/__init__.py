@@ -55,6 +55,7 @@ from mlguild.metrics.functions import (
     multilabel_f1_micro,
     pf1,
     qwk,
+    smape,
 )
 from mlguild.metrics.ranking import map_at_k, ndcg_at_k
 
@@ -223,6 +224,7 @@ METRICS: dict[str, Metric] = {
         _m("mse", "minimize", "value", _columnwise(_mse_1d), "mean squared error (column-wise mean)"),
         _m("rmsle", "minimize", "value", _columnwise(_rmsle_1d), "root mean squared log error, values > -1"),
         _m("mae", "minimize", "value", _columnwise(_mae_1d), "mean absolute error (column-wise mean)"),
+        _m("smape", "minimize", "value", smape, "symmetric mean absolute percentage error, in percent (Kaggle's)"),
         _m("r2", "maximize", "value", _columnwise(_r2_1d), "coefficient of determination (column-wise mean)"),
         _m(
             "pearson",

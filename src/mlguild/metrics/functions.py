@@ -299,6 +299,17 @@ def group_log_mae(y_true: Any, y_pred: Any, groups: Any) -> float:
     return float(np.mean(np.log(np.maximum(errors[present], GROUP_MAE_FLOOR))))
 
 
+def smape(y_true: Any, y_pred: Any) -> float:
+    """Symmetric mean absolute percentage error, in percent, as Kaggle computes it: the mean of
+    200 |F - A| / (|A| + |F|), a row whose truth and prediction are both 0 counting 0."""
+    t, p = _as_floats(y_true, y_pred)
+    if not len(t):
+        raise ValueError("smape is undefined on no rows")
+    scale = np.abs(t) + np.abs(p)
+    share = np.divide(2.0 * np.abs(p - t), scale, out=np.zeros_like(scale), where=scale > 0)
+    return float(100.0 * np.mean(share))
+
+
 def _r2_1d(y_true: Any, y_pred: Any) -> float:
     t, p = _as_floats(y_true, y_pred)
     ss_res = np.sum((t - p) ** 2)

@@ -23,7 +23,7 @@ from .array_tables import ArrayTables
 from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
 from .split_train import join_labels
-from .submission_ids import with_id, with_key_copy
+from .submission_ids import numbered, with_id, with_key_copy
 from .tables import as_csv
 from .tables import frame as table
 
@@ -54,6 +54,7 @@ def write_converted(
     sample_columns: tuple[str, ...] = (),
     blank: tuple[str, ...] = (),
     labels_file: str | None = None,
+    numbered_train: bool = False,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -93,8 +94,8 @@ def write_converted(
     board = next((f / LEADERBOARD for f in (root, root.parent) if (f / LEADERBOARD).is_file()), None)
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
-    own = (test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank, labels_file)
-    write_own_files(public, spec, *own)
+    own = (test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank)
+    write_own_files(public, spec, *own, labels_file=labels_file, numbered_train=numbered_train)
     if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
         ids, label = test_rows[spec.id_column], spec.target_columns[0]
         arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
@@ -123,6 +124,7 @@ def write_own_files(
     sample_columns: tuple[str, ...] = (),
     blank: tuple[str, ...] = (),
     labels_file: str | None = None,
+    numbered_train: bool = False,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
@@ -134,8 +136,9 @@ def write_own_files(
     laid flat in their folder (a file's folder would tell its label, the holdout's too); with no
     train table, the one ``labelled`` derives, and its files linked under their new names; the test
     file without the target's columns it holds empty (``blank``); the train file with the labels of
-    ``labels_file`` joined to it, and that file removed (sources/split_train). A link is replaced,
-    never written through."""
+    ``labels_file`` joined to it, and that file removed (sources/split_train); a train file without
+    the id with ids from its row numbers (``numbered_train``). A link is replaced, never written
+    through."""
     if labels_file is not None:
         join_labels(public, spec.train_file, labels_file, spec.id_column)
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
@@ -171,6 +174,8 @@ def write_own_files(
         rewrites.append((spec.sample_submission, lambda f: f[list(sample_columns)]))
         # the key is the rows' text: a copy of it is an input (scripts leave the id out of their features)
         rewrites += [(name, lambda f: with_key_copy(f, spec.id_column)) for name in (spec.train_file, spec.test_file)]
+    if numbered_train:
+        rewrites.append((spec.train_file, lambda f: numbered(f, spec.id_column)))
     if made_of:
         rewrites += [
             (name, lambda f: with_id(f, spec.id_column, made_of)) for name in (spec.train_file, spec.test_file)

@@ -42,6 +42,7 @@ _METRIC_PATTERNS: list[tuple[str, str]] = [
     ("pearson", r"\bpearson"),
     ("rmsle", r"root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error|\brmsle\b"),
     ("rmse", r"root[- ]mean[- ]squared?[- ]error|\brmse\b"),
+    ("smape", r"\bsmape\b|symmetric mean absolute percentage error"),
     ("mae", r"mean[- ]absolute[- ]error|\bmae\b"),
     ("r2", r"coefficient of determination|\br2\b|\br\^2\b|r-squared"),
     ("qwk", r"quadratic(ally)?[- ]weighted (cohen'?s )?kappa|\bqwk\b"),

@@ -39,10 +39,11 @@ from .sample_test_rows import DERIVED_TEST, listed_note, no_test_rows, sample_li
 from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
 from .split_train import split_train
 from .submission_ids import (
-    JOIN,
     id_made_of,
     key_after_prediction,
     key_copy_name,
+    made_of_note,
+    numbered,
     pandas_index,
     prediction_first_note,
     predicts,
@@ -73,13 +74,15 @@ class Inferred:
     sample_columns: tuple[str, ...] = ()  # the sample submission's columns kept, in order, when it repeats inputs
     blank: tuple[str, ...] = ()  # the target's columns the test file holds empty: left out of it
     labels_file: str | None = None  # the train labels' own file, joined to the train file's rows when converted
+    numbered: bool = False  # the train file lacks the id: its rows get ids from their numbers when converted
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         derived = (self.test_rows, self.labelled, self.arrays)
         own = (self.indexed, self.unpacked, self.made_of, self.retyped, self.nested, self.shards, self.sample_columns)
-        return any(part is not None for part in derived) or any(map(bool, (*own, self.blank, self.labels_file)))
+        more = (self.blank, self.labels_file, self.numbered)
+        return any(part is not None for part in derived) or any(map(bool, (*own, *more)))
 
 
 def infer_task(
@@ -167,10 +170,12 @@ def infer_task(
     test_rows = (
         tables.frame(test_path, _SAMPLE_ROWS) if test_path is not None else pd.DataFrame(listed).head(_SAMPLE_ROWS)
     )
-    blank = tuple(blank_predictions(sample_header[1:], test_rows, train_header)) if test_path is not None else ()
-    if blank:  # the target's columns kept in the test file, empty: left out when converted
+    if blank := tuple(blank_predictions(sample_header[1:], test_rows, train_header) if test_path else ()):
         notes.append(f"{test_name} holds {train_path.name}'s column(s) {list(blank)}, empty: left out of it")
         test_header, test_rows = [c for c in test_header if c not in blank], test_rows.drop(columns=list(blank))
+    if numbers := id_column in test_header and id_column not in train_header and not (labelled or arrays):
+        train, train_header = numbered(train, id_column), [id_column, *train_header]
+        notes.append(f"{train_path.name} has no column {id_column!r}: its rows get ids from their row numbers")
     sample_columns: tuple[str, ...] = ()
     key = None if id_column in test_header or given_id else key_after_prediction(sample, test_rows, train_header)
     if key is not None:  # the prediction first, the test rows' own columns after it
@@ -181,8 +186,7 @@ def infer_task(
     if made_of:  # the files get the id column in the converted task folder
         train, test_rows = with_id(train, id_column, made_of), with_id(test_rows, id_column, made_of)
         train_header, test_header = list(train.columns), list(test_rows.columns)
-        made = "the column " + repr(made_of[0]) if len(made_of) == 1 else f"{made_of} joined by {JOIN!r}"
-        notes.append(f"{sample_path.name}'s id {id_column!r} is {made} of {test_name} and {train_path.name}")
+        notes.append(made_of_note(made_of, id_column, sample_path.name, test_name, train_path.name))
     if id_column not in test_header:
         raise TaskError(
             f"the sample submission's first column {id_column!r} is not a column of {test_name}",
@@ -374,8 +378,8 @@ def infer_task(
     if shards:
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
     joined = split.labels.relative_to(data_dir).as_posix() if split is not None else None
-    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank, joined)
-    return Inferred(root, spec, notes, *own)
+    own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank)
+    return Inferred(root, spec, notes, *own, labels_file=joined, numbered=numbers)
 
 
 def _labels(target: pd.Series) -> int:

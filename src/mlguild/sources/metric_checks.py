@@ -38,6 +38,7 @@ UNREGISTERED: list[tuple[str, str]] = [
     ("percentile distance error", r"\bpercentile distance"),
     ("Laplace log likelihood", r"\blaplace log[- ]likelihood"),
     ("lwlrap", r"\blwlrap\b|label[- ]weighted label[- ]ranking"),
+    ("mean absolute percentage error", r"\bmape\b|(?<!symmetric )\bmean absolute percentage error"),
 ]
 
 # Names above that are registered metrics' in some readings, not in others: what to say instead.

@@ -109,6 +109,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.sample_columns,
             inferred.blank,
             inferred.labels_file,
+            inferred.numbered,
         )
     except OSError as exc:
         raise TaskError(

@@ -69,6 +69,12 @@ def key_after_prediction(sample: pd.DataFrame, test: pd.DataFrame, train_columns
     return keys[0] if len(keys) == 1 else None
 
 
+def made_of_note(made_of: tuple[str, ...], id_column: str, sample_name: str, test_name: str, train_name: str) -> str:
+    """What inference says of a submission id made of the test file's columns ``made_of``."""
+    made = "the column " + repr(made_of[0]) if len(made_of) == 1 else f"{made_of} joined by {JOIN!r}"
+    return f"{sample_name}'s id {id_column!r} is {made} of {test_name} and {train_name}"
+
+
 def prediction_first_note(sample_name: str, test_name: str, prediction: str, key: str, train_columns: list[str]) -> str:
     """What inference says of a sample submission whose ``prediction`` comes first and whose
     rows are keyed by the test rows' column ``key`` after it."""
@@ -127,3 +133,12 @@ def pandas_index(path: Path, header: list[str]) -> bool:
         return False
     first = pd.read_csv(path, usecols=[0], nrows=1000, dtype=str).iloc[:, 0]
     return bool(len(first)) and first.tolist() == [str(i) for i in range(len(first))]
+
+
+TRAIN_ROW_ID = "train-{}"  # the id a train row gets from its row number, when the train file has no id
+
+
+def numbered(frame: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """``frame`` with an id column first: each row's number, as ``TRAIN_ROW_ID`` writes it (a
+    train file without the test file's id, as Rossmann's and the store-item forecasts' are)."""
+    return frame.assign(**{id_column: [TRAIN_ROW_ID.format(i) for i in range(len(frame))]})[[id_column, *frame.columns]]

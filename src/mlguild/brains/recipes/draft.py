@@ -11,13 +11,16 @@ from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES
 from .recipe import Params, Recipe, RecipeMeta
 
+# Metrics of relative errors: a log target suits them, and predictions below zero are no use.
+RELATIVE_ERRORS = ("rmsle", "smape")
+
 
 def _feature_defaults(recipe: Recipe, task: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     target = profile.get("target", {})
-    # Fitting log1p(target) is what RMSLE rewards; only for a target that is never negative.
-    # (Several targets: the mean column-wise RMSLE too; the script takes logs only of the
-    # targets that are never negative.)
-    log_target = per_column(task["metric"]) == "rmsle" and target.get("min", 0) >= 0
+    # Fitting log1p(target) is what RMSLE rewards, and near it what SMAPE's relative errors do;
+    # only for a target that is never negative. (Several targets: the mean column-wise RMSLE
+    # too; the script takes logs only of the targets that are never negative.)
+    log_target = per_column(task["metric"]) in RELATIVE_ERRORS and target.get("min", 0) >= 0
     if recipe.features == "pixels":
         return {"log_target": log_target, "pca_components": 50 if recipe.name == "pca_svc" else 0}
     if recipe.features == "images":

@@ -21,6 +21,7 @@ from ...metrics import get_metric, per_column
 from ...task import column_parsers
 from ...task.column_kinds import UNUSABLE
 from .catalog import RECIPES, SCRIPT_TEMPLATES
+from .draft import RELATIVE_ERRORS
 from .excerpt import excerpt
 from .moves import MANY_LEVELS
 
@@ -179,7 +180,7 @@ _CV = {
     ),
 }
 # A stand-in when the task's metric has no scikit-learn twin here: its nearest, else by prediction kind.
-_NEAREST = {"group_log_mae": "mae"}
+_NEAREST = {"group_log_mae": "mae", "smape": "mae"}
 _FALLBACK = {"label": "accuracy", "probability": "roc_auc", "class_probabilities": "logloss", "value": "rmse"}
 
 
@@ -284,7 +285,7 @@ def render_script(task: dict[str, Any], profile: dict[str, Any], meta: Mapping[s
         "positive": str(task.get("positive_label") or "1"),
         "classes": [str(c) for c in (task.get("classes") or [])],
         "metric_positive": metric_positive,
-        "clip_at_zero": per_column(task["metric"]) == "rmsle",
+        "clip_at_zero": per_column(task["metric"]) in RELATIVE_ERRORS,
         # A metric averaged over the groups of an input column: the target is fitted divided by
         # its group's spread (script.py.j2, "target").
         "group_scale": (task.get("metric_params") or {}).get("group_column")
@@ -366,7 +367,7 @@ def _several_targets(task: dict[str, Any], model: str, context: dict[str, Any]) 
         "max_labels": MAX_SET_LABELS,
         "joint": joint,
         "cv": _cv_metric(column_metric),
-        "clip_at_zero": column_metric == "rmsle",
+        "clip_at_zero": column_metric in RELATIVE_ERRORS,
         "tune_threshold": (context["kind"] == "label" and column_metric == "f1") or label_set,
         "threshold_scope": "micro" if task["metric"] in ("multilabel_f1_micro", "f1") else "column",
         # one outcome spread over the 0/1 target columns: each row's probabilities sum to 1
