@@ -132,3 +132,20 @@ def test_smape_is_kaggles_and_a_plain_mape_is_refused(tmp_path):
     names = ("train.csv", "test.csv", "sample_submission.csv")
     with pytest.raises(TaskError, match="mean absolute percentage error"):
         infer_task(_folder(tmp_path / "mape", names, "target", "Scored by the mean absolute percentage error (MAPE)."))
+
+
+def test_a_folder_of_semicolon_separated_tables_is_converted_into_commas(tmp_path):
+    """A spreadsheet's export where the decimal mark is a comma: fields separated by ';'."""
+    root = tmp_path / "export"
+    root.mkdir()
+    lines = [f"{i};{i % 7},{i % 10};{'ab'[i % 2]};{i % 2}" for i in range(120)]
+    (root / "train.csv").write_text("id;weight;kind;label\n" + "\n".join(lines) + "\n")
+    (root / "test.csv").write_text("id;weight;kind\n" + "".join(f"{i};1,5;a\n" for i in range(500, 540)))
+    (root / "sample_submission.csv").write_text("id;label\n" + "".join(f"{i};0,5\n" for i in range(500, 540)))
+    (root / "description.md").write_text("## Evaluation\n\nScored by the area under the ROC curve.\n")
+    inferred = infer_task(root)
+    assert (inferred.spec.target_columns, inferred.spec.metric) == (["label"], "roc_auc")
+    assert set(inferred.retyped) == {"train.csv", "test.csv", "sample_submission.csv"}
+    task = load_task(folder_task(root, None, None, write=False).root)
+    train = pd.read_csv(task.train_path, dtype=str)
+    assert list(train.columns) == ["id", "weight", "kind", "label"] and train["weight"].iloc[8] == "1,8"

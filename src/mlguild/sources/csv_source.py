@@ -23,22 +23,10 @@ from ..util.frames import mean_lengths
 from .columns import default_metric, id_candidates, infer_id_column, infer_task_type, positive_label, with_cutoff
 from .csv_ranking import build_ranking
 from .layout import finish_task, prepare_dest, test_rows, test_rows_by_time
+from .tables import sniff_separator
 
 _TEXT_MEAN_LENGTH = 30
 _SAMPLE_ROWS = 20_000  # the file's first rows, which tell the columns of dates and of text
-
-
-SEPARATORS = (",", ";", "\t", "|")
-
-
-def sniff_separator(path: Path) -> str:
-    """The field separator of a CSV: the one its header row holds most of (a ';'-separated
-    export from a spreadsheet in a locale with decimal commas is common)."""
-    with open(path, encoding="utf-8-sig", errors="replace") as fh:
-        header = fh.readline()
-    counts = {sep: header.count(sep) for sep in SEPARATORS}
-    best = max(SEPARATORS, key=lambda sep: counts[sep])
-    return best if counts[best] > counts[","] else ","
 
 
 def _read(path: Path, what: str) -> pd.DataFrame:

@@ -3,7 +3,8 @@
 (``train.csv.zip``, one table in each archive, as MLE-bench's prepare.py leaves several
 competitions' tables), and a JSON array of flat records in the data folder itself
 (random-acts-of-pizza's train.json: a JSON boolean is written 1 or 0, a list or an object as its
-JSON text, null as an empty cell). They are read for inference as they are, and converted into CSV files
+JSON text, null as an empty cell), and CSV files separated by ';' (a spreadsheet's export where
+the decimal mark is a comma), tabs or '|'. They are read for inference as they are, and converted into CSV files
 of the same stem in the task folder of mlguild's own (``sources/convert_folder``): every reader
 downstream reads plain commas."""
 
@@ -40,13 +41,30 @@ def _plain(name: str) -> str:
     return name[: -len(".zip")] if name.lower().endswith(".zip") else name
 
 
+SEPARATORS = (",", ";", "\t", "|")
+
+
+def sniff_separator(path: Path) -> str:
+    """The field separator of a CSV: the one its header row holds most of (a ';'-separated
+    export from a spreadsheet in a locale with decimal commas is common)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        header = fh.readline()
+    counts = {sep: header.count(sep) for sep in SEPARATORS}
+    best = max(SEPARATORS, key=lambda sep: counts[sep])
+    return best if counts[best] > counts[","] else ","
+
+
 def _sep(path: Path) -> str:
-    return "\t" if _plain(path.name).lower().endswith(".tsv") else ","
+    name = path.name.lower()
+    if _plain(name).endswith(".tsv"):
+        return "\t"
+    return sniff_separator(path) if name.endswith(".csv") else ","
 
 
 def other_form(path: Path) -> bool:
-    """Whether the table ``path`` is one the task folder holds in another form (a TSV, a zip, JSON)."""
-    return path.name != as_csv(path.name)
+    """Whether the table ``path`` is one the task folder holds in another form (a TSV, a zip,
+    JSON, a CSV separated by ';', tabs or '|')."""
+    return path.name != as_csv(path.name) or (path.name.lower().endswith(".csv") and _sep(path) != ",")
 
 
 def _cell(value: object) -> str:
