@@ -95,6 +95,8 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
         return str(rng.randint(0, 1))
     if name == "pos":
         return str(i % int(arg))
+    if name == "floats":
+        return json.dumps([round(rng.uniform(-30, 0), 3) for _ in range(int(arg))])
     raise ValueError(f"unknown value kind {kind!r}")
 
 
@@ -102,6 +104,8 @@ def _typed(value: str, kind: str | None) -> object:
     """A value as a JSON file holds it: a boolean for kind bool, a number where it reads as one."""
     if kind == "bool":
         return value == "1"
+    if kind is not None and kind.startswith("floats:"):
+        return json.loads(value)
     for parse in (int, float):
         try:
             return parse(value)
@@ -201,6 +205,12 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
         with zipfile.ZipFile(public / f"{zipped}.zip", "w") as archive:
             archive.write(public / zipped, arcname=zipped)
         (public / zipped).unlink()
+    for packed_table in spec.get("sevenzipped") or []:  # the same in 7z (statoil's prepare.py)
+        import py7zr
+
+        with py7zr.SevenZipFile(public / f"{packed_table}.7z", "w") as sevenzip:
+            sevenzip.write(public / packed_table, arcname=packed_table)
+        (public / packed_table).unlink()
     for other in spec.get("other") or []:
         (public / other).parent.mkdir(parents=True, exist_ok=True)
         (public / other).write_bytes(b"")
@@ -361,7 +371,7 @@ folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.
 conversion serves a submission id that is a test column under another name or two joined by
 `_`, a sample submission written with its pandas index or with its prediction first and the
 test rows' columns after it (keyed by the one of them that is unique text), and tables that are tab-separated,
-zipped or JSON arrays of records. A folder with no train table whose train files are labelled
+zipped, packed alone in 7z (statoil's train.json.7z) or JSON arrays of records. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
 (herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them, as does one
@@ -381,9 +391,7 @@ empty one included; where the train file has several columns the test file lacks
 holding words is the target (chaii's `answer_text` beside `answer_start`).
 
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the tables are JSON files
-packed in 7z archives and no sample submission says what to predict (statoil; zip, tar and 7z
-archives of the rows' files are read as if unpacked); the
+Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
 token as its prediction, and most tokens are their own written form: the firewall's verifier
 lets a sample column that repeats a public input row for row pass however well it matches the

@@ -1,4 +1,4 @@
-"""Tables in another form than a plain CSV: tab-separated, and zipped (one table an archive), as
+"""Tables in another form than a plain CSV: tab-separated, and zipped or packed in 7z (one table an archive), as
 MLE-bench's prepare.py leaves movie-review-sentiment-analysis-kernels-only's train.tsv.zip and
 test.tsv.zip beside a plain sampleSubmission.csv. Read for inference as they are, converted into
 CSV files in a task folder of mlguild's own (no TSV left there: a train table beside the split
@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import mlguild
 
+from mlguild.core.errors import TaskError
 from mlguild.sources.infer import infer_task
 from mlguild.sources.resolve import folder_task
 from mlguild.sources.tables import as_csv, frame, header
@@ -154,3 +155,49 @@ def test_a_folder_of_mlguilds_own_gets_its_files_in_place(tmp_path):
         "sampleSubmission.csv", "test.csv", "train.csv",
     ]  # fmt: skip
     assert pd.read_csv(task.train_path).shape == (240, 4)
+
+
+def test_tables_packed_alone_in_7z_are_read_and_converted(tmp_path):
+    """statoil-iceberg-classifier-challenge's public folder: train.json.7z, test.json.7z and
+    sample_submission.csv.7z, one table in each, a band a JSON list of floats."""
+    py7zr = pytest.importorskip("py7zr")
+    public = tmp_path / "statoil" / "prepared" / "public"
+    public.mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    records = [
+        {
+            "id": f"{i:08x}",
+            "band_1": rng.normal(size=4).round(3).tolist(),
+            "inc_angle": 38.5 + i % 3,
+            "is_iceberg": i % 2,
+        }
+        for i in range(80)
+    ]
+    (public / "train.json").write_text(json.dumps(records[:60]))
+    (public / "test.json").write_text(
+        json.dumps([{k: v for k, v in r.items() if k != "is_iceberg"} for r in records[60:]])
+    )
+    pd.DataFrame({"id": [r["id"] for r in records[60:]], "is_iceberg": 0.5}).to_csv(
+        public / "sample_submission.csv", index=False
+    )
+    (public / "description.md").write_text("## Evaluation\n\nSubmissions are evaluated on the log loss.\n")
+    for name in ("train.json", "test.json", "sample_submission.csv"):
+        with py7zr.SevenZipFile(public / f"{name}.7z", "w") as archive:
+            archive.write(public / name, arcname=name)
+        (public / name).unlink()
+    assert header(public / "train.json.7z") == ["id", "band_1", "inc_angle", "is_iceberg"]
+    spec = infer_task(tmp_path / "statoil").spec
+    assert (spec.id_column, spec.target_columns, spec.metric) == ("id", ["is_iceberg"], "binary_logloss")
+    assert (spec.train_file, spec.test_file, spec.sample_submission) == (
+        "train.csv",
+        "test.csv",
+        "sample_submission.csv",
+    )
+    task = folder_task(tmp_path / "statoil", None, None, write=False)
+    train = pd.read_csv(task.train_path, dtype=str)
+    assert len(train) == 60 and json.loads(train["band_1"].iloc[0]) == records[0]["band_1"]
+    assert not list(task.public_dir.glob("*.7z"))  # converted into CSV files, the archives left out
+    (public / "test.json.7z").write_bytes(b"7z\xbc\xaf\x27\x1c damaged")  # a damaged one: a clear line
+    with pytest.raises(TaskError, match=r"cannot read .*test\.json\.7z") as refused:
+        frame(public / "test.json.7z")
+    assert "unpack test.json.7z by hand" in refused.value.fix

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".7z")
-_TABLES = (".csv.zip", ".tsv.zip")  # one table zipped: read as a table (sources/tables)
+_TABLES = (
+    ".csv.zip",
+    ".tsv.zip",
+    ".csv.7z",
+    ".tsv.7z",
+    ".json.7z",
+)  # one table packed: read as a table (sources/tables)
 _SKIP = ("__MACOSX",)  # folders archivers add that hold no data
 
 

@@ -1,7 +1,8 @@
 """The tables a competition folder may hold besides CSV files: tab-separated ``.tsv`` files
 (movie-review-sentiment-analysis-kernels-only's train.tsv and test.tsv), either zipped
 (``train.csv.zip``, one table in each archive, as MLE-bench's prepare.py leaves several
-competitions' tables), and a JSON array of flat records in the data folder itself
+competitions' tables) or packed in 7z (statoil's ``train.json.7z``, mercari's ``train.tsv.7z``:
+the one table unpacked once into a scratch folder of the process), and a JSON array of flat records in the data folder itself
 (random-acts-of-pizza's train.json: a JSON boolean is written 1 or 0, a list or an object as its
 JSON text, null as an empty cell), and CSV files separated by ';' (a spreadsheet's export where
 the decimal mark is a comma), tabs or '|'. They are read for inference as they are, and converted into CSV files
@@ -10,11 +11,14 @@ downstream reads plain commas."""
 
 from __future__ import annotations
 
+import atexit
 import csv
 import io
 import json
+import shutil
+import tempfile
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
@@ -22,23 +26,57 @@ from ..core.errors import TaskError
 from ..task.folder import read_header
 from ..util.exact_csv import read_csv_exact
 
-PATTERNS = ("*.csv", "*.tsv", "*.csv.zip", "*.tsv.zip")  # the files that are tables, in any folder
+# the files that are tables, in any folder (JSON arrays: json_tables)
+PATTERNS = ("*.csv", "*.tsv", "*.csv.zip", "*.tsv.zip", "*.csv.7z", "*.tsv.7z")
+_PACKED = (".zip", ".7z")  # one table in an archive
+_unpacked: dict[tuple[Path, int, int], Path] = {}  # a 7z table (path, mtime, size): the file it holds
 
 
 def json_tables(data_dir: Path) -> list[Path]:
     """The JSON files directly in ``data_dir`` that hold an array (of records: ``frame`` says
     when one does not); a JSON object (metadata, a mapping) is not a table."""
     found = []
-    for path in sorted(data_dir.glob("*.json")):
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            start = fh.read(256).lstrip()
+    for path in sorted([*data_dir.glob("*.json"), *data_dir.glob("*.json.7z")]):
+        try:
+            with open(_member_file(path), encoding="utf-8-sig", errors="replace") as fh:
+                start = fh.read(256).lstrip()
+        except TaskError:
+            continue  # a 7z archive that cannot be read: left for the refusal that names it
         if start.startswith("["):
             found.append(path)
     return found
 
 
 def _plain(name: str) -> str:
-    return name[: -len(".zip")] if name.lower().endswith(".zip") else name
+    return next((name[: -len(s)] for s in _PACKED if name.lower().endswith(s)), name)
+
+
+def _member_file(path: Path) -> Path:
+    """``path`` itself, or for a 7z table the one file it holds, unpacked into a scratch folder
+    of this process (removed at exit) the first time it is asked for."""
+    if not path.name.lower().endswith(".7z"):
+        return path
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)  # an archive written anew is unpacked anew
+    if key in _unpacked and _unpacked[key].exists():
+        return _unpacked[key]
+    try:
+        import py7zr
+    except ImportError:
+        raise TaskError(f"cannot read {path}: py7zr is not installed", f"unpack {path.name} by hand") from None
+    try:
+        with py7zr.SevenZipFile(path) as archive:
+            names = [i.filename for i in archive.list() if i.is_file]
+            plain = len(names) == 1 and not PurePosixPath(names[0]).is_absolute() and ".." not in names[0]
+            if not plain:
+                raise TaskError(f"{path} holds {len(names)} files, not one table", f"unpack {path.name} by hand")
+            scratch = Path(tempfile.mkdtemp(prefix="mlguild-7z-"))
+            atexit.register(shutil.rmtree, scratch, True)
+            archive.extract(path=scratch, targets=names)
+    except (OSError, ValueError, py7zr.exceptions.ArchiveError, py7zr.exceptions.PasswordRequired) as exc:
+        raise TaskError(f"cannot read {path}: {exc}", f"unpack {path.name} by hand, then run again") from None
+    _unpacked[key] = scratch / names[0]
+    return _unpacked[key]
 
 
 SEPARATORS = (",", ";", "\t", "|")
@@ -55,16 +93,18 @@ def sniff_separator(path: Path) -> str:
 
 
 def _sep(path: Path) -> str:
-    name = path.name.lower()
-    if _plain(name).endswith(".tsv"):
+    name = _plain(path.name.lower())
+    if name.endswith(".tsv"):
         return "\t"
-    return sniff_separator(path) if name.endswith(".csv") else ","
+    packed_csv = path.name.lower().endswith(".7z") and name.endswith(".csv")
+    return sniff_separator(_member_file(path)) if path.name.lower().endswith(".csv") or packed_csv else ","
 
 
 def other_form(path: Path) -> bool:
     """Whether the table ``path`` is one the task folder holds in another form (a TSV, a zip,
     JSON, a CSV separated by ';', tabs or '|')."""
-    return path.name != as_csv(path.name) or (path.name.lower().endswith(".csv") and _sep(path) != ",")
+    plain_csv = path.name.lower().endswith(".csv") and path.is_file()  # not a table inference derives
+    return path.name != as_csv(path.name) or (plain_csv and _sep(path) != ",")
 
 
 def _cell(value: object) -> str:
@@ -99,6 +139,8 @@ def _member(path: Path) -> zipfile.ZipFile:
 
 def header(path: Path) -> list[str]:
     """The first row of the table ``path``, as written."""
+    if path.name.lower().endswith(".7z"):
+        return header(_member_file(path))
     if not other_form(path):
         return read_header(path)
     if path.suffix.lower() == ".json":
@@ -121,6 +163,8 @@ def header(path: Path) -> list[str]:
 def frame(path: Path, nrows: int | None = None) -> pd.DataFrame:
     """The table ``path`` (its first ``nrows`` rows, or all) with every value as the exact
     string written."""
+    if path.name.lower().endswith(".7z"):
+        return frame(_member_file(path), nrows)
     if path.suffix.lower() == ".json":
         return _records(path).head(nrows)
     if path.suffix.lower() == ".zip":
