@@ -356,6 +356,31 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
     assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * 1.25)
 
 
+def test_the_reserve_waits_for_a_blends_refits_only_when_the_blend_is_near_the_best(tmp_path):
+    # Issue 38: a 5-minute ames run kept 103 s for the refits of a blend far behind its best
+    # node; the final stage took the best node (better on 95% of resamples) and refitted it in 7 s.
+    run, agent, split = _searched(tmp_path)
+    graph = agent.session.state.graph
+    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
+    best = graph["n0001"]
+    best.timing.update(exec_s=2.0, budget_s=120.0)
+    slow = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=best.score)
+    slow.timing.update(exec_s=40.0, budget_s=120.0)
+    graph.add(slow)
+    blend = Node(id="n0003", op=Op.BLEND, parents=("n0001", "n0002"), iteration=2, status="scored")
+    blend.timing.update(exec_s=1.0, budget_s=120.0)
+    margin = graph.margin(best, graph.noise_floor())
+    sign = 1.0 if graph.direction == "maximize" else -1.0
+    blend.score = best.score - sign * 3 * margin  # far behind the best: not taken, not waited for
+    graph.add(blend)
+    assert graph.best().id == "n0001"
+    far = final_reserve(run, graph)
+    assert far.node == "n0001" and far.refit_s == pytest.approx(2.0 * growth * 1.25)
+    blend.score = best.score - sign * margin / 2  # within the margin: the final stage may take it
+    near = final_reserve(run, graph)
+    assert near.node == "n0003" and near.refit_s == pytest.approx((2.0 + 40.0 + 1.0) * growth * 1.25)
+
+
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
     # the final submission was trained on the search's rows alone.

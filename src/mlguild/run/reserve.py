@@ -12,7 +12,8 @@ is priced from this run's own measurements, re-estimated whenever a node finishe
 - the audit and the grade: the harness's measured seconds per node (scoring one file and
   writing its report), once per candidate, the constant baseline and the grade.
 
-The candidates are the best node, the best blend and a blend the search is about to make
+The candidates are the best node, the best blend (when within the promotion margin of the
+best: the final stage takes it only within noise) and a blend the search is about to make
 (unless its refit alone is over the cap below). The reserve is capped at
 ``final.max_refit_share`` of the budget: a refit that needs more is not waited for; the final
 stage then refits the best node within noise of the base whose refit fits the time left
@@ -183,9 +184,13 @@ def final_reserve(
         return Reserve(0.0, audit)
     scales = scales or RefitScales()
     scale_of = scales.of(run, graph)
-    best = graph.best()
+    best, blend = graph.best(), best_blend(graph)
+    # The final stage takes the best blend over the best node only within noise of it: a blend
+    # beyond the promotion margin is not refitted, and its chain of refits is not waited for (a
+    # 5-minute ames run kept 103 s for a blend far behind and refitted a single node in 7 s).
+    blend = blend if blend is not None and near(graph, best)(blend) else None
     candidates: list[tuple[Node | None, float]] = [
-        (n, refit_seconds(run, graph, n, scale_of)) for n in (best, best_blend(graph)) if n is not None
+        (n, refit_seconds(run, graph, n, scale_of)) for n in (best, blend) if n is not None
     ]
     budget = run.config.budget.time_s
     cap = None if budget is None else run.config.final.max_refit_share * budget
