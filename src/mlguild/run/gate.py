@@ -48,8 +48,9 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
         # script's whole limit while it runs.
         with session.lock:
             least = least_seconds(session.state.graph)
-        fits = least is None or least.seconds * ESTIMATE_MARGIN <= timeout
-        return None if fits else _not_started(session, node, action, least, timeout)
+        if least is None or least.seconds * ESTIMATE_MARGIN <= timeout:
+            return None
+        return _not_started(session, node, action, least, timeout)
     if found is None:
         return None
     with session.lock:
