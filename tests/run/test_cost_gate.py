@@ -73,7 +73,7 @@ def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_p
 
 
 def test_a_draft_of_a_family_nothing_measured_is_not_started_with_less_time_than_reading_and_writing_took(tmp_path):
-    replies = [LGBM, PRIOR, PRIOR]
+    replies = [LGBM, PRIOR, PRIOR, PRIOR]
     agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})
     first = agent.step(Action(Op.DRAFT, ()), 20)
     assert first.ok and least_seconds(agent.session.state.graph) is None  # its script says nothing of its fitting
@@ -85,7 +85,13 @@ def test_a_draft_of_a_family_nothing_measured_is_not_started_with_less_time_than
     short = agent.step(Action(Op.DRAFT, ()), 20)  # a family nothing measured, 20 s left: not started
     assert short.status == FailureKind.OVER_BUDGET and "about 30 s" in (short.failure or "")
     assert not (run.node_dir(short.id) / "stdout.txt").exists()
-    assert agent.step(Action(Op.DRAFT, ()), 40).ok  # with the time: started
+    started = agent.step(Action(Op.DRAFT, ()), 40)  # with the time: started
+    assert started.ok
+    # An improve of a parent whose run was cut short has no estimate: the same lower bound
+    # (a 5-minute ames run started a TabM improve with 2.9 s left, and it was killed).
+    started.timing["cut_short"] = True
+    cut = agent.step(Action(Op.IMPROVE, (started.id,)), 20)
+    assert cut.status == FailureKind.OVER_BUDGET and "about 30 s" in (cut.failure or "")
 
 
 def test_near_the_end_the_search_ends_when_the_proposals_cannot_finish():

@@ -30,8 +30,9 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     it would have), or None to start it. The estimate is what the budget expects it to take
     while it runs (``BudgetClock.in_flight``). A draft that runs a pretrained encoder nothing
     on this run has measured is estimated from the encoder's measured throughput
-    (mlguild.run.encoder_probe), whose seconds come out of ``timeout``; any other draft of a
-    family nothing has measured, at what every script costs besides fitting (``least_seconds``)."""
+    (mlguild.run.encoder_probe), whose seconds come out of ``timeout``; any other script nothing
+    has measured the like of (a draft of a new family, an improve of a parent cut short), but a
+    blend, at what every script costs besides fitting (``least_seconds``)."""
     if not proposal.code.strip() or action.op == Op.RERUN:
         # A seed check's re-run is gated before it is chosen (waive_seed_checks): one recorded
         # as not started would count as the candidate failing with another seed.
@@ -43,8 +44,9 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
         started = session.clock.elapsed()
         found = session.probe.estimate(proposal.meta, proposal.code, timeout)
         timeout -= session.clock.elapsed() - started
-    if found is None and action.op in (Op.DRAFT, Op.EVOLVE):
-        # A lower bound: it decides whether to start, but the budget keeps expecting the
+    if found is None and action.op != Op.BLEND:  # a blend reads stored predictions: less than a script reads
+        # A lower bound (a draft of a family nothing measured, an improve of a parent whose run
+        # was cut short): it decides whether to start, but the budget keeps expecting the
         # script's whole limit while it runs.
         with session.lock:
             least = least_seconds(session.state.graph)
