@@ -62,6 +62,11 @@ Run (with mlguild's venv; everything runs one process at a time)::
     .venv/bin/python benchmarks/vs_automl.py --budget 30s --tasks churn,ames --out results.json
     .venv/bin/python benchmarks/vs_automl.py --skip-mlguild --peers flaml --budget 20s
 
+A long comparison can be run in parts: the peers first (``--skip-mlguild --workdir W``), then
+mlguild with ``--reuse`` naming the first part's JSON, same ``--workdir``: a system whose
+result there is ok, at the same budget, with its submission still on disk, is taken from it
+(``reused_from``) instead of run again; the verdicts are computed on the saved submissions.
+
 How long: each task takes about (1 + number of peers) x budget plus ~10-30 s of start-up,
 so the default (5 tasks, 3 systems, 5 min) takes about 80 minutes; ``--budget 30s`` on all
 tasks about 10 minutes. A peer that is not installed is skipped with the command that
@@ -367,6 +372,20 @@ def run_peer(
     return {**out, "status": "ok", "score": scored["score"], "reason": None}
 
 
+def reusable(path: Path, budget_s: float) -> dict[tuple[str, str], dict]:
+    """(task, system) -> result, for the ok results of an earlier run at ``budget_s`` whose
+    submissions still exist, each marked with the file it came from."""
+    earlier = json.loads(path.read_text())
+    if earlier.get("budget_s") != budget_s:
+        sys.exit(f"--reuse {path}: its budget is {earlier.get('budget_s')} s, not {budget_s:g} s")
+    found = {}
+    for row in earlier.get("tasks", []):
+        for system, result in row.get("results", {}).items():
+            if result.get("status") == "ok" and result.get("submission") and Path(result["submission"]).exists():
+                found[(row["task"], system)] = {**result, "reused_from": str(path)}
+    return found
+
+
 def against_best_peer(task: Task, row: dict) -> dict | None:
     """mlguild against the best peer that scored on this task: which one, mlguild's normalised
     score (0 = the constant floor, 1 = that peer; above 1 beyond it), and the verdict of paired
@@ -482,6 +501,12 @@ def main() -> int:
     )
     ap.add_argument("--keep", action="store_true", help="Keep the temporary work folder.")
     ap.add_argument(
+        "--reuse",
+        type=Path,
+        help="An earlier results JSON of the same budget: its ok results whose submissions still exist are "
+        "taken instead of running those systems again (run a long comparison in parts; same --workdir).",
+    )
+    ap.add_argument(
         "--bench-dir",
         type=Path,
         default=Path(os.environ.get("BENCH_DIR", ROOT / ".bench")),
@@ -543,6 +568,10 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2, default=str))
 
+    earlier = reusable(args.reuse, budget_s) if args.reuse else {}
+    if earlier:
+        systems += [s for s in dict.fromkeys(s for _, s in earlier) if s not in systems]
+        available += [s for s in systems if s != "mlguild" and s not in available]
     print(f"budget {budget_s:g} s per system and task, hard timeout {timeout_s:g} s; work folder {work}")
     try:
         for name in tasks:
@@ -565,6 +594,10 @@ def main() -> int:
                 if system != "mlguild" and not peer_applies(system, spec):
                     why = "several targets" if len(spec.target_columns) > 1 else "one target"
                     row["results"][system] = {"status": "n/a", "score": None, "wall_s": None, "reason": why}
+                    continue
+                if (name, system) in earlier:
+                    row["results"][system] = earlier[(name, system)]
+                    print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} taken from {args.reuse}", flush=True)
                     continue
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {system} ...", flush=True)
                 why_not = None if system == "mlguild" else peer_serves(system, task)

@@ -4,11 +4,13 @@ resamples of the test rows, never from the two scores alone."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from conftest import make_task
 
 from mlguild.task.folder import load_task
@@ -53,3 +55,28 @@ def test_mlguild_is_ahead_of_the_best_peer_only_beyond_the_noise_of_the_test_row
     }  # fmt: skip
     # No peer scored: nothing to compare.
     assert vs_automl.against_best_peer(task, {**row, "results": {"mlguild": results["mlguild"]}}) is None
+
+
+def test_a_comparison_run_in_parts_reuses_only_ok_results_of_the_same_budget_still_on_disk(tmp_path):
+    kept, gone = tmp_path / "ag.csv", tmp_path / "gone.csv"
+    kept.write_text("id,y\n1,0.5\n")
+    earlier = {
+        "budget_s": 1800.0,
+        "tasks": [
+            {
+                "task": "ames",
+                "results": {
+                    "autogluon_best": {"status": "ok", "score": 0.11, "submission": str(kept)},
+                    "flaml": {"status": "ok", "score": 0.12, "submission": str(gone)},
+                    "autogluon": {"status": "timeout", "score": None, "submission": str(kept)},
+                },
+            }
+        ],
+    }
+    path = tmp_path / "peers.json"
+    path.write_text(json.dumps(earlier))
+    found = vs_automl.reusable(path, 1800.0)
+    assert list(found) == [("ames", "autogluon_best")]
+    assert found[("ames", "autogluon_best")]["reused_from"] == str(path)
+    with pytest.raises(SystemExit, match=r"budget is 1800\.0 s, not 300 s"):
+        vs_automl.reusable(path, 300.0)

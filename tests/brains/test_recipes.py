@@ -27,6 +27,7 @@ from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, recip
 from mlguild.brains.recipes.draft import draft_meta
 from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import THREADS_FROM_ROWS, render_script
+from mlguild.brains.recipes.tuning import MAX_PROBES, TUNE
 from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import LAST_RESORT, Action, Context, HistoryItem, ParentView
 from mlguild.firewall.guard import check_code
@@ -201,6 +202,12 @@ def _view(node_id: str, proposal, status: str = "scored", **kw) -> ParentView:
     return ParentView(
         node_id, "draft", proposal.plan, proposal.code, status, kw.pop("score", 0.5), meta=proposal.meta, **kw
     )
+
+
+def _probes_used(parent: str) -> list[HistoryItem]:
+    """Tune probes from ``parent`` up to its limit: a test that leaves one move untried to see it
+    chosen leaves no probe either."""
+    return [HistoryItem(f"t{i}", "improve", "scored", 0.5, {"parent": parent, "move": TUNE}) for i in range(MAX_PROBES)]
 
 
 # ------------------------------------------------------------------ drafts (no runs)
@@ -380,7 +387,8 @@ def test_improved_scripts_run(ames, messy):
                     "ratios",
                     "seed_averaging",
                 )
-            ],
+            ]
+            + _probes_used("p"),
         ),
     )
     assert lower.meta["move"] == "lower_lr_more_rounds"
@@ -455,7 +463,7 @@ def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
             "ratios",
             "seed_averaging",
         )
-    ]
+    ] + _probes_used("p")
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], tried))
     assert child.meta["move"] == "freq_encoding"
     crashed = ParentView(

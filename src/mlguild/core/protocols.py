@@ -120,6 +120,9 @@ class Context:
     recall: Recall | None = None  # the most similar experience records (mlguild.memory), as lines
     move_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe moves on similar tasks
     family_priors: dict[str, MovePrior] = field(default_factory=dict)  # recipe families on similar tasks
+    # Per recipe family, the parameters of its best nodes in other runs on similar tasks, each
+    # with the run's similarity weight (mlguild.memory.priors.family_configs): where tuning starts.
+    family_configs: dict[str, tuple[tuple[float, dict[str, Any]], ...]] = field(default_factory=dict)
     brief: str = ""  # the run's brief.md (mlguild.task.brief): rules, metric, data notes, directions
     reports: tuple[str, ...] = ()  # the most relevant reports of the run's other nodes (mlguild.pools)
     ideas: tuple[str, ...] = ()  # for a draft, improve or evolve: the ideas offered to this node, best first

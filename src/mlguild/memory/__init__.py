@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..coder.diagnose import diagnose
 from ..config import MemoryConfig
@@ -28,6 +29,7 @@ from .priors import (
     MovePrior,
     Transfer,
     earlier_bests,
+    family_configs,
     family_priors,
     measure_transfer,
     move_priors,
@@ -57,6 +59,7 @@ class Memory:
     _transfer: Transfer | None = None
     _move_priors: dict[str, MovePrior] | None = None
     _family_priors: dict[str, MovePrior] | None = None
+    _family_configs: dict[str, tuple[tuple[float, dict[str, Any]], ...]] | None = None
     _earlier_bests: list[EarlierBest] | None = None
     _refit_scales: tuple[dict[str, list[float]], dict[str, list[float]]] | None = None
     _spread: ScoreSpread = field(default_factory=ScoreSpread)
@@ -249,6 +252,13 @@ class Memory:
             records, distance = self._prior_records(), self.cfg.max_distance
             self._family_priors = family_priors(records, self.traits, distance, self.task, self.transfer())
         return self._family_priors
+
+    def family_configs(self) -> dict[str, tuple[tuple[float, dict[str, Any]], ...]]:
+        """Per recipe family, its best parameters in other runs on similar tasks, with their
+        similarity weights (computed once a run): where tuning starts."""
+        if self._family_configs is None:
+            self._family_configs = family_configs(self._prior_records(), self.traits, self.cfg.max_distance)
+        return self._family_configs
 
     def earlier_bests(self) -> list[EarlierBest]:
         """The configurations that made the best nodes of earlier runs on this very task, best

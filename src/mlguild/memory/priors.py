@@ -22,6 +22,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.recall import EarlierBest, MovePrior
@@ -191,6 +192,39 @@ def family_priors(
         for family, (gain, cost) in sorted(_family_ranks(run_records).items()):  # sorted: sums replay exactly
             rows[family].append((weight * trust[0], gain, cost, weight * trust[1]))
     return {name: _weighted(found) for name, found in rows.items()}
+
+
+def family_configs(
+    records: list[Experience], traits: TaskTraits, max_distance: float, per_family: int = 5
+) -> dict[str, tuple[tuple[float, dict[str, Any]], ...]]:
+    """Per recipe family, the model parameters of its best scored node in each other run on a
+    task within ``max_distance`` (this very task's earlier runs included), each with the run's
+    similarity, 1 / (1 + distance); the ``per_family`` most similar runs, nearest first. Where
+    tuning a family starts (mlguild.brains.recipes.tuning): it only decides where the first
+    probe looks, and the probe's own holdout score decides whether it stays, so a similarity
+    weight suffices where a gain prior would need the store's measured transfer."""
+    found: dict[str, list[tuple[float, str, dict[str, Any]]]] = defaultdict(list)
+    for run, run_records in sorted(_by_run(records).items()):
+        distance = run_records[0].traits.distance(traits)
+        if distance > max_distance:
+            continue
+        try:
+            sign = 1.0 if get_metric(run_records[0].traits.metric).direction == "maximize" else -1.0
+        except ConfigError:  # a metric this version does not know
+            continue
+        best: dict[str, Experience] = {}
+        for exp in run_records:
+            params = (exp.config or {}).get("params")
+            if exp.score is None or not exp.recipe or not isinstance(params, dict):
+                continue
+            if exp.recipe not in best or sign * exp.score > sign * (best[exp.recipe].score or 0.0):
+                best[exp.recipe] = exp
+        for family, exp in best.items():
+            found[family].append((1.0 / (1.0 + distance), run, dict((exp.config or {})["params"])))
+    return {
+        family: tuple((w, params) for w, _, params in sorted(rows, key=lambda r: (-r[0], r[1]))[:per_family])
+        for family, rows in found.items()
+    }
 
 
 def _by_run(records: list[Experience]) -> dict[str, list[Experience]]:

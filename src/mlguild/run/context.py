@@ -95,6 +95,7 @@ class ContextBuilder:
             repairs=self.repairs(graph) if action.op == Op.DRAFT else (),
             move_priors=self.memory.move_priors(),
             family_priors=self.memory.family_priors(),
+            family_configs=self.memory.family_configs(),
             brief=self.brief,
             why=why_chosen(graph, action),
             full_limit_s=full_limit_s(self.run.config),

@@ -33,6 +33,7 @@ from .recipe import Recipe, RecipeMeta, recipe_meta
 from .render import render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 from .supported import check_supported
+from .tuning import TUNE, Probe, probe
 
 _SLOW = (FailureKind.TIMEOUT, FailureKind.MEMORY)
 
@@ -133,7 +134,14 @@ class RecipeBrain:
             for h in context.history
             if h.meta.get("parent") == parent.node_id and h.meta.get("move")
         }
-        options = _variants(recipe_meta(parent.meta), recipe, context, tried)
+        options: list[tuple[tuple[Any, ...], RecipeMeta]] = list(
+            _variants(recipe_meta(parent.meta), recipe, context, tried)
+        )
+        tuned = probe(
+            recipe_meta(parent.meta), recipe, parent.node_id, context, self._rng(context, TUNE, parent.node_id)
+        )
+        if tuned is not None and _fingerprint(tuned) not in {_fingerprint(h.meta) for h in context.history}:
+            options.append(((Probe(),), tuned))
         if not options:
             return self._draft(
                 context, f"Every move has been tried on `{parent.node_id}`; drafting a new recipe instead."
@@ -149,6 +157,8 @@ class RecipeBrain:
         name = "+".join(m.name for m in chosen)
         meta.pop("last_resort", None)  # a variation of the safest pipeline is not the safest
         meta.pop("reference", None)  # nor is a variation of a reference model that rung of the ladder
+        if name != TUNE:
+            meta.pop("tune", None)  # the parent's probe is the parent's
         ideas = cited([m.name for m in chosen], hints, context.move_priors)
         meta.pop("ideas", None)  # the parent's ideas are the parent's
         if ideas:
@@ -250,7 +260,7 @@ class RecipeBrain:
         elif old is not None and repair is not None:
             meta, move, why = copy.deepcopy(old), repair.move, repair.why
             repair.apply(meta)
-        elif old is not None and old.get("changed") and all(m in MOVES for m in last_move.split("+")):
+        elif old is not None and old.get("changed") and all(m in MOVES or m == TUNE for m in last_move.split("+")):
             meta, move = copy.deepcopy(old), f"undo_{last_move}"
             undo(meta, old["changed"])
             why = f"the parent's own change ({last_move}) is the likely cause ({diagnosis.summary()}), so it is undone"
@@ -268,6 +278,7 @@ class RecipeBrain:
         if move not in (SAFEST, "safest_shrink"):
             meta.pop("last_resort", None)
         meta.pop("reference", None)  # a repaired reference model is the brain's script, not the ladder's
+        meta.pop("tune", None)  # a repair is not a probe
         same_recipe = old is not None and old["recipe"] == meta["recipe"]
         changed = diff(old, meta) if old is not None and same_recipe else {}
         moves = [*old.get("moves", []), move] if old is not None and same_recipe else [move]

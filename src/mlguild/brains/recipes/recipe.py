@@ -40,6 +40,7 @@ class RecipeMeta(NodeMeta, total=False):
     evolved_from: str  # an evolve's parent
     repairs: list[str]  # repairs learned on this task, applied to the draft
     recalled: str  # "RUN/NODE": an earlier run's node on this task made again (mlguild.brains.recipes.earlier)
+    tune: dict[str, Any]  # a tune probe's direction, step and its source (mlguild.brains.recipes.tuning)
 
 
 def recipe_meta(meta: Mapping[str, Any]) -> RecipeMeta:
