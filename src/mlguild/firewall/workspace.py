@@ -32,15 +32,14 @@ from ..task.spec import (
     KNOWN_LABELS,
     RESERVED_NAMES,
     TaskSpec,
-    plain_relative_name,
 )
 from ..task.time_order import time_orders_of_files
 from ..util.exact_csv import read_csv_exact, write_csv_exact, write_rows
-from ..util.fs import sha256_file
 from ..util.parquet import column_types, parquet_rows, write_parquet
 from .checks import check_ids, check_labels, no_copy_of_the_target
 from .confirm import CONFIRM_ANSWERS, confirm_mask, confirm_size, shuffled_order
 from .draws import split_holdout
+from .row_files import copy_row_files, file_entry, inside
 from .tables import copy_table
 from .time_split import random_holdout_warning, task_times, time_holdout, time_split_record
 
@@ -77,24 +76,6 @@ class Workspace:
 
     def manifest(self) -> dict:
         return json.loads(self.manifest_path.read_text())
-
-
-def inside(folder: Path, name: str) -> Path:
-    """``folder / name``, refused unless it resolves (links included) inside ``folder``; its parent
-    folders are created. TaskSpec already refuses such names: this is the second lock, so that
-    no name, however it got here, makes the firewall write over a file outside the run."""
-    dest = folder / name
-    if not dest.resolve().is_relative_to(folder.resolve()):
-        raise FirewallError(
-            f"refusing to write {name!r}: it leads outside {folder}",
-            "name files inside the task's public/ folder in task.yaml (e.g. train.csv)",
-        )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    return dest
-
-
-def _file_entry(path: Path, rows: int | None) -> dict:
-    return {"bytes": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
 
 
 def _make_read_only(root: Path) -> None:
@@ -159,26 +140,26 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
     files: dict[str, dict] = {}
     out = ws.data_dir
     holdout_rows = write_rows(task.train_path, ~mask, inside(out, spec.train_file), take=mask)
-    files[spec.train_file] = _file_entry(out / spec.train_file, int((~mask).sum()))
+    files[spec.train_file] = file_entry(out / spec.train_file, int((~mask).sum()))
     in_confirm = confirm[mask]
     if in_confirm.any():  # the confirmation rows hide among the holdout rows, in a seeded shuffle
         order = shuffled_order(holdout_rows[spec.group_key or spec.id_column], cfg.seed)
         holdout_rows, in_confirm = holdout_rows.iloc[order], in_confirm[order]
     if spec.file_column is not None:  # a file per row: the holdout's under neutral names
-        holdout_rows = _copy_row_files(task, train[~mask], holdout_rows, test, out, files)
+        holdout_rows = copy_row_files(task, train[~mask], holdout_rows, test, out, files)
     write_csv_exact(holdout_rows.drop(columns=spec.target_columns), out / HOLDOUT_INPUTS)
-    files[HOLDOUT_INPUTS] = _file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
+    files[HOLDOUT_INPUTS] = file_entry(out / HOLDOUT_INPUTS, len(holdout_rows))
     write_rows(task.test_path, np.ones(len(test), dtype=bool), inside(out, spec.test_file))
-    files[spec.test_file] = _file_entry(out / spec.test_file, len(test))
+    files[spec.test_file] = file_entry(out / spec.test_file, len(test))
     if (out / spec.train_file).stat().st_size > cfg.parquet_above_mb * 1e6:  # a large table: typed copies too
         for name, rows in _parquet_copies(spec, out).items():
-            files[name] = _file_entry(out / name, rows)
+            files[name] = file_entry(out / name, rows)
 
     sample = read_csv_exact(task.sample_submission_path)
     shutil.copyfile(task.sample_submission_path, inside(out, spec.sample_submission))
-    files[spec.sample_submission] = _file_entry(out / spec.sample_submission, len(sample))
+    files[spec.sample_submission] = file_entry(out / spec.sample_submission, len(sample))
     write_csv_exact(_holdout_sample(sample, holdout_rows, spec.id_column, spec.key_columns), out / HOLDOUT_SAMPLE)
-    files[HOLDOUT_SAMPLE] = _file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
+    files[HOLDOUT_SAMPLE] = file_entry(out / HOLDOUT_SAMPLE, len(holdout_rows))
 
     (out / "description.md").write_text(task.description)
     public = {**spec.public_dict(), "holdout_file": HOLDOUT_INPUTS, "holdout_sample_submission": HOLDOUT_SAMPLE}
@@ -186,7 +167,7 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         public["holdout_files"] = HOLDOUT_FILES  # where the holdout rows' files are
     (out / "task.json").write_text(json.dumps(public, indent=2))
     for name in ("description.md", "task.json"):
-        files[name] = _file_entry(out / name, None)
+        files[name] = file_entry(out / name, None)
 
     # Other public files (images, extra tables) are inputs: copy them unchanged.
     handled = {spec.train_file, spec.test_file, spec.sample_submission, "description.md"}
@@ -216,24 +197,24 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
                     label_free[rel] = dropped
             else:
                 shutil.copyfile(src, dest)
-            files[rel] = _file_entry(dest, None)
+            files[rel] = file_entry(dest, None)
 
     # the scorer checks key columns row by row, and reads the metric's groups beside the labels
     keep = list(dict.fromkeys([spec.id_column, *spec.key_columns, *spec.target_columns, *_metric_group(spec)]))
     write_csv_exact(holdout_rows[~in_confirm][keep], ws.holdout_answers)
-    sealed = {HOLDOUT_ANSWERS: _file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
+    sealed = {HOLDOUT_ANSWERS: file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
     if in_confirm.any():
         write_csv_exact(holdout_rows[in_confirm][keep], ws.sealed_dir / CONFIRM_ANSWERS)
-        sealed[CONFIRM_ANSWERS] = _file_entry(ws.sealed_dir / CONFIRM_ANSWERS, int(in_confirm.sum()))
+        sealed[CONFIRM_ANSWERS] = file_entry(ws.sealed_dir / CONFIRM_ANSWERS, int(in_confirm.sum()))
     if task.answers_path is not None:
         _seal_test_answers(task, test, ws.sealed_dir / TEST_ANSWERS)
-        sealed[TEST_ANSWERS] = _file_entry(ws.sealed_dir / TEST_ANSWERS, None)
+        sealed[TEST_ANSWERS] = file_entry(ws.sealed_dir / TEST_ANSWERS, None)
     if stratify:
         # The scorer refuses a predicted label it does not know; a class too rare to reach
         # the holdout is still a label a model may rightly predict, so it learns them all here.
         labels = {c: sorted(train[c].unique().tolist()) for c in spec.target_columns}
         (ws.sealed_dir / KNOWN_LABELS).write_text(json.dumps(labels))
-        sealed[KNOWN_LABELS] = _file_entry(ws.sealed_dir / KNOWN_LABELS, None)
+        sealed[KNOWN_LABELS] = file_entry(ws.sealed_dir / KNOWN_LABELS, None)
 
     # Sealed files are for the harness (root) alone: when scripts run as an unprivileged uid,
     # these modes are what keeps them unreadable even by absolute path.
@@ -347,42 +328,6 @@ def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:
     }
     wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column, spec.metric_group_column) if c}
     return [c for c in header if c in wanted]
-
-
-def _copy_row_files(
-    task: Task, fit_rows: pd.DataFrame, holdout_rows: pd.DataFrame, test: pd.DataFrame, out: Path, files: dict
-) -> pd.DataFrame:
-    """Copy each row's input file into the workspace: the fit rows' and the test rows' under
-    their own names, the holdout rows' into holdout_files/ under neutral names (h000000.jpg, ...),
-    so that no name or folder of theirs can tell a script their label. Returns the holdout rows
-    with those neutral names (and ids, when the file column is the id column)."""
-    spec = task.spec
-    column, suffix = str(spec.file_column), spec.file_suffix
-    train_dir, test_dir = task.public_dir / str(spec.train_files), task.public_dir / str(spec.test_files)
-
-    def copy(value: str, src_dir: Path, dest_rel: str) -> None:
-        name = f"{value}{suffix}"
-        try:
-            plain_relative_name(name, "data")
-        except ValueError as exc:
-            raise TaskError(f"the file column {column!r} holds {exc}", f"fix the rows of {task.train_path}") from None
-        src = src_dir / name
-        if not src.is_file() or not src.resolve().is_relative_to(task.public_dir.resolve()):
-            raise TaskError(f"{src} is missing (named by a row's {column!r})", f"add it, or fix file_column/{suffix!r}")
-        dest = inside(out, dest_rel)
-        shutil.copyfile(src, dest)
-        files[dest_rel] = _file_entry(dest, None)
-
-    for value in fit_rows[column]:
-        copy(value, train_dir, f"{spec.train_files}/{value}{suffix}")
-    for value in test[column]:
-        copy(value, test_dir, f"{spec.test_files}/{value}{suffix}")
-    neutral = [f"h{i:06d}{PurePosixPath(v).suffix}" for i, v in enumerate(holdout_rows[column])]
-    for value, name in zip(holdout_rows[column], neutral, strict=True):
-        copy(value, train_dir, f"{HOLDOUT_FILES}/{name}{suffix}")
-    renamed = holdout_rows.copy()
-    renamed[column] = neutral
-    return renamed
 
 
 def _holdout_sample(
