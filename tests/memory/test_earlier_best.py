@@ -120,15 +120,23 @@ def test_a_second_run_makes_the_first_runs_best_first_then_the_baseline_ladder(t
 def test_a_run_on_another_task_does_not_make_that_tasks_best(tmp_path):
     first_task = load_task(make_task(tmp_path / "first", n=400))
     cfg = load_config(None, ["budget.iterations=2", "search.num_drafts=2", "search.policy=greedy"])
-    Agent(
+    first = Agent(
         open_session(
             create_run(first_task, cfg, tmp_path / "runs", run_id="first"), RecipeBrain(), get_sandbox("local")
         )
-    ).run_loop()
+    )
+    first.run_loop()
     other = load_task(make_task(tmp_path / "other", n=400, seed=1))
     agent = Agent(
         open_session(create_run(other, cfg, tmp_path / "runs", run_id="second"), RecipeBrain(), get_sandbox("local"))
     )
     assert agent.session.memory.earlier_bests() == []
+    # But where tuning a family starts is what its best node was on the similar task (from the store).
+    made = {n.meta["recipe"]: n for n in first.session.state.graph if n.ok and n.meta.get("recipe")}
+    configs = agent.session.memory.family_configs()
+    assert set(configs) == set(made)
+    for family, node in made.items():
+        ((weight, params),) = configs[family]
+        assert params == node.meta["params"] and 0 < weight <= 1
     agent.run_loop()
     assert not any(n.meta.get("recalled") for n in agent.session.state.graph)
