@@ -49,9 +49,9 @@ def _child(node_id, tuned, score, parent="p"):
     return HistoryItem(node_id, "improve", "scored" if score is not None else "crash", score, meta, 10.0)
 
 
-def _probe(ws, meta, history, seed=0, parent="p", **context):
+def _probe(ws, meta, history, seed=0, parent="p", score=0.20, **context):
     ctx = dataclasses.replace(ws.context(history=history), **context)
-    return probe(recipe_meta(meta), RECIPES[meta["recipe"]], parent, ctx, random.Random(seed))
+    return probe(recipe_meta(meta), RECIPES[meta["recipe"]], parent, score, ctx, random.Random(seed))
 
 
 def test_a_probe_moves_every_main_parameter_within_its_range(ames):
@@ -160,6 +160,7 @@ def test_improve_tunes_where_every_move_and_pair_was_tried(ames):
     proposal = RecipeBrain().propose(Action("improve", ("a",)), ames.context([parent], history, iteration=len(history)))
     assert proposal.meta["move"] == TUNE and proposal.plan.startswith("## Improve: tune")
     assert proposal.meta["changed"] and proposal.meta["tune"]["source"] == "random"
+    assert proposal.meta["tune"]["parent_score"] == 0.2 and "**Probe:** a random direction, step 0.3" in proposal.plan
     # The script says what the meta says, and it runs to a valid submission.
     assert repr(proposal.meta["params"]["num_leaves"]) in proposal.code
     ames.run(proposal.code, "tuned")

@@ -33,7 +33,7 @@ from .recipe import Recipe, RecipeMeta, recipe_meta
 from .render import render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 from .supported import check_supported
-from .tuning import TUNE, Probe, probe
+from .tuning import TUNE, Probe, describe, probe
 
 _SLOW = (FailureKind.TIMEOUT, FailureKind.MEMORY)
 
@@ -137,9 +137,8 @@ class RecipeBrain:
         options: list[tuple[tuple[Any, ...], RecipeMeta]] = list(
             _variants(recipe_meta(parent.meta), recipe, context, tried)
         )
-        tuned = probe(
-            recipe_meta(parent.meta), recipe, parent.node_id, context, self._rng(context, TUNE, parent.node_id)
-        )
+        rng = self._rng(context, TUNE, parent.node_id)
+        tuned = probe(recipe_meta(parent.meta), recipe, parent.node_id, parent.score, context, rng)
         if tuned is not None and _fingerprint(tuned) not in {_fingerprint(h.meta) for h in context.history}:
             options.append(((Probe(),), tuned))
         if not options:
@@ -175,6 +174,7 @@ class RecipeBrain:
             f"**Change:** {_describe(changed)}.",
             f"**Why:** {why}.",
             f"**Why this move now:** {reason}.",
+            *([f"**Probe:** {describe(meta)}."] if name == TUNE else []),
             *(f"**From the community:** [{i}] {hints[m.name][1]}" for i, m in _citing(ideas, chosen, hints)),
         ]
         summary = f"{recipe.title}, changed from node {parent.node_id} by {name} ({_describe(changed)}): {why}."

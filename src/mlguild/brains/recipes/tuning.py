@@ -106,11 +106,14 @@ def tunable(meta: RecipeMeta, recipe: Recipe) -> list[str]:
     return names if len(names) >= _LEAST_DIMS else []
 
 
-def probe(meta: RecipeMeta, recipe: Recipe, parent_id: str, context: Context, rng: random.Random) -> RecipeMeta | None:
-    """The next tune probe from ``meta`` (the parent's), or None when the recipe is not
-    tuned or the parent's probes are used up. The result's ``tune`` key records the
-    direction (per parameter, in unit coordinates), the step and where the direction came
-    from (``random``, ``mirror`` or ``memory``)."""
+def probe(
+    meta: RecipeMeta, recipe: Recipe, parent_id: str, parent_score: float | None, context: Context, rng: random.Random
+) -> RecipeMeta | None:
+    """The next tune probe from ``meta`` (the parent's, which scored ``parent_score``), or
+    None when the recipe is not tuned or the parent's probes are used up. The result's
+    ``tune`` key records the direction (per parameter, in unit coordinates), the step, where
+    the direction came from (``random``, ``mirror`` or ``memory``) and the parent's score (what
+    the probe must beat)."""
     names = tunable(meta, recipe)
     if not names:
         return None
@@ -134,8 +137,20 @@ def probe(meta: RecipeMeta, recipe: Recipe, parent_id: str, context: Context, rn
         "direction": {n: round(v, 6) for n, v in direction.items()},
         "step": round(step, 6),
         "source": source,
+        "parent_score": parent_score,
     }
     return trial
+
+
+def describe(tuned: RecipeMeta) -> str:
+    """One line on where a probe heads, for its plan."""
+    record = tuned.get("tune") or {}
+    where = {
+        "random": "a random direction",
+        "mirror": "the mirror of the parent's last probe, which did not beat it",
+        "memory": "toward the parameters this family's best nodes had on similar tasks in earlier runs",
+    }.get(str(record.get("source")), "a random direction")
+    return f"{where}, step {float(record.get('step') or 0.0):.3g} (a parameter's whole range is 1)"
 
 
 def _direction(
@@ -152,9 +167,8 @@ def _direction(
     else a random unit direction."""
     if len(siblings) % 2 == 1:
         last = siblings[-1]
-        parent = next((h for h in context.history if h.node_id == last.meta.get("parent")), None)
         old = _probe_of(last).get("direction") or {}
-        if not _beat(last, parent, context.direction) and set(old) == set(names):
+        if not _beat(last, context.direction) and set(old) == set(names):
             return {n: -float(old[n]) for n in names}, "mirror"
     tried_here = any(h.meta.get("move") == TUNE and h.meta.get("recipe") == family for h in context.history)
     remembered = _remembered(names, context.family_configs.get(family, ()))
@@ -188,13 +202,11 @@ def _step(history: tuple[HistoryItem, ...], family: str, direction: str) -> floa
     """The probe length: ``STEP``, times ``SHRINK`` for each of this family's finished probes
     that did not beat its parent, divided by it for each that did (in the order they ran),
     kept within [``MIN_STEP``, ``STEP``]."""
-    by_id = {h.node_id: h for h in history}
     step = STEP
     for h in history:
         if h.meta.get("move") != TUNE or h.meta.get("recipe") != family or h.status == Status.PENDING or h.cut_short:
             continue  # a probe the run's end cut short says nothing about the step
-        parent = by_id.get(str(h.meta.get("parent") or ""))
-        step = step / SHRINK if _beat(h, parent, direction) else step * SHRINK
+        step = step / SHRINK if _beat(h, direction) else step * SHRINK
         step = min(max(step, MIN_STEP), STEP)
     return step
 
@@ -204,10 +216,12 @@ def _probe_of(item: HistoryItem) -> dict[str, Any]:
     return recipe_meta(item.meta).get("tune") or {}
 
 
-def _beat(child: HistoryItem, parent: HistoryItem | None, direction: str) -> bool:
-    if child.score is None or parent is None or parent.score is None:
+def _beat(child: HistoryItem, direction: str) -> bool:
+    """Whether the probe ``child`` scored better than the parent it started from."""
+    before = _probe_of(child).get("parent_score")
+    if child.score is None or before is None:
         return False
-    return child.score > parent.score if direction == "maximize" else child.score < parent.score
+    return child.score > before if direction == "maximize" else child.score < before
 
 
 def _keep_rounds(old: RecipeMeta, new: RecipeMeta, recipe: Recipe) -> None:
