@@ -86,6 +86,9 @@ def test_a_probe_that_lost_is_mirrored_and_one_that_won_is_not(ames):
     # A parent's probes are used up after MAX_PROBES.
     used = [_parent(meta)] + [_child(f"c{i}", first, 0.25) for i in range(MAX_PROBES)]
     assert _probe(ames, meta, used) is None
+    # A grow of a probe runs its script again with its meta on more rows: not another probe.
+    grown = [_parent(meta)] + [dataclasses.replace(c, op="grow") for c in used[1:]]
+    assert _probe(ames, meta, grown)["tune"]["source"] == "random"
 
 
 def test_the_step_shrinks_as_probes_stop_gaining_and_grows_when_one_gains(ames):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.protocols import Context, HistoryItem
-from ...core.vocabulary import Status
+from ...core.vocabulary import Op, Status
 from .recipe import Recipe, RecipeMeta, recipe_meta
 
 TUNE = "tune"  # the move's name, as the node's meta, the move statistics and the memory know it
@@ -117,7 +117,7 @@ def probe(
     names = tunable(meta, recipe)
     if not names:
         return None
-    siblings = [h for h in context.history if h.meta.get("parent") == parent_id and h.meta.get("move") == TUNE]
+    siblings = [h for h in context.history if _is_probe(h) and h.meta.get("parent") == parent_id]
     if len(siblings) >= MAX_PROBES:
         return None
     here = {n: DIMS[n].to_unit(meta["params"][n]) for n in names}
@@ -170,7 +170,7 @@ def _direction(
         old = _probe_of(last).get("direction") or {}
         if not _beat(last, context.direction) and set(old) == set(names):
             return {n: -float(old[n]) for n in names}, "mirror"
-    tried_here = any(h.meta.get("move") == TUNE and h.meta.get("recipe") == family for h in context.history)
+    tried_here = any(_is_probe(h) and h.meta.get("recipe") == family for h in context.history)
     remembered = _remembered(names, context.family_configs.get(family, ()))
     if not tried_here and remembered is not None:
         toward = {n: remembered[n] - here[n] for n in names}
@@ -204,11 +204,16 @@ def _step(history: tuple[HistoryItem, ...], family: str, direction: str) -> floa
     kept within [``MIN_STEP``, ``STEP``]."""
     step = STEP
     for h in history:
-        if h.meta.get("move") != TUNE or h.meta.get("recipe") != family or h.status == Status.PENDING or h.cut_short:
+        if not _is_probe(h) or h.meta.get("recipe") != family or h.status == Status.PENDING or h.cut_short:
             continue  # a probe the run's end cut short says nothing about the step
         step = step / SHRINK if _beat(h, direction) else step * SHRINK
         step = min(max(step, MIN_STEP), STEP)
     return step
+
+
+def _is_probe(item: HistoryItem) -> bool:
+    """A tune probe's node (a grow of one runs its script again with its meta: not a probe)."""
+    return item.op == Op.IMPROVE and item.meta.get("move") == TUNE
 
 
 def _probe_of(item: HistoryItem) -> dict[str, Any]:
