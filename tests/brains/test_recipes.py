@@ -227,6 +227,25 @@ def test_drafts_cycle_through_every_family_then_vary(churn):
     assert seen[-2:] == DRAFT_ORDER["tabular"][:2]
 
 
+def test_once_the_history_window_dropped_the_first_drafts_a_draft_is_varied_not_repeated(churn):
+    brain = RecipeBrain(seed=3)
+    improves = [
+        HistoryItem(f"n{90 + i}", "improve", "scored", 0.5, {"brain": "recipes", "recipe": "linear", "parent": "n1"})
+        for i in range(3)
+    ]
+    whole = brain.propose(Action("improve", ("n1",)), churn.context(history=improves, iteration=3))
+    assert whole.meta.get("move") is None  # a family's defaults, never drafted in this history
+    # The same history at node 100: the window (brain.history_length) dropped the first 97 nodes,
+    # the drafts among them: the family is varied instead of drafted as it surely was before.
+    late = brain.propose(Action("draft"), churn.context(history=improves, iteration=100))
+    assert late.meta["move"] and late.meta["changed"] and "**Variation:**" in late.plan
+    # A draft made in place of an improve (its op says improve) counts as its family's draft.
+    again = [*improves, HistoryItem("n93", "improve", "scored", 0.5, whole.meta)]
+    assert (
+        brain.propose(Action("draft"), churn.context(history=again, iteration=4)).meta["recipe"] != whole.meta["recipe"]
+    )
+
+
 def test_same_context_gives_the_same_proposal(churn):
     draft = _draft(churn, "lightgbm")
     action = Action("improve", ("a",))

@@ -13,7 +13,7 @@ from mlguild.core.errors import BudgetExhausted
 from mlguild.core.graph import Node, SearchGraph
 from mlguild.core.protocols import Action, Proposal
 from mlguild.core.vocabulary import Op, Status
-from mlguild.run.budget import affordable
+from mlguild.run.budget import affordable, best_that_fits
 from mlguild.run.loop import Agent
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
@@ -73,6 +73,17 @@ def test_the_loop_never_asks_the_brain_to_improve_a_parent_the_time_left_cannot_
     with pytest.raises(BudgetExhausted):
         agent.next_node()
     assert len(brain.calls) == asked
+
+
+def test_a_move_the_time_left_cannot_make_gives_way_to_the_best_node_that_fits_not_the_fastest():
+    # n0001 fastest and worst, n0003 best but too slow, n0002 between: 20 s left.
+    graph = _graph(1.0, 12.0, 80.0)
+    graph.nodes["n0001"].score = 0.5
+    chosen = affordable(Action(Op.IMPROVE, ("n0003",)), graph, 20.0, 60.0)
+    assert chosen.parents == ("n0002",) and "the best node whose script fits" in chosen.reason
+    # With 14 s left n0002 fits only without the estimate margin, n0001 with it: the margin decides.
+    assert affordable(Action(Op.IMPROVE, ("n0003",)), graph, 14.0, 60.0).parents == ("n0001",)
+    assert best_that_fits(_graph(13.0), 14.0).id == "n0001"  # fits without the margin: better than nothing
 
 
 def test_in_the_last_slot_the_cheapest_measured_script_runs_rather_than_nothing():

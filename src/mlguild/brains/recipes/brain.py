@@ -80,9 +80,18 @@ class RecipeBrain:
             return self._proposal(lines, summary, earlier_best_meta(earlier, context), context)
         hints = idea_hints(context.ideas)
         names = family_order(recipes_for(task, profile), with_ideas(context.family_priors, hints))
-        drafts = [h.meta for h in context.history if h.op == Op.DRAFT and h.meta.get("brain") == "recipes"]
+        # Every recipe node made from a family's defaults counts: a draft, a rung of the ladder,
+        # and a draft made in place of an improve whose moves were used up (its op says improve).
+        drafts = [h.meta for h in context.history if _drafted(h.meta)]
         counts = Counter(m.get("recipe") for m in drafts)
-        fresh = [n for n in names if counts[n] == 0]
+        made = {_fingerprint(h.meta) for h in context.history}
+        # Once the history window has dropped a run's first nodes, a family with no draft in it
+        # was drafted before it: a 30-minute run drafted its random forest's defaults again 17
+        # times, the same script each time, because its first draft had left the window.
+        whole = len(context.history) >= context.iteration
+        fresh = [
+            n for n in names if counts[n] == 0 and whole and _fingerprint(draft_meta(n, task, profile)) not in made
+        ]
         name = fresh[0] if fresh else min(names, key=lambda n: (counts[n], names.index(n)))
         meta = draft_meta(name, task, profile)
         recipe = RECIPES[name]
@@ -354,6 +363,14 @@ def _variants(
         if options:
             return options
     return []
+
+
+def _drafted(meta: Mapping[str, Any]) -> bool:
+    """Whether a recipe node was drafted from a family's defaults (varied or not), whatever the
+    action that asked for it."""
+    return (
+        meta.get("brain") == "recipes" and bool(meta.get("recipe")) and not meta.get("parent") and not meta.get("fuse")
+    )
 
 
 def _fingerprint(meta: Mapping[str, Any]) -> str:
