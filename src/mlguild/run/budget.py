@@ -153,7 +153,8 @@ def best_that_fits(graph: SearchGraph, timeout: float) -> Node | None:
         and n.timing["exec_s"] <= timeout
     ]
     spare = [n for n in fitting if n.timing["exec_s"] * ESTIMATE_MARGIN <= timeout]
-    return (spare or fitting or [None])[0]
+    chosen = spare or fitting
+    return chosen[0] if chosen else None
 
 
 def cheaper(graph: SearchGraph, timeout: float, why: str) -> Action:
