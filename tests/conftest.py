@@ -237,6 +237,22 @@ def binary_workspace(root: Path, frame: pd.DataFrame, name: str) -> Workspace:
     )
 
 
+def ames_workspace(root: Path, rows: int, metric: str = "rmsle") -> Workspace:
+    """The first ``rows`` rows of modeldata's ames as a regression workspace on Sale_Price."""
+    frame = rdata("modeldata", "ames", rows)
+    frame.insert(0, "id", range(1, len(frame) + 1))
+    return Workspace(
+        root,
+        frame,
+        name="ames",
+        task_type="regression",
+        metric=metric,
+        id_column="id",
+        target_columns=["Sale_Price"],
+        submission_columns=["id", "Sale_Price"],
+    )
+
+
 def draft_of(ws: Workspace, recipe: str):
     """The recipe brain's draft of ``recipe`` on ``ws``: earlier families in the draft order
     count as drafted, so the brain's next draft is this family."""

@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Workspace
+from conftest import Workspace, ames_workspace
 from conftest import draft_of as _draft
 from conftest import rdata as _rdata
 from conftest import script_head as _script_head
@@ -106,18 +106,7 @@ def churn(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ames(tmp_path_factory):
-    frame = _rdata("modeldata", "ames", 500)
-    frame.insert(0, "id", range(1, len(frame) + 1))
-    return Workspace(
-        tmp_path_factory.mktemp("ames"),
-        frame,
-        name="ames",
-        task_type="regression",
-        metric="rmsle",
-        id_column="id",
-        target_columns=["Sale_Price"],
-        submission_columns=["id", "Sale_Price"],
-    )
+    return ames_workspace(tmp_path_factory.mktemp("ames"), 500, "rmsle")
 
 
 @pytest.fixture(scope="module")

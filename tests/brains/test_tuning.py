@@ -10,9 +10,8 @@ import math
 import random
 
 import pytest
-from conftest import Workspace
+from conftest import ames_workspace
 from conftest import draft_of as _draft
-from conftest import rdata as _rdata
 
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import RECIPES
@@ -26,18 +25,7 @@ from mlguild.memory.priors import family_configs
 
 @pytest.fixture(scope="module")
 def ames(tmp_path_factory):
-    frame = _rdata("modeldata", "ames", 400)
-    frame.insert(0, "id", range(1, len(frame) + 1))
-    return Workspace(
-        tmp_path_factory.mktemp("ames"),
-        frame,
-        name="ames",
-        task_type="regression",
-        metric="rmsle",
-        id_column="id",
-        target_columns=["Sale_Price"],
-        submission_columns=["id", "Sale_Price"],
-    )
+    return ames_workspace(tmp_path_factory.mktemp("ames"), 400, "rmsle")
 
 
 def _parent(meta, score=0.20):

@@ -9,8 +9,6 @@ and the history, and every proposal carries its full recipe meta so that the nex
 from __future__ import annotations
 
 import copy
-import itertools
-import json
 import math
 import random
 from collections import Counter
@@ -25,15 +23,16 @@ from ..repair_port import with_repairs
 from .catalog import RECIPES, recipes_for
 from .choice import choose, family_order, family_reason
 from .draft import draft_meta
-from .earlier import earlier_best_lines, earlier_best_meta, next_earlier_best
+from .earlier import earlier_best_lines, earlier_best_meta, next_earlier_best, settings_key
 from .fuse import fuse_proposal
 from .ideas import cited, idea_hints, with_ideas
-from .moves import MOVES, Facts, Move, applicable, diff, shrink, undo
-from .recipe import Recipe, RecipeMeta, recipe_meta
+from .moves import MOVES, Facts, diff, shrink, undo
+from .recipe import RecipeMeta, recipe_meta
 from .render import render_script
 from .repair import SAFEST, apply_learned, learned, repair_for, repeated_failure, safest_meta, usable_columns
 from .supported import check_supported
 from .tuning import TUNE, Probe, describe, probe
+from .variants import drafted, variants
 
 _SLOW = (FailureKind.TIMEOUT, FailureKind.MEMORY)
 
@@ -82,15 +81,15 @@ class RecipeBrain:
         names = family_order(recipes_for(task, profile), with_ideas(context.family_priors, hints))
         # Every recipe node made from a family's defaults counts: a draft, a rung of the ladder,
         # and a draft made in place of an improve whose moves were used up (its op says improve).
-        drafts = [h.meta for h in context.history if _drafted(h.meta)]
+        drafts = [h.meta for h in context.history if drafted(h.meta)]
         counts = Counter(m.get("recipe") for m in drafts)
-        made = {_fingerprint(h.meta) for h in context.history}
+        made = {settings_key(h.meta) for h in context.history}
         # Once the history window has dropped a run's first nodes, a family with no draft in it
         # was drafted before it: a 30-minute run drafted its random forest's defaults again 17
         # times, the same script each time, because its first draft had left the window.
         whole = len(context.history) >= context.iteration
         fresh = [
-            n for n in names if counts[n] == 0 and whole and _fingerprint(draft_meta(n, task, profile)) not in made
+            n for n in names if counts[n] == 0 and whole and settings_key(draft_meta(n, task, profile)) not in made
         ]
         name = fresh[0] if fresh else min(names, key=lambda n: (counts[n], names.index(n)))
         meta = draft_meta(name, task, profile)
@@ -117,7 +116,7 @@ class RecipeBrain:
         if not fresh:
             # Every family has a draft already: vary this one so the new draft is not a copy.
             used = {str(m["move"]) for m in drafts if m.get("recipe") == name and m.get("move")}
-            options = _variants(meta, recipe, context, used) or _variants(meta, recipe, context, set())
+            options = variants(meta, recipe, context, used) or variants(meta, recipe, context, set())
             if options:
                 chosen, varied = self._rng(context, Op.DRAFT, name).choice(options)
                 move = "+".join(m.name for m in chosen)
@@ -144,11 +143,11 @@ class RecipeBrain:
             if h.meta.get("parent") == parent.node_id and h.meta.get("move")
         }
         options: list[tuple[tuple[Any, ...], RecipeMeta]] = list(
-            _variants(recipe_meta(parent.meta), recipe, context, tried)
+            variants(recipe_meta(parent.meta), recipe, context, tried)
         )
         rng = self._rng(context, TUNE, parent.node_id)
         tuned = probe(recipe_meta(parent.meta), recipe, parent.node_id, parent.score, context, rng)
-        if tuned is not None and _fingerprint(tuned) not in {_fingerprint(h.meta) for h in context.history}:
+        if tuned is not None and settings_key(tuned) not in {settings_key(h.meta) for h in context.history}:
             options.append(((Probe(),), tuned))
         if not options:
             return self._draft(
@@ -339,44 +338,6 @@ def _parent(action: Action, context: Context) -> ParentView | None:
         return None
     wanted = action.parents[0] if action.parents else None
     return next((p for p in context.parents if p.node_id == wanted), context.parents[0])
-
-
-def _variants(
-    meta: RecipeMeta, recipe: Recipe, context: Context, tried: set[str]
-) -> list[tuple[tuple[Move, ...], RecipeMeta]]:
-    """(moves, resulting meta) for each untried single move on ``meta`` — or each pair, once
-    the singles are used up — leaving out results that some earlier node already ran (a
-    weaker penalty after a stronger one would just repeat the grandparent)."""
-    facts = Facts.of(context.task, context.profile)
-    seen = {_fingerprint(h.meta) for h in context.history} | {_fingerprint(meta)}
-    moves = applicable(meta, recipe, facts)
-    for size in (1, 2):
-        options = []
-        for combo in itertools.combinations(moves, size):
-            if "+".join(m.name for m in combo) in tried:
-                continue
-            trial = copy.deepcopy(meta)
-            for move in combo:
-                move.apply(trial, recipe, facts)
-            if _fingerprint(trial) not in seen:
-                options.append((combo, trial))
-        if options:
-            return options
-    return []
-
-
-def _drafted(meta: Mapping[str, Any]) -> bool:
-    """Whether a recipe node was drafted from a family's defaults (varied or not), whatever the
-    action that asked for it."""
-    return (
-        meta.get("brain") == "recipes" and bool(meta.get("recipe")) and not meta.get("parent") and not meta.get("fuse")
-    )
-
-
-def _fingerprint(meta: Mapping[str, Any]) -> str:
-    """What a script's behaviour depends on: equal fingerprints render equal scripts."""
-    parts = [meta.get(k) for k in ("recipe", "params", "features", "run")]
-    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def _describe(changed: dict[str, list[Any]]) -> str:
