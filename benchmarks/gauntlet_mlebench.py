@@ -390,8 +390,14 @@ types (`group_log_mae`, the groups' column named by the description's words). A 
 empty one included; where the train file has several columns the test file lacks, the one
 holding words is the target (chaii's `answer_text` beside `answer_start`).
 
+A description's "Mean F1-Score" over sets of labels is the micro F1 of the pooled labels that
+MLE-bench's graders compute (`f1_sets`) in MLE-bench's prepared layout, and refused as ambiguous
+elsewhere (Kaggle's Mean F1 is the per-row mean, `f1_sets_mean`).
+
 What the refusals are, in the main: the grader's metric is not in `mlguild.metrics` (Dice, IoU,
-Levenshtein, Kendall, ...), or the evaluation leaves rows unscored; the
+Levenshtein, Kendall, ...), or the evaluation leaves rows unscored without naming the column that
+picks them (ventilator-pressure-prediction: the grader's MAE where `u_out` is 0, which mlguild scores
+when told, `--metric "mae where u_out=0"`, see [task folders](task-folders.md)); the
 data are JSON documents that are no array of records, NumPy or BSON files; the rows have no id. The text normalization challenges' sample submission copies each
 token as its prediction, and most tokens are their own written form: the firewall's verifier
 lets a sample column that repeats a public input row for row pass however well it matches the

@@ -6,6 +6,7 @@ the column, refuses the readings it cannot tell apart, and a run grades what the
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -115,8 +116,15 @@ def test_class_names_with_spaces_are_one_label_each_not_a_set(tmp_path):
 
 def test_the_readings_of_an_f1_over_sets_that_cannot_be_told_apart_are_refused(tmp_path):
     mean = leaves_folder(tmp_path / "mean", "The evaluation metric for this competition is Mean F1-Score.")
+    # in MLE-bench's layout its graders settle Mean F1 over sets: the micro F1 of the pooled labels
+    inferred = infer_task(mean)
+    assert inferred.spec.metric == "f1_sets"
+    assert any("micro F1 of the pooled labels its graders compute" in note for note in inferred.notes)
+    # a Kaggle download (the files side by side, no public/ and private/): which one is meant is open
+    kaggle = tmp_path / "kaggle"
+    shutil.copytree(mean / "prepared" / "public", kaggle)
     with pytest.raises(TaskError) as err:
-        infer_task(mean)
+        infer_task(kaggle)
     assert "ambiguous" in err.value.message and "f1_sets_mean" in err.value.message
     assert "--metric f1_sets" in err.value.fix
     macro = leaves_folder(tmp_path / "macro", "Submissions are evaluated on their macro F1 score.")

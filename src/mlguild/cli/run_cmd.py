@@ -125,7 +125,9 @@ def run(
         None, help="Target column, for csv: sources and for a competition folder without task.yaml."
     ),
     metric: str | None = typer.Option(
-        None, help="Metric, for a competition folder without task.yaml whose description names none."
+        None,
+        help="Metric, for a competition folder without task.yaml whose description names none; "
+        "'NAME where COLUMN=VALUE' scores only the rows holding that value (as a grader that leaves rows out).",
     ),
     runs_dir: Path = typer.Option(None, help="Where runs are written (default ./runs or $MLGUILD_RUNS)."),
     run_id: str | None = typer.Option(None, help="Name of the run directory (default: task-date-time-random)."),

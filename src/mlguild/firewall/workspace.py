@@ -104,11 +104,14 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
         raise TaskError(f"{task.train_path} has only {len(train)} rows", "a task needs at least 10 labelled rows")
     check_labels(train, task)
     no_copy_of_the_target(train, task)
-    if (grouping := spec.metric_group_column) is not None and not (grouping in train and grouping in test):
-        raise TaskError(
-            f"metric {spec.metric} reads its groups from the column {grouping!r}, which the train or test file lacks",
-            "set metric_params.group_column in task.yaml to a column of both files",
-        )
+    for column in spec.metric_input_columns:
+        if not (column in train and column in test):
+            what = "its groups" if column == spec.metric_group_column else "the rows it scores"
+            where = "group_column" if column == spec.metric_group_column else "scored_rows"
+            raise TaskError(
+                f"metric {spec.metric} reads {what} from the column {column!r}, which the train or test file lacks",
+                f"set metric_params.{where} in task.yaml to a column of both files",
+            )
 
     # Stratified by label; not by a set of labels a row: most sets of many labels are unique, and a
     # label's only row always stays a training row, so the holdout would hold the common sets only.
@@ -199,8 +202,8 @@ def build_workspace(task: Task, run_dir: Path, cfg: FirewallConfig) -> Workspace
                 shutil.copyfile(src, dest)
             files[rel] = file_entry(dest, None)
 
-    # the scorer checks key columns row by row, and reads the metric's groups beside the labels
-    keep = list(dict.fromkeys([spec.id_column, *spec.key_columns, *spec.target_columns, *_metric_group(spec)]))
+    # the scorer checks key columns row by row, and reads the metric's groups and scored rows beside the labels
+    keep = list(dict.fromkeys([spec.id_column, *spec.key_columns, *spec.target_columns, *spec.metric_input_columns]))
     write_csv_exact(holdout_rows[~in_confirm][keep], ws.holdout_answers)
     sealed = {HOLDOUT_ANSWERS: file_entry(ws.holdout_answers, int((~in_confirm).sum()))}
     if in_confirm.any():
@@ -295,21 +298,20 @@ def _parquet_copies(spec: TaskSpec, out: Path) -> dict[str, int]:
     return written
 
 
-def _metric_group(spec: TaskSpec) -> list[str]:
-    return [spec.metric_group_column] if spec.metric_group_column else []
-
-
 def _seal_test_answers(task: Task, test: pd.DataFrame, dest: Path) -> None:
-    """The test answers, sealed as they are, or with the metric's group column taken from the
-    test file by id where they lack it (it is an input: the answers need not repeat it)."""
+    """The test answers, sealed as they are, or with the input columns the metric reads (its
+    groups, the columns that pick the scored rows) taken from the test file by id where they
+    lack them (they are inputs: the answers need not repeat them)."""
     assert task.answers_path is not None
-    grouping = task.spec.metric_group_column
-    if grouping is None or grouping in read_header(task.answers_path):
+    header = read_header(task.answers_path)
+    absent = [c for c in task.spec.metric_input_columns if c not in header]
+    if not absent:
         shutil.copyfile(task.answers_path, dest)
         return
     answers = read_csv_exact(task.answers_path)
-    by_id = test.drop_duplicates(task.spec.id_column).set_index(task.spec.id_column)[grouping]
-    answers[grouping] = answers[task.spec.id_column].map(by_id)
+    by_id = test.drop_duplicates(task.spec.id_column).set_index(task.spec.id_column)
+    for column in absent:
+        answers[column] = answers[task.spec.id_column].map(by_id[column])
     write_csv_exact(answers, dest)
 
 
@@ -326,7 +328,7 @@ def _key_columns(spec: TaskSpec, path: Path) -> list[str] | None:
         *spec.key_columns,
         *(t for s in spec.tables for t in s.join_columns),
     }
-    wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column, spec.metric_group_column) if c}
+    wanted |= {c for c in (spec.group_key, spec.time_column, spec.file_column, *spec.metric_input_columns) if c}
     return [c for c in header if c in wanted]
 
 

@@ -54,7 +54,7 @@ class OofScorer:
         time (``_when``; for a grouped ranking its group's latest, as the firewall's split uses)."""
         if self._labels is None:
             spec, keys = self.spec, self._keys()
-            scored = [*spec.target_columns, *([spec.metric_group_column] if spec.metric_group_column else [])]
+            scored = [*spec.target_columns, *spec.metric_input_columns]
             wanted = [*keys, *scored, *([spec.time_column] if spec.time_column else [])]
             present = set(read_csv_exact(self.train_path, nrows=0).columns)
             # the columns it needs alone: on ten million rows the whole file is gigabytes

@@ -108,6 +108,45 @@ def with_cutoff(metric: str) -> tuple[str, dict]:
     return metric_name(metric, "--metric"), {}
 
 
+# ``--metric "mae where u_out=0"``: the metric, and the rows it scores.
+_WHERE = re.compile(r"^(?P<metric>.+?)\s+where\s+(?P<rows>.+)$", re.IGNORECASE)
+_EQUALS = re.compile(r"^\s*(?P<column>[^=\s][^=]*?)\s*==?\s*(?P<value>.+?)\s*$")
+
+
+def metric_with_params(text: str) -> tuple[str, dict]:
+    """``--metric`` as given: a registered name or ``map@5`` (the metric and its k), either
+    followed by ``where COLUMN=VALUE[, COLUMN=VALUE]``: only the rows whose input columns hold
+    those values are scored (``metric_params.scored_rows``, as a grader that leaves rows out)."""
+    found = _WHERE.match(text.strip())
+    name, params = with_cutoff(found["metric"] if found else text)
+    if found:
+        params["scored_rows"] = _scored_rows(found["rows"], text)
+    return name, params
+
+
+def _scored_rows(text: str, given: str) -> dict:
+    rows: dict = {}
+    for part in re.split(r"\s*,\s*|\s+and\s+", text.strip(), flags=re.IGNORECASE):
+        found = _EQUALS.match(part)
+        if found is None:
+            raise TaskError(
+                f"--metric {given!r}: cannot read {part!r} as COLUMN=VALUE",
+                'name the scored rows as --metric "NAME where COLUMN=VALUE" (several joined by commas)',
+            )
+        rows[found["column"].strip("'\"")] = _plain_value(found["value"].strip("'\""))
+    return rows
+
+
+def _plain_value(text: str) -> int | float | str:
+    """A number where the text is one (so ``0`` matches a column's ``0.0``), else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def default_metric(task_type: str) -> str:
     return {"binary": "roc_auc", "multiclass": "logloss", "regression": "rmse"}[task_type]
 

@@ -20,7 +20,14 @@ from ..task.time_order import date_columns, infer_time_column
 from ..util.csv_split import RowsOut, split_rows
 from ..util.exact_csv import read_csv_exact, select_rows
 from ..util.frames import mean_lengths
-from .columns import default_metric, id_candidates, infer_id_column, infer_task_type, positive_label, with_cutoff
+from .columns import (
+    default_metric,
+    id_candidates,
+    infer_id_column,
+    infer_task_type,
+    metric_with_params,
+    positive_label,
+)
 from .csv_ranking import build_ranking
 from .layout import finish_task, prepare_dest, test_rows, test_rows_by_time
 from .tables import sniff_separator
@@ -167,7 +174,7 @@ def build_from_csv(
         )
     metric_params: dict = {}
     if metric is not None:
-        metric, metric_params = with_cutoff(metric)
+        metric, metric_params = metric_with_params(metric)
     task_type = task_type or infer_task_type(decided[target])
     metric = metric or default_metric(task_type)
     classes = sorted(decided[target].unique(), key=str) if task_type in ("binary", "multiclass") else None

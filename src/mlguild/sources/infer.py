@@ -24,7 +24,7 @@ from ..task.folder import NOT_DATA, TaskSpec
 from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
-from .columns import blank_predictions, holds_lists, holds_words, infer_task_type
+from .columns import blank_predictions, holds_lists, holds_words, infer_task_type, metric_with_params
 from .convert_folder import write_own_files
 from .derived_train import RowFiles, derived_train
 from .described_metric import described_task_metric, metric_from_description
@@ -34,7 +34,7 @@ from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import refuse_target_count, refuse_unregistered
+from .metric_checks import mean_f1_of_sets, refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, listed_note, no_test_rows, sample_lists_test_files
 from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
 from .split_train import split_train
@@ -94,6 +94,9 @@ def infer_task(
     task_type: str | None = None,
 ) -> Inferred:
     """Infer the spec of the competition folder ``folder`` (nothing is written)."""
+    given_params: dict = {}
+    if metric is not None:  # "map@5", "mae where u_out=0": the metric, its k, the rows it scores
+        metric, given_params = metric_with_params(metric)
     root, data_dir_name = find_task_root(folder)
     data_dir = root / data_dir_name
     notes: list[str] = []
@@ -206,8 +209,11 @@ def infer_task(
     )
     description = description_text(root, data_dir)
     named = metric_from_description(description)
-    if metric is None:
-        refuse_unregistered(description, named[1] if named else None, folder)
+    # MLE-bench's layout names its graders, which settle a description's ambiguous Mean F1
+    mlebench = data_dir_name == "public"
+    ambiguous = (
+        refuse_unregistered(description, named[1] if named else None, folder, mlebench) if metric is None else None
+    )
     wanted = metric_name(metric, "--metric") if metric is not None else (named[0] if named else None)
     lists = wanted is not None and get_metric(wanted).prediction == "ranked_list"
     grouped_metric = None if wanted is None else get_metric(wanted).ranks_within_groups
@@ -282,9 +288,21 @@ def infer_task(
         notes.append(f"task type {task_type}")
     probabilities = classes is None and len(targets) == 1 and sample_is_probability(sample, targets[0])
 
-    params: dict = {}
+    if ambiguous is not None:
+        metric = mean_f1_of_sets(train, targets, ambiguous)
+        notes.append(
+            f"metric {metric}: the description's Mean F1 over {targets[0]!r}'s sets of labels, in MLE-bench's "
+            "layout, is the micro F1 of the pooled labels its graders compute (Kaggle's per-row mean: --metric f1_sets_mean)"
+        )
+    params: dict = dict(given_params)
     if metric is not None:
         metric = metric_name(metric, "--metric")
+    for column in params.get("scored_rows", {}):
+        if column not in train_header or column not in test_header:
+            raise TaskError(
+                f"--metric scores the rows by the column {column!r}, which {train_path.name} or {test_name} lacks",
+                f"name a column of both: {listing([c for c in train_header if c in test_header])}",
+            )
     if metric is None and named is None and len(targets) > 1:
         metric = several_default(task_type, sample, targets)
         notes.append(

@@ -64,9 +64,14 @@ def evaluation_section(text: str) -> str | None:
     return section.group(1) if section else None
 
 
-def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> None:
+def refuse_unregistered(
+    text: str, known_phrase: str | None, folder: object, defer_ambiguous: bool = False
+) -> TaskError | None:
     """TaskError when the text's metric is one the registry lacks: the evaluation section, else the
-    whole text, decides, and in it the words that start first (at the same start, the longer words)."""
+    whole text, decides, and in it the words that start first (at the same start, the longer words).
+    With ``defer_ambiguous`` a metric whose reading depends on the grader (Mean F1) is returned, not
+    raised: the caller settles it once it knows the target (see ``mean_f1_of_sets``)."""
+    deferred = None
     section = evaluation_section(text)
     for body in ([section] if section else []) + [text]:
         hits = [(m.start(), name, m.group(0)) for name, p in UNREGISTERED if (m := re.search(p, body, re.I))]
@@ -77,7 +82,10 @@ def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> 
             earlier = known < 0 or start < known or (start == known and len(phrase) > len(str(known_phrase)))
             if earlier and not corrected and name in _AMBIGUOUS:
                 why, fix = _AMBIGUOUS[name]
-                raise TaskError(f"the description's metric ({phrase!r}) {why}", fix.format(folder=folder))
+                deferred = TaskError(f"the description's metric ({phrase!r}) {why}", fix.format(folder=folder))
+                if not defer_ambiguous:
+                    raise deferred
+                break
             if earlier and not corrected:
                 raise TaskError(
                     f"the description's metric is {name} ({phrase!r}), which mlguild does not have",
@@ -87,9 +95,22 @@ def refuse_unregistered(text: str, known_phrase: str | None, folder: object) -> 
             break
     if section and (found := re.search(_PARTIAL, section, re.I)):
         raise TaskError(
-            f"the description's evaluation leaves some rows unscored ({found.group(0)!r}); mlguild scores every row",
-            f"pass --metric to score every row anyway: mlguild run {folder} --metric NAME",
+            f"the description's evaluation leaves some rows unscored ({found.group(0)!r}) and names no "
+            "column value that picks them",
+            f'name the rows the grader scores: mlguild run {folder} --metric "NAME where COLUMN=VALUE" '
+            "(or --metric NAME to score every row)",
         )
+    return deferred
+
+
+def mean_f1_of_sets(train: pd.DataFrame, targets: list[str], deferred: TaskError) -> str:
+    """The metric a description's Mean F1 is in MLE-bench's prepared layout, where the target holds
+    sets of labels: ``f1_sets``, the micro F1 of the pooled labels, which its graders compute for
+    every competition whose description says Mean F1 (facebook-recruiting-iii-keyword-extraction,
+    plant-pathology-2021-fgvc8); ``deferred`` (the ambiguity) is raised for any other target."""
+    if len(targets) == 1 and targets[0] in train and holds_label_sets(train[targets[0]]):
+        return "f1_sets"
+    raise deferred
 
 
 def one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str) -> str | None:

@@ -179,8 +179,11 @@ def _metric_block(spec: TaskSpec) -> str:
     ]
     if spec.positive_label is not None:
         lines.append(f"- Positive class: {spec.positive_label!r}")
-    if spec.metric_params:
-        lines.append(f"- Metric parameters: {spec.metric_params}")
+    if rows := spec.scored_rows:
+        where = " and ".join(f"{c} = {v!r}" for c, v in rows.items())
+        lines.append(f"- Scored rows: only the rows where {where}; the metric leaves the others out")
+    if params := {k: v for k, v in spec.metric_params.items() if k != "scored_rows"}:
+        lines.append(f"- Metric parameters: {params}")
     return "\n".join(lines)
 
 

@@ -109,7 +109,11 @@ class TaskSpec(BaseModel):
     direction: Literal["maximize", "minimize"] | None = Field(
         None, description="Optional; when given it must agree with the metric's own direction."
     )
-    metric_params: dict = Field(default_factory=dict, description="Extra metric arguments, e.g. {k: 5}.")
+    metric_params: dict = Field(
+        default_factory=dict,
+        description="Extra metric arguments, e.g. {k: 5}; scored_rows: {COLUMN: VALUE, ...} scores only the rows "
+        "whose input columns hold those values (the rows the grader scores, as ventilator's u_out: 0).",
+    )
     id_column: str = Field(description="Column that identifies a row in train, test and submissions.")
     target_columns: list[str] = Field(description="Label columns in the train file.")
     submission_columns: list[str] = Field(description="Exact header of a submission, id column first.")
@@ -215,6 +219,7 @@ class TaskSpec(BaseModel):
                 f"(submission_columns: {self.submission_columns})"
             )
         self._check_groups()
+        self._check_scored_rows()
         public = {
             "train_file": self.train_file,
             "test_file": self.test_file,
@@ -278,6 +283,40 @@ class TaskSpec(BaseModel):
                     f"ranked_file: true means no score column, but submission_columns has {extra} besides the id "
                     f"and key_columns {self.key_columns}: add them to key_columns, or remove ranked_file"
                 )
+
+    def _check_scored_rows(self) -> None:
+        """``metric_params.scored_rows`` names input columns and the one value each must hold."""
+        wanted = self.metric_params.get("scored_rows")
+        if wanted is None:
+            return
+        if not isinstance(wanted, dict) or not wanted:
+            raise ValueError(
+                "metric_params.scored_rows must map input columns to the value a scored row holds, "
+                "e.g. scored_rows: {u_out: 0}"
+            )
+        for column, value in wanted.items():
+            if not isinstance(column, str) or column in (self.id_column, *self.target_columns):
+                raise ValueError(
+                    f"metric_params.scored_rows names {column!r}: name an input column, not the id or a target"
+                )
+            if not isinstance(value, (str, int, float, bool)):
+                raise ValueError(
+                    f"metric_params.scored_rows gives {column!r} the value {value!r}: give one plain value"
+                )
+
+    @property
+    def scored_rows(self) -> dict[str, object]:
+        """The input columns and values of the rows the metric scores (``metric_params.scored_rows``);
+        empty when it scores every row."""
+        wanted = self.metric_params.get("scored_rows")
+        return dict(wanted) if isinstance(wanted, dict) else {}
+
+    @property
+    def metric_input_columns(self) -> list[str]:
+        """The input columns the scorer reads beside the labels, sealed with them: the metric's
+        groups (``metric_params.group_column``) and the columns that pick the scored rows."""
+        group = [self.metric_group_column] if self.metric_group_column else []
+        return list(dict.fromkeys([*group, *self.scored_rows]))
 
     @property
     def group_key(self) -> str | None:
