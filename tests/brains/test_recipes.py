@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ from conftest import script_head as _script_head
 from mlguild.brains.recipes import RecipeBrain
 from mlguild.brains.recipes.catalog import DRAFT_ORDER, FALLBACK, RECIPES, recipes_for
 from mlguild.brains.recipes.draft import draft_meta
-from mlguild.brains.recipes.moves import MOVES, Facts, applicable, diff, shrink
+from mlguild.brains.recipes.moves import MANY_FOLDS, MORE_FOLDS_ROWS, MOVES, Facts, applicable, diff, shrink
 from mlguild.brains.recipes.render import THREADS_FROM_ROWS, render_script
 from mlguild.brains.recipes.tuning import MAX_PROBES, TUNE
 from mlguild.core.errors import MoveUnavailable
@@ -325,6 +326,7 @@ def _claimed_in_code(code: str, key: str, value) -> bool:
         "target_encoding": "def fold_features",
         "ratios": "RATIO_COLUMNS",
         "seeds": f"N_SEEDS = {value}\n",
+        "n_folds": f"N_FOLDS = {value}\n",
     }
     if key in markers:
         return markers[key] in code
@@ -394,6 +396,7 @@ def test_improved_scripts_run(ames, messy):
                     "target_encoding",
                     "ratios",
                     "seed_averaging",
+                    "more_folds",
                 )
             ]
             + _probes_used("p"),
@@ -418,7 +421,7 @@ def test_improved_scripts_run(ames, messy):
 
 def test_improve_never_repeats_a_configuration_already_run(churn):
     brain, draft = RecipeBrain(), _draft(churn, "linear")
-    others = ["weaker_penalty", "class_weight", "freq_encoding", "quantile_numeric", "ratios"]
+    others = ["weaker_penalty", "class_weight", "freq_encoding", "quantile_numeric", "ratios", "more_folds"]
     history = [HistoryItem("p", "draft", "scored", 0.8, draft.meta)]
     history += [HistoryItem(m, "improve", "scored", 0.8, {"parent": "p", "move": m}) for m in others]
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], history))
@@ -470,6 +473,7 @@ def test_debug_after_crash_undoes_the_last_move_then_falls_back(churn):
             "class_weight",
             "ratios",
             "seed_averaging",
+            "more_folds",
         )
     ] + _probes_used("p")
     child = brain.propose(Action("improve", ("p",)), churn.context([_view("p", draft)], tried))
@@ -617,6 +621,24 @@ def test_seed_averaging_move(messy, digits):
     assert "seed_averaging" in _offered(digits, "small_cnn")
     shrink(meta, RECIPES["lightgbm"], Facts.of(messy.task, messy.profile))
     assert meta["run"]["seeds"] == 1  # a run out of time drops the extra seeds first
+
+
+def test_more_folds_move_on_small_tables_only(churn):
+    base, meta = _moved(churn, "lightgbm", "more_folds")
+    assert diff(base, meta) == {"run.n_folds": [5, MANY_FOLDS]}
+    code = _render(churn, meta)
+    assert f"N_FOLDS = {MANY_FOLDS}\n" in code and "N_FOLDS = 5\n" in _render(churn, base)
+    assert {r for r in ("lightgbm", "xgboost", "random_forest", "linear") if "more_folds" in _offered(churn, r)} == {
+        "lightgbm", "xgboost", "random_forest", "linear",
+    }  # fmt: skip
+    assert "more_folds" not in _offered(churn, "tabm")  # a network's folds cost too much to double
+    facts = Facts.of(churn.task, churn.profile)
+    draft = draft_meta("lightgbm", churn.task, churn.profile)
+    for other in (replace(facts, n_train=MORE_FOLDS_ROWS + 1), replace(facts, time_ordered=True)):
+        assert "more_folds" not in {m.name for m in applicable(draft, RECIPES["lightgbm"], other)}
+    assert "more_folds" not in {m.name for m in applicable(meta, RECIPES["lightgbm"], facts)}  # once only
+    done = churn.run(code, "more-folds")
+    assert f"folds completed: {MANY_FOLDS} of {MANY_FOLDS}" in done.stdout
 
 
 @pytest.mark.slow

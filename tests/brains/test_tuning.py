@@ -156,9 +156,15 @@ def test_improve_tunes_where_every_move_and_pair_was_tried(ames):
     assert repr(proposal.meta["params"]["num_leaves"]) in proposal.code
     ames.run(proposal.code, "tuned")
     # A later move from the tuned node is not a probe: the record of the probe stays with it.
+    used = [
+        HistoryItem(f"p{i}", "improve", "scored", 0.2, {"brain": "recipes", "move": TUNE, "parent": "t"}, 10.0)
+        for i in range(MAX_PROBES)
+    ]  # the tuned node's own probes used up, so the child is a move
     child = RecipeBrain().propose(
         Action("improve", ("t",)),
-        ames.context([ParentView("t", "improve", proposal.plan, proposal.code, "scored", 0.19, meta=proposal.meta)]),
+        ames.context(
+            [ParentView("t", "improve", proposal.plan, proposal.code, "scored", 0.19, meta=proposal.meta)], used
+        ),
     )
     assert child.meta["move"] != TUNE and "tune" not in child.meta
 

@@ -33,6 +33,7 @@ class Facts:
     n_train: int
     max_levels: int = 0  # most distinct values of any categorical column
     n_numeric: int = 0
+    time_ordered: bool = False  # folds are expanding windows in time
 
     @classmethod
     def of(cls, task: dict[str, Any], profile: dict[str, Any]) -> Facts:
@@ -52,6 +53,7 @@ class Facts:
             n_train=int(profile.get("n_train") or 0),
             max_levels=max((int(c.get("n_unique") or 0) for c in columns if c["kind"] == "categorical"), default=0),
             n_numeric=sum(c["kind"] == "numeric" for c in columns),
+            time_ordered=bool(task.get("time_column")),
         )
 
 
@@ -160,6 +162,10 @@ def _text_on(meta: Meta) -> bool:
 # encodes the columns at or above it); trees split on a column with fewer levels directly.
 MANY_LEVELS = 10
 SEEDS = 3  # models per fold once seed_averaging is on
+MANY_FOLDS = 10  # folds once more_folds is on
+# Tables up to this many training rows get the more_folds move: on more, a fold's model already
+# sees most of what another tenth of the rows would add, and each fold costs more.
+MORE_FOLDS_ROWS = 20_000
 
 
 def _target_encoding_applies(meta: Meta, recipe: Recipe, facts: Facts) -> bool:
@@ -305,6 +311,18 @@ IMPROVE_MOVES: list[Move] = [
         f"the variance of its predictions, at {SEEDS} times the training time",
         lambda m, r, f: r.stochastic and _seeds(m) < SEEDS,
         lambda m, r, f: m["run"].update(seeds=SEEDS),
+    ),
+    Move(
+        "more_folds",
+        f"on a small table each fold's model learns from {MANY_FOLDS - 1}/{MANY_FOLDS} of the rows instead of 4/5, "
+        f"and the holdout and test predictions average {MANY_FOLDS} models: at about twice the training time",
+        lambda m, r, f: (
+            f.n_train <= MORE_FOLDS_ROWS
+            and not f.time_ordered  # an expanding window's first folds would learn from fewer rows, not more
+            and not _knob(r, m, "epochs")  # a network's folds cost too much to double
+            and m["run"]["n_folds"] < MANY_FOLDS
+        ),
+        lambda m, r, f: m["run"].update(n_folds=MANY_FOLDS),
     ),
     Move(
         "more_epochs",
