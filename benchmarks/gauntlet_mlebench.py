@@ -371,7 +371,7 @@ folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.
 conversion serves a submission id that is a test column under another name or two joined by
 `_`, a sample submission written with its pandas index or with its prediction first and the
 test rows' columns after it (keyed by the one of them that is unique text), and tables that are tab-separated,
-zipped, packed alone in 7z (statoil's train.json.7z) or JSON arrays of records. A folder with no train table whose train files are labelled
+zipped, packed alone in 7z (statoil's train.json.7z), JSON arrays of records or JSON lines. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
 (herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them, as does one

@@ -17,7 +17,7 @@ from conftest import mlguild
 from mlguild.core.errors import TaskError
 from mlguild.sources.infer import infer_task
 from mlguild.sources.resolve import folder_task
-from mlguild.sources.tables import as_csv, frame, header
+from mlguild.sources.tables import as_csv, frame, header, json_tables
 
 
 def reviews_folder(root, n_train: int = 240, n_test: int = 60, zipped: bool = True):
@@ -128,6 +128,26 @@ def test_json_records_are_a_table(tmp_path):
     assert sorted(p.name for p in task.public_dir.iterdir()) == [
         "description.md", "label_map.json", "sampleSubmission.csv", "test.csv", "train.csv",
     ]  # fmt: skip
+
+
+def test_json_lines_are_a_table_and_a_one_line_object_is_not(tmp_path):
+    folder = pizza_folder(tmp_path / "pizza")
+    public = folder / "prepared" / "public"
+    for name, lines in (("train", "jsonl"), ("test", "ndjson")):
+        records = json.loads((public / f"{name}.json").read_text())
+        (public / f"{name}.json").unlink()
+        (public / f"{name}.{lines}").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (public / "meta.json").write_text('{"source": "reddit", "rows": 2}\n')  # one object on one line: metadata
+    assert [p.name for p in json_tables(public)] == ["test.ndjson", "train.jsonl"]  # not label_map.json either
+    table = frame(public / "train.jsonl")
+    assert table["requester_received_pizza"].isin(["0", "1"]).all()
+    assert table["requester_subreddits_at_request"].iloc[2] == '["AskReddit", "pizza"]'
+    spec = infer_task(folder).spec
+    assert (spec.id_column, spec.target_columns, spec.metric) == ("request_id", ["requester_received_pizza"], "roc_auc")
+    assert (spec.train_file, spec.test_file) == ("train.csv", "test.csv")
+    (public / "test.ndjson").write_text('{"request_id": "t3_1"}\n{"request_id": \n')  # a broken line
+    with pytest.raises(TaskError, match=r"cannot read .*test\.ndjson as JSON"):
+        infer_task(folder)
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 (movie-review-sentiment-analysis-kernels-only's train.tsv and test.tsv), either zipped
 (``train.csv.zip``, one table in each archive, as MLE-bench's prepare.py leaves several
 competitions' tables) or packed in 7z (statoil's ``train.json.7z``, mercari's ``train.tsv.7z``:
-the one table unpacked once into a scratch folder of the process), and a JSON array of flat records in the data folder itself
+the one table unpacked once into a scratch folder of the process), and a JSON array of flat records
+or JSON lines (``.json``, ``.jsonl``, ``.ndjson``: one record a line) in the data folder itself
 (random-acts-of-pizza's train.json: a JSON boolean is written 1 or 0, a list or an object as its
 JSON text, null as an empty cell), and CSV files separated by ';' (a spreadsheet's export where
 the decimal mark is a comma), tabs or '|'. They are read for inference as they are, and converted into CSV files
@@ -32,19 +33,38 @@ _PACKED = (".zip", ".7z")  # one table in an archive
 _unpacked: dict[tuple[Path, int, int], Path] = {}  # a 7z table (path, mtime, size): the file it holds
 
 
+_JSON = (".json", ".jsonl", ".ndjson")
+
+
 def json_tables(data_dir: Path) -> list[Path]:
     """The JSON files directly in ``data_dir`` that hold an array (of records: ``frame`` says
-    when one does not); a JSON object (metadata, a mapping) is not a table."""
+    when one does not) or JSON lines (an object a line); a JSON object (metadata, a mapping,
+    even on one line) is not a table."""
     found = []
-    for path in sorted([*data_dir.glob("*.json"), *data_dir.glob("*.json.7z")]):
+    named = [p for suffix in _JSON for p in data_dir.glob(f"*{suffix}")]
+    for path in sorted([*named, *data_dir.glob("*.json.7z")]):
         try:
             with open(_member_file(path), encoding="utf-8-sig", errors="replace") as fh:
                 start = fh.read(256).lstrip()
+                fh.seek(0)
+                lines = [line for line in (fh.readline(), fh.readline()) if line.strip()]
         except TaskError:
             continue  # a 7z archive that cannot be read: left for the refusal that names it
-        if start.startswith("["):
+        if start.startswith("[") or (len(lines) == 2 and _object_line(lines[0]) and lines[1].lstrip().startswith("{")):
             found.append(path)
     return found
+
+
+def _object_line(line: str) -> bool:
+    """Whether one line of text is a whole JSON object (the first line of JSON lines)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def _is_json(path: Path) -> bool:
+    return path.suffix.lower() in _JSON
 
 
 def _plain(name: str) -> str:
@@ -118,13 +138,19 @@ def _cell(value: object) -> str:
 
 
 def _records(path: Path) -> pd.DataFrame:
+    """A JSON array of records, or JSON lines (one record a line), as a table of strings."""
     try:
-        records = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        if text.lstrip().startswith("{"):  # JSON lines
+            records: object = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            records = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise TaskError(f"cannot read {path} as JSON: {exc}", f"check {path}") from exc
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records) or not records:
         raise TaskError(
-            f"{path} is not a JSON array of records", f"write it as a CSV table, or move it out of {path.parent}"
+            f"{path} is not a JSON array of records nor JSON lines",
+            f"write it as a CSV table, or move it out of {path.parent}",
         )
     columns = list(dict.fromkeys(k for r in records for k in r))
     return pd.DataFrame([[_cell(r.get(c)) for c in columns] for r in records], columns=columns, dtype=str)
@@ -143,7 +169,7 @@ def header(path: Path) -> list[str]:
         return header(_member_file(path))
     if not other_form(path):
         return read_header(path)
-    if path.suffix.lower() == ".json":
+    if _is_json(path):
         return list(_records(path).columns)
     try:
         if path.suffix.lower() == ".zip":
@@ -165,7 +191,7 @@ def frame(path: Path, nrows: int | None = None) -> pd.DataFrame:
     string written."""
     if path.name.lower().endswith(".7z"):
         return frame(_member_file(path), nrows)
-    if path.suffix.lower() == ".json":
+    if _is_json(path):
         return _records(path).head(nrows)
     if path.suffix.lower() == ".zip":
         _member(path).close()  # one table in it, or a clear line
@@ -175,7 +201,7 @@ def frame(path: Path, nrows: int | None = None) -> pd.DataFrame:
 def as_csv(name: str) -> str:
     """The name of a table's CSV form in the task folder (``train.tsv.zip`` is ``train.csv``)."""
     plain = _plain(name)
-    for suffix in (".tsv", ".json"):
+    for suffix in (".tsv", *_JSON):
         if plain.lower().endswith(suffix):
             return plain[: -len(suffix)] + ".csv"
     return plain
