@@ -637,7 +637,11 @@ def test_more_folds_move_on_small_tables_only(churn):
     for other in (replace(facts, n_train=MORE_FOLDS_ROWS + 1), replace(facts, time_ordered=True)):
         assert "more_folds" not in {m.name for m in applicable(draft, RECIPES["lightgbm"], other)}
     assert "more_folds" not in {m.name for m in applicable(meta, RECIPES["lightgbm"], facts)}  # once only
-    done = churn.run(code, "more-folds")
+
+
+@pytest.mark.slow
+def test_more_folds_runs_every_fold(churn):
+    done = churn.run(_render(churn, _moved(churn, "lightgbm", "more_folds")[1]), "more-folds")
     assert f"folds completed: {MANY_FOLDS} of {MANY_FOLDS}" in done.stdout
 
 
