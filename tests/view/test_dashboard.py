@@ -47,7 +47,9 @@ def test_graph_of_a_two_worker_run_renders_every_node(served, page):
     assert page.locator("#workers [data-worker]").count() == 2
     assert page.locator("#score-plot circle").count() >= 1
     reports = sum(1 for n in started.values() if n["op"] != "refit")
-    assert page.locator("#reports-table tbody tr").count() == reports  # the report pool, read-only
+    rows = page.locator("#reports-table tbody tr")
+    rows.nth(reports - 1).wait_for()  # the report pool loads after the graph: wait, never race it
+    assert rows.count() == reports  # the report pool, read-only
     screenshot(page, "dashboard-run")
     assert not page.errors
 
