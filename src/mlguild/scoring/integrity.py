@@ -18,7 +18,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The judge's own files, relative to the package: the scorer, what it reads and validates with,
 # this check, and every metric module (all of metrics/, so a new metric is covered the day it
 # is added), and the score type.
-_SCORING = ("scorer.py", "integrity.py", "submission.py", "ranked.py", "resample.py", "strict_csv.py")
+_SCORING = ("scorer.py", "integrity.py", "submission.py", "ranked.py", "resample.py", "scored_rows.py", "strict_csv.py")
 SOURCES = (
     *(f"scoring/{name}" for name in _SCORING),
     *sorted(f"metrics/{p.name}" for p in (PACKAGE_DIR / "metrics").glob("*.py")),

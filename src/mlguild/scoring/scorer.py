@@ -20,6 +20,7 @@ from mlguild.metrics import Metric, Score, get_metric, per_column
 from mlguild.scoring.integrity import check_fingerprint
 from mlguild.scoring.ranked import ranked_scores
 from mlguild.scoring.resample import resampled
+from mlguild.scoring.scored_rows import scored_only
 from mlguild.scoring.strict_csv import fail, preview
 from mlguild.scoring.submission import (
     SubmissionFormat,
@@ -311,7 +312,7 @@ def _prepared(
     if fmt.ranked:  # no score column: a row's place among its group's rows is its score
         y_true = _truth(answers, target_columns, metric.truth or "label", positive_label)
         y_pred = ranked_scores(sub, answers, fmt)
-        return (*_scored_only(y_true, y_pred, _with_groups(metric, params, answers, fmt), answers), len(sub))
+        return (*scored_only(y_true, y_pred, _with_groups(metric, params, answers, fmt), answers), len(sub))
     for key in fmt.key_columns:  # e.g. the item of a (user, item) row: must match row for row
         keys, want = aligned(sub[key].to_numpy()), answers[key].to_numpy()
         if (keys != want).any():
@@ -358,7 +359,7 @@ def _prepared(
         if "positive_label" in metric.params and "positive_label" not in params:
             params["positive_label"] = positive_label or _infer_positive(y_true, target_columns[0])
 
-    return (*_scored_only(y_true, y_pred, _with_groups(metric, params, answers, fmt), answers), len(sub))
+    return (*scored_only(y_true, y_pred, _with_groups(metric, params, answers, fmt), answers), len(sub))
 
 
 def _with_groups(metric: Metric, params: dict, answers: pd.DataFrame, fmt: SubmissionFormat) -> dict:
@@ -370,39 +371,3 @@ def _with_groups(metric: Metric, params: dict, answers: pd.DataFrame, fmt: Submi
             raise ValueError(f"group column {group_column!r} is not in the answers")
         params["groups"] = answers[group_column].to_numpy()
     return params
-
-
-def _scored_only(y_true: Any, y_pred: Any, params: dict, answers: pd.DataFrame) -> tuple[Any, Any, dict]:
-    """The rows the metric scores: all of them, or with ``params["scored_rows"]`` ({column:
-    value}) those whose input columns in ``answers`` hold the values (a grader that scores
-    ventilator pressure only where ``u_out`` is 0). Each row's group goes with it."""
-    wanted = params.pop("scored_rows", None)
-    if not wanted:
-        return y_true, y_pred, params
-    keep = np.ones(len(answers), dtype=bool)
-    for column, value in wanted.items():
-        if column not in answers.columns:
-            raise ValueError(f"the column {column!r} that picks the scored rows is not in the answers")
-        keep &= holds_value(answers[column], value)
-    if not keep.any():
-        raise ValueError(f"no row holds the values of the scored rows {wanted}")
-    if "groups" in params:
-        params["groups"] = np.asarray(params["groups"])[keep]
-    return _rows(y_true, keep), _rows(y_pred, keep), params
-
-
-def holds_value(column: pd.Series, value: object) -> np.ndarray:
-    """Which of a string column's cells hold ``value``: as numbers where the value is one
-    (``0`` matches ``0``, ``0.0`` and ``0e0``), a truth value as true/false or 1/0, else as text."""
-    if isinstance(value, bool):
-        return column.astype(str).str.strip().str.lower().isin(["true", "1"] if value else ["false", "0"]).to_numpy()
-    if isinstance(value, (int, float)):
-        return (pd.to_numeric(column, errors="coerce") == float(value)).to_numpy()
-    return (column.astype(str).str.strip() == str(value).strip()).to_numpy()
-
-
-def _rows(values: Any, keep: np.ndarray) -> Any:
-    """``values`` (an array, or a list of ranked lists or label sets) at the kept rows."""
-    if isinstance(values, np.ndarray):
-        return values[keep]
-    return [v for v, k in zip(values, keep) if k]

@@ -34,7 +34,7 @@ from .folder_files import FolderFiles
 from .folder_roles import answers_file, find_task_root, pick_file
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
-from .metric_checks import mean_f1_of_sets, refuse_target_count, refuse_unregistered
+from .metric_checks import check_scored_rows, mean_f1_of_sets, refuse_target_count, refuse_unregistered
 from .sample_test_rows import DERIVED_TEST, listed_note, no_test_rows, sample_lists_test_files
 from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
 from .split_train import split_train
@@ -289,20 +289,11 @@ def infer_task(
     probabilities = classes is None and len(targets) == 1 and sample_is_probability(sample, targets[0])
 
     if ambiguous is not None:
-        metric = mean_f1_of_sets(train, targets, ambiguous)
-        notes.append(
-            f"metric {metric}: the description's Mean F1 over {targets[0]!r}'s sets of labels, in MLE-bench's "
-            "layout, is the micro F1 of the pooled labels its graders compute (Kaggle's per-row mean: --metric f1_sets_mean)"
-        )
+        metric = mean_f1_of_sets(train, targets, ambiguous, notes)
     params: dict = dict(given_params)
     if metric is not None:
         metric = metric_name(metric, "--metric")
-    for column in params.get("scored_rows", {}):
-        if column not in train_header or column not in test_header:
-            raise TaskError(
-                f"--metric scores the rows by the column {column!r}, which {train_path.name} or {test_name} lacks",
-                f"name a column of both: {listing([c for c in train_header if c in test_header])}",
-            )
+    check_scored_rows(params, train_header, test_header, f"{train_path.name} or {test_name}")
     if metric is None and named is None and len(targets) > 1:
         metric = several_default(task_type, sample, targets)
         notes.append(

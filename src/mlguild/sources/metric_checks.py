@@ -103,14 +103,31 @@ def refuse_unregistered(
     return deferred
 
 
-def mean_f1_of_sets(train: pd.DataFrame, targets: list[str], deferred: TaskError) -> str:
+def mean_f1_of_sets(train: pd.DataFrame, targets: list[str], deferred: TaskError, notes: list[str]) -> str:
     """The metric a description's Mean F1 is in MLE-bench's prepared layout, where the target holds
     sets of labels: ``f1_sets``, the micro F1 of the pooled labels, which its graders compute for
     every competition whose description says Mean F1 (facebook-recruiting-iii-keyword-extraction,
-    plant-pathology-2021-fgvc8); ``deferred`` (the ambiguity) is raised for any other target."""
+    plant-pathology-2021-fgvc8), said in ``notes``; ``deferred`` (the ambiguity) is raised for any
+    other target."""
     if len(targets) == 1 and targets[0] in train and holds_label_sets(train[targets[0]]):
+        notes.append(
+            f"metric f1_sets: the description's Mean F1 over {targets[0]!r}'s sets of labels, in MLE-bench's "
+            "layout, is the micro F1 of the pooled labels its graders compute (Kaggle's per-row mean: --metric f1_sets_mean)"
+        )
         return "f1_sets"
     raise deferred
+
+
+def check_scored_rows(params: dict, train_header: list[str], test_header: list[str], files: str) -> None:
+    """A TaskError when a column that picks the scored rows (``--metric "mae where u_out=0"``) is
+    not a column of both the train and the test file (``files`` names them)."""
+    for column in params.get("scored_rows", {}):
+        if column not in train_header or column not in test_header:
+            both = [c for c in train_header if c in test_header]
+            raise TaskError(
+                f"--metric scores the rows by the column {column!r}, which {files} lacks",
+                f"name a column of both: {', '.join(both[:12])}",
+            )
 
 
 def one_hot_logloss(train: pd.DataFrame, targets: list[str], metric: str) -> str | None:
