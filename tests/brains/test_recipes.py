@@ -309,6 +309,20 @@ def test_script_stops_folds_when_the_budget_runs_out(churn):
     assert "stopping after 1 folds" in done.stdout
 
 
+def test_a_script_counts_its_time_from_its_launch_not_from_after_its_imports(churn):
+    # A TabM draft given 12 s read its clock after importing torch: its deadlines came seconds
+    # late and it was killed. The harness says when it launched the script (MLGUILD_STARTED_AT).
+    import time
+
+    started = time.time() - 19.0  # as if its imports had taken 19 s of its 20
+    done = churn.run(
+        _draft(churn, "hist_gb").code, "late-clock", budget=20, env={"MLGUILD_STARTED_AT": f"{started:.3f}"}
+    )
+    assert "stopping after 1 folds" in done.stdout  # half its time was spent before it began
+    wrote = re.search(r"oof\.csv in ([0-9.]+)s", done.stdout)
+    assert wrote is not None and float(wrote.group(1)) >= 19.0, done.stdout[-500:]
+
+
 # ------------------------------------------------------------------ improve
 
 

@@ -21,7 +21,7 @@ from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
 from mlguild.run.loop import Agent
-from mlguild.run.refit import agreement, full_data_dir, refit_seconds
+from mlguild.run.refit import DEFAULT_SCALE, agreement, full_data_dir, refit_seconds
 from mlguild.run.reserve import final_reserve
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
@@ -180,10 +180,10 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     best.timing["exec_s"] = 20.0
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     best.timing["budget_s"] = 60.0
-    assert refit_seconds(run, graph, best) == pytest.approx(20.0 * growth * 1.25)
+    assert refit_seconds(run, graph, best) == pytest.approx(20.0 * growth * DEFAULT_SCALE)
     best.timing["exec_s"] = 50.0  # paced by its budget: still what it measured, scaled (issue 38)
-    assert refit_seconds(run, graph, best) == pytest.approx(50.0 * growth * 1.25)
-    assert final_reserve(run, graph).refit_s == pytest.approx(50.0 * growth * 1.25)  # no time budget set
+    assert refit_seconds(run, graph, best) == pytest.approx(50.0 * growth * DEFAULT_SCALE)
+    assert final_reserve(run, graph).refit_s == pytest.approx(50.0 * growth * DEFAULT_SCALE)  # no time budget set
     best.timing["exec_s"] = 10.0
     run.config.budget.time_s = (
         agent.session.state.spent_s + agent.session.clock.elapsed() + 70
@@ -192,9 +192,9 @@ def test_the_search_keeps_back_the_time_the_refit_needs(tmp_path):
     run.config.budget.script_share = 1.0
     # The reserve (the refit, the audit and the grade), and no longer than leaves the script's own refit time.
     reserve = agent.session.clock.reserve(graph)
-    assert reserve.refit_s == pytest.approx(10.0 * growth * 1.25)
+    assert reserve.refit_s == pytest.approx(10.0 * growth * DEFAULT_SCALE)
     assert agent.session.clock.next_limit_s(graph) == pytest.approx(
-        min(70 - reserve.total_s, (70 - reserve.audit_s) / (1 + growth * 1.25)), abs=1.0
+        min(70 - reserve.total_s, (70 - reserve.audit_s) / (1 + growth * DEFAULT_SCALE)), abs=1.0
     )
     run.config.budget.script_share = 0.1  # one script may use at most a tenth of the run's budget
     assert agent.session.clock.next_limit_s(graph) == pytest.approx(0.1 * run.config.budget.time_s)
@@ -215,10 +215,10 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
         graph.add(node)
         members.append(node.id)
     alone = final_reserve(run, graph).refit_s
-    assert alone == pytest.approx(10.0 * growth * 1.25)
+    assert alone == pytest.approx(10.0 * growth * DEFAULT_SCALE)
     # A blend the search is about to make: every member's refit, and the blend's own rerun.
     planned = final_reserve(run, graph, planned=("n0001", *members)).refit_s
-    assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * 1.25)
+    assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * DEFAULT_SCALE)
     run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at half the budget)
     audit = agent.session.clock.reserve(graph).audit_s
     run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + audit + 3
@@ -246,7 +246,9 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     _ends_in(agent, 30.0)
     audit = clock.reserve(graph).audit_s
     limit = clock.next_limit_s(graph)
-    assert limit == pytest.approx((30.0 - audit) / (1 + growth * 1.25), abs=0.5)  # not 30 s less the best's second
+    assert limit == pytest.approx(
+        (30.0 - audit) / (1 + growth * DEFAULT_SCALE), abs=0.5
+    )  # not 30 s less the best's second
     # The script uses all of it and becomes the best: its refit still fits.
     draft = Node(id="n0002", op="draft", parents=(), iteration=1, status="scored", score=0.99)
     draft.timing.update(exec_s=limit, budget_s=limit)
@@ -255,9 +257,9 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     assert refit_seconds(run, graph, draft) <= 30.0 - audit - limit + 1e-6
     _ends_in(agent, 10.0)  # too little left for most scripts and their refits: the last slot
     last = clock.next_limit_s(graph)
-    assert last == pytest.approx((10.0 - audit) / (1 + growth * 1.25), abs=0.5) and last < 5.0
-    graph["n0001"].timing.update(exec_s=4.0)
-    graph["n0002"].timing.update(exec_s=4.0)
+    assert last == pytest.approx((10.0 - audit) / (1 + growth * DEFAULT_SCALE), abs=0.5) and last < 5.0
+    graph["n0001"].timing.update(exec_s=5.0)
+    graph["n0002"].timing.update(exec_s=5.0)
     with pytest.raises(BudgetExhausted):  # not even the fastest script fits: the search stops
         clock.next_limit_s(graph)
 
@@ -271,9 +273,9 @@ def test_the_scripts_other_workers_run_keep_back_their_refits_too(tmp_path):
     run.config.final.max_refit_share = 1.0
     audit = clock.reserve(graph).audit_s
     clock.in_flight["n0002"] = 28.0  # another worker's script, expected to take 28 s: it may become the best
-    assert clock.next_limit_s(graph) == pytest.approx(60.0 - 28.0 * growth * 1.25 - audit, abs=0.5)
+    assert clock.next_limit_s(graph) == pytest.approx(60.0 - 28.0 * growth * DEFAULT_SCALE - audit, abs=0.5)
     clock.in_flight.clear()
-    assert clock.next_limit_s(graph) == pytest.approx((60.0 - audit) / (1 + growth * 1.25), abs=0.5)
+    assert clock.next_limit_s(graph) == pytest.approx((60.0 - audit) / (1 + growth * DEFAULT_SCALE), abs=0.5)
 
 
 def test_agreement_measures():
@@ -338,7 +340,9 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
     quick = final_reserve(run, graph)
     best.timing.update(exec_s=40.0)  # slow ones (paced by their limit, too)
     slow = final_reserve(run, graph)
-    assert quick.refit_s == pytest.approx(2.0 * growth * 1.25) and slow.refit_s == pytest.approx(40.0 * growth * 1.25)
+    assert quick.refit_s == pytest.approx(2.0 * growth * DEFAULT_SCALE) and slow.refit_s == pytest.approx(
+        40.0 * growth * DEFAULT_SCALE
+    )
     assert slow.total_s > quick.total_s and slow.audit_s == quick.audit_s > 0
     # A best node whose refit needs more than the cap (half the budget): the reserve is sized
     # for the best node near it whose refit fits the cap (the one the final stage would refit);
@@ -353,7 +357,7 @@ def test_the_reserve_follows_the_measured_refit_time(tmp_path):
     assert capped.node == "n0001" and capped.refit_s == pytest.approx(0.5 * 300.0)
     cheap.score = best.score  # as good as the best: its refit is what the final stage would make
     capped = final_reserve(run, graph)
-    assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * 1.25)
+    assert capped.node == "n0002" and capped.refit_s == pytest.approx(10.0 * growth * DEFAULT_SCALE)
 
 
 def test_the_reserve_waits_for_a_blends_refits_only_when_the_blend_is_near_the_best(tmp_path):
@@ -375,10 +379,10 @@ def test_the_reserve_waits_for_a_blends_refits_only_when_the_blend_is_near_the_b
     graph.add(blend)
     assert graph.best().id == "n0001"
     far = final_reserve(run, graph)
-    assert far.node == "n0001" and far.refit_s == pytest.approx(2.0 * growth * 1.25)
+    assert far.node == "n0001" and far.refit_s == pytest.approx(2.0 * growth * DEFAULT_SCALE)
     blend.score = best.score - sign * margin / 2  # within the margin: the final stage may take it
     near = final_reserve(run, graph)
-    assert near.node == "n0003" and near.refit_s == pytest.approx((2.0 + 40.0 + 1.0) * growth * 1.25)
+    assert near.node == "n0003" and near.refit_s == pytest.approx((2.0 + 40.0 + 1.0) * growth * DEFAULT_SCALE)
 
 
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
@@ -461,9 +465,9 @@ def test_with_no_partial_refit_possible_a_node_within_the_margin_is_refitted_on_
     graph["n0001"].timing.update(exec_s=100.0, fit_s=90.0, budget_s=300.0)  # 10 s besides fitting
     graph["n0002"].timing.update(exec_s=10_000.0, budget_s=300.0)  # the tie's refit does not fit
     graph["n0003"].timing.update(exec_s=1.0, budget_s=300.0)
-    # Time for the best node's 12.5 s besides fitting and its fitting on more than half of the
-    # labelled rows, but on fewer than the search's (scale 1.25: 112.5 s per search file).
-    left = 12.5 + 112.5 * (0.5 * grow + 1) / 2
+    # Time for the best node's 10 s besides fitting and its fitting on more than half of the
+    # labelled rows, but on fewer than the search's (90 s per search file), at the default scale.
+    left = DEFAULT_SCALE * (10.0 + 90.0 * (0.5 * grow + 1) / 2)
     narrow = FinalStage(agent.session).run_refit(left)
     assert narrow["refit"] is False and "nor any node within noise of it" in narrow["reason"], narrow["reason"]
     graph.evidence = replace(graph.evidence, assumed_noise=1.0)  # a margin as wide as the score itself
@@ -478,7 +482,7 @@ def test_the_refit_may_take_all_the_time_left_not_only_a_search_scripts_limit(tm
 
     run, agent, split = _searched(tmp_path)  # sandbox.script_timeout_s=60
     best = agent.session.state.graph["n0001"]
-    best.timing.update(exec_s=100.0, budget_s=300.0)  # its refit: about 100 s x growth x 1.25, over 60 s
+    best.timing.update(exec_s=100.0, budget_s=300.0)  # its refit: about 100 s x growth x the default scale, over 60 s
     _ends_in(agent, 400.0)
     choice = finish(agent.session, Stop("budget", "time")).choice
     assert choice is not None and choice["refit"] is True and "not enough time" not in choice["reason"], choice

@@ -156,3 +156,18 @@ def test_status_reports_the_share_of_the_time_used_and_the_nodes_killed_by_their
     assert found["used_share"] == {"search": 0.8333, "final": 0.1167, "total": 0.95}
     assert (found["timed_out"], found["cut_short"], found["not_started"]) == (1, 1, 1)
     assert time_use(records, state, None)["used_share"]["total"] is None
+
+
+def test_a_script_is_told_when_its_time_limit_started(tmp_path):
+    # Its limit counts from its launch: a script that read its clock after its imports (torch
+    # takes seconds) would set its deadlines late and be killed (a 12-s TabM draft was).
+    import time
+
+    told = "import os, time\nprint('clock', os.environ['MLGUILD_STARTED_AT'], time.time())\n" + PRIOR
+    agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, [told])
+    before = time.time()
+    node = agent.step(Action(Op.DRAFT, ()), 20)
+    assert node.ok, node.failure
+    line = next(x for x in (run.node_dir(node.id) / "stdout.txt").read_text().splitlines() if x.startswith("clock"))
+    started, seen = (float(v) for v in line.split()[1:])
+    assert before <= started <= seen <= started + node.timing["exec_s"] + 1.0

@@ -16,6 +16,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,7 @@ class _Runner:
         if (source / "model" / MODEL_MANIFEST).is_file():  # it says it predicts from it: no fitting
             extra["MLGUILD_PREDICT_ROWS"] = PREDICT_ROWS
             data = self.data.with_name("data-saved-model")
+        extra["MLGUILD_STARTED_AT"] = f"{time.time():.3f}"  # the time limit's clock (as mlguild.run.executor)
         env = safe_env(cwd=folder, extra=extra)
         result = self.sandbox.run(
             [sys.executable, "solution.py"],

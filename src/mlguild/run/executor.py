@@ -127,6 +127,9 @@ class Executor:
             extra={  # MLGUILD_DATA is set by the sandbox (a fixed /data in bwrap)
                 "MLGUILD_SEED": str(seed),
                 "MLGUILD_TIME_BUDGET": str(int(timeout_s)),
+                # When the limit's clock started (epoch seconds): a script that reads its clock
+                # after importing torch would start its deadlines seconds late and be killed.
+                "MLGUILD_STARTED_AT": f"{time.time():.3f}",
                 "MLGUILD_THREADS": str(threads),
                 # A refit the final stage made of a script on its own: one model may do (refit.one_model)
                 **({"MLGUILD_REFIT": "1"} if node.op == Op.REFIT and node.meta.get("one_model") else {}),
