@@ -59,3 +59,26 @@ def test_the_drivers_folders_are_named_by_their_copies_on_the_node():
     assert _moved("/runs/r1/embeddings/a.npy", moved) == "/scratch/inputs/abc/a.npy"
     assert _moved("/runs/r1/nodes/n00010", moved) == "/runs/r1/nodes/n00010"  # another folder
     assert _moved(os.defpath, moved) == os.defpath
+
+
+def test_a_shipped_scripts_clock_starts_on_the_node_after_the_shipping(tmp_path, monkeypatch):
+    # The driver's launch time, shipped with the env, would count the shipping (and the other
+    # host's clock) against the script's limit: the node sets MLGUILD_STARTED_AT when it launches.
+    import sys
+    import time
+
+    from mlguild.core.execution import Limits
+    from mlguild.run.ray_ship import run_shipped
+    from mlguild.sandbox import get_sandbox
+
+    monkeypatch.setattr("mlguild.run.ray_ship.where", lambda: "this host")  # no Ray: the rest is what a node does
+    code = b"import os, time\nprint(os.environ['MLGUILD_STARTED_AT'], time.time())\n"
+    env = {"PATH": os.environ.get("PATH", ""), "MLGUILD_STARTED_AT": "1.000"}
+    paths = {"cwd": str(tmp_path / "driver" / "n0001"), "python": sys.executable}
+    before = time.time()
+    result, _, stdout, _ = run_shipped(
+        get_sandbox("local"), [sys.executable, "solution.py"], env, Limits(timeout_s=30), {"solution.py": code}, {}, paths
+    )
+    assert result.exit_code == 0, result
+    started, seen = (float(v) for v in stdout.decode().split())
+    assert before <= started <= seen

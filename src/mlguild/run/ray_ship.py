@@ -25,6 +25,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -190,6 +191,8 @@ def run_shipped(
         moved = {paths["cwd"]: str(cwd), **{inputs[name].path: str(path) for name, path in local.items()}}
         env = {k: _moved(v, moved) for k, v in env.items()}
         env["TMPDIR"] = tempfile.gettempdir()
+        if "MLGUILD_STARTED_AT" in env:  # the limit's clock starts here, after the shipping, on this host's clock
+            env["MLGUILD_STARTED_AT"] = f"{time.time():.3f}"
         if argv and argv[0] == paths["python"]:
             argv = [sys.executable, *argv[1:]]  # this node's interpreter, with mlguild's packages
         data = local.get(paths.get("data", ""))
