@@ -77,7 +77,13 @@ def test_a_shipped_scripts_clock_starts_on_the_node_after_the_shipping(tmp_path,
     paths = {"cwd": str(tmp_path / "driver" / "n0001"), "python": sys.executable}
     before = time.time()
     result, _, stdout, _ = run_shipped(
-        get_sandbox("local"), [sys.executable, "solution.py"], env, Limits(timeout_s=30), {"solution.py": code}, {}, paths
+        get_sandbox("local"),
+        [sys.executable, "solution.py"],
+        env,
+        Limits(timeout_s=30),
+        {"solution.py": code},
+        {},
+        paths,
     )
     assert result.exit_code == 0, result
     started, seen = (float(v) for v in stdout.decode().split())
