@@ -17,7 +17,8 @@ import yaml
 from conftest import mlguild, one_line
 
 from mlguild.core.errors import TaskError
-from mlguild.sources.infer import infer_task, write_inferred
+from mlguild.sources.convert_folder import write_inferred
+from mlguild.sources.infer import infer_task
 from mlguild.task.folder import load_task
 
 GAUC_AND_NDCG = "# Within-user ranking\n## Evaluation\nThe score is the mean of GAUC and nDCG@5, computed per user.\n"

@@ -161,7 +161,7 @@ def test_a_folder_of_json_records_runs_to_a_graded_submission(tmp_path):
 
 def test_a_folder_of_mlguilds_own_gets_its_files_in_place(tmp_path):
     # a Kaggle download lies in mlguild's own folder: write_inferred converts it in place
-    from mlguild.sources.infer import write_inferred
+    from mlguild.sources.convert_folder import write_inferred
     from mlguild.task.folder import load_task
 
     folder = reviews_folder(tmp_path / "download", zipped=False)

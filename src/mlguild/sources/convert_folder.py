@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import yaml
@@ -26,6 +27,9 @@ from .split_train import join_labels
 from .submission_ids import numbered, with_id, with_key_copy
 from .tables import as_csv
 from .tables import frame as table
+
+if TYPE_CHECKING:  # infer.py reads folders and calls this module to write what it inferred
+    from .infer import Inferred
 
 _ROOT_FILES = ("description.md", "brief.md", "competition.json", "knowledge", "private")  # beside task.yaml
 LEADERBOARD = "leaderboard.csv"  # bench.grading's name for it (sources may not import bench)
@@ -232,3 +236,17 @@ def _link_or_copy(source: Path, dest: Path) -> None:
         os.link(source, dest)
     except OSError:  # another file system, or one without hard links
         shutil.copyfile(source, dest)
+
+
+def write_inferred(inferred: Inferred) -> Path:
+    """Write task.yaml into the task folder (the only file written, but for a task that needs files
+    of its own, ``Inferred.converted``: then only ever a folder of mlguild's own, such as a Kaggle
+    download) and return its path."""
+    path = inferred.root / "task.yaml"
+    data_dir = inferred.root / inferred.spec.data_dir
+    own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
+    write_own_files(data_dir, inferred.spec, *own, sample_columns=inferred.sample_columns, blank=inferred.blank)
+    data = inferred.spec.model_dump(exclude_none=True)
+    data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path

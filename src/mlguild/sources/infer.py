@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from ..core.errors import TaskError
 from ..core.suggest import did_you_mean, listing
@@ -25,7 +24,6 @@ from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
 from .columns import blank_predictions, holds_lists, holds_words, infer_task_type, metric_with_params
-from .convert_folder import write_own_files
 from .derived_train import RowFiles, derived_train
 from .described_metric import described_task_metric, metric_from_description
 from .description import described_positive, description_text, folder_task_name, generated_description, has_description
@@ -393,17 +391,3 @@ def infer_task(
 
 def _labels(target: pd.Series) -> int:
     return int(target[target != ""].nunique())
-
-
-def write_inferred(inferred: Inferred) -> Path:
-    """Write task.yaml into the task folder (the only file written, but for a task that needs files
-    of its own, ``Inferred.converted``: then only ever a folder of mlguild's own, such as a Kaggle
-    download) and return its path."""
-    path = inferred.root / "task.yaml"
-    data_dir = inferred.root / inferred.spec.data_dir
-    own = (inferred.test_rows, inferred.made_of, inferred.indexed, inferred.retyped, inferred.nested)
-    write_own_files(data_dir, inferred.spec, *own, sample_columns=inferred.sample_columns, blank=inferred.blank)
-    data = inferred.spec.model_dump(exclude_none=True)
-    data["answers_file"] = inferred.spec.answers_file  # null when there are none: not the default name
-    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    return path

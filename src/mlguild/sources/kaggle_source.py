@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from ..kaggle.api import Competition, connect
-from .infer import Inferred, infer_task, write_inferred
+from .convert_folder import write_inferred
+from .infer import Inferred, infer_task
 from .layout import prepare_dest
 
 METADATA = "competition.json"

@@ -12,8 +12,8 @@ from ..config import mlguild_home
 from ..core.errors import TaskError
 from ..task.folder import Task, load_task
 from . import init_task
-from .convert_folder import converted_folder, write_converted
-from .infer import Inferred, find_task_root, infer_task, write_inferred
+from .convert_folder import converted_folder, write_converted, write_inferred
+from .infer import Inferred, find_task_root, infer_task
 
 
 def _quiet(line: str) -> None:
