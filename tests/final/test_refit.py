@@ -219,6 +219,16 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     # A blend the search is about to make: every member's refit, and the blend's own rerun.
     planned = final_reserve(run, graph, planned=("n0001", *members)).refit_s
     assert planned == pytest.approx((10.0 + 20.0 + 25.0) * growth * DEFAULT_SCALE)
+    # Once a blend has run, a blend's rerun is priced at its search seconds, not grown: it fits
+    # a few weights on stored predictions.
+    blend = Node(id="n0004", op=Op.BLEND, parents=tuple(members), iteration=3, status="scored", score=0.81)
+    blend.timing.update(exec_s=4.0)
+    graph.add(blend)
+    with_blend = final_reserve(run, graph, planned=("n0001", *members)).refit_s
+    assert with_blend == pytest.approx(planned + 4.0 * DEFAULT_SCALE)
+    assert refit_seconds(run, graph, blend) == pytest.approx(
+        (20.0 + 25.0) * growth * DEFAULT_SCALE + 4.0 * DEFAULT_SCALE
+    )
     run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at half the budget)
     audit = agent.session.clock.reserve(graph).audit_s
     run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + audit + 3
@@ -382,7 +392,8 @@ def test_the_reserve_waits_for_a_blends_refits_only_when_the_blend_is_near_the_b
     assert far.node == "n0001" and far.refit_s == pytest.approx(2.0 * growth * DEFAULT_SCALE)
     blend.score = best.score - sign * margin / 2  # within the margin: the final stage may take it
     near = final_reserve(run, graph)
-    assert near.node == "n0003" and near.refit_s == pytest.approx((2.0 + 40.0 + 1.0) * growth * DEFAULT_SCALE)
+    # its members' refits grown, its own rerun at its search seconds
+    assert near.node == "n0003" and near.refit_s == pytest.approx(((2.0 + 40.0) * growth + 1.0) * DEFAULT_SCALE)
 
 
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
