@@ -143,6 +143,9 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             if source is not None and kind and kind.startswith("join:"):  # an id made of test columns
                 data[column] = ["_".join(row) for row in source[kind.split(":")[1:]].astype(str).to_numpy()]
                 continue
+            if kind and kind.startswith("join:"):  # an id made of this file's own columns: after them
+                data[column] = []
+                continue
             kind = kind or train_kinds.get(column) or "text"
             if kind.startswith("of:"):  # a lookup table's key: each value of FILE's COLUMN once, then new ones
                 source_file, _, source_column = kind[3:].rpartition(":")
@@ -150,6 +153,9 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
                 data[column] = (seen + [f"{seen[0]}-{i}" for i in range(rows)])[:rows]
                 continue
             data[column] = [_value(kind, i, rows, offset, rng) for i in range(rows)]
+        for column, kind in columns.items():
+            if kind and kind.startswith("join:") and not data[column]:
+                data[column] = ["_".join(row) for row in zip(*(data[c] for c in kind.split(":")[1:]), strict=True)]
         frames[file] = pd.DataFrame(data)
         if file.endswith(".json"):  # a JSON array of records, numbers and booleans typed
             records = [
@@ -369,7 +375,9 @@ identification, ...), is read as such: the sample's ids name the test files as t
 train files (in one folder, or in folders named by their label), the test table is those ids, and `mlguild run` converts the folder into a task
 folder of its own under `$MLGUILD_HOME/tasks/` (see [task folders](task-folders.md)). The same
 conversion serves a submission id that is a test column under another name or two joined by
-`_`, a sample submission written with its pandas index or with its prediction first and the
+`_`, a sample whose ids are the train file's columns joined by `_` with no CSV of test rows
+(nfl-player-contact-detection: the ids are split into those columns as the test table), a
+sample submission written with its pandas index or with its prediction first and the
 test rows' columns after it (keyed by the one of them that is unique text), and tables that are tab-separated,
 zipped, packed alone in 7z (statoil's train.json.7z), JSON arrays of records or JSON lines. A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.errors import TaskError
 from ..task.folder import read_header
+from . import tables
 
 
 def find_task_root(folder: Path) -> tuple[Path, str]:
@@ -67,3 +68,12 @@ def answers_file(root: Path, needed: list[str], notes: list[str]) -> str | None:
         names = ", ".join(p.name for p in candidates)
         notes.append(f"no file in private/ ({names}) has the columns {needed}: the run cannot grade its submission")
     return None
+
+
+def train_holding_sample(files: list[Path], id_column: str, predicted: list[str]) -> Path | None:
+    """Of several files named as train files (no test in the name), the one whose header holds
+    the sample submission's id and every prediction column (nfl-player-contact-detection's
+    ``train_labels.csv`` beside ``train_player_tracking.csv``); None when none or several do."""
+    named = [p for p in files if "train" in p.name.lower() and "test" not in p.name.lower()]
+    holding = [p for p in named if {id_column, *predicted} <= set(tables.header(p))]
+    return holding[0] if len(holding) == 1 and predicted else None

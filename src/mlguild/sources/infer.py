@@ -24,12 +24,13 @@ from ..task.time_order import infer_time_column_of_files
 from . import tables
 from .array_tables import ArrayTables
 from .columns import blank_predictions, holds_lists, holds_words, infer_task_type, metric_with_params
+from .composite_ids import composite_note, composite_test_rows
 from .derived_train import RowFiles, derived_train
 from .described_metric import described_task_metric, metric_from_description
 from .description import described_positive, description_text, folder_task_name, generated_description, has_description
 from .file_columns import FILE_PROBE, file_column, files_note, per_row_tables
 from .folder_files import FolderFiles
-from .folder_roles import answers_file, find_task_root, pick_file
+from .folder_roles import answers_file, find_task_root, pick_file, train_holding_sample
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import check_scored_rows, mean_f1_of_sets, refuse_target_count, refuse_unregistered
@@ -133,9 +134,16 @@ def infer_task(
         train_path = pick_file(
             rest, data_dir, "train file", ("train.csv",), "train", [p for p in rest if "test" not in p.name.lower()]
         )
-    except TaskError as refused:  # inputs and labels in two files; else train files labelled by folders or names
+    except TaskError as refused:  # inputs and labels in two files; the train file that holds the sample's
+        # columns; else train files labelled by folders or names
         split = split_train(rest, sample_id, sample_header[1:])
-        if split is not None:
+        holding = None if split is not None else train_holding_sample(rest, sample_id, sample_header[1:])
+        if holding is not None:
+            train_path = holding
+            notes.append(
+                f"train file {holding.name}: of the files named so, the one holding {sample_path.name}'s columns"
+            )
+        elif split is not None:
             train_path, rest = split.values, [p for p in rest if p != split.labels]
             notes.append(split.note(sample_id))
         else:
@@ -153,18 +161,22 @@ def infer_task(
     train_header = list(train.columns) if labelled or arrays or split else tables.header(train_path)
     # tables joining train by a key (articles.csv beside transactions) are inputs, not the test file
     others, lookup_paths = set_tables_aside([p for p in rest if p != train_path], data_dir, train_path)
-    listed = None  # the test rows, when the sample submission alone lists them (by their files)
+    listed = None  # the test rows, when the sample submission alone lists them (by their files or ids' parts)
+    composite = None if labelled or arrays else composite_test_rows(others, sample_path, indexed, train, sample_id)
     if labelled is not None or arrays is not None:
         listed = tables.frame(sample_path).iloc[:, int(indexed) :][[id_column]]
+    elif composite is not None:
+        listed = composite[0]
+        notes.append(composite_note(composite[1], sample_id, sample_path.name, train_path.name, len(listed)))
     elif not any("test" in p.name.lower() for p in others):
         listed = present.first(lambda files: sample_lists_test_files(files, sample_path, train, sample_id))
-        if listed is None and not others:
-            raise no_test_rows(data_dir, sample_path, train_path)
+        if listed is None and not [p for p in others if "train" not in p.name.lower()]:
+            raise no_test_rows(data_dir, sample_path, train_path)  # a file named train is no test file
     # with the tables set aside, the one file left is the test file, whatever its name
     only = others if lookup_paths else None
     test_path = None if listed is not None else pick_file(others, data_dir, "test file", ("test.csv",), "test", only)
     test_name = test_path.name if test_path is not None else f"the test rows of {sample_path.name}"
-    test_header = tables.header(test_path) if test_path is not None else [id_column]
+    test_header = tables.header(test_path) if test_path is not None else list(pd.DataFrame(listed).columns)
     if arrays is not None:  # the test table the arrays make: the ids, then the inputs
         test_header = [c for c in train_header if c != sample_header[-1]]
     sample = tables.frame(sample_path, _SAMPLE_ROWS).iloc[:, int(indexed) :]
@@ -197,7 +209,7 @@ def infer_task(
     notes.append(f"id column {id_column!r} and prediction columns {predicted[:6]} from {sample_path.name}'s header")
     if indexed:
         notes.append(f"{sample_path.name}'s unnamed first column numbers its rows (pandas' index): left out")
-    if listed is not None:
+    if listed is not None and composite is None:
         notes.append(listed_note(len(listed), sample_path.name))
     only_in_train = [c for c in train_header if c not in test_header and c != id_column]
 
@@ -338,6 +350,12 @@ def infer_task(
         positive = described_positive(description, train[targets[0]], notes)
     keys = shape.keys if shape is not None else []
     lookups = table_specs(lookup_paths, train_path, test_path, targets, notes) if test_path else []
+    if test_path is None and lookup_paths:  # a table is joined to train and test files, not to a derived table
+        names = [p.relative_to(data_dir).as_posix() for p in lookup_paths]
+        notes.append(
+            f"{names} are keyed by columns of the train rows, but no test file is there to join them to: "
+            "not joined (copied into the workspace as they are)"
+        )
     notes += unused_note([p for p in others if p != test_path], data_dir)
     answers = answers_file(root, [id_column, *keys, *targets], notes)
     skip = [id_column, *targets]  # tables read otherwise, and a derived test table, have no time order to find
