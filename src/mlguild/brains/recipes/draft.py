@@ -115,10 +115,11 @@ def _params(recipe: Recipe, classification: bool, profile: dict[str, Any], metri
 
 def _ranking_features(recipe: Recipe, features: dict[str, Any]) -> dict[str, Any]:
     """A grouped ranker's script (templates/rank.py.j2) has no log target and no fold hooks:
-    those switches are off for good (None), so no move turns them on to no effect; a list
-    recipe's (templates/lists.py.j2) has its own few."""
+    those switches are off for good (None), so no move turns them on to no effect; its own are
+    each row's numbers against its group's (``group_relative``) and an entity's history with an
+    item (``affinity``). A list recipe's (templates/lists.py.j2) has its own few."""
     if recipe.modality == "grouped_ranking":
-        features.update(log_target=None, target_encoding=None, screen=0, group_relative=True)
+        features.update(log_target=None, target_encoding=None, screen=0, group_relative=True, affinity=True)
     if recipe.features == "lists":  # candidates per source, and how many recent items they start from
         return {"candidates": 50, "recent": 30}
     return features
