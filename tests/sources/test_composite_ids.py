@@ -95,6 +95,24 @@ def test_ids_made_no_one_way_are_not_split():
     assert split_ids(pd.Series(["c_3", "d_4_5"]), (("x", 1), ("y", 1))) is None  # an id of three parts
 
 
+def test_a_test_file_holding_the_ids_parts_is_not_replaced_by_the_samples_ids(tmp_path):
+    # Its rows and inputs are the test rows: split ids would drop its inputs. An id of more than
+    # two parts over a test file stays refused (submission_ids joins one column or two).
+    folder = contacts_folder(tmp_path / "contacts")
+    public = folder / "prepared" / "public"
+    labels = pd.read_csv(public / "train_labels.csv", dtype=str)
+    sample = pd.read_csv(public / "sample_submission.csv", dtype=str)
+    parts = ["game_play", "step", "nfl_player_id_1", "nfl_player_id_2"]
+    test = sample["contact_id"].str.split("_", expand=True)
+    test = pd.DataFrame({"game_play": test[0] + "_" + test[1], "step": test[2], "nfl_player_id_1": test[3]})
+    test.assign(nfl_player_id_2=sample["contact_id"].str.split("_").str[4], datetime="2021-09-11").to_csv(
+        public / "test_labels.csv", index=False
+    )
+    assert list(labels.columns[1:5]) == parts
+    with pytest.raises(TaskError, match=r"first column 'contact_id' is not a column of test_labels\.csv"):
+        infer_task(folder)
+
+
 def test_a_sample_whose_ids_split_otherwise_is_still_refused(tmp_path):
     folder = contacts_folder(tmp_path / "contacts")
     public = folder / "prepared" / "public"

@@ -84,12 +84,14 @@ def composite_test_rows(
     others: list[Path], sample_path: Path, indexed: bool, train: pd.DataFrame, id_column: str
 ) -> tuple[pd.DataFrame, tuple[str, ...]] | None:
     """(the test table, the columns its ids were split into) when no file of ``others`` holds
-    the id column (no test table lists the rows) and the sample's ids split into the columns
-    the train file's ids are made of; else None."""
-    if id_column not in train or any(id_column in tables.header(p) for p in others):
+    the id column or every column it is made of (no test table lists the rows: a test file
+    with those columns and its inputs is read as such, ``submission_ids``) and the sample's
+    ids split into the columns the train file's ids are made of; else None."""
+    headers = [set(tables.header(p)) for p in others]
+    if id_column not in train or any(id_column in header for header in headers):
         return None
     parts = id_parts(train, id_column)
-    if parts is None:
+    if parts is None or any({c for c, _ in parts} <= header for header in headers):
         return None
     ids = tables.frame(sample_path).iloc[:, int(indexed) :][id_column]
     if ids.empty or ids.duplicated().any():  # ids that repeat list no rows one by one
