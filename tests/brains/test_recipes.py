@@ -323,6 +323,22 @@ def test_a_script_counts_its_time_from_its_launch_not_from_after_its_imports(chu
     assert wrote is not None and float(wrote.group(1)) >= 19.0, done.stdout[-500:]
 
 
+def test_a_final_refit_may_give_its_folds_more_of_its_limit(churn):
+    # Given all the final stage's time as its limit, a refit's folds stopped at half of it (a
+    # digits LightGBM refit fitted 3 of 5 folds, the run ended 25 s early). The final stage says
+    # how much of its limit they may use. Started 600 s into a 1000-s limit: half of it is gone,
+    # nine tenths are not.
+    import time
+
+    started = f"{time.time() - 600.0:.3f}"
+    code = _draft(churn, "hist_gb").code
+    half = churn.run(code, "own-share", budget=1000, env={"MLGUILD_STARTED_AT": started})
+    assert "stopping after 1 folds" in half.stdout
+    more = churn.run(code, "refit-share", budget=1000, env={"MLGUILD_STARTED_AT": started, "MLGUILD_FOLD_SHARE": "0.9"})
+    assert "final refit: the folds may use 90% of the 1000 s limit" in more.stdout
+    assert "stopping after" not in more.stdout and "folds completed: 5 of 5" in more.stdout, more.stdout[-800:]
+
+
 # ------------------------------------------------------------------ improve
 
 

@@ -21,7 +21,7 @@ from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
 from mlguild.run.loop import Agent
-from mlguild.run.refit import DEFAULT_SCALE, agreement, full_data_dir, refit_seconds
+from mlguild.run.refit import DEFAULT_SCALE, FOLD_SHARE_MAX, agreement, fold_share, full_data_dir, refit_seconds
 from mlguild.run.reserve import final_reserve
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
@@ -159,6 +159,19 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
             run.node_dir(refit) / "output" / "submission.csv"
         ).read_bytes()
     assert choice["node"] == blend.id and choice["refit"], choice
+    # With minutes left for seconds of refits, each member's folds may use nine tenths of its limit.
+    for member in refits[:-1]:
+        assert member.meta["fold_share"] == FOLD_SHARE_MAX
+        assert "final refit: the folds may use 90%" in (run.node_dir(member.id) / "stdout.txt").read_text()
+
+
+def test_a_refits_folds_may_run_until_the_refits_after_it_must_start():
+    # A 5-minute digits run: its LightGBM member's refit had 84 s left and the refits after it
+    # were estimated at 32 s; its folds stopped at 42 s, after 3 of 5 folds.
+    assert fold_share(84.0, 32.0, 84.0) == pytest.approx(52.0 / 84.0, abs=1e-3)
+    assert fold_share(139.0, 90.0, 139.0) is None  # no more than a script's own half: not said
+    assert fold_share(300.0, 1.0, 300.0) == FOLD_SHARE_MAX  # the rest of the limit predicts and writes
+    assert fold_share(84.0, 0.0, 40.0) == FOLD_SHARE_MAX and fold_share(10.0, 0.0, 0.0) is None
 
 
 def test_search_nodes_may_not_reach_the_refit_data(tmp_path):

@@ -49,6 +49,7 @@ class NodeMeta(TypedDict, total=False):
     one_model: (
         bool  # a refit of a script by itself as one model on every row (MLGUILD_REFIT; mlguild.run.refit.one_model)
     )
+    fold_share: float  # of a refit's time limit its folds may use (MLGUILD_FOLD_SHARE; mlguild.run.refit.fold_share)
     # A row sample's (mlguild.run.samples): the training rows its script read, of how many, and
     # the node whose script a grow ran again on more of them.
     train_rows: int

@@ -45,6 +45,7 @@ from ..run.refit import (
     agreement,
     build_full_data,
     finishing_seconds,
+    fold_share,
     growth,
     node_refit_seconds,
     one_model,
@@ -237,14 +238,17 @@ class FinalStage:
             refitted: dict[str, Node] = {}
             chain = refit_chain(graph, best, self.run)
             alone = len(chain) == 1  # a script by itself, not a blend's member: one model may do (one_model)
-            for original in chain:
+            for i, original in enumerate(chain):
                 left = deadline - time.monotonic()
                 # A blend's own rerun takes a second or two: 4 s left still make it, not throw
                 # its members' refits away.
                 if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original), alone)):
                     return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
                 budget = refit_budget(original, grow, left)
-                node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original))
+                # Its folds may run until the refits after it must start, not only half its limit.
+                rest = sum(node_refit_seconds(n, grow, scale_of(n), alone) for n in chain[i + 1 :])
+                share = fold_share(left, rest, budget)
+                node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original), share)
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
                     why = f"the refit of {original.id} failed ({node.status}): {last[:200]}"
@@ -277,10 +281,18 @@ class FinalStage:
         return wins is not None and wins < self.run.config.final.tie_share
 
     def _refit_node(
-        self, original: Node, refitted: dict[str, Node], data: Path, timeout_s: float, grow: float, single: bool
+        self,
+        original: Node,
+        refitted: dict[str, Node],
+        data: Path,
+        timeout_s: float,
+        grow: float,
+        single: bool,
+        share: float | None = None,
     ) -> Node:
         """Refit ``original``'s script on ``data``; ``single``: as one model on every row
-        (MLGUILD_REFIT, for a script that fits ``one_model`` refitted by itself)."""
+        (MLGUILD_REFIT, for a script that fits ``one_model`` refitted by itself); ``share``: of
+        its time limit its folds may use (MLGUILD_FOLD_SHARE, ``fold_share``)."""
         graph = self.state.graph
         code = read_no_follow(self.run.node_dir(original.id) / "solution.py").decode()
         meta: NodeMeta = {
@@ -290,6 +302,8 @@ class FinalStage:
         }
         if single:
             meta["one_model"] = True
+        if share is not None:
+            meta["fold_share"] = share
         stage: dict[str, str] = {}
         if original.is_blend:  # blend the refitted members, staged under their original names
             stage = meta["stage"] = {p: refitted[p].id for p in original.parents if p in refitted}

@@ -133,6 +133,12 @@ class Executor:
                 "MLGUILD_THREADS": str(threads),
                 # A refit the final stage made of a script on its own: one model may do (refit.one_model)
                 **({"MLGUILD_REFIT": "1"} if node.op == Op.REFIT and node.meta.get("one_model") else {}),
+                # A final refit's share of its limit its folds may use (refit.fold_share)
+                **(
+                    {"MLGUILD_FOLD_SHARE": str(node.meta["fold_share"])}
+                    if node.op == Op.REFIT and node.meta.get("fold_share")
+                    else {}
+                ),
                 **self._device_env(node_dir),
             },
         )

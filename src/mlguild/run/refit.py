@@ -176,6 +176,25 @@ def refit_budget(node: Node, grow: float, left_s: float) -> float:
     return min(left_s, grow * sample_growth(node) * node.timing["budget_s"]) if is_paced(node) else left_s
 
 
+# A refit's folds may use at most this share of its time limit: the rest predicts and writes.
+FOLD_SHARE_MAX = 0.9
+# The share the recipes' folds use by themselves (docs/guides/script-contract.md: folds stop at half the time).
+FOLD_SHARE_OWN = 0.5
+
+
+def fold_share(left_s: float, rest_s: float, limit_s: float) -> float | None:
+    """The share of its time limit ``limit_s`` a refit's folds may use (``MLGUILD_FOLD_SHARE``),
+    with ``left_s`` seconds of the final stage left and ``rest_s`` estimated for the refits after
+    it in its chain: until those must start, at most ``FOLD_SHARE_MAX``; None where that is no
+    more than a script's own half. Given all the time left as its limit, a script's folds stopped
+    at half of it: a 5-minute digits run's LightGBM refit fitted 3 of its 5 folds, and the run
+    ended 25 s early."""
+    if limit_s <= 0:
+        return None
+    share = min(FOLD_SHARE_MAX, (left_s - rest_s) / limit_s)
+    return round(share, 3) if share > FOLD_SHARE_OWN else None
+
+
 def deadline_bound(node: Node) -> bool:
     """Whether ``node``'s script, refitted by itself, is one model whose fits grow no tree past
     their deadline (``fits_by_deadline``, as the recipes' boosting scripts say): it finishes in
