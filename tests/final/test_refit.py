@@ -165,6 +165,17 @@ def test_a_blend_is_refitted_member_by_member_then_blended_again(tmp_path):
         assert "final refit: the folds may use 90%" in (run.node_dir(member.id) / "stdout.txt").read_text()
 
 
+def test_a_paced_script_is_not_told_to_use_more_of_its_refits_limit(tmp_path):
+    _, agent, _ = _searched(tmp_path)
+    best = agent.session.state.graph["n0001"]
+    best.timing.update(exec_s=40.0, budget_s=60.0)  # it used most of its limit: paced by it
+    paced = FinalStage(agent.session).run_refit(300.0)
+    assert "fold_share" not in agent.session.state.graph[paced["node"]].meta
+    best.timing.update(exec_s=2.0)  # done in a fraction of it
+    free = FinalStage(agent.session).run_refit(300.0)
+    assert agent.session.state.graph[free["node"]].meta["fold_share"] == FOLD_SHARE_MAX
+
+
 def test_a_refits_folds_may_run_until_the_refits_after_it_must_start():
     # A 5-minute digits run: its LightGBM member's refit had 84 s left and the refits after it
     # were estimated at 32 s; its folds stopped at 42 s, after 3 of 5 folds.

@@ -47,6 +47,7 @@ from ..run.refit import (
     finishing_seconds,
     fold_share,
     growth,
+    is_paced,
     node_refit_seconds,
     one_model,
     refit_budget,
@@ -245,9 +246,10 @@ class FinalStage:
                 if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original), alone)):
                     return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
                 budget = refit_budget(original, grow, left)
-                # Its folds may run until the refits after it must start, not only half its limit.
+                # Its folds may run until the refits after it must start, not only half its limit
+                # (not a paced script's: it would spend all of that, not what it was priced at).
                 rest = sum(node_refit_seconds(n, grow, scale_of(n), alone) for n in chain[i + 1 :])
-                share = fold_share(left, rest, budget)
+                share = None if is_paced(original) else fold_share(left, rest, budget)
                 node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original), share)
                 if node.status != Status.FINAL_OK:
                     last = ((node.failure or "").strip().splitlines() or ["no message"])[-1]
