@@ -248,7 +248,11 @@ class FinalStage:
                 budget = refit_budget(original, grow, left)
                 # Its folds may run until the refits after it must start, not only half its limit
                 # (not a paced script's: it would spend all of that, not what it was priced at).
-                rest = sum(node_refit_seconds(n, grow, scale_of(n), alone) for n in chain[i + 1 :])
+                # Each refit after it keeps its estimate and _MIN_REFIT_S more (the harness's own
+                # seconds per node, the estimates' spread): a 5-minute ridership run whose members
+                # used their whole estimates left its blend's 2-s rerun 1.7 s, and no refit was final.
+                after = chain[i + 1 :]
+                rest = sum(node_refit_seconds(n, grow, scale_of(n), alone) for n in after) + _MIN_REFIT_S * len(after)
                 share = None if is_paced(original) else fold_share(left, rest, budget)
                 node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original), share)
                 if node.status != Status.FINAL_OK:
