@@ -10,10 +10,10 @@ really broke when every node fails the same way.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
+from ..util import pysource
 from .failures import parse_last_traceback
 
 _STEP_LINE = re.compile(
@@ -65,7 +65,7 @@ def diagnose(failure: str, code: str = "", columns: list[str] | tuple[str, ...] 
     named = list(_STEP_LINE.finditer(text))
     if named:
         found = named[-1]
-        column = ast.literal_eval(found["column"]) if found["column"] else None
+        column = str(pysource.literal_eval(found["column"])) if found["column"] else None  # a quoted name
         return Diagnosis(found["exception"].rsplit(".", 1)[-1], _bounded(found["message"]), found["step"], column, line)
     raised = _EXCEPTION.match(traceback.exception.splitlines()[0]) if traceback and traceback.exception else None
     exception = raised["exception"].rsplit(".", 1)[-1] if raised else None

@@ -13,7 +13,6 @@ thread keeps one supervisor started ahead (``prestart``; see supervisor_start.py
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import marshal
 import os
@@ -32,6 +31,7 @@ from mlguild.sandbox.plan import Plan, restore_workdir
 from mlguild.sandbox.supervisor_start import Spare, send_nowait, start_supervisor
 from mlguild.sandbox.sweep import kill_session, kill_tree
 from mlguild.sandbox.tree import SWEEP_LIMIT_S
+from mlguild.util import pysource
 
 
 class SupervisedSandbox(ABC):
@@ -254,7 +254,7 @@ def _parse_events(out: bytes) -> dict[str, dict]:
     events: dict[str, dict] = {}
     for line in out.decode("utf-8", "replace").splitlines():
         try:
-            obj = ast.literal_eval(line)
+            obj = pysource.literal_eval(line)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(obj, dict) and isinstance(obj.get("event"), str):
