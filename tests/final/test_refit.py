@@ -255,7 +255,9 @@ def test_the_reserve_for_a_blend_counts_every_member_it_will_refit(tmp_path):
     )
     run.config.final.max_refit_share = 1.0  # any reserve is kept (the default caps it at half the budget)
     audit = agent.session.clock.reserve(graph).audit_s
-    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + planned + audit + 3
+    # 3 s more than the planned blend's reserve (its rerun priced from the blend that ran): the
+    # cap (the whole budget here) keeps it, whatever the session's clock read so far.
+    run.config.budget.time_s = agent.session.state.spent_s + agent.session.clock.elapsed() + with_blend + audit + 3
     run.config.budget.iterations = None
     agent.session.clock.next_limit_s(agent.session.state.graph)  # time enough while no blend is planned
     with pytest.raises(BudgetExhausted):  # but not for the blend and its refit

@@ -8,7 +8,7 @@ library entry ``mlguild.launch.start`` and for any code that drives a session it
 2. refits the base on every labelled row (``mlguild.run.refit``), as separate ``refit`` nodes,
    in the time the search kept back (``mlguild.run.reserve``): for a blend, each member it
    used (every one for a stack), then the blend. When the base's refit, as this run measured it, cannot finish in
-   the time left, the best node within noise of it whose refit can is refitted instead, and
+   the time left (``mlguild.final.refit_plan``), the best node within noise of it whose refit can is refitted instead, and
    ``final.json`` says which and why (``refit_fallback``); a blend that weights one member
    alone is refitted as that member, and a script whose fits stop at their deadline is
    refitted on every row though estimated at up to ``DEADLINE_SLACK`` times the time left
@@ -44,7 +44,6 @@ from ..run.node import finish_node, run_node
 from ..run.refit import (
     agreement,
     build_full_data,
-    finishing_seconds,
     fold_share,
     growth,
     is_paced,
@@ -52,10 +51,8 @@ from ..run.refit import (
     one_model,
     refit_budget,
     refit_chain,
-    refit_seconds,
-    sole_member,
 )
-from ..run.reserve import harness_seconds, near, refittable
+from ..run.reserve import harness_seconds
 from ..run.samples import remove_samples
 from ..run.session import Session
 from ..rundir import events
@@ -66,13 +63,9 @@ from .base import bootstrap_wins, final_base
 from .confirm import confirm_after_search, selection_bias, skipped_reason
 from .grade import grade_once
 from .ladder import ladder
+from .refit_plan import plan_refit
 
 _MIN_REFIT_S = 5.0  # below this much time left, a refit cannot do useful work
-# Against a refit on fewer than this share of the labelled rows, a node within the search's
-# promotion margin of the base may stand in for it too (not only one within noise by paired
-# bootstrap resamples), refitted on every row: at that share, doubling the rows gains more
-# than a difference that small.
-_PARTIAL_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -153,85 +146,17 @@ class FinalStage:
         best, why = final_base(
             self.run, graph, self.scorers.holdout, self._best_node(), self.state.confirmation, self.held
         )
-        self.base_reason = why
         scales = self.session.clock.scales  # what refits of each family measured
         scale_of = scales.of(self.run, graph)
-        needed = refit_seconds(self.run, graph, best, scale_of)
-        grow, window = growth(self.run), None
-        sole = sole_member(self.run, best) if needed > timeout_s else None
-        if sole is not None and sole in graph.nodes:
-            # A blend whose selection gave all its weight to one member predicts as that member:
-            # the member refitted by itself (one model on every row, where its script can) costs
-            # a fraction of the blend's chain, which refits the member's folds and then the blend.
-            self.base_reason = why = (
-                f"{why}; {best.id} gives all its weight to {sole}, and its refit (about {needed:.0f} s) does not fit "
-                f"in the {timeout_s:.0f} s left, so {sole} is refitted by itself"
+        plan = plan_refit(self.run, graph, best, why, timeout_s, scales, self._within_noise)
+        self.base_reason, self.fallback, self.refit_on = plan.reason, plan.fallback, plan.refit_on
+        if plan.node is None:
+            return self._choose(plan.base, None, plan.short)
+        if plan.fallback is not None:
+            self.session.on_event(
+                "warning", {"message": f"final stage: {plan.short}; refitting {plan.node.id} instead"}
             )
-            best = graph[sole]
-            needed = refit_seconds(self.run, graph, best, scale_of)
-        if needed > timeout_s and finishing_seconds(self.run, graph, best, scale_of) <= timeout_s:
-            # Its fits stop growing trees at their deadline, so the refit finishes in its limit on
-            # every labelled row, with fewer trees than the estimate asked for: more rows, not
-            # more trees, is what a model trained on a row sample lacks most.
-            self.base_reason += (
-                f"; its refit is estimated at {needed:.0f} s with {timeout_s:.0f} s left, and its fits stop growing "
-                "trees at their deadline, so it is refitted on every labelled row with the trees that time allows"
-            )
-        elif needed > timeout_s:
-            short = (
-                f"not enough time left to refit {best.id} as long as the search ran it "
-                f"(needs about {needed:.0f} s, {timeout_s:.0f} s left)"
-            )
-            # A refit on part of the labelled rows still learns from more of them than the
-            # search did (a row sample's node far more: mlguild.run.samples): refit on as many
-            # as the time left allows, when that is at least as many as the chain trained on
-            # (the latest of them on rows ordered in time: a model that never saw the latest
-            # rows is a poor final one; a seeded random share of them otherwise), unless a node
-            # within noise of the base can be refitted on every row (below).
-            chain = refit_chain(graph, best, self.run)
-            searched = int(self.run.workspace.manifest()["split"]["train_rows"])
-            trained = min(int(n.meta.get("train_rows") or searched) for n in chain)
-            labelled = int(grow * searched)
-            # The chain's seconds on ``r`` times the search's rows: only its fitting grows with them.
-            at = lambda r: sum(node_refit_seconds(n, r, scale_of(n), alone=len(chain) == 1) for n in chain)
-            fixed, per_row = at(0.0), (at(1.0) - at(0.0)) / searched
-            fits = min(int((timeout_s - fixed) / per_row), labelled) if per_row > 0 else 0
-            may = lambda n: self._within_noise(best, n)
-            # A node the holdout cannot tell from the base, refitted on every labelled row, comes
-            # before the base refitted on part of them: the rows are a sure gain, and the
-            # difference between the two is none the holdout can show (a ten-million-row run
-            # refitted its blend on half of the rows where its member within noise of it fitted
-            # on all of them). Against a refit on under ``_PARTIAL_SHARE`` of the rows, a node
-            # within the search's promotion margin of the base also qualifies (``near``): paired
-            # bootstrap resamples tell a blend from its own member even 0.0005 AUC apart, less
-            # than a model gains from several times the rows.
-            close = near(graph, best)
-            few = fits < max(_PARTIAL_SHARE * labelled, trained)
-            qualifies = (lambda n: close(n) or may(n)) if few else may
-            other = refittable(self.run, graph, timeout_s, best, qualifies, scales, seconds=finishing_seconds)
-            if other is None and fits >= trained:
-                grow, window = fits / searched, fits
-                self.refit_on = f"{window} labelled rows"
-                which = "the latest" if self.run.spec.time_column else "a random sample of"
-                self.base_reason += (
-                    f"; not enough time to refit on every labelled row (about {needed:.0f} s, {timeout_s:.0f} s left), "
-                    f"and no node within noise of it whose refit on them fits, so refitted on {which} {window} "
-                    "labelled rows, at least as many as the search trained on"
-                )
-            else:
-                if other is None:
-                    return self._choose(best, None, f"{short}, nor any node within noise of it")
-                # A model trained on every labelled row, rather than the search's share of them.
-                other_s = refit_seconds(self.run, graph, other, scale_of)
-                self.fallback = {"wanted": best.id, "needed_s": round(needed, 1), "left_s": round(timeout_s, 1)}
-                self.fallback.update(refitted=other.id, refit_s=round(other_s, 1))
-                cut = " at full length; its fits stop at their deadline" if other_s > timeout_s else ""
-                self.base_reason = (
-                    f"{why}; {short}, so the refit is of {other.id}, the best node whose refit fits "
-                    f"(about {other_s:.0f} s{cut})"
-                )
-                self.session.on_event("warning", {"message": f"final stage: {short}; refitting {other.id} instead"})
-                best = other
+        best, grow, window, needed = plan.node, plan.grow, plan.window, plan.needed_s
         deadline = time.monotonic() + timeout_s
         remove_samples(self.run)  # the search is over: its row samples are no longer read
         data = build_full_data(self.run, rows=window)
