@@ -97,6 +97,9 @@ def _value(kind: str, i: int, rows: int, offset: int, rng: random.Random) -> str
         return str(i % int(arg))
     if name == "floats":
         return json.dumps([round(rng.uniform(-30, 0), 3) for _ in range(int(arg))])
+    if name == "seq":  # a sequence: N characters of the alphabet after it
+        length, _, alphabet = arg.partition(":")
+        return "".join(rng.choice(alphabet) for _ in range(int(length)))
     raise ValueError(f"unknown value kind {kind!r}")
 
 
@@ -133,10 +136,19 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
     for file, columns in sorted(files.items(), key=lambda item: "sample" in item[0] or "Submission" in item[0]):
         role = "train" if "train" in file else "test"
         rows = _ROWS.get(role, 20)
+        exploded = {}  # explode:FILE:COLUMN:N: each value of FILE's COLUMN joined by _ with 0..N-1
+        for column, kind in columns.items():
+            if kind and kind.startswith("explode:"):
+                source_file, source_column, n = kind.split(":")[1:]
+                exploded[column] = [f"{v}_{k}" for v in frames[source_file][source_column] for k in range(int(n))]
+                rows = len(exploded[column])
         offset = _OFFSET[role]
         data: dict[str, list[str]] = {}
         source = frames.get(test_name) if test_name and file != test_name and role == "test" else None
         for column, kind in columns.items():
+            if column in exploded:
+                data[column] = exploded[column]
+                continue
             if source is not None and column in source and kind is None:
                 data[column] = source[column].tolist()  # the sample submission lists the test rows
                 continue
@@ -161,7 +173,9 @@ def write_folder(name: str, spec: dict, root: Path, descriptions: Path | None = 
             records = [
                 {c: _typed(v, columns.get(c)) for c, v in row.items()} for row in frames[file].to_dict("records")
             ]
-            (public / file).write_text(json.dumps(records, indent=4))
+            lines = file in (spec.get("json_lines") or [])  # one record a line (pandas' lines=True)
+            text = "".join(json.dumps(r) + "\n" for r in records) if lines else json.dumps(records, indent=4)
+            (public / file).write_text(text)
             continue
         sep = "\t" if file.endswith(".tsv") else ","
         frames[file].to_csv(public / file, index=False, sep=sep)
@@ -379,7 +393,9 @@ conversion serves a submission id that is a test column under another name or tw
 (nfl-player-contact-detection: the ids are split into those columns as the test table), a
 sample submission written with its pandas index or with its prediction first and the
 test rows' columns after it (keyed by the one of them that is unique text), and tables that are tab-separated,
-zipped, packed alone in 7z (statoil's train.json.7z), JSON arrays of records or JSON lines. A folder with no train table whose train files are labelled
+zipped, packed alone in 7z (statoil's train.json.7z), JSON arrays of records or JSON lines, and
+records of sequences whose targets are lists of one value per position (stanford-covid-vaccine:
+one row per position, with the characters around it). A folder with no train table whose train files are labelled
 by their folders (plant-seedlings-classification, tensorflow-speech-recognition-challenge) or
 by a part of their names (dogs-vs-cats-redux-kernels-edition), or by COCO-style metadata
 (herbarium, iwildcam-2020, inaturalist-2019), gets its train table derived from them, as does one

@@ -422,48 +422,6 @@ def test_the_reserve_waits_for_a_blends_refits_only_when_the_blend_is_near_the_b
     assert near.node == "n0003" and near.refit_s == pytest.approx(((2.0 + 40.0) * growth + 1.0) * DEFAULT_SCALE)
 
 
-def test_the_reserve_waits_for_a_blend_the_final_stage_would_take_though_outside_the_margin(tmp_path):
-    # Issue 38: on a 5-minute titanic run (352 holdout rows) a blend three passengers behind was
-    # outside the promotion margin, so the search kept 3 s back; the final stage, asking paired
-    # bootstrap resamples, found it within noise and took it, and its refit needed 11 s.
-    import shutil
-
-    import pandas as pd
-
-    from mlguild.final.base import bootstrap_wins
-    from mlguild.run.reserve import BlendTies
-
-    run, agent, split = _searched(tmp_path)
-    graph = agent.session.state.graph
-    growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
-    best = graph["n0001"]
-    best.timing.update(exec_s=2.0, budget_s=120.0)
-    blend = graph.add(Node(id="n0002", op=Op.BLEND, parents=("n0001",), iteration=1, status="scored"))
-    blend.timing.update(exec_s=10.0, budget_s=120.0)
-    sign = 1.0 if graph.direction == "maximize" else -1.0
-    blend.score = best.score - sign * 3 * graph.margin(best, graph.noise_floor())  # outside the margin
-    shutil.copytree(run.node_dir("n0001"), run.node_dir("n0002"))
-    holdout = run.node_dir("n0002") / "output" / "holdout.csv"
-    frame = pd.read_csv(holdout, dtype={"id": str})
-    noisy = (frame["y"] + np.random.default_rng(0).normal(scale=0.01, size=len(frame))).clip(0, 1)
-    frame.assign(y=noisy).to_csv(holdout, index=False)  # the same ranking, a little noise: within noise
-    session = agent.session
-    assert session.clock.ties is not None  # the session asks the final stage's question
-    assert final_reserve(run, graph).node == "n0001"  # the margin alone: not waited for
-    tied = session.clock.reserve(graph)
-    assert tied.node == "n0002" and tied.refit_s == pytest.approx((2.0 * growth + 10.0) * DEFAULT_SCALE)
-    frame.assign(y=1 - noisy).to_csv(holdout, index=False)  # clearly worse: the final stage keeps the best node
-    asked = []
-
-    def wins(a, b):
-        asked.append((a.id, b.id))
-        return bootstrap_wins(run, session.scorers.holdout, a, b, session.executor.held)
-
-    ties = BlendTies(wins, run.config.final.tie_share)
-    assert final_reserve(run, graph, ties=ties).node == "n0001"
-    assert final_reserve(run, graph, ties=ties).node == "n0001" and asked == [("n0001", "n0002")]  # asked once
-
-
 def test_a_run_whose_search_would_overrun_still_refits_its_final(tmp_path):
     # Issue 39: the search overran, the best node's refit needed 380 s of the 133 s left, and
     # the final submission was trained on the search's rows alone.

@@ -15,7 +15,6 @@ not to nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Config
@@ -46,9 +45,6 @@ class BudgetClock:
         # What refits of each model family measured (this run's, the memory's): the session
         # sets the memory's once it is open (mlguild.run.session).
         self.scales = RefitScales()
-        # Whether the final stage may take the best blend for the best node (reserve.BlendTies:
-        # the session's, on its holdout scorer); None: the promotion margin alone.
-        self.ties: Callable[[Node, Node], bool] | None = None
 
     @property
     def config(self) -> Config:
@@ -92,7 +88,7 @@ class BudgetClock:
 
     def reserve(self, graph: SearchGraph, planned_blend: tuple[str, ...] = ()) -> Reserve:
         """What the search keeps back now for the final stage (mlguild.run.reserve)."""
-        return final_reserve(self.run, graph, planned_blend, self.in_flight.values(), self.scales, self.ties)
+        return final_reserve(self.run, graph, planned_blend, self.in_flight.values(), self.scales)
 
     def within_remaining(self, timeout: float, brain_s: float = 0.0) -> float:
         """``timeout`` cut to the time left (at least a second): the brain's own time comes

@@ -12,9 +12,8 @@ is priced from this run's own measurements, re-estimated whenever a node finishe
 - the audit and the grade: the harness's measured seconds per node (scoring one file and
   writing its report), once per candidate, the constant baseline and the grade.
 
-The candidates are the best node, the best blend (when the final stage may take it: within
-the promotion margin of the best, or within noise of it as the final stage asks, on paired
-bootstrap resamples of the holdout rows: ``BlendTies``) and a blend the search is about to make
+The candidates are the best node, the best blend (when within the promotion margin of the
+best: the final stage takes it only within noise) and a blend the search is about to make
 (unless its refit alone is over the cap below). The reserve is capped at
 ``final.max_refit_share`` of the budget: a refit that needs more is not waited for; the final
 stage then refits the best node within noise of the base whose refit fits the time left
@@ -30,7 +29,6 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import MlguildError
 from ..core.graph import Node, SearchGraph
 from ..core.vocabulary import Op, Status
 from ..rundir.folder import RunDir
@@ -46,7 +44,6 @@ from .refit import (
     unscaled_refit_seconds,
 )
 
-TIES_MAX_ROWS = 100_000  # BlendTies: a holdout with more rows asks the margin alone
 _DEFAULT_HARNESS_S = 1.0  # the harness's seconds per scoring before any node measured them
 # Over the measured scales, for their spread from run to run. A machine whose load changes
 # within a run moves them far more (churn's LightGBM refits ran 0.47 and 1.46 of linear in two
@@ -122,34 +119,6 @@ class RefitScales:
         return scale
 
 
-@dataclass
-class BlendTies:
-    """Whether the final stage may take a blend for the best node, asked as it asks it
-    (mlguild.final.base.final_base): the best beats the blend on fewer than ``share`` of paired
-    bootstrap resamples of the holdout rows (``wins``: that share, None when it cannot be
-    told). The promotion margin is a cheaper question with another answer on a small holdout
-    (a 5-minute titanic run, 352 rows: a blend three passengers behind was outside the margin,
-    the search kept 3 s back, and the final stage took the blend, whose refit needed 11 s).
-    Each pair is resampled once (the reserve is asked at every node), and only on a holdout
-    of at most ``TIES_MAX_ROWS`` rows: 400 scorings of two million rows would hold the search
-    for minutes, and on a holdout that large the bootstrap's noise is small beside the seeds'
-    that the margin measures."""
-
-    wins: Callable[[Node, Node], float | None]
-    share: float
-    _told: dict[tuple[str, str], bool] = field(default_factory=dict)
-
-    def __call__(self, best: Node, blend: Node) -> bool:
-        key = (best.id, blend.id)
-        if key not in self._told:
-            try:
-                wins = self.wins(best, blend)
-            except (OSError, ValueError, MlguildError):  # a file gone or unreadable: the margin alone
-                wins = None
-            self._told[key] = wins is not None and wins < self.share
-        return self._told[key]
-
-
 @dataclass(frozen=True)
 class Reserve:
     """What the search keeps back, in seconds: ``refit_s`` for the refit (of ``node``, the
@@ -204,15 +173,12 @@ def final_reserve(
     planned: Iterable[str] = (),
     in_flight: Iterable[float] = (),
     scales: RefitScales | None = None,
-    ties: Callable[[Node, Node], bool] | None = None,
 ) -> Reserve:
     """The time the search keeps back for the final stage (see the module docstring):
     ``planned``, the members of a blend about to be made; ``in_flight``, the seconds the
     scripts running now are expected to take (any of them may become the best, and its refit
     needs that much times the growth of the training file, at the default scale: its family
-    is not known yet); ``scales``, the families' measured scales (None: the default's);
-    ``ties``, whether the final stage may take the best blend for the best node beyond the
-    promotion margin (``BlendTies``; None: the margin alone)."""
+    is not known yet); ``scales``, the families' measured scales (None: the default's)."""
     audit, planned = audit_seconds(graph), tuple(planned)
     if not run.config.final.refit:
         return Reserve(0.0, audit)
@@ -222,10 +188,12 @@ def final_reserve(
     # The final stage takes the best blend over the best node only within noise of it: a blend
     # beyond the promotion margin is not refitted, and its chain of refits is not waited for (a
     # 5-minute ames run kept 103 s for a blend far behind and refitted a single node in 7 s).
-    taken = blend is not None and (
-        near(graph, best)(blend) or (ties is not None and best is not None and ties(best, blend))
-    )
-    blend = blend if taken else None
+    # Not the final stage's own question (paired bootstrap resamples), which finds more blends
+    # within noise on a small holdout: the confirmation split then picks either, and a reserve
+    # sized for the blend is lost when it picks the node (schools at 5 minutes: 93.7% of the
+    # budget used, against 98.6%), while a blend whose refit does not fit gives way to its best
+    # member within noise, refitted (titanic: the two within noise, as good a final either way).
+    blend = blend if blend is not None and near(graph, best)(blend) else None
     candidates: list[tuple[Node | None, float]] = [
         (n, refit_seconds(run, graph, n, scale_of)) for n in (best, blend) if n is not None
     ]

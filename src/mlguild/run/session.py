@@ -26,7 +26,6 @@ from ..core.errors import MoveUnavailable
 from ..core.graph import Evidence, Node
 from ..core.protocols import Action, Brain, Cancellable, Concurrent, Context, Policy, Proposal, Sandbox
 from ..core.vocabulary import FailureKind
-from ..final.base import bootstrap_wins
 from ..memory import Memory, TaskTraits
 from ..metrics import get_metric
 from ..pools import Pools, community_code
@@ -42,7 +41,7 @@ from .budget import BudgetClock
 from .context import ContextBuilder
 from .encoder_probe import EncoderProbe
 from .executor import Executor
-from .reserve import TIES_MAX_ROWS, BlendTies, RefitScales, refit_family
+from .reserve import RefitScales, refit_family
 from .samples import RowPlan
 
 EventHandler = Callable[[str, dict], None]
@@ -93,12 +92,6 @@ class Session:
         # The final stage's reserve starts from what other runs' refits of each family measured.
         same, others = self.memory.refit_scales(run.profile.n_train)
         self.clock.scales = RefitScales(same, others, lambda node: refit_family(node, self.code(node)))
-        # ... and keeps back a blend's refits when the final stage may take the blend.
-        if len(self.scorers.holdout.expected_ids) <= TIES_MAX_ROWS:
-            self.clock.ties = BlendTies(
-                lambda best, blend: bootstrap_wins(run, self.scorers.holdout, best, blend, self.executor.held),
-                run.config.final.tie_share,
-            )
         self.pools = Pools.open(run.path, community_code(run))
         self.pools.sync(self.state.graph)  # a resume: the nodes a kill left unreported
         results.rebuild(run.path, [n for n in self.state.graph if n.finished], run.journal.records)

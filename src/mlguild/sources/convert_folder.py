@@ -23,6 +23,7 @@ from ..util.exact_csv import read_csv_exact
 from .array_tables import ArrayTables
 from .folder_files import archive_files, unpack
 from .labelled_files import TRAIN_FILES_FROM, LabelledFiles
+from .position_rows import PositionRows
 from .split_train import join_labels
 from .submission_ids import numbered, with_id, with_key_copy
 from .tables import as_csv
@@ -59,6 +60,7 @@ def write_converted(
     blank: tuple[str, ...] = (),
     labels_file: str | None = None,
     numbered_train: bool = False,
+    positions: PositionRows | None = None,
 ) -> Path:
     """Build the task folder ``dest`` from the user's task folder ``root`` (data in
     ``root/spec.data_dir``): its public files linked into ``dest/public``, its description,
@@ -99,7 +101,7 @@ def write_converted(
     if board is not None:
         _link_or_copy(board, dest / LEADERBOARD)
     own = (test_rows, made_of, indexed, retyped, nested, labelled, shards, sample_columns, blank)
-    write_own_files(public, spec, *own, labels_file=labels_file, numbered_train=numbered_train)
+    write_own_files(public, spec, *own, labels_file=labels_file, numbered_train=numbered_train, positions=positions)
     if arrays is not None and test_rows is not None:  # the NumPy arrays as the task's tables, the arrays left out
         ids, label = test_rows[spec.id_column], spec.target_columns[0]
         arrays.write(data_dir, public, spec.id_column, label, ids, spec.train_file, spec.test_file)
@@ -129,6 +131,7 @@ def write_own_files(
     blank: tuple[str, ...] = (),
     labels_file: str | None = None,
     numbered_train: bool = False,
+    positions: PositionRows | None = None,
 ) -> None:
     """Write into ``public`` (which holds the folder's own files, or links to them) the files the
     task needs of its own: its tab-separated tables as CSV files (the tables removed: a train
@@ -141,8 +144,8 @@ def write_own_files(
     train table, the one ``labelled`` derives, and its files linked under their new names; the test
     file without the target's columns it holds empty (``blank``); the train file with the labels of
     ``labels_file`` joined to it, and that file removed (sources/split_train); a train file without
-    the id with ids from its row numbers (``numbered_train``). A link is replaced, never written
-    through."""
+    the id with ids from its row numbers (``numbered_train``); records of sequences as one row per
+    position (``positions``, sources/position_rows). A link is replaced, never written through."""
     if labels_file is not None:
         join_labels(public, spec.train_file, labels_file, spec.id_column)
     if labelled is not None:  # the train files renamed, in place of their folder (what is left there goes)
@@ -168,6 +171,15 @@ def write_own_files(
         converted = table(public / name)
         (public / name).unlink()
         converted.to_csv(public / as_csv(name), index=False)
+    if positions is not None:  # after the JSON tables are CSV files: one row per position of each record
+        ids = read_csv_exact(public / spec.sample_submission, usecols=[spec.id_column])[spec.id_column]
+        exploded = {
+            spec.train_file: positions.train_rows(read_csv_exact(public / spec.train_file)),
+            spec.test_file: positions.test_rows(read_csv_exact(public / spec.test_file), ids),
+        }
+        for name, frame in exploded.items():
+            (public / name).unlink()
+            frame.to_csv(public / name, index=False)
     if test_rows is not None:
         (public / spec.test_file).unlink(missing_ok=True)  # a link to the user's file is replaced
         test_rows.to_csv(public / spec.test_file, index=False)

@@ -34,6 +34,7 @@ from .folder_roles import answers_file, find_task_root, pick_file, train_holding
 from .labelled_files import DERIVED_TRAIN, LabelledFiles
 from .lookup_tables import set_tables_aside, table_specs, unused_note
 from .metric_checks import check_scored_rows, mean_f1_of_sets, refuse_target_count, refuse_unregistered
+from .position_rows import PositionRows, position_rows
 from .sample_test_rows import DERIVED_TEST, listed_note, no_test_rows, sample_lists_test_files
 from .shapes import key_shape, sample_is_probability, several_default, several_positive, several_task_type
 from .split_train import split_train
@@ -74,13 +75,14 @@ class Inferred:
     blank: tuple[str, ...] = ()  # the target's columns the test file holds empty: left out of it
     labels_file: str | None = None  # the train labels' own file, joined to the train file's rows when converted
     numbered: bool = False  # the train file lacks the id: its rows get ids from their numbers when converted
+    positions: PositionRows | None = None  # records of sequences with lists of targets: a row per position
 
     @property
     def converted(self) -> bool:
         """Whether the task needs files of its own: a folder of mlguild's own holds it (sources/convert_folder)."""
         derived = (self.test_rows, self.labelled, self.arrays)
         own = (self.indexed, self.unpacked, self.made_of, self.retyped, self.nested, self.shards, self.sample_columns)
-        more = (self.blank, self.labels_file, self.numbered)
+        more = (self.blank, self.labels_file, self.numbered, self.positions)
         return any(part is not None for part in derived) or any(map(bool, (*own, *more)))
 
 
@@ -189,6 +191,13 @@ def infer_task(
     if numbers := id_column in test_header and id_column not in train_header and not (labelled or arrays):
         train, train_header = numbered(train, id_column), [id_column, *train_header]
         notes.append(f"{train_path.name} has no column {id_column!r}: its rows get ids from their row numbers")
+    positions = None
+    if id_column not in test_header and listed is None:  # a row per position of each test record's sequence
+        positions = position_rows(train, test_rows, sample[id_column], id_column, sample_header[1:])
+    if positions is not None:
+        train, test_rows = positions.train_rows(train), positions.test_rows(test_rows, sample[id_column], part=True)
+        train_header, test_header = list(train.columns), list(test_rows.columns)
+        notes.append(positions.note(sample_path.name, train_path.name))
     sample_columns: tuple[str, ...] = ()
     key = None if id_column in test_header or given_id else key_after_prediction(sample, test_rows, train_header)
     if key is not None:  # the prediction first, the test rows' own columns after it
@@ -336,6 +345,8 @@ def infer_task(
     files: dict | None = (
         labelled.file_spec(id_column)
         if labelled is not None
+        else None
+        if positions is not None  # a record's own file (stanford-covid-vaccine's bpps/<id>.npy) is no position's
         else present.first(lambda f: file_column(f, train, test_rows.head(FILE_PROBE), [id_column, *test_header]))
     )
     nested = files.pop("train_subfolders", None) if files is not None else None  # laid flat when converted
@@ -404,7 +415,7 @@ def infer_task(
         notes.append("the rows' files lie in subfolders named by their first characters: laid flat when converted")
     joined = split.labels.relative_to(data_dir).as_posix() if split is not None else None
     own = (listed, made_of, indexed, retyped, nested, labelled, unpacked, shards, arrays, sample_columns, blank)
-    return Inferred(root, spec, notes, *own, labels_file=joined, numbered=numbers)
+    return Inferred(root, spec, notes, *own, labels_file=joined, numbered=numbers, positions=positions)
 
 
 def _labels(target: pd.Series) -> int:

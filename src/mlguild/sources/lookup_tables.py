@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..task.lookup import TableJoin, find_join, measure, read_rows, read_table
 from ..task.spec import LookupTable
+from .tables import other_form
 
 _TEST_SHARE = 0.5  # a file holding at least this share of train's columns may be the test file
 _HEAD_ROWS = 1000  # rows of a file read to tell whether it can join at all, before all of it is
@@ -24,11 +25,13 @@ _HEAD_ROWS = 1000  # rows of a file read to tell whether it can join at all, bef
 def set_tables_aside(others: list[Path], data_dir: Path, train_path: Path) -> tuple[list[Path], dict[Path, TableJoin]]:
     """(the files left to be the test file, the lookup tables among ``others`` with their joins)."""
     tables: dict[Path, TableJoin] = {}
+    if other_form(train_path):  # JSON, tab-separated or zipped: these reads see CSVs only (nothing to join)
+        return others, tables
     if (train := _readable(train_path, read_rows)) is None:
         return others, tables  # an unreadable train file is said so later, by infer
     for path in others:
-        if path.parent != train_path.parent:
-            continue  # a table lies beside the train file (not among a folder of per-row files)
+        if path.parent != train_path.parent or other_form(path):
+            continue  # a table lies beside the train file (not among a folder of per-row files), a CSV
         head = _readable(path, lambda p: pd.read_csv(p, nrows=_HEAD_ROWS, low_memory=False))
         if head is None:
             continue

@@ -110,6 +110,7 @@ def _converted(folder: Path, inferred: Inferred, say: Callable[[str], None]) -> 
             inferred.blank,
             inferred.labels_file,
             inferred.numbered,
+            inferred.positions,
         )
     except OSError as exc:
         raise TaskError(
