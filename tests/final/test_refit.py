@@ -21,7 +21,19 @@ from mlguild.final.grade import grade_once
 from mlguild.final.stage import FinalStage, finish
 from mlguild.firewall.guard import check_code
 from mlguild.run.loop import Agent
-from mlguild.run.refit import DEFAULT_SCALE, FOLD_SHARE_MAX, agreement, fold_share, full_data_dir, refit_seconds
+from mlguild.run.refit import (
+    DEFAULT_SCALE,
+    FOLD_SHARE_MAX,
+    LATER_MIN_S,
+    LATER_SPREAD,
+    UNKNOWN_OWN_S,
+    after_folds_seconds,
+    agreement,
+    fold_share,
+    full_data_dir,
+    node_refit_seconds,
+    refit_seconds,
+)
 from mlguild.run.reserve import final_reserve
 from mlguild.run.session import open_session
 from mlguild.rundir.folder import create_run
@@ -183,6 +195,27 @@ def test_a_refits_folds_may_run_until_the_refits_after_it_must_start():
     assert fold_share(139.0, 90.0, 139.0) is None  # no more than a script's own half: not said
     assert fold_share(300.0, 1.0, 300.0) == FOLD_SHARE_MAX  # the rest of the limit predicts and writes
     assert fold_share(84.0, 0.0, 40.0) == FOLD_SHARE_MAX and fold_share(10.0, 0.0, 0.0) is None
+
+
+def test_a_refits_folds_leave_its_own_writing_and_each_later_refit_with_a_margin():
+    # A 5-minute churn run: its first member (34 s, 29 of them fitting) was followed by five
+    # refits of 2-3 s; at a flat 5 s each its folds kept to half their limit and fitted 4 of 5.
+    def node(i, exec_s, fit_s=None):
+        made = Node(id=f"n{i:04d}", op="draft", parents=(), iteration=i, status="scored", score=0.5)
+        made.timing.update(exec_s=exec_s, budget_s=120.0, **({} if fit_s is None else {"fit_s": fit_s}))
+        return made
+
+    first, later = node(1, 34.0, 29.0), [node(i, 2.0, 0.5) for i in range(2, 7)]
+    each = node_refit_seconds(later[0], 1.0, 1.0)
+    rest = after_folds_seconds(first, later, 1.0, lambda n: 1.0, False, harness_s=0.1)
+    assert rest == pytest.approx(5.0 + 5 * (each + LATER_MIN_S))  # its own 5 s; a second at least each
+    assert fold_share(66.0, rest, 66.0) > 0.5  # its folds may use more than their own half
+    slow = node(7, 100.0, 90.0)  # a long refit after it: a tenth of its estimate, and the harness's
+    big = node_refit_seconds(slow, 1.0, 1.0)
+    assert after_folds_seconds(first, [slow], 1.0, lambda n: 1.0, False, 0.1) == pytest.approx(
+        5.0 + big + 0.1 + LATER_SPREAD * big
+    )
+    assert after_folds_seconds(node(8, 34.0), [], 1.0, lambda n: 1.0, False, 0.1) == UNKNOWN_OWN_S  # not said
 
 
 def test_search_nodes_may_not_reach_the_refit_data(tmp_path):

@@ -42,6 +42,7 @@ from ..core.vocabulary import Op, Status
 from ..run.budget import Stop
 from ..run.node import finish_node, run_node
 from ..run.refit import (
+    after_folds_seconds,
     agreement,
     build_full_data,
     fold_share,
@@ -164,6 +165,7 @@ class FinalStage:
             refitted: dict[str, Node] = {}
             chain = refit_chain(graph, best, self.run)
             alone = len(chain) == 1  # a script by itself, not a blend's member: one model may do (one_model)
+            harness = harness_seconds(graph)
             for i, original in enumerate(chain):
                 left = deadline - time.monotonic()
                 # A blend's own rerun takes a second or two: 4 s left still make it, not throw
@@ -171,13 +173,10 @@ class FinalStage:
                 if left < min(_MIN_REFIT_S, node_refit_seconds(original, grow, scale_of(original), alone)):
                     return self._chain_cut(best, refitted, f"no time left to refit {original.id}", needed, timeout_s)
                 budget = refit_budget(original, grow, left)
-                # Its folds may run until the refits after it must start, not only half its limit
-                # (not a paced script's: it would spend all of that, not what it was priced at).
-                # Each refit after it keeps its estimate and _MIN_REFIT_S more (the harness's own
-                # seconds per node, the estimates' spread): a 5-minute ridership run whose members
-                # used their whole estimates left its blend's 2-s rerun 1.7 s, and no refit was final.
-                after = chain[i + 1 :]
-                rest = sum(node_refit_seconds(n, grow, scale_of(n), alone) for n in after) + _MIN_REFIT_S * len(after)
+                # Its folds may run until it must predict and write and the refits after it must
+                # start, each with a margin (``after_folds_seconds``), not only half its limit (not
+                # a paced script's: it would spend all of that, not what it was priced at).
+                rest = after_folds_seconds(original, chain[i + 1 :], grow, scale_of, alone, harness)
                 share = None if is_paced(original) else fold_share(left, rest, budget)
                 node = self._refit_node(original, refitted, data, budget, grow, alone and one_model(original), share)
                 if node.status != Status.FINAL_OK:
