@@ -72,6 +72,25 @@ def test_a_draft_whose_estimated_cost_exceeds_the_time_left_is_not_started(tmp_p
     assert other.ok
 
 
+def test_a_blend_that_cannot_finish_in_the_time_left_is_not_started(tmp_path):
+    # A 5-minute schools run started a blend with 1.3 s left; the run's end killed it.
+    replies = [PRIOR, "# another\n" + PRIOR, PRIOR, PRIOR]
+    agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})
+    first, second = agent.step(Action(Op.DRAFT, ()), 20), agent.step(Action(Op.DRAFT, ()), 20)
+    assert first.ok and second.ok
+    graph = agent.session.state.graph
+    assert estimate(graph, Action(Op.BLEND, (first.id, second.id)), Proposal("", "", {}), lambda n: "", 100) is None
+    for node_id, exec_s, cut in (("n0090", 3.0, False), ("n0091", 4.0, False), ("n0092", 0.5, True)):
+        ran = Node(id=node_id, op=Op.BLEND, parents=(first.id, second.id), iteration=3, status="scored", score=0.5)
+        ran.timing = {"exec_s": exec_s, "budget_s": 60.0, **({"cut_short": True} if cut else {})}
+        graph.add(ran)  # blends that ran: the fastest to its end took 3 s (one the run's end cut says nothing)
+    found = estimate(graph, Action(Op.BLEND, (first.id, second.id)), Proposal("", "", {}), lambda n: "", 100)
+    assert found is not None and found.seconds == pytest.approx(3.0) and "n0090" in found.basis
+    late = agent.step(Action(Op.BLEND, (first.id, second.id)), 2.0)
+    assert late.status == FailureKind.OVER_BUDGET and "about 3 s" in (late.failure or "")
+    assert not (run.node_dir(late.id) / "stdout.txt").exists()  # its script never ran
+
+
 def test_a_draft_of_a_family_nothing_measured_is_not_started_with_less_time_than_reading_and_writing_took(tmp_path):
     replies = [LGBM, PRIOR, PRIOR, PRIOR]
     agent, run = scripted_agent(make_task(tmp_path / "task"), tmp_path, replies, **{"budget.iterations": 10})

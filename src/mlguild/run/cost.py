@@ -7,6 +7,9 @@ seeds and row cap), or, for a move that starts from its parent's script, the par
 measured seconds scaled the same way. A family nothing has measured yet is estimated at
 what every script costs besides fitting (``least_seconds``: reading the data and writing
 the outputs, as measured on this run), so its draft is not started with less time than that.
+A blend (it reads stored predictions and fits a few weights or a small stacker) costs about
+what this run's fastest blend took (``fastest_blend``): a 5-minute schools run started one
+with 1.3 s left, and the run's end killed it.
 
 - A proposal whose estimate exceeds the time limit it would have is not started
   (``mlguild.run.gate.unaffordable``): it is recorded as a node with the status ``over_budget``, the estimate
@@ -87,6 +90,21 @@ def _measured(node: Node) -> bool:
     return exec_s > 0 and node.op not in _NOT_MEASURED and not node.timing.get("cut_short") and node.code_sha256 != ""
 
 
+def fastest_blend(graph: SearchGraph) -> Estimate | None:
+    """The seconds of this run's fastest blend that ran to its end (or to its own limit; not one
+    the run's end cut short), or None before any: another blend reads the same kind of stored
+    predictions."""
+    ran = [
+        (n.timing["exec_s"], n.id)
+        for n in graph
+        if n.op == Op.BLEND and n.finished and (n.timing.get("exec_s") or 0.0) > 0 and not n.timing.get("cut_short")
+    ]
+    if not ran:
+        return None
+    seconds, node_id = min(ran)
+    return Estimate(seconds, f"this run's fastest blend, {node_id}, ran {seconds:.1f} s")
+
+
 def estimate(graph: SearchGraph, action: Action, proposal: Proposal, code_of: Any, n_train: int) -> Estimate | None:
     """The expected seconds of ``proposal``'s script for ``action`` (see the module
     docstring), or None when nothing on this run measured anything like it. ``code_of``:
@@ -100,8 +118,10 @@ def estimate(graph: SearchGraph, action: Action, proposal: Proposal, code_of: An
         scale = units / work_units(parent.meta, n_train)
         seconds = parent.timing["exec_s"] * scale
         return Estimate(seconds, f"its parent {parent.id} ran {parent.timing['exec_s']:.0f} s, x{scale:.2g} the work")
+    if action.op == Op.BLEND:
+        return fastest_blend(graph)
     if action.op not in (Op.DRAFT, Op.EVOLVE):
-        return None  # a blend reads stored predictions; a fuse or a repair may cost anything
+        return None  # a fuse or a repair may cost anything
     mine = family(proposal.meta, proposal.code)
     if mine is None:
         return None

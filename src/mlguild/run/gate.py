@@ -32,7 +32,8 @@ def unaffordable(session: Session, node: Node, action: Action, proposal: Proposa
     on this run has measured is estimated from the encoder's measured throughput
     (mlguild.run.encoder_probe), whose seconds come out of ``timeout``; any other script nothing
     has measured the like of (a draft of a new family, an improve of a parent cut short), but a
-    blend, at what every script costs besides fitting (``least_seconds``)."""
+    blend, at what every script costs besides fitting (``least_seconds``); a blend at this run's
+    fastest blend (``fastest_blend``), and started when none has run."""
     if not proposal.code.strip() or action.op == Op.RERUN:
         # A seed check's re-run is gated before it is chosen (waive_seed_checks): one recorded
         # as not started would count as the candidate failing with another seed.
