@@ -310,6 +310,8 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     # its refit then had 2 s of the 4 s it needed. Every script's limit leaves its own refit time.
     run, agent, split = _searched(tmp_path)
     graph, clock = agent.session.state.graph, agent.session.clock
+    frozen = clock.elapsed()
+    clock.elapsed = lambda: frozen  # the session's clock stands still: no second passes between the lines below
     growth = (split["train_rows"] + split["holdout_rows"]) / split["train_rows"]
     graph["n0001"].timing.update(exec_s=0.5, budget_s=60.0)  # the best so far refits in a second
     _ends_in(agent, 30.0)
@@ -324,6 +326,9 @@ def test_a_script_started_near_the_end_leaves_time_for_its_own_refit(tmp_path):
     graph.add(draft)
     assert graph.best().id == "n0002"
     assert refit_seconds(run, graph, draft) <= 30.0 - audit - limit + 1e-6
+    # The best's refit (16 s) is over the reserve's cap (half the budget): the reserve is sized
+    # for a node near the best whose refit fits it, n0001's (as good, by the promotion margin).
+    graph["n0001"].score = 0.989
     _ends_in(agent, 10.0)  # too little left for most scripts and their refits: the last slot
     last = clock.next_limit_s(graph)
     assert last == pytest.approx((10.0 - audit) / (1 + growth * DEFAULT_SCALE), abs=0.5) and last < 5.0
